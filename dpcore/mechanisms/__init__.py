@@ -1,0 +1,47 @@
+"""Registry of every mechanism, by key.
+
+Each mechanism module defines its classes and decorates them with :func:`register`; importing the
+modules below fills the registry. ``get("oue")`` returns the class, ``names(model="local")`` the keys.
+"""
+
+from __future__ import annotations
+
+from dpcore.mechanisms.base import (ADD_REMOVE, CENTRAL, LOCAL, SHUFFLED, SUBSTITUTION,
+                                    CentralMechanism, LocalMechanism, Mechanism, Param)
+
+_REGISTRY: dict[str, type[Mechanism]] = {}
+
+
+def register(cls: type[Mechanism]) -> type[Mechanism]:
+    """Class decorator: add a mechanism to the registry under its ``key``."""
+    if cls.key in _REGISTRY:
+        raise ValueError(f"mechanism key {cls.key!r} registered twice")
+    _REGISTRY[cls.key] = cls
+    return cls
+
+
+def get(key: str) -> type[Mechanism]:
+    """The mechanism class for ``key``; an unknown key raises KeyError listing the valid ones."""
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        raise KeyError(f"unknown mechanism {key!r}; valid keys: {', '.join(_REGISTRY)}") from None
+
+
+def names(model: str | None = None) -> list[str]:
+    """Registered keys in registration order, optionally only those of one model."""
+    return [k for k, cls in _REGISTRY.items() if model is None or cls.model == model]
+
+
+def build(key: str, **values) -> Mechanism:
+    """Build a mechanism by key, passing only the parameters it declares (handy for UI and CLI)."""
+    cls = get(key)
+    accepted = {p.name for p in cls.params}
+    return cls(**{k: v for k, v in values.items() if k in accepted and v is not None})
+
+
+# Importing the modules registers their mechanisms (order = display order).
+from dpcore.mechanisms import central, local, hadamard  # noqa: E402,F401
+
+__all__ = ["ADD_REMOVE", "CENTRAL", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
+           "LocalMechanism", "Mechanism", "Param", "build", "get", "names", "register"]

@@ -1,0 +1,197 @@
+"""The one contract every mechanism follows, and the parameter declarations it is validated against.
+
+A mechanism is immutable once built (``Mechanism(epsilon=1.0, ...)``). It offers
+
+* ``release(counts, rng)`` — the fast path: the estimated counts the curator (central) or the
+  server (local) would publish, drawn directly from their distribution over the dense domain;
+* ``simulate(items, d, rng)`` — the protocol as it would really run, one report per person
+  (for central mechanisms: count, then add noise);
+* ``variance(counts)`` — the theoretical per-cell variance of the raw estimate (commuters²);
+* ``bits_per_user(d)`` — communication per person (local mechanisms);
+* ``explain()`` — a short plain-language description with its formulas (markdown + LaTeX).
+
+Local mechanisms split ``simulate`` into the client's ``perturb`` and the server's additive
+``accumulate`` and final ``estimate``, so that millions of users can be processed in chunks and a
+single commuter's report can be shown on the Learn page.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+CENTRAL, LOCAL, SHUFFLED = "central", "local", "shuffled"
+SUBSTITUTION, ADD_REMOVE = "substitution", "add_remove"
+
+#: Users per chunk in per-user simulation: bounds memory (reports for d = 1,085 UE are
+#: chunk × d booleans, 65 MB at this size).
+SIMULATION_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared mechanism parameter: its range (or choices), default and help text.
+
+    ``low``/``high`` are inclusive unless ``low_open``/``high_open``; ``choices`` restricts to a set.
+    """
+
+    name: str
+    label: str
+    default: Any
+    kind: type = float
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple | None = None
+    help: str = ""
+
+    def check(self, value, owner: str):
+        """Return the cleaned value or raise ValueError/TypeError naming parameter, range and value."""
+        if self.choices is not None:
+            if value not in self.choices:
+                raise ValueError(f"The '{self.name}' parameter of {owner} must be one of "
+                                 f"{list(self.choices)}. Got {value!r} instead.")
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"The '{self.name}' parameter of {owner} must be a number. "
+                            f"Got {value!r} instead.")
+        if self.kind is int and float(value) != int(value):
+            raise ValueError(f"The '{self.name}' parameter of {owner} must be a whole number. "
+                             f"Got {value!r} instead.")
+        value = self.kind(value)
+        if not np.isfinite(value):
+            raise ValueError(f"The '{self.name}' parameter of {owner} must be finite. "
+                             f"Got {value!r} instead.")
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open
+                                              else value > self.high)
+        if too_low or too_high:
+            raise ValueError(f"The '{self.name}' parameter of {owner} must be in "
+                             f"{self.interval()}. Got {value!r} instead.")
+        return value
+
+    def interval(self) -> str:
+        """The valid range in interval notation, e.g. ``(0, 20]``."""
+        if self.choices is not None:
+            return "{" + ", ".join(map(str, self.choices)) + "}"
+        left = "(" if self.low_open or self.low is None else "["
+        right = ")" if self.high_open or self.high is None else "]"
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{left}{low}, {high}{right}"
+
+
+EPSILON = Param("epsilon", "ε (privacy budget)", 1.0, float, low=0.0, high=20.0, low_open=True,
+                help="Natural-log privacy loss bound; smaller is more private.")
+DELTA = Param("delta", "δ", 1e-6, float, low=0.0, high=1.0, low_open=True, high_open=True,
+              help="Probability that the ε bound may fail; keep it well below 1/n.")
+NEIGHBOURS = Param("neighbours", "Neighbouring datasets", SUBSTITUTION, str,
+                   choices=(SUBSTITUTION, ADD_REMOVE),
+                   help="Substitution: one person's commute changes (L1 sensitivity 2, as in the "
+                        "thesis). Add/remove: one person joins or leaves (sensitivity 1).")
+
+
+class Mechanism(ABC):
+    """Base of every mechanism. Subclasses declare class attributes and implement the methods."""
+
+    key: ClassVar[str]
+    name: ClassVar[str]
+    model: ClassVar[str]  # CENTRAL, LOCAL or SHUFFLED
+    uses_delta: ClassVar[bool] = False
+    params: ClassVar[tuple[Param, ...]] = (EPSILON,)
+    #: None when ``release`` is exact in distribution; otherwise a sentence saying what is not.
+    approximation: ClassVar[str | None] = None
+    references: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **values):
+        known = {p.name: p for p in self.params}
+        unknown = set(values) - set(known)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unknown parameter(s) "
+                            f"{sorted(unknown)}; valid: {sorted(known)}")
+        for name, param in known.items():
+            setattr(self, name, param.check(values.get(name, param.default), type(self).__name__))
+
+    # -------------------------------------------------------------------------------- description
+    @property
+    def guarantee(self) -> str:
+        """Human-readable privacy guarantee, e.g. ``ε-LDP`` or ``(ε, δ)-DP``."""
+        if self.model == LOCAL:
+            return "ε-LDP"
+        return "(ε, δ)-DP" if self.uses_delta else "ε-DP"
+
+    @property
+    def settings(self) -> dict:
+        """The parameter values this instance was built with."""
+        return {p.name: getattr(self, p.name) for p in self.params}
+
+    def describe(self) -> str:
+        """One line for the command line and captions."""
+        values = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in self.settings.items())
+        return f"{self.name} [{self.key}] ({self.model}, {self.guarantee}): {values}"
+
+    @abstractmethod
+    def explain(self) -> str:
+        """Plain-language explanation with formulas (markdown, LaTeX between $…$)."""
+
+    # ------------------------------------------------------------------------------------ contract
+    @abstractmethod
+    def release(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Estimated counts over the dense domain (float64, same length as ``counts``)."""
+
+    @abstractmethod
+    def simulate(self, items: np.ndarray, d: int, rng: np.random.Generator) -> np.ndarray:
+        """Run the real protocol on one cell index per person; return the estimated counts."""
+
+    def variance(self, counts: np.ndarray) -> np.ndarray | None:
+        """Theoretical per-cell variance of the raw estimate (commuters²); None if no closed form."""
+        return None
+
+    def bits_per_user(self, d: int) -> float | None:
+        """Bits each person sends (None for central mechanisms, where people send their data)."""
+        return None
+
+
+class CentralMechanism(Mechanism):
+    """A trusted curator counts exactly, then randomises the counts."""
+
+    model = CENTRAL
+
+    def simulate(self, items, d, rng):
+        counts = np.bincount(np.asarray(items, dtype=np.int64), minlength=d)
+        return self.release(counts, rng)
+
+
+class LocalMechanism(Mechanism):
+    """Every person randomises on their own device; the server only sees reports.
+
+    Subclasses implement ``perturb`` (client), ``accumulate`` (server, additive over users) and
+    ``estimate`` (server, from the accumulated statistic). ``simulate`` runs them in chunks.
+    """
+
+    model = LOCAL
+
+    @abstractmethod
+    def perturb(self, items: np.ndarray, d: int, rng: np.random.Generator) -> dict:
+        """Client side: the reports of the given users (a dict of arrays, one row per user)."""
+
+    @abstractmethod
+    def accumulate(self, reports: dict, d: int) -> np.ndarray:
+        """Server side: this batch's contribution to the additive sufficient statistic."""
+
+    @abstractmethod
+    def estimate(self, statistic: np.ndarray, n: int, d: int) -> np.ndarray:
+        """Server side: unbiased count estimates from the accumulated statistic."""
+
+    def simulate(self, items, d, rng, chunk: int = SIMULATION_CHUNK):
+        items = np.asarray(items, dtype=np.int64)
+        statistic = None
+        for start in range(0, max(len(items), 1), chunk):
+            part = self.accumulate(self.perturb(items[start:start + chunk], d, rng), d)
+            statistic = part if statistic is None else statistic + part
+        return self.estimate(statistic, len(items), d)
