@@ -1,0 +1,235 @@
+"""Consistency post-processing of released counts (Wang et al., NDSS 2020 [WLLSL20]; MECHANISMS.md §7).
+
+Raw DP estimates can be negative and need not add up to the number of commuters ``n``. These methods
+turn them into something that looks like a count table. All of them are *post-processing*: they see
+only the released estimates and public facts (``n``, the domain size, the mechanism's noise level), so
+privacy is unchanged. They must never be given anything computed from the true counts.
+
+Use :func:`apply` with a key of :data:`METHODS`::
+
+    apply("norm_sub", estimates, n)                         # most methods
+    apply("base_cut", estimates, n, variance=var_star)      # Base-Cut needs the noise variance
+
+``variance`` (only Base-Cut uses it) is ``Var*``, the variance of the estimate of a cell whose true
+count is 0 — a number that depends on ε, n and d but not on the data. Pass a scalar, a constant array
+(e.g. ``laplace.variance(counts)``), or :func:`zero_cell_variance` for mechanisms whose per-cell
+variance depends on the cell's count (local ones).
+
+**Post-Pos** concerns *query answers*: answer a query (a sum of cells, e.g. an origin's total, a
+sector-matrix cell) from the raw (Base) estimates, then clip the answer at 0 with
+:func:`clip_query`. For single cells it equals Base-Pos, which is what ``apply("post_pos", …)``
+returns; metrics of aggregates should use ``clip_query(raw.sum over the cells)`` instead of summing the
+clipped cells.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy import stats
+
+#: Family-wise false-positive rate of Base-Cut: under Gaussian noise of variance Var*, the chance
+#: that *any* of the d true-zero cells survives the cut is at most α (Bonferroni). The exact α of
+#: WLLSL20 was not verified (MECHANISMS.md §11); 0.05 is the conventional choice.
+BASE_CUT_ALPHA = 0.05
+
+#: Relative slack when Norm-Cut looks for the running sum first exceeding n, so that an already
+#: consistent vector is not cut by floating-point rounding (keeps the method idempotent).
+_CUT_SLACK = 1e-9
+
+
+def _as_estimates(estimates) -> np.ndarray:
+    x = np.asarray(estimates, dtype=float)
+    if x.ndim != 1:
+        raise ValueError(f"estimates must be a one-dimensional vector over the domain; "
+                         f"got shape {x.shape}.")
+    if not np.isfinite(x).all():
+        raise ValueError("estimates must be finite; found NaN or infinity.")
+    return x
+
+
+def _check_total(n, estimates: np.ndarray) -> float:
+    if isinstance(n, bool) or not np.isscalar(n) or not np.isfinite(n) or n < 0:
+        raise ValueError(f"n (the number of commuters) must be a finite number ≥ 0; got {n!r}.")
+    if n > 0 and estimates.size == 0:
+        raise ValueError("cannot spread a positive total n over an empty domain.")
+    return float(n)
+
+
+def clip_query(total):
+    """Post-Pos for a query answer: ``max(total, 0)`` (scalar or array of query answers).
+
+    ``total`` must be computed from the *raw* (Base) estimates, e.g. ``clip_query(raw.sum())`` or
+    ``clip_query(origin_totals_of(raw))``; summing Base-Pos cells instead adds every cell's positive
+    bias to the answer.
+    """
+    return np.maximum(total, 0)
+
+
+def zero_cell_variance(mechanism, n: int, d: int) -> float | None:
+    """Var* for Base-Cut: the mechanism's variance of a cell whose true count is 0, given n and d.
+
+    Evaluates ``mechanism.variance`` on a public stand-in vector (all n people in cell 0, d cells),
+    so it depends only on (ε, n, d), never on the data. None if the mechanism has no closed form.
+    """
+    if d < 2:
+        raise ValueError(f"need at least 2 cells to evaluate a zero cell's variance; got d={d}.")
+    stand_in = np.zeros(d, dtype=np.int64)
+    stand_in[0] = n
+    v = mechanism.variance(stand_in)
+    return None if v is None else float(np.asarray(v)[1])
+
+
+def base(estimates, n, variance=None) -> np.ndarray:
+    """Base: the raw unbiased estimates, unchanged (a copy)."""
+    return _as_estimates(estimates).copy()
+
+
+def base_pos(estimates, n, variance=None) -> np.ndarray:
+    """Base-Pos (the thesis's "Base-Pro"): negative estimates become 0. Biased upwards on zeros."""
+    return np.maximum(_as_estimates(estimates), 0.0)
+
+
+def post_pos(estimates, n, variance=None) -> np.ndarray:
+    """Post-Pos per cell, which is Base-Pos; for sums of cells use :func:`clip_query` on raw sums."""
+    return base_pos(estimates, n)
+
+
+def base_cut(estimates, n, variance=None, alpha: float = BASE_CUT_ALPHA) -> np.ndarray:
+    """Base-Cut: zero every estimate below ``θ = Φ⁻¹(1 − α/d)·√Var*``; keep the rest unchanged.
+
+    θ is a Bonferroni significance threshold: a cell with true count 0 and Gaussian noise of variance
+    Var* exceeds it with probability α/d, so all d zero cells stay below it with probability ≥ 1 − α.
+    ``variance`` is Var* (see the module docstring); it is required.
+    """
+    x = _as_estimates(estimates)
+    if variance is None:
+        raise ValueError("Base-Cut needs the mechanism's noise variance Var* (variance=...); this "
+                         "mechanism has no closed-form variance, so choose another method.")
+    v = np.asarray(variance, dtype=float)
+    if v.size == 0 or not np.isfinite(v).all() or (v < 0).any():
+        raise ValueError(f"variance must be finite and ≥ 0; got {variance!r}.")
+    if v.ndim and not np.all(v == v.flat[0]):
+        raise ValueError("Base-Cut needs one data-independent variance Var*; the per-cell variance "
+                         "varies with the true counts (using it would leak them). Pass "
+                         "zero_cell_variance(mechanism, n, d) instead.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+    theta = stats.norm.isf(alpha / max(x.size, 1)) * np.sqrt(float(v.flat[0]))
+    return np.where(x >= theta, x, 0.0)
+
+
+def norm(estimates, n, variance=None) -> np.ndarray:
+    """Norm: add the same constant to every cell so the total is n. Keeps unbiasedness."""
+    x = _as_estimates(estimates)
+    total = _check_total(n, x)
+    return x + (total - x.sum()) / max(x.size, 1)
+
+
+def norm_mul(estimates, n, variance=None) -> np.ndarray:
+    """Norm-Mul: zero the negatives, then scale the rest by ``n / Σ max(ĉ, 0)``.
+
+    If no estimate is positive there is nothing to scale; the total is then spread evenly (n/d per
+    cell), which is also what the projection (Norm-Sub) returns for such an input.
+    """
+    x = _as_estimates(estimates)
+    total = _check_total(n, x)
+    positive = np.maximum(x, 0.0)
+    mass = positive.sum()
+    if mass <= 0:
+        return np.full(x.size, total / max(x.size, 1))
+    return positive * (total / mass)
+
+
+def norm_cut(estimates, n, variance=None) -> np.ndarray:
+    """Norm-Cut: keep the largest estimates until their running sum first exceeds n, zero the rest,
+    and scale the kept ones to total n (the authors' code, MECHANISMS.md §7).
+
+    The cell at which the sum crosses n is kept. If even all positive estimates together do not
+    exceed n, the authors' code would rescale everything, negatives included; here negatives are
+    zeroed and the positives scaled up to n (Norm-Mul), so the output is always non-negative. The
+    thesis's "Base Cut" (§5) is the same cut without the final rescaling.
+    """
+    x = _as_estimates(estimates)
+    total = _check_total(n, x)
+    descending = np.sort(x)[::-1]
+    running = np.cumsum(descending)
+    crossed = np.flatnonzero(running > total * (1 + _CUT_SLACK))
+    if not crossed.size:
+        return norm_mul(x, total)
+    keep_count = crossed[0] + 1
+    # The kept cells are the keep_count largest; among cells tied at the smallest kept value, the
+    # first ones by position (a stable descending order), found without a full argsort.
+    smallest_kept = descending[crossed[0]]
+    kept = x > smallest_kept
+    tied = np.flatnonzero(x == smallest_kept)[:keep_count - int(kept.sum())]
+    kept[tied] = True
+    return np.where(kept, x * (total / running[crossed[0]]), 0.0)
+
+
+def norm_sub(estimates, n, variance=None) -> np.ndarray:
+    """Norm-Sub: the Euclidean projection onto ``{c ≥ 0, Σc = n}``: ``max(ĉ_v + θ, 0)``, Σ = n.
+
+    O(d log d) (Duchi et al. 2008): sort descending, prefix sums ``S_j``, ``ρ = max{j : u_(j) +
+    (n − S_j)/j > 0}``, ``θ = (n − S_ρ)/ρ``. The least-squares estimate under both constraints.
+    """
+    x = _as_estimates(estimates)
+    total = _check_total(n, x)
+    if total == 0:
+        return np.zeros(x.size)
+    u = np.sort(x)[::-1]
+    running = np.cumsum(u)
+    rho = np.flatnonzero(u + (total - running) / np.arange(1, x.size + 1) > 0)[-1] + 1
+    theta = (total - running[rho - 1]) / rho
+    return np.maximum(x + theta, 0.0)
+
+
+def round_total(estimates, n, variance=None) -> np.ndarray:
+    """Whole numbers ≥ 0 that add up to exactly n: Norm-Sub, then largest-remainder rounding.
+
+    Each cell gets the floor of its projected value; the ``n − Σ floor`` missing units go to the cells
+    with the largest fractional parts (ties by position). Every cell ends within 1 of its Norm-Sub
+    value. ``n`` must be a whole number. Returned as float64 like every other method.
+    """
+    x = _as_estimates(estimates)
+    total = _check_total(n, x)
+    if total != int(total):
+        raise ValueError(f"n must be a whole number of commuters to round to; got {n!r}.")
+    projected = norm_sub(x, total)
+    whole = np.floor(projected)
+    missing = int(round(total - whole.sum()))
+    if missing > 0:
+        candidates = np.flatnonzero(projected > whole)  # only these have a fractional part
+        fraction = projected[candidates] - whole[candidates]
+        whole[candidates[np.argsort(-fraction, kind="stable")[:missing]]] += 1
+    return whole
+
+
+#: key -> (display name, function(estimates, n, variance=None) -> np.ndarray), in display order.
+METHODS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
+    "base": ("Base (raw estimates)", base),
+    "base_pos": ("Base-Pos (negatives → 0)", base_pos),
+    "post_pos": ("Post-Pos (clip query answers)", post_pos),
+    "base_cut": ("Base-Cut (significance threshold)", base_cut),
+    "norm": ("Norm (shift to total n)", norm),
+    "norm_mul": ("Norm-Mul (clip, then scale to n)", norm_mul),
+    "norm_sub": ("Norm-Sub (projection onto counts summing to n)", norm_sub),
+    "norm_cut": ("Norm-Cut (keep largest up to n, scale)", norm_cut),
+    "round": ("Rounded (whole numbers, total n)", round_total),
+}
+
+
+def apply(key: str, estimates, n, variance=None) -> np.ndarray:
+    """Post-process ``estimates`` (never modified) with method ``key``; returns a new float64 array.
+
+    ``n`` is the public number of commuters; ``variance`` is Var*, used only by ``base_cut``.
+    """
+    try:
+        _, method = METHODS[key]
+    except KeyError:
+        raise ValueError(f"unknown post-processing method {key!r}; valid keys: "
+                         f"{', '.join(METHODS)}") from None
+    x = _as_estimates(estimates)
+    _check_total(n, x)
+    return method(x, n, variance)
