@@ -50,7 +50,8 @@ def _as_estimates(estimates) -> np.ndarray:
 
 
 def _check_total(n, estimates: np.ndarray) -> float:
-    if isinstance(n, bool) or not np.isscalar(n) or not np.isfinite(n) or n < 0:
+    numeric = isinstance(n, (int, float, np.integer, np.floating)) and not isinstance(n, bool)
+    if not numeric or not np.isfinite(n) or n < 0:
         raise ValueError(f"n (the number of commuters) must be a finite number ≥ 0; got {n!r}.")
     if n > 0 and estimates.size == 0:
         raise ValueError("cannot spread a positive total n over an empty domain.")
