@@ -1,0 +1,27 @@
+"""Commuting Privacy Lab: what differential privacy does to origin–destination commuting data.
+
+Home page: pick a dataset and see how exposed its small cells are. The other pages live in
+``pages/`` and are found by Streamlit automatically.
+"""
+
+import streamlit as st
+
+from ui import state, widgets
+
+st.set_page_config(page_title="Commuting Privacy Lab", page_icon=":material/commute:", layout="wide")
+state.init()
+
+st.title("Commuting Privacy Lab")
+st.markdown(
+    "Explore what differential privacy does to origin–destination commuting data: how many "
+    "people a published table could expose, and what protecting them costs in accuracy.")
+
+current = widgets.dataset_picker()
+widgets.provenance(current)
+widgets.figures(current.matrix)
+
+st.subheader("Top 10 commutes")
+widgets.top_flows(current.matrix, k=10)
+
+st.subheader("Where next")
+widgets.page_links()

@@ -1,0 +1,57 @@
+"""Session-state keys and their defaults: the only place that names them.
+
+Everything here lives in one browser session's ``st.session_state`` and dies with it. The uploaded
+dataset in particular is never cached across sessions and never written to disk.
+
+Widget keys get their own names because Streamlit deletes a widget's state when the user moves to a
+page that does not draw it; values that must survive page changes (the current dataset, the
+upload) are kept under separate, non-widget keys.
+"""
+
+import streamlit as st
+
+#: Bundled dataset shown to a new visitor: realistic yet small enough to load instantly.
+DEFAULT_DATASET = "ireland_county"
+#: Value of :data:`CURRENT_DATASET` that means "the file imported in this session".
+UPLOADED = "uploaded"
+
+# --- values that survive page changes ---------------------------------------------------------
+#: The dataset every page works on: a key of ``dpcore.datasets.DATASETS`` or :data:`UPLOADED`.
+CURRENT_DATASET = "current_dataset"
+#: The ODMatrix the user chose to use ("Use this dataset" on the Data page), or None.
+UPLOADED_MATRIX = "uploaded_matrix"
+#: Name of the file it came from, shown next to it.
+UPLOADED_FILENAME = "uploaded_filename"
+#: The Data page's last import attempt (:class:`ui.upload.Attempt`), so reruns do not re-parse.
+IMPORT_ATTEMPT = "import_attempt"
+#: Column mapping the user gave for the current upload: ``{"file_id": …, "columns": {role: col}}``.
+COLUMN_MAPPING = "column_mapping"
+
+# --- widget keys --------------------------------------------------------------------------------
+DATASET_PICKER = "home_dataset_picker"
+UPLOAD_FILE = "data_upload_file"
+UPLOAD_ZONES = "data_upload_zones"
+UPLOAD_FORMAT = "data_upload_format"
+UPLOAD_LEVEL = "data_upload_level"
+USE_UPLOAD = "data_use_upload"
+APPLY_MAPPING = "data_apply_mapping"
+
+
+def mapping_widget(role: str) -> str:
+    """Key of the column-mapping selectbox for one role (origin, destination, count, …)."""
+    return f"data_map_{role}"
+
+
+DEFAULTS = {
+    CURRENT_DATASET: DEFAULT_DATASET,
+    UPLOADED_MATRIX: None,
+    UPLOADED_FILENAME: None,
+    IMPORT_ATTEMPT: None,
+    COLUMN_MAPPING: None,
+}
+
+
+def init() -> None:
+    """Give every key its default unless this session already has a value (call first on each page)."""
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)

@@ -1,0 +1,109 @@
+"""Pieces of page that more than one page draws: dataset picker, headline figures, notices, links."""
+
+import ast
+import re
+from pathlib import Path
+
+import streamlit as st
+
+from dpcore.od import ODMatrix
+from ui import data, safe, state
+
+PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+
+_ALERTS = {"error": st.error, "warning": st.warning, "info": st.info}
+
+
+def _remember_choice() -> None:
+    data.select(st.session_state[state.DATASET_PICKER])
+
+
+def dataset_picker() -> data.Current:
+    """Choose among the bundled datasets and this session's upload; returns the current dataset.
+
+    The picker mirrors :data:`ui.state.CURRENT_DATASET` (which other pages set too, e.g. "Use this
+    dataset" on the Data page), so it is re-synchronised before it is drawn.
+    """
+    current = data.current()
+    options = data.choices()
+    st.session_state[state.DATASET_PICKER] = current.key
+    st.selectbox("Dataset", list(options), format_func=options.__getitem__,
+                 key=state.DATASET_PICKER, on_change=_remember_choice)
+    return current
+
+
+def provenance(current: data.Current) -> None:
+    """Say where the data comes from: synthetic bundled data is labelled as such, prominently.
+
+    Source and description are the app's own text (never the uploaded file's), so not escaped.
+    """
+    if current.synthetic:
+        st.info(f"**{current.source}.** {current.description}", icon=":material/science:")
+    else:
+        st.caption(current.description)
+
+
+def figures(matrix: ODMatrix) -> None:
+    """The headline figures of a dataset, including its re-identification exposure."""
+    summary = matrix.summary()
+    row = st.columns(4)
+    row[0].metric("Commuters (n)", f"{summary['n']:,}", help="People in the data: one count each.")
+    row[1].metric("Origins", f"{summary['origins']:,}", help="Zones people live in.")
+    row[2].metric("Destinations", f"{summary['destinations']:,}",
+                  help="Zones people work or study in, including special ones such as "
+                       "'Work/school from home'.")
+    row[3].metric("Domain |X|", f"{summary['domain_size']:,}",
+                  help="Every origin × destination pair, including those nobody commutes along.")
+    row = st.columns(4)
+    row[0].metric("Non-zero cells", f"{summary['nonzero']:,}")
+    row[1].metric("Sparsity", f"{summary['sparsity']:.1%}", help="Share of the domain that is empty.")
+    row[2].metric("Cells with count 1", f"{summary['cells_count_1']:,}")
+    row[3].metric("Cells with count < 10", f"{summary['cells_under_10']:,}",
+                  help="Non-zero cells with 1 to 9 commuters.")
+    st.markdown(
+        f"**{summary['cells_count_1']:,}** origin–destination cells hold exactly one commuter and "
+        f"**{summary['cells_under_10']:,}** fewer than ten: publishing such a count tells anyone who "
+        "knows where a person lives where that person works, the re-identification risk that "
+        "differential privacy is meant to remove.")
+
+
+def top_flows(matrix: ODMatrix, k: int = 10) -> None:
+    """The k busiest commutes (zone names shown verbatim by the dataframe, never as Markdown)."""
+    st.dataframe(matrix.top(k), hide_index=True, width="stretch",
+                 column_config={"rank": "Rank", "commute": "Commute", "count": "Commuters"})
+
+
+def notice(item) -> None:
+    """One import notice as an error, warning or info box: what, where, and how to fix it."""
+    where = ", ".join(part for part in (
+        f"file {item.file}" if item.file else "",
+        f"row {item.row}" if item.row is not None else "",
+        f"column {item.column}" if item.column else "",
+    ) if part)
+    body = f"**{safe.markdown(item.message)}**"
+    if where:
+        body += f"  \nWhere: {safe.markdown(where)}"
+    if item.fix:
+        body += f"  \nHow to fix: {safe.markdown(item.fix)}"
+    _ALERTS.get(item.level, st.info)(body)
+
+
+def _page_summary(path: Path) -> str:
+    """First line of a page's module docstring, so each page describes itself."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def _page_order(path: Path) -> tuple[int, str]:
+    """Streamlit's own order: by the number the file name starts with, then by name."""
+    number = re.match(r"\d*", path.name).group()
+    return (int(number) if number else 10**9, path.name)
+
+
+def page_links() -> None:
+    """A link to every page that exists in ``pages/``, with the page's own one-line description."""
+    for path in sorted(PAGES_DIR.glob("*.py"), key=_page_order):
+        st.page_link(f"pages/{path.name}")
+        summary = _page_summary(path)
+        if summary:
+            st.caption(summary)
