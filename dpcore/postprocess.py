@@ -1,9 +1,11 @@
-"""Consistency post-processing of released counts (Wang et al., NDSS 2020 [WLLSL20]; MECHANISMS.md §7).
+"""Consistency post-processing of released counts (Wang et al., NDSS 2020 [WLLSL20]).
+
+Formulas and provenance: MECHANISMS.md §7.
 
 Raw DP estimates can be negative and need not add up to the number of commuters ``n``. These methods
 turn them into something that looks like a count table. All of them are *post-processing*: they see
-only the released estimates and public facts (``n``, the domain size, the mechanism's noise level), so
-privacy is unchanged. They must never be given anything computed from the true counts.
+only the released estimates and public facts (``n``, the domain size, the mechanism's noise
+level), so privacy is unchanged. They must never be given anything computed from the true counts.
 
 Use :func:`apply` with a key of :data:`METHODS`::
 
@@ -11,15 +13,15 @@ Use :func:`apply` with a key of :data:`METHODS`::
     apply("base_cut", estimates, n, variance=var_star)      # Base-Cut needs the noise variance
 
 ``variance`` (only Base-Cut uses it) is ``Var*``, the variance of the estimate of a cell whose true
-count is 0 — a number that depends on ε, n and d but not on the data. Pass a scalar, a constant array
-(e.g. ``laplace.variance(counts)``), or :func:`zero_cell_variance` for mechanisms whose per-cell
-variance depends on the cell's count (local ones).
+count is 0 — a number that depends on ε, n and d but not on the data. Pass a scalar, a constant
+array (e.g. ``laplace.variance(counts)``), or :func:`zero_cell_variance` for mechanisms whose
+per-cell variance depends on the cell's count (local ones).
 
 **Post-Pos** concerns *query answers*: answer a query (a sum of cells, e.g. an origin's total, a
 sector-matrix cell) from the raw (Base) estimates, then clip the answer at 0 with
 :func:`clip_query`. For single cells it equals Base-Pos, which is what ``apply("post_pos", …)``
-returns; metrics of aggregates should use ``clip_query(raw.sum over the cells)`` instead of summing the
-clipped cells.
+returns; metrics of aggregates should use ``clip_query(raw.sum over the cells)`` instead of summing
+the clipped cells.
 """
 
 from __future__ import annotations
@@ -96,15 +98,16 @@ def base_pos(estimates, n, variance=None) -> np.ndarray:
 
 
 def post_pos(estimates, n, variance=None) -> np.ndarray:
-    """Post-Pos per cell, which is Base-Pos; for sums of cells use :func:`clip_query` on raw sums."""
+    """Post-Pos per cell, which is Base-Pos; for sums of cells use :func:`clip_query`."""
     return base_pos(estimates, n)
 
 
 def base_cut(estimates, n, variance=None, alpha: float = BASE_CUT_ALPHA) -> np.ndarray:
     """Base-Cut: zero every estimate below ``θ = Φ⁻¹(1 − α/d)·√Var*``; keep the rest unchanged.
 
-    θ is a Bonferroni significance threshold: a cell with true count 0 and Gaussian noise of variance
-    Var* exceeds it with probability α/d, so all d zero cells stay below it with probability ≥ 1 − α.
+    θ is a Bonferroni significance threshold: a cell with true count 0 and Gaussian noise of
+    variance Var* exceeds it with probability α/d, so all d zero cells stay below it with
+    probability ≥ 1 − α.
     ``variance`` is Var* (see the module docstring); it is required.
     """
     x = _as_estimates(estimates)
@@ -203,9 +206,9 @@ def norm_sub(estimates, n, variance=None) -> np.ndarray:
 def round_total(estimates, n, variance=None) -> np.ndarray:
     """Whole numbers ≥ 0 that add up to exactly n: Norm-Sub, then largest-remainder rounding.
 
-    Each cell gets the floor of its projected value; the ``n − Σ floor`` missing units go to the cells
-    with the largest fractional parts (ties by position). Every cell ends within 1 of its Norm-Sub
-    value. ``n`` must be a whole number. Returned as float64 like every other method.
+    Each cell gets the floor of its projected value; the ``n − Σ floor`` missing units go to the
+    cells with the largest fractional parts (ties by position). Every cell ends within 1 of its
+    Norm-Sub value. ``n`` must be a whole number. Returned as float64 like every other method.
     """
     x = _as_estimates(estimates)
     total = _check_total(n, x)

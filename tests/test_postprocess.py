@@ -123,7 +123,7 @@ def test_norm_is_a_no_op_when_the_total_is_already_n(rng):
 
 def test_norm_keeps_unbiasedness_and_has_the_projected_variance(rng):
     """Gaussian estimates: Norm subtracts the mean error, so each cell stays unbiased and its
-    variance is exactly σ²(1 − 1/d) (the output is still normal, so the chi-square check is exact)."""
+    variance is exactly σ²(1 − 1/d) (the output is still normal: the chi-square check is exact)."""
     counts = np.array([0, 0, 1, 4, 9, 30, 2, 0, 150, 7, 7, 3])
     mechanism = Gaussian(epsilon=1.0, delta=1e-5)
     samples = np.stack([pp.apply("norm", mechanism.release(counts, rng), counts.sum())

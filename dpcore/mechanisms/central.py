@@ -10,13 +10,14 @@ Five mechanisms, all over the dense domain of origin × destination cells (MECHA
 * :class:`TopK` — private selection of the k busiest commutes (one-shot Gumbel top-k) plus Laplace
   counts for them, ε-DP.
 
-Neighbouring datasets are selectable (``neighbours``): *substitution* — one person's commute changes,
-so two cells move by one (L1 sensitivity 2, L2 √2; the thesis) — or *add/remove* — one person joins or
-leaves, so one cell moves by one (sensitivity 1).
+Neighbouring datasets are selectable (``neighbours``): *substitution* — one person's commute
+changes, so two cells move by one (L1 sensitivity 2, L2 √2; the thesis) — or *add/remove* — one
+person joins or leaves, so one cell moves by one (sensitivity 1).
 
 Every release is exact in distribution up to floating point. Floating-point noise samplers leak
 through their low-order bits (Mironov, CCS 2012): this is a simulation tool for studying utility.
-A production release should use vetted samplers such as OpenDP's, which are deliberately not seedable.
+A production release should use vetted samplers such as OpenDP's, which are deliberately not
+seedable.
 """
 
 from __future__ import annotations
@@ -186,8 +187,8 @@ class DiscreteLaplace(_NeighbourAware):
     def explain(self):
         a = self.alpha
         return (
-            "**Discrete Laplace (two-sided geometric) mechanism.** Like Laplace, but the noise is a "
-            "whole number, so released counts stay whole numbers.\n\n"
+            "**Discrete Laplace (two-sided geometric) mechanism.** Like Laplace, but the noise is "
+            "a whole number, so released counts stay whole numbers.\n\n"
             f"$$P[Z = z] = \\frac{{1-\\alpha}}{{1+\\alpha}}\\,\\alpha^{{|z|}},\\quad "
             f"\\alpha = e^{{-\\varepsilon/\\Delta_1}} = {a:.4g}$$\n\n"
             f"Unbiased, variance $2\\alpha/(1-\\alpha)^2 = {2 * a / (1 - a) ** 2:.4g}$ "
@@ -269,7 +270,7 @@ class StabilityHistogram(_NeighbourAware):
     the parameter keeps the shared default and callers (the UI) may pass ``1/(2n)``.
 
     Not unbiased: small counts are suppressed. :meth:`expected` and :meth:`variance` give the exact
-    mean and variance of each cell's estimate (0 for true zeros), from the truncated Laplace moments.
+    mean and variance of each cell's estimate (0 for true zeros), from truncated Laplace moments.
     Runtime touches only the non-zero cells (plus one scan to find them).
     """
 
@@ -277,8 +278,8 @@ class StabilityHistogram(_NeighbourAware):
     name = "Stability histogram"
     uses_delta = True
     params = (EPSILON, DELTA, NEIGHBOURS, THRESHOLD_RULE)
-    references = ("[BNS16] Bun, Nissim, Stemmer. Simultaneous private learning of multiple concepts. "
-                  "ITCS 2016.",
+    references = ("[BNS16] Bun, Nissim, Stemmer. Simultaneous private learning of multiple "
+                  "concepts. ITCS 2016.",
                   "[Vad17] Vadhan. The complexity of differential privacy. 2017, §3.")
 
     def __init__(self, **values):
@@ -360,8 +361,10 @@ class StabilityHistogram(_NeighbourAware):
         return (
             "**Stability histogram.** Only commutes that actually occur get noise; a commute is "
             "published only if its noisy count reaches a threshold τ, otherwise it shows as 0. "
-            "Empty cells are never published, so the noise does not grow with the size of the map.\n\n"
-            f"$$\\hat c_v = \\begin{{cases}} c_v + Z_v & c_v > 0 \\text{{ and }} c_v + Z_v \\ge \\tau"
+            "Empty cells are never published, so the noise does not grow with the size of the "
+            "map.\n\n"
+            f"$$\\hat c_v = \\begin{{cases}} c_v + Z_v & c_v > 0 \\text{{ and }} "
+            f"c_v + Z_v \\ge \\tau"
             f"\\\\ 0 & \\text{{otherwise}}\\end{{cases}},\\quad Z_v \\sim \\mathrm{{Lap}}(b),\\ "
             f"b = \\Delta_1/\\varepsilon = {b:.4g}$$\n\n"
             f"Threshold by the {rule}: τ = {tau:.4g} commuters. The only way privacy can fail is "
@@ -369,8 +372,8 @@ class StabilityHistogram(_NeighbourAware):
             f"$\\tfrac12 e^{{-(\\tau-1)/b}}$ = {self.exact_delta:.3g}. {self._neighbours_line()} "
             f"Guarantee: (ε, δ)-DP with ε = {self.epsilon:g}, δ = {self.delta:.3g}.\n\n"
             f"In plain words: flows smaller than about {tau:.3g} commuters mostly disappear; the "
-            "published ones are off by a Laplace amount like the Laplace mechanism's. Not unbiased: "
-            "small flows are pulled towards 0.")
+            "published ones are off by a Laplace amount like the Laplace mechanism's. Not "
+            "unbiased: small flows are pulled towards 0.")
 
 
 @register
@@ -427,7 +430,7 @@ class TopK(_NeighbourAware):
         return out
 
     def variance(self, counts):
-        """None: the estimate mixes a data-dependent selection with Laplace noise (no closed form)."""
+        """None: a data-dependent selection mixed with Laplace noise has no closed form."""
         return None
 
     def explain(self):
@@ -435,8 +438,8 @@ class TopK(_NeighbourAware):
         return (
             f"**Top-{k} busiest commutes.** The budget ε = {eps:g} is split in two halves.\n\n"
             f"1. *Choose* {k} commutes (ε/2): add Gumbel noise of scale "
-            f"$b_{{sel}} = d_{{range}}\\cdot 2k/\\varepsilon = {self.selection_scale:.4g}$ to every "
-            f"count and keep the {k} largest. This is exactly {k} rounds of the exponential "
+            f"$b_{{sel}} = d_{{range}}\\cdot 2k/\\varepsilon = {self.selection_scale:.4g}$ to "
+            f"every count and keep the {k} largest. This is exactly {k} rounds of the exponential "
             "mechanism, $P[i] \\propto e^{c_i/b_{sel}}$, each with ε/(2k) "
             f"= {eps / (2 * k):.3g}, removing each winner.\n"
             f"2. *Count* them (ε/2): publish $c_v + \\mathrm{{Lap}}(b_{{cnt}})$ for the chosen "

@@ -2,11 +2,12 @@
 
 Tolerances come from theory: every statistical check uses the shared family-wise false-failure rate
 ALPHA (1e-4) with Bonferroni corrections; nothing is tuned. Variance checks use ``assert_variance``,
-whose chi-square interval assumes normal samples. Laplace-type noise is heavy-tailed (excess kurtosis
-3), so for those the check runs on *block sums* of m i.i.d. cells: a block's excess kurtosis is κ/m and
-the sampling s.d. of s²/σ² is √(2/(R−1) + κ_block/R), i.e. the chi-square interval is too narrow by a
-factor √(1 + κ/(2m)) — below 1.002 at m = 1,000, κ ≤ 3. Summing cells also checks independence
-(Var of the sum = sum of the variances, recipe D of MECHANISMS.md §10).
+whose chi-square interval assumes normal samples. Laplace-type noise is heavy-tailed (excess
+kurtosis 3), so for those the check runs on *block sums* of m i.i.d. cells: a block's excess
+kurtosis is κ/m and the sampling s.d. of s²/σ² is √(2/(R−1) + κ_block/R), i.e. the chi-square
+interval is too narrow by a factor √(1 + κ/(2m)) — below 1.002 at m = 1,000, κ ≤ 3. Summing
+cells also checks independence (Var of the sum = sum of the variances, recipe D of §10 of
+MECHANISMS.md).
 """
 
 from itertools import permutations
