@@ -14,8 +14,8 @@ County level (``ireland_county``, 31 origins × 35 destinations)
        its published total (the shares are rounded to 0.001, so the scaling stays within rounding).
     3. The other county → county cells come from a gravity model: a seed matrix
        ``(d² + (10 km)²)^(−2.5/2)`` between county towns (zero diagonal) fitted by iterative
-       proportional fitting (IPF) to the residual row totals (row total − diagonal − specials) and
-       column totals (workplace total − diagonal).
+       proportional fitting (IPF) to the residual row totals (row total − diagonal − specials)
+       and column totals (workplace total − diagonal).
     4. Integerisation keeps every row total exact: each row's cells are floored and the remaining
        people are placed by one multinomial draw in proportion to the fractional parts. Cells
        expected below 1 (far pairs, Northern Ireland from the south) become 0 or small, which gives
@@ -127,7 +127,8 @@ def read_calibration(directory: Path) -> Calibration:
 
 def haversine_km(lat1, lon1, lat2, lon2) -> np.ndarray:
     """Great-circle distance in km between points given in degrees (broadcasting)."""
-    lat1, lon1, lat2, lon2 = (np.radians(np.asarray(a, dtype=float)) for a in (lat1, lon1, lat2, lon2))
+    lat1, lon1, lat2, lon2 = (np.radians(np.asarray(a, dtype=float))
+                              for a in (lat1, lon1, lat2, lon2))
     h = (np.sin((lat2 - lat1) / 2) ** 2
          + np.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2)
     return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(h))

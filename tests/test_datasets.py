@@ -77,7 +77,8 @@ def test_files_are_compact():
 
 
 def test_unknown_key_names_the_valid_ones():
-    with pytest.raises(KeyError, match="unknown dataset 'paris'.*ireland_county, ireland_ed, toy_town"):
+    with pytest.raises(KeyError,
+                       match="unknown dataset 'paris'.*ireland_county, ireland_ed, toy_town"):
         datasets.load("paris")
 
 
@@ -250,8 +251,8 @@ def test_ed_positions_avoid_smaller_counties(ed, county):
         assert not np.any(foreign & bigger & inside), name
 
 
-@pytest.mark.slow
 def test_ed_regenerates_exactly(ed, county):
+    """About 1 s: the whole ED generation is vectorised per origin county."""
     assert_same_matrix(synthetic.generate_ed(county), ed)
 
 
@@ -271,7 +272,8 @@ def test_toy_town_is_small_and_readable():
 def test_county_model_keeps_rows_and_diagonal_exact_for_any_seed(calibration):
     other = synthetic.county_matrix(calibration, np.random.default_rng(7))
     grid = other.to_dense().reshape(31, 35)
-    np.testing.assert_array_equal(other.origin_totals(), calibration.counties["residents_commuting"])
+    np.testing.assert_array_equal(other.origin_totals(),
+                                  calibration.counties["residents_commuting"])
     np.testing.assert_array_equal(np.diag(grid), calibration.counties["same_zone"])
     assert not np.array_equal(other.counts, synthetic.generate_county(calibration).counts)
 

@@ -13,7 +13,8 @@ def counties():
     """Parent level: origins A, B; destinations A, B, Overseas."""
     origins = ZoneSet.from_ids(["A", "B"], labels=["County A", "County B"],
                                lat=[53.0, 52.0], lon=[-6.0, -8.0])
-    destinations = ZoneSet.from_ids(["A", "B", SPECIAL], labels=["County A", "County B", SPECIAL],
+    destinations = ZoneSet.from_ids(["A", "B", SPECIAL],
+                                    labels=["County A", "County B", SPECIAL],
                                     lat=[53.0, 52.0, np.nan], lon=[-6.0, -8.0, np.nan])
     return origins, destinations
 
@@ -22,7 +23,8 @@ def counties():
 def od(counties):
     """Fine level: EDs a1, a2 in A and b1 in B; destinations the same EDs + Overseas.
 
-    Counts (origin → destination):  a1→a1 5, a1→b1 1, a2→a1 3, a2→Overseas 2, b1→a2 4, b1→b1 7.
+    Counts (origin → destination): a1→a1 5, a1→b1 1, a2→a1 3, a2→Overseas 2, b1→a2 4,
+    b1→b1 7.
     """
     origins = ZoneSet.from_ids(["a1", "a2", "b1"], labels=["Ash", "Alder", "Birch"],
                                lat=[53.1, 53.2, 52.1], lon=[-6.1, -6.2, -8.1],
@@ -117,7 +119,8 @@ def test_to_dense_places_counts_at_flat_indices(od):
 
 
 def test_to_dense_refuses_domains_over_the_limit_with_advice(od):
-    with pytest.raises(DomainTooLargeError, match=r"12 cells .*3 origins × 4 destinations.*Roll up"):
+    with pytest.raises(DomainTooLargeError,
+                       match=r"12 cells .*3 origins × 4 destinations.*Roll up"):
         od.to_dense(limit=11)
     assert len(od.to_dense(limit=12)) == 12
     assert DENSE_CELL_LIMIT == 50_000_000
