@@ -42,20 +42,35 @@ def assert_unbiased(samples: np.ndarray, truth: np.ndarray, variance: np.ndarray
     """``samples`` has one row per run; ``variance`` is the exact per-cell variance of one run."""
     samples = np.asarray(samples, dtype=float)
     runs, cells = samples.shape
-    z = (samples.mean(axis=0) - truth) / np.sqrt(np.asarray(variance, dtype=float) / runs)
+    variance = np.broadcast_to(np.asarray(variance, dtype=float), (cells,))
+    truth = np.broadcast_to(np.asarray(truth, dtype=float), (cells,))
+    fixed = variance == 0
+    assert (samples[:, fixed] == truth[fixed]).all(), "a zero-variance cell is not exactly the truth"
+    z = np.zeros(cells)
+    z[~fixed] = (samples.mean(axis=0) - truth)[~fixed] / np.sqrt(variance[~fixed] / runs)
     bound = _bonferroni_z(alpha, cells)
     bad = np.flatnonzero(np.abs(z) > bound)
     assert not len(bad), (f"biased cells {bad.tolist()[:10]}: z = {z[bad][:10]} beyond ±{bound:.2f} "
                           f"({runs} runs)")
 
 
-def assert_variance(samples: np.ndarray, variance: np.ndarray, alpha: float = ALPHA):
-    """Sample variance of each cell inside the chi-square interval of ``variance``."""
+def assert_variance(samples: np.ndarray, variance: np.ndarray, alpha: float = ALPHA,
+                    excess_kurtosis: float | None = None):
+    """Sample variance of each cell inside the chi-square interval of ``variance``.
+
+    The chi-square interval assumes normal samples. For heavy-tailed ones pass the exact
+    ``excess_kurtosis`` of one sample (Laplace: 3); the interval then uses the normal approximation
+    with the standard error sqrt(2/(R−1) + κ/R) of the variance ratio (MECHANISMS.md §10 D).
+    """
     samples = np.asarray(samples, dtype=float)
     runs, cells = samples.shape
     dof = runs - 1
-    lo = stats.chi2.ppf(alpha / (2 * cells), dof) / dof
-    hi = stats.chi2.isf(alpha / (2 * cells), dof) / dof
+    if excess_kurtosis is None:
+        lo = stats.chi2.ppf(alpha / (2 * cells), dof) / dof
+        hi = stats.chi2.isf(alpha / (2 * cells), dof) / dof
+    else:
+        half = _bonferroni_z(alpha, cells) * np.sqrt(2 / dof + excess_kurtosis / runs)
+        lo, hi = 1 - half, 1 + half
     ratio = samples.var(axis=0, ddof=1) / np.asarray(variance, dtype=float)
     bad = np.flatnonzero((ratio < lo) | (ratio > hi))
     assert not len(bad), (f"variance ratios {ratio[bad][:10]} of cells {bad.tolist()[:10]} outside "

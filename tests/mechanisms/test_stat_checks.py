@@ -39,3 +39,17 @@ def test_same_distribution_detects_scale_change(rng):
     assert_same_distribution(a, rng.normal(size=(3000, 4)))
     with pytest.raises(AssertionError, match="variances differ"):
         assert_same_distribution(a, 1.2 * rng.normal(size=(3000, 4)))
+
+
+def test_zero_variance_cells_must_equal_truth(rng):
+    samples = np.column_stack([np.zeros(100), rng.normal(size=100)])
+    assert_unbiased(samples, np.array([0.0, 0.0]), np.array([0.0, 1.0]))
+    with pytest.raises(AssertionError, match="zero-variance"):
+        assert_unbiased(samples + [1.0, 0.0], np.array([0.0, 0.0]), np.array([0.0, 1.0]))
+
+
+def test_variance_with_kurtosis_accepts_laplace_and_rejects_wrong_scale(rng):
+    samples = rng.laplace(scale=1.0, size=(20000, 3))
+    assert_variance(samples, np.full(3, 2.0), excess_kurtosis=3.0)
+    with pytest.raises(AssertionError, match="variance ratios"):
+        assert_variance(samples, np.full(3, 2.3), excess_kurtosis=3.0)
