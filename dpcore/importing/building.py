@@ -1,0 +1,178 @@
+"""From validated columns to an :class:`~dpcore.od.ODMatrix`: zone sets, duplicates, domain size."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from dpcore.importing.notices import Report, quoted, rows_phrase
+from dpcore.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+
+_TOTAL = re.compile(r"^(grand\s*)?(totals?|sum|all( zones)?)$", re.IGNORECASE)
+
+
+def zone_set(ids: pd.Series, rows: np.ndarray, column: str, report: Report, *,
+             labels: pd.Series | None = None, lat: np.ndarray | None = None,
+             lon: np.ndarray | None = None, label_column: str | None = None,
+             coordinate_columns: tuple[str, str] | None = None, sort: bool = True
+             ) -> tuple[np.ndarray, ZoneSet]:
+    """The zones named in one column (sorted by id, or in order of appearance) and each row's
+    position among them.
+
+    Labels and coordinates, when given per row, must agree between rows naming the same zone.
+    """
+    codes, uniques = pd.factorize(ids, sort=sort)
+    uniques = np.asarray(uniques, dtype=object).astype(str)
+    _check_zone_names(uniques, codes, rows, column, report)
+    zone_labels = uniques
+    if labels is not None:
+        zone_labels = _per_zone(labels.to_numpy(dtype=object), codes, len(uniques), uniques,
+                                rows, label_column, report)
+    zone_lat = zone_lon = np.full(len(uniques), np.nan)
+    if lat is not None and lon is not None:
+        zone_lat, zone_lon = _zone_coordinates(lat, lon, codes, uniques, rows,
+                                               coordinate_columns, report)
+    return codes, ZoneSet(ids=uniques, labels=zone_labels, lat=zone_lat, lon=zone_lon)
+
+
+def build_matrix(name: str, description: str, origins: ZoneSet, destinations: ZoneSet,
+                 o_codes: np.ndarray, d_codes: np.ndarray, counts: np.ndarray, rows: np.ndarray,
+                 report: Report, *, duplicates_expected: bool = False,
+                 origin_column: str | None = None) -> ODMatrix:
+    """Sum repeated cells (with a warning unless expected), drop zero counts (reported), build."""
+    report.stop_if_errors()
+    check_domain(len(origins), len(destinations), report)
+    flat = o_codes.astype(np.int64) * len(destinations) + d_codes
+    if not duplicates_expected:
+        warn_duplicates(flat, rows, report, origin_column,
+                        lambda cell: (f"{origins.labels[cell // len(destinations)]}{ARROW}"
+                                      f"{destinations.labels[cell % len(destinations)]}"))
+    zero = counts == 0
+    if zero.any():
+        report.info("zero_counts_dropped",
+                    f"{int(zero.sum()):,} rows have a count of 0; they add nobody (every pair "
+                    f"of zones is in the domain anyway), so they are not stored "
+                    f"({rows_phrase(rows[zero])}).", row=rows[zero][0])
+    if counts.sum() == 0:
+        report.fail("no_commuters", "Every count is 0, so there is nobody to protect or study.",
+                    fix="Check that the count column is the right one.")
+    return ODMatrix.from_pairs(name, origins, destinations, o_codes, d_codes, counts,
+                               description=description)
+
+
+def warn_duplicates(keys: np.ndarray, rows: np.ndarray, report: Report, column: str | None,
+                    describe) -> None:
+    """Warning ``duplicate_rows`` when the same origin–destination key is on several rows.
+
+    ``describe(key)`` gives the pair's "Origin → Destination" text for the message.
+    """
+    repeated = pd.Series(keys).duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return
+    first = keys[repeated][0]
+    example_rows = rows[keys == first]
+    n_pairs = pd.Series(keys[repeated]).nunique()
+    report.warning("duplicate_rows",
+                   f"{n_pairs:,} origin–destination pairs appear on more than one row "
+                   f"({int(repeated.sum()):,} rows); their counts were added up. For example "
+                   f"“{describe(first)}” is on {rows_phrase(example_rows)}.",
+                   row=example_rows[0], column=column,
+                   fix="Nothing to do if the rows are parts of one flow (e.g. by mode or age). "
+                       "If they are accidental copies, delete the extra rows and upload again.")
+
+
+def ordered_zones(ids_in_order, row_ids: pd.Series) -> np.ndarray:
+    """Each row's position in a zone list given in a chosen order (all row ids must be listed)."""
+    return pd.Index(ids_in_order).get_indexer(row_ids)
+
+
+def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str | None = None
+                 ) -> None:
+    """Error ``domain_too_large`` when |O|·|D| exceeds what the mechanisms can hold densely."""
+    cells = n_origins * n_destinations
+    if cells > DENSE_CELL_LIMIT:
+        report.fail("domain_too_large",
+                    f"{n_origins:,} origins × {n_destinations:,} destinations make "
+                    f"{cells:,} possible commutes. The privacy mechanisms work on every cell, "
+                    f"including the empty ones, and at most {DENSE_CELL_LIMIT:,} cells fit in "
+                    f"memory.",
+                    fix=fix or "Roll the zones up to a coarser level (e.g. add a parent column "
+                               "and aggregate before uploading), or keep only the region you "
+                               "need.")
+
+
+def with_parents(zones: ZoneSet, parent: np.ndarray, parent_zones: ZoneSet) -> ZoneSet:
+    """The same zones, nested in ``parent_zones`` (``parent`` holds each zone's parent id)."""
+    return ZoneSet(ids=zones.ids, labels=zones.labels, lat=zones.lat, lon=zones.lon,
+                   parent=parent, parent_zones=parent_zones)
+
+
+def _check_zone_names(uniques, codes, rows, column, report) -> None:
+    totals = [zone for zone in uniques if _TOTAL.match(zone)]
+    if totals:
+        position = int(np.flatnonzero(uniques == totals[0])[0])
+        report.error("total_row",
+                     f"“{totals[0]}” looks like a total, not a zone; keeping it would count "
+                     f"people twice.", row=rows[codes == position][0], column=column,
+                     fix="Delete total rows and columns; the app computes totals itself.")
+    folded = pd.Series(uniques).str.casefold()
+    clash = folded.duplicated(keep=False).to_numpy()
+    if clash.any():
+        first = folded[clash].iloc[0]
+        names = uniques[clash & (folded == first).to_numpy()]
+        report.warning("zone_ids_differ_in_case",
+                       f"Zones {quoted(names)} differ only in capital letters; they are kept "
+                       f"as different zones.", column=column,
+                       fix="If they are the same zone, spell them identically.")
+
+
+def _per_zone(values, codes, n_zones, uniques, rows, column, report) -> np.ndarray:
+    """One value per zone from per-row values; a warning when rows disagree (first one kept)."""
+    frame = pd.DataFrame({"zone": codes, "value": values}).drop_duplicates()
+    clash = frame["zone"].duplicated(keep=False).to_numpy()
+    if clash.any():
+        zone = frame["zone"].to_numpy()[clash][0]
+        report.warning("label_conflict",
+                       f"Zone “{uniques[zone]}” has different names on different rows: "
+                       f"{quoted(frame['value'][frame['zone'] == zone])}; the first one is used.",
+                       row=rows[codes == zone][0], column=column,
+                       fix="Give each zone the same name on every row.")
+    first = frame.drop_duplicates("zone")
+    out = np.array(uniques, dtype=object)
+    named = first["value"].to_numpy() != ""
+    out[first["zone"].to_numpy()[named]] = first["value"].to_numpy()[named]
+    return out
+
+
+def _zone_coordinates(lat, lon, codes, uniques, rows, columns, report):
+    """Per-zone coordinates from per-row ones: error on conflicts, warning on gaps."""
+    n = len(uniques)
+    placed = np.isfinite(lat) & np.isfinite(lon)
+    frame = pd.DataFrame({"zone": codes[placed], "lat": np.round(lat[placed], 6),
+                          "lon": np.round(lon[placed], 6), "row": rows[placed]})
+    distinct = frame.drop_duplicates(["zone", "lat", "lon"])
+    clash = distinct["zone"].duplicated(keep=False).to_numpy()
+    if clash.any():
+        zone = distinct["zone"].to_numpy()[clash][0]
+        both = distinct[distinct["zone"] == zone]
+        report.error("coordinates_conflict",
+                     f"Zone “{uniques[zone]}” has different coordinates on different rows: "
+                     + " and ".join(f"({a}, {b}) on row {r}" for a, b, r in
+                                    both[["lat", "lon", "row"]].to_numpy()[:2]) + ".",
+                     row=int(both["row"].iloc[1]), column=columns[0] if columns else None,
+                     fix="Give each zone one position, or leave the coordinates out and add a "
+                         "zones file.")
+    zone_lat = np.full(n, np.nan)
+    zone_lon = np.full(n, np.nan)
+    zone_lat[distinct["zone"].to_numpy()] = distinct["lat"].to_numpy()
+    zone_lon[distinct["zone"].to_numpy()] = distinct["lon"].to_numpy()
+    unplaced = ~np.isfinite(zone_lat)
+    if unplaced.any() and not unplaced.all():
+        report.warning("coordinates_missing",
+                       f"{int(unplaced.sum()):,} of {n:,} zones have no coordinates "
+                       f"({quoted(uniques[unplaced], int(unplaced.sum()))}); they are left off "
+                       f"the map.", column=columns[0] if columns else None,
+                       fix="Fill in their latitude and longitude, or add a zones file.")
+    return zone_lat, zone_lon

@@ -1,0 +1,270 @@
+"""From uploaded bytes to a table of strings: size limit, decompression, encoding, delimiter.
+
+Everything is read as text (``dtype=str``) so that codes keep their leading zeros (LODES geocodes,
+Irish ED codes) and every value can be validated with a message that quotes it as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpcore.importing.notices import Report, rows_phrase
+
+#: Largest upload accepted, in bytes (100 MB: about 6 million rows of a long-format file, or a
+#: whole US state's LODES file gzip-compressed). Streamlit's own upload limit must be at least this.
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+
+#: Largest text a gzip-compressed upload may expand to (protects the server from "zip bombs").
+MAX_TEXT_BYTES = 400 * 1024 * 1024
+
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
+
+_BINARY_SIGNATURES = {
+    b"PK\x03\x04": ("a ZIP archive or an Excel workbook (.xlsx)",
+                    "Unzip it, or open it in a spreadsheet and use “Save as → CSV (UTF-8)”."),
+    b"\xd0\xcf\x11\xe0": ("an old Excel workbook (.xls)",
+                          "Open it in a spreadsheet and use “Save as → CSV (UTF-8)”."),
+    b"%PDF": ("a PDF document", "Export the table from its source as CSV instead."),
+    b"PAR1": ("a Parquet file", "Convert it to CSV, e.g. pandas.read_parquet(...).to_csv(...)."),
+}
+
+
+@dataclass
+class Table:
+    """A delimited text file split into header and data cells, all strings as written.
+
+    ``data`` has one column per header field (positional labels 0…k-1); ``rows`` gives each data
+    row's number as a spreadsheet shows it (header = row 1), accounting for leading blank lines and
+    values that span lines. Blank header cells are named "column N" and listed in ``unnamed``.
+    """
+
+    file: str
+    header: list[str]
+    unnamed: list[int]
+    data: pd.DataFrame
+    rows: np.ndarray
+    delimiter: str
+    encoding: str
+
+    def position(self, name: str) -> int:
+        return self.header.index(name)
+
+    def take(self, names: list[str], report: Report) -> tuple[pd.DataFrame, np.ndarray]:
+        """The named columns, trimmed and without empty rows (see :meth:`take_positions`)."""
+        frame, rows = self.take_positions([self.position(name) for name in names], report)
+        frame.columns = names
+        return frame, rows
+
+    def take_positions(self, positions: list[int], report: Report
+                       ) -> tuple[pd.DataFrame, np.ndarray]:
+        """Columns by position with surrounding whitespace trimmed and all-empty rows dropped.
+
+        Returns the frame (columns labelled by position) and the spreadsheet row numbers of its
+        rows. Both corrections are reported as notices.
+        """
+        frame = self.data[positions].fillna("")
+        trimmed_rows = np.zeros(len(frame), dtype=bool)
+        for position in positions:
+            raw = frame[position]
+            clean = raw.str.strip()
+            changed = (clean != raw).to_numpy()
+            if changed.any():
+                trimmed_rows |= changed
+                frame[position] = clean
+        rows = self.rows
+        if trimmed_rows.any():
+            report.info("whitespace_trimmed",
+                        f"Spaces around values were removed on {rows_phrase(rows[trimmed_rows])}.",
+                        row=rows[trimmed_rows][0],
+                        fix="Nothing to do; values are compared without surrounding spaces.")
+        empty = (frame == "").all(axis=1).to_numpy()
+        if empty.any():
+            report.info("empty_rows_skipped",
+                        f"Empty rows were skipped ({rows_phrase(rows[empty])}).",
+                        row=rows[empty][0])
+            frame = frame[~empty].reset_index(drop=True)
+            rows = rows[~empty]
+        return frame, rows
+
+
+def read_table(data: bytes, filename: str, report: Report) -> Table:
+    """Decode and split an uploaded file, reporting every choice made; raise on unreadable input."""
+    text, encoding = decode(data, report)
+    # Normalise line endings so that row numbers match what an editor shows (\r\n and old-Mac \r).
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    stripped = text.lstrip("\n")
+    leading_blank_lines = len(text) - len(stripped)
+    if not stripped.strip():
+        report.fail("empty_file", "The file is empty (it contains no header and no data).",
+                    fix="Choose the right file, or export the data again: the first line should "
+                        "name the columns, e.g. “origin,destination,count”.")
+    delimiter = sniff_delimiter(stripped)
+    try:
+        cells = pd.read_csv(io.StringIO(stripped), sep=delimiter, header=None, dtype=str,
+                            keep_default_na=False, na_filter=False, skip_blank_lines=False,
+                            engine="c", quotechar='"')
+    except pd.errors.ParserError as err:
+        _fail_parser_error(err, delimiter, leading_blank_lines, report)
+    raw_header = [str(h).strip() for h in cells.iloc[0].tolist()]
+    header = [name or f"column {i + 1}" for i, name in enumerate(raw_header)]
+    unnamed = [i for i, name in enumerate(raw_header) if not name]
+    if len(header) < 2:
+        report.fail("one_column",
+                    f"Only one column was found (header “{header[0][:60]}”), so origins, "
+                    f"destinations and counts cannot be told apart.",
+                    row=1 + leading_blank_lines,
+                    fix="Separate the columns with commas, semicolons or tabs, e.g. "
+                        "“origin,destination,count”.")
+    data_cells = cells.iloc[1:].reset_index(drop=True)
+    header_lines = 1 + int(_extra_lines(cells.iloc[:1])[0])
+    rows = _row_numbers(data_cells, first_row=1 + leading_blank_lines + header_lines)
+    if len(data_cells) == 0 or (data_cells == "").all(axis=None):
+        report.fail("no_data_rows", "The file has a header but no data rows.",
+                    row=1 + leading_blank_lines,
+                    fix="Export the data again including its rows, or choose the right file.")
+    report.info("file_read",
+                f"Read {len(data_cells):,} data rows and {len(header)} columns "
+                f"({DELIMITERS[delimiter]}-separated, {encoding}).")
+    return Table(filename, header, unnamed, data_cells, rows, delimiter, encoding)
+
+
+def decode(data: bytes, report: Report) -> tuple[str, str]:
+    """Bytes to text: size limit, gzip, binary formats, BOM, UTF-8 / UTF-16 / Latin-1."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        report.fail("file_too_large",
+                    f"The file is {len(data) / 2**20:,.1f} MB; the limit is "
+                    f"{MAX_UPLOAD_BYTES / 2**20:,.0f} MB.",
+                    fix="Compress it with gzip (.csv.gz files are accepted), roll it up to a "
+                        "coarser level (e.g. LODES tracts or counties), or keep only the zones "
+                        "you need.")
+    if len(data) == 0:
+        report.fail("empty_file", "The file is empty (0 bytes).",
+                    fix="Choose the right file, or export the data again.")
+    if data[:2] == b"\x1f\x8b":
+        data = _gunzip(data, report)
+    for signature, (what, fix) in _BINARY_SIGNATURES.items():
+        if data.startswith(signature):
+            report.fail("not_text", f"This is {what}, not a text (CSV) file.", fix=fix)
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        report.info("encoding_utf16", "The file is UTF-16 text (as Excel's “Unicode text” "
+                    "saves it); it was converted.")
+        return _decode_or_fail(data, "utf-16", report), "UTF-16"
+    if b"\x00" in data[:4096]:
+        report.fail("not_text", "The file contains binary data (zero bytes), so it is not a CSV "
+                    "text file.", fix="Export the table as CSV (UTF-8) and upload that file.")
+    if data.startswith(b"\xef\xbb\xbf"):
+        report.info("bom_stripped", "The file starts with a UTF-8 byte-order mark (as Excel "
+                    "writes it); it was removed.", row=1)
+        return _decode_or_fail(data[3:], "utf-8", report), "UTF-8 with BOM"
+    try:
+        return data.decode("utf-8"), "UTF-8"
+    except UnicodeDecodeError as err:
+        bad_row = data[:err.start].count(b"\n") + 1
+    # Windows-1252 is what spreadsheets write as "Latin-1"; it agrees with ISO-8859-1 on letters.
+    try:
+        text, name = data.decode("cp1252"), "Latin-1 (Windows-1252)"
+    except UnicodeDecodeError:
+        text, name = data.decode("latin-1"), "Latin-1 (ISO-8859-1)"
+    line = text.split("\n", bad_row)[bad_row - 1] if bad_row else ""
+    sample = next((word for word in re.split(r"[\s,;\t|\"]+", line)
+                   if any(ord(ch) > 127 for ch in word)), "")
+    report.info("encoding_latin1",
+                f"The file is not UTF-8; it was read as {name}"
+                + (f" (row {bad_row} reads “{sample[:40]}”)." if sample else "."),
+                row=bad_row,
+                fix="Nothing to do if names with accents look right; if they look garbled, save "
+                    "the file as “CSV UTF-8” and upload it again.")
+    return text, name
+
+
+def _decode_or_fail(data: bytes, encoding: str, report: Report) -> str:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        report.fail("bad_encoding", f"The file announces {encoding.upper()} but byte "
+                    f"{err.start:,} is not valid {encoding.upper()}.",
+                    fix="Open the file in a spreadsheet or editor and save it again as CSV UTF-8.")
+
+
+def _gunzip(data: bytes, report: Report) -> bytes:
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            text = stream.read(MAX_TEXT_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        report.fail("bad_gzip", f"The file looks gzip-compressed but cannot be decompressed "
+                    f"({err}).", fix="Upload the uncompressed CSV, or compress it again.")
+    if len(text) > MAX_TEXT_BYTES:
+        report.fail("file_too_large", f"Decompressed, the file is larger than "
+                    f"{MAX_TEXT_BYTES / 2**20:,.0f} MB, the limit for compressed uploads.",
+                    fix="Roll it up to a coarser level or keep only the zones you need.")
+    report.info("decompressed", f"The file was gzip-compressed; it was decompressed "
+                f"({len(data) / 2**20:,.1f} MB → {len(text) / 2**20:,.1f} MB).")
+    return text
+
+
+def sniff_delimiter(text: str, sample_lines: int = 30) -> str:
+    """The delimiter that splits the header into the most fields, consistently with the next lines.
+
+    Only the first ``sample_lines`` lines are examined, with quotes respected.
+    """
+    lines = text.split("\n", sample_lines + 1)[:sample_lines]
+    lines = [line for line in lines if line.strip()]
+
+    def score(delimiter):
+        counts = [len(fields) for fields in csv.reader(lines, delimiter=delimiter)]
+        header_fields = counts[0] if counts else 0
+        consistent = sum(c == header_fields for c in counts[1:])
+        return (header_fields > 1, consistent, header_fields)
+
+    return max(DELIMITERS, key=score)
+
+
+def _extra_lines(cells: pd.DataFrame) -> np.ndarray:
+    """Per row, how many line breaks its quoted values contain (each adds a line to the file)."""
+    extra = np.zeros(len(cells), dtype=np.int64)
+    for col in cells.columns:
+        values = cells[col]
+        if values.str.contains("\n", regex=False).any():
+            extra += values.str.count("\n").fillna(0).to_numpy(dtype=np.int64)
+    return extra
+
+
+def _row_numbers(cells: pd.DataFrame, first_row: int) -> np.ndarray:
+    extra = _extra_lines(cells)
+    rows = first_row + np.arange(len(cells), dtype=np.int64)
+    if extra.any():
+        rows += np.concatenate([[0], np.cumsum(extra)[:-1]])
+    return rows
+
+
+def _fail_parser_error(err: Exception, delimiter: str, offset: int, report: Report):
+    """Turn pandas' tokenizer message into one the user can act on."""
+    text = str(err)
+    name = DELIMITERS[delimiter]
+    fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if fields:
+        expected, line, seen = map(int, fields.groups())
+        report.fail("too_many_fields",
+                    f"This row has {seen} values but the rows above it have {expected}.",
+                    row=line + offset,
+                    fix=f"A value probably contains a {name} ({delimiter!r}): put that value in "
+                        f"double quotes, or remove the extra {name}.")
+    quote = re.search(r"EOF inside string starting at row (\d+)", text)
+    if quote:
+        report.fail("unclosed_quote",
+                    "A double quote (\") opens a value here that is never closed, so the rest of "
+                    "the file would be read as one value.", row=int(quote.group(1)) + 1 + offset,
+                    fix="Add the closing double quote, or remove the stray one.")
+    report.fail("malformed_csv", f"The file could not be split into columns ({text.strip()}).",
+                fix=f"Check that it is a {name}-separated text file with one header row.")
+
+

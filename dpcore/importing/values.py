@@ -1,0 +1,136 @@
+"""Vectorised checks of cell values: present, whole non-negative counts, coordinates in range.
+
+Each check records one notice per kind of problem and column, naming the first offending row and
+how many others there are, and returns clean NumPy arrays. Callers run them all, then call
+``report.stop_if_errors()`` so the user sees every problem at once.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from dpcore.importing.notices import Report, quoted, rows_phrase
+
+#: A count above this is certainly not a number of commuters (the world has ~8 billion people);
+#: it usually means a code column was taken for the count.
+MAX_COUNT = 10**10
+
+_THOUSANDS = re.compile(r"^\d{1,3}([,. ]\d{3})+$")
+
+
+def require_present(values: pd.Series, rows: np.ndarray, column: str, what: str,
+                    report: Report) -> None:
+    """Error ``missing_value`` on empty cells (what: e.g. "origin zone")."""
+    empty = (values == "").to_numpy()
+    if empty.any():
+        report.error("missing_value",
+                     f"The {what} is empty on {rows_phrase(rows[empty])}.",
+                     row=rows[empty][0], column=column,
+                     fix=f"Fill in the {what} on those rows, or delete the rows.")
+
+
+def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report: Report,
+                 blank_means_zero: bool = False, cell_columns: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """Whole, non-negative numbers of people; "12", "12.0" and "1e3" are accepted as written.
+
+    ``cell_columns`` names each value's column when the values come from several (a matrix).
+    Returns int64 counts (0 where a value was rejected, so later checks can run on).
+    """
+
+    def where(mask):
+        return {"row": rows[mask][0],
+                "column": column if cell_columns is None else str(cell_columns[mask][0])}
+
+    blank = (values == "").to_numpy()
+    if blank.any():
+        if blank_means_zero:
+            report.info("blank_cells_zero",
+                        f"{int(blank.sum()):,} empty cells were read as 0 commuters.",
+                        fix="Nothing to do if empty means nobody.", **where(blank))
+        else:
+            require_present(values, rows, column, "count", report)
+    numbers = pd.to_numeric(values.where(~blank, "0"), errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(numbers)
+    if bad.any():
+        examples = values.to_numpy()[bad]
+        hint = (" It looks like it uses a thousands separator." if any(
+            _THOUSANDS.match(str(v)) for v in examples[:20]) else "")
+        report.error("count_not_numeric",
+                     f"The count is not a number on {rows_phrase(rows[bad])} "
+                     f"(values {quoted(pd.unique(examples))}).{hint}",
+                     fix="Write counts as plain whole numbers such as 12, without thousands "
+                         "separators, units or text.", **where(bad))
+    numbers[bad] = 0
+    negative = numbers < 0
+    if negative.any():
+        report.error("count_negative",
+                     f"The count is negative on {rows_phrase(rows[negative])} "
+                     f"(e.g. {_first(values, negative)}).", **where(negative),
+                     fix="A count is a number of people, so it must be 0 or more: correct it or "
+                         "delete the row.")
+    fractional = np.isfinite(numbers) & (numbers != np.floor(numbers))
+    if fractional.any():
+        report.error("count_fractional",
+                     f"The count is not a whole number on {rows_phrase(rows[fractional])} "
+                     f"(e.g. {_first(values, fractional)}).", **where(fractional),
+                     fix="Counts are numbers of people: use whole numbers. If these are "
+                         "weighted or modelled estimates, round them before uploading.")
+    huge = numbers > MAX_COUNT
+    if huge.any():
+        report.error("count_too_large",
+                     f"The count is implausibly large on {rows_phrase(rows[huge])} "
+                     f"(e.g. {_first(values, huge)}).", **where(huge),
+                     fix="Check that this column really holds numbers of people, not zone "
+                         "codes; map the columns yourself if it does not.")
+    numbers[negative | fractional | huge] = 0
+    return numbers.astype(np.int64)
+
+
+def parse_coordinates(values: pd.Series, rows: np.ndarray, column: str, kind: str,
+                      report: Report) -> np.ndarray:
+    """Latitudes (kind "lat", −90…90) or longitudes ("lon", −180…180) in WGS84 degrees.
+
+    Empty cells give NaN (the zone has no position). A decimal comma (52,35) is accepted and
+    reported.
+    """
+    blank = (values == "").to_numpy()
+    numbers = pd.to_numeric(values.where(~blank, "nan"), errors="coerce").to_numpy(dtype=float)
+    failed = np.isnan(numbers) & ~blank
+    if failed.any():
+        comma = values[failed].str.fullmatch(r"-?\d+,\d+").to_numpy(dtype=bool)
+        if comma.all():
+            numbers[failed] = pd.to_numeric(values[failed].str.replace(",", ".", regex=False)
+                                             ).to_numpy(dtype=float)
+            report.info("decimal_comma",
+                        f"Coordinates with a decimal comma were read as decimals "
+                        f"(e.g. {_first(values, failed)}).", row=rows[failed][0], column=column)
+        else:
+            report.error("coordinate_not_numeric",
+                         f"The {_NAMES[kind]} is not a number on {rows_phrase(rows[failed])} "
+                         f"(e.g. {_first(values, failed)}).", row=rows[failed][0], column=column,
+                         fix="Write coordinates as decimal degrees, e.g. 53.3498 and -6.2603; "
+                             "not degrees-minutes-seconds.")
+            numbers[failed] = np.nan
+    limit = 90 if kind == "lat" else 180
+    outside = np.abs(numbers) > limit
+    if outside.any():
+        report.error("coordinate_out_of_range",
+                     f"The {_NAMES[kind]} is outside −{limit}…{limit} on "
+                     f"{rows_phrase(rows[outside])} (e.g. {_first(values, outside)}).",
+                     row=rows[outside][0], column=column,
+                     fix="Use WGS84 decimal degrees (latitude −90…90, longitude −180…180). "
+                         "Check that latitude and longitude are not swapped and that the "
+                         "coordinates are not projected (metres).")
+        numbers[outside] = np.nan
+    return numbers
+
+
+_NAMES = {"lat": "latitude", "lon": "longitude"}
+
+
+def _first(values: pd.Series, mask: np.ndarray) -> str:
+    return f"“{values.to_numpy()[mask][0]}”"
