@@ -32,14 +32,27 @@ DATASET_PICKER = "home_dataset_picker"
 UPLOAD_FILE = "data_upload_file"
 UPLOAD_ZONES = "data_upload_zones"
 UPLOAD_FORMAT = "data_upload_format"
-UPLOAD_LEVEL = "data_upload_level"
 USE_UPLOAD = "data_use_upload"
+MAPPING_FORM = "data_mapping_form"
 APPLY_MAPPING = "data_apply_mapping"
 
 
-def mapping_widget(role: str) -> str:
-    """Key of the column-mapping selectbox for one role (origin, destination, count, …)."""
-    return f"data_map_{role}"
+def level_widget(file_format: str) -> str:
+    """Key of the level picker of one format (each format has its own levels)."""
+    return f"data_upload_level_{file_format}"
+
+
+def example_download(example: str) -> str:
+    """Key of the download button of one example file."""
+    return f"data_example_{example}"
+
+
+def mapping_widget(file_id: str, role: str) -> str:
+    """Key of the column-mapping selectbox for one role (origin, destination, count, …).
+
+    Keyed by the upload too, so a new file starts from the importer's suggestions.
+    """
+    return f"data_map_{file_id}_{role}"
 
 
 DEFAULTS = {

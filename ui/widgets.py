@@ -75,17 +75,10 @@ def top_flows(matrix: ODMatrix, k: int = 10) -> None:
 
 def notice(item) -> None:
     """One import notice as an error, warning or info box: what, where, and how to fix it."""
-    where = ", ".join(part for part in (
-        f"file {item.file}" if item.file else "",
-        f"row {item.row}" if item.row is not None else "",
-        f"column {item.column}" if item.column else "",
-    ) if part)
-    body = f"**{safe.markdown(item.message)}**"
-    if where:
-        body += f"  \nWhere: {safe.markdown(where)}"
+    body = f"**{safe.markdown(item.message)}**  \nWhere: {safe.markdown(item.location)}"
     if item.fix:
         body += f"  \nHow to fix: {safe.markdown(item.fix)}"
-    _ALERTS.get(item.level, st.info)(body)
+    _ALERTS[item.level](body)
 
 
 def _page_summary(path: Path) -> str:

@@ -1,0 +1,40 @@
+"""Upload your own commuting data: CSV files in five formats, checked row by row.
+
+Thin page: the import flow and the examples are drawn by :mod:`ui.upload`.
+"""
+
+import streamlit as st
+
+from dpcore import importers
+from ui import state, upload
+
+st.set_page_config(page_title="Data · Commuting Privacy Lab", page_icon=":material/upload_file:",
+                   layout="wide")
+state.init()
+
+st.title("Your data")
+st.markdown(
+    "Import origin–destination commuting counts from a CSV file (comma, semicolon or tab; UTF-8 "
+    "or Latin-1; gzip-compressed is fine). Every problem found is listed with the row, the column "
+    "and how to fix it, and every automatic correction is reported. **Your file stays in this "
+    "browser session**: it is not stored on the server, not written to disk and not shown to "
+    "anyone else.")
+
+commuting_file = st.file_uploader("Commuting file", key=state.UPLOAD_FILE)
+zones_file = st.file_uploader("Zones file (optional): zone, lat, lon and optionally parent — adds "
+                              "coordinates", key=state.UPLOAD_ZONES)
+format_column, level_column = st.columns(2)
+file_format = format_column.selectbox("Format", list(importers.FORMATS), key=state.UPLOAD_FORMAT,
+                                      format_func=importers.FORMATS.__getitem__)
+level = upload.level_picker(file_format, level_column)
+
+if commuting_file is None:
+    upload.forget()
+    st.info("Choose a file above, or try one of the examples below.")
+else:
+    attempt = upload.run_import(commuting_file, zones_file, file_format, level)
+    upload.mapping_form(commuting_file, attempt)
+    upload.show(attempt)
+
+st.header("Accepted formats")
+upload.examples()
