@@ -156,7 +156,7 @@ def _numeric(table: Table, name: str, whole: bool, sample: int = 500) -> bool:
     """Whether a column's first values are all numbers (whole ones if asked), blanks aside."""
     values = table.data[table.position(name)].iloc[:sample].str.strip()
     values = values[values != ""]
-    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    numbers = np.array(pd.to_numeric(values, errors="coerce"), dtype=float)
     if len(numbers) == 0 or not np.isfinite(numbers).all():
         return False
     return not whole or bool((numbers == np.floor(numbers)).all())

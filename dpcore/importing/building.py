@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dpcore.importing.notices import Report, quoted, rows_phrase
+from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 
 _TOTAL = re.compile(r"^(grand\s*)?(totals?|sum|all( zones)?)$", re.IGNORECASE)
@@ -52,8 +52,9 @@ def build_matrix(name: str, description: str, origins: ZoneSet, destinations: Zo
     zero = counts == 0
     if zero.any():
         report.info("zero_counts_dropped",
-                    f"{int(zero.sum()):,} rows have a count of 0; they add nobody (every pair "
-                    f"of zones is in the domain anyway), so they are not stored "
+                    f"{plural(int(zero.sum()), 'row has', 'rows have')} a count of 0; they add "
+                    f"nobody (every pair of zones is in the domain anyway), so they are not "
+                    f"stored "
                     f"({rows_phrase(rows[zero])}).", row=rows[zero][0])
     if counts.sum() == 0:
         report.fail("no_commuters", "Every count is 0, so there is nobody to protect or study.",
@@ -75,9 +76,10 @@ def warn_duplicates(keys: np.ndarray, rows: np.ndarray, report: Report, column: 
     example_rows = rows[keys == first]
     n_pairs = pd.Series(keys[repeated]).nunique()
     report.warning("duplicate_rows",
-                   f"{n_pairs:,} origin–destination pairs appear on more than one row "
-                   f"({int(repeated.sum()):,} rows); their counts were added up. For example "
-                   f"“{describe(first)}” is on {rows_phrase(example_rows)}.",
+                   f"{plural(n_pairs, 'origin–destination pair')} "
+                   f"{'appears' if n_pairs == 1 else 'appear'} on more than one row "
+                   f"({plural(int(repeated.sum()), 'row')}); their counts were added up. For "
+                   f"example “{describe(first)}” is on {rows_phrase(example_rows)}.",
                    row=example_rows[0], column=column,
                    fix="Nothing to do if the rows are parts of one flow (e.g. by mode or age). "
                        "If they are accidental copies, delete the extra rows and upload again.")
@@ -159,7 +161,7 @@ def _zone_coordinates(lat, lon, codes, uniques, rows, columns, report):
         both = distinct[distinct["zone"] == zone]
         report.error("coordinates_conflict",
                      f"Zone “{uniques[zone]}” has different coordinates on different rows: "
-                     + " and ".join(f"({a}, {b}) on row {r}" for a, b, r in
+                     + " and ".join(f"({a}, {b}) on row {int(r)}" for a, b, r in
                                     both[["lat", "lon", "row"]].to_numpy()[:2]) + ".",
                      row=int(both["row"].iloc[1]), column=columns[0] if columns else None,
                      fix="Give each zone one position, or leave the coordinates out and add a "
@@ -171,7 +173,8 @@ def _zone_coordinates(lat, lon, codes, uniques, rows, columns, report):
     unplaced = ~np.isfinite(zone_lat)
     if unplaced.any() and not unplaced.all():
         report.warning("coordinates_missing",
-                       f"{int(unplaced.sum()):,} of {n:,} zones have no coordinates "
+                       f"{int(unplaced.sum()):,} of {plural(n, 'zone has', 'zones have')} no "
+                       f"coordinates "
                        f"({quoted(uniques[unplaced], int(unplaced.sum()))}); they are left off "
                        f"the map.", column=columns[0] if columns else None,
                        fix="Fill in their latitude and longitude, or add a zones file.")

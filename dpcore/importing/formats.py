@@ -57,7 +57,8 @@ EXAMPLES = {
         "origin,destination\n"
         "Maynooth,Maynooth\n"
         "Celbridge,Maynooth\n"
-        "Celbridge,Maynooth\n"),
+        "Celbridge,Maynooth\n"
+        "Celbridge,Dublin City\n"),
     "zones": (
         "zone,lat,lon,parent\n"
         "Maynooth,53.3815,-6.5910,Kildare\n"

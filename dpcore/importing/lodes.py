@@ -13,7 +13,7 @@ import pandas as pd
 
 from dpcore.importing.building import (build_matrix, check_domain, warn_duplicates,
                                       with_parents, zone_set)
-from dpcore.importing.notices import Report, quoted, rows_phrase
+from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
 from dpcore.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet
@@ -74,8 +74,9 @@ def import_lodes(table: Table, report: Report, level: str | None = None
                           origins, destinations, o_codes, d_codes, counts, rows, report,
                           duplicates_expected=True)
     if level != "block":
-        report.info("rolled_up", f"{len(frame):,} block-to-block rows were rolled up into "
-                    f"{matrix.nonzero:,} {level}-to-{level} pairs.")
+        report.info("rolled_up", f"{plural(len(frame), 'block-to-block row')} "
+                    f"{'was' if len(frame) == 1 else 'were'} rolled up into "
+                    f"{plural(matrix.nonzero, f'{level}-to-{level} pair')}.")
     return matrix, level
 
 
@@ -100,7 +101,8 @@ def _geocodes(values: pd.Series, rows: np.ndarray, column: str, report: Report) 
     if short.any():
         values = values.where(~short, "0" + values)
         report.warning("leading_zeros_restored",
-                       f"{int(short.sum()):,} block codes had 14 digits; a leading zero (lost "
+                       f"{plural(int(short.sum()), 'block code', 'block codes')} had 14 digits; a "
+                       f"leading zero (lost "
                        f"by a spreadsheet) was put back (first on row {rows[short][0]}).",
                        row=rows[short][0], column=column,
                        fix="Nothing to do if the state code starts with 0 (e.g. 06 California).")

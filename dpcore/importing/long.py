@@ -6,7 +6,7 @@ import numpy as np
 
 from dpcore.importing.building import build_matrix, zone_set
 from dpcore.importing.columns import od_role, report_mapping, resolve
-from dpcore.importing.notices import Report
+from dpcore.importing.notices import Report, plural
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_coordinates, parse_counts, require_present
 from dpcore.od import ODMatrix
@@ -64,7 +64,7 @@ def import_long(table: Table, report: Report, columns: dict[str, str] | None = N
                           duplicates_expected=persons, origin_column=mapping["origin"])
     if persons:
         report.info("persons_counted",
-                    f"{len(frame):,} rows, one per person, were counted into "
-                    f"{matrix.nonzero:,} origin–destination pairs.",
+                    f"{plural(len(frame), 'row')}, one per person, were counted into "
+                    f"{plural(matrix.nonzero, 'origin–destination pair')}.",
                     fix="If the file has a column of counts, choose the long format instead.")
     return matrix, mapping

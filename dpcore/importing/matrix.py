@@ -14,7 +14,7 @@ from dpcore.od import ODMatrix
 
 def import_matrix(table: Table, report: Report) -> ODMatrix:
     """Read a matrix; empty cells mean 0 (reported), repeated rows or columns are added up."""
-    for position in table.unnamed[1:]:
+    for position in (p for p in table.unnamed if p > 0):
         report.error("missing_value", f"Column {position + 1} has no destination name in the "
                      f"header.", row=1, column=table.header[position],
                      fix="Write the destination zone's name at the top of the column, or "

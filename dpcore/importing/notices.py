@@ -145,10 +145,15 @@ def list_some(items, total: int | None = None, limit: int = EXAMPLES_SHOWN) -> s
     return f"{', '.join(shown[:-1])} and {shown[-1]}"
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """"1 zone", "2 zones", "1,204 rows"."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 def rows_phrase(rows: np.ndarray) -> str:
     """"row 5" or "rows 5, 9, 12, 18, 20 and 37 more" for an array of spreadsheet row numbers."""
     rows = np.asarray(rows)
-    prefix = "row " if len(rows) == 1 else f"{len(rows):,} rows: "
+    prefix = "row " if len(rows) == 1 else f"{plural(len(rows), 'row')}: "
     return prefix + list_some(rows[:EXAMPLES_SHOWN], len(rows))
 
 

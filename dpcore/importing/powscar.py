@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpcore.importing.building import (build_matrix, ordered_zones, warn_duplicates,
                                       with_parents, zone_set)
-from dpcore.importing.notices import Report, quoted
+from dpcore.importing.notices import Report, plural, quoted
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
 from dpcore.od import ARROW, ODMatrix, ZoneSet
@@ -109,8 +109,9 @@ def import_powscar(table: Table, report: Report, level: str | None = None
         table.file, f"Uploaded file {table.file} (CSO POWSCAR, {_LEVEL_NAMES[level]} level).",
         origins, destinations, o_codes, d_codes, counts, rows, report, duplicates_expected=True)
     if level == "county" and has_ed:
-        report.info("rolled_up", f"{len(frame):,} ED-to-ED rows were rolled up into "
-                    f"{matrix.nonzero:,} county-to-county pairs.")
+        report.info("rolled_up", f"{plural(len(frame), 'ED-to-ED row')} "
+                    f"{'was' if len(frame) == 1 else 'were'} rolled up into "
+                    f"{plural(matrix.nonzero, 'county-to-county pair')}.")
     return matrix, level
 
 

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dpcore.importing.notices import Report, quoted, rows_phrase
+from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 
 #: A count above this is certainly not a number of commuters (the world has ~8 billion people);
 #: it usually means a code column was taken for the count.
@@ -49,11 +49,12 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
     if blank.any():
         if blank_means_zero:
             report.info("blank_cells_zero",
-                        f"{int(blank.sum()):,} empty cells were read as 0 commuters.",
+                        f"{plural(int(blank.sum()), 'empty cell was', 'empty cells were')} read as "
+                        f"0 commuters.",
                         fix="Nothing to do if empty means nobody.", **where(blank))
         else:
             require_present(values, rows, column, "count", report)
-    numbers = pd.to_numeric(values.where(~blank, "0"), errors="coerce").to_numpy(dtype=float)
+    numbers = np.array(pd.to_numeric(values.where(~blank, "0"), errors="coerce"), dtype=float)
     bad = ~np.isfinite(numbers)
     if bad.any():
         examples = values.to_numpy()[bad]
@@ -61,7 +62,7 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
             _THOUSANDS.match(str(v)) for v in examples[:20]) else "")
         report.error("count_not_numeric",
                      f"The count is not a number on {rows_phrase(rows[bad])} "
-                     f"(values {quoted(pd.unique(examples))}).{hint}",
+                     f"(found {quoted(pd.unique(examples))}).{hint}",
                      fix="Write counts as plain whole numbers such as 12, without thousands "
                          "separators, units or text.", **where(bad))
     numbers[bad] = 0
@@ -98,7 +99,8 @@ def parse_coordinates(values: pd.Series, rows: np.ndarray, column: str, kind: st
     reported.
     """
     blank = (values == "").to_numpy()
-    numbers = pd.to_numeric(values.where(~blank, "nan"), errors="coerce").to_numpy(dtype=float)
+    numbers = np.array(pd.to_numeric(values.where(~blank, "nan"), errors="coerce"),
+                       dtype=float)
     failed = np.isnan(numbers) & ~blank
     if failed.any():
         comma = values[failed].str.fullmatch(r"-?\d+,\d+").to_numpy(dtype=bool)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from dpcore.importing.building import with_parents
 from dpcore.importing.columns import recognise, report_mapping, resolve, zone_role
-from dpcore.importing.notices import Report, quoted, rows_phrase
+from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import read_table
 from dpcore.importing.values import parse_coordinates, require_present
 from dpcore.od import ODMatrix, ZoneSet
@@ -115,16 +115,18 @@ def _check_known(matrix: ODMatrix, listed: pd.Index, rows, column, report: Repor
                            "not numbers)" if zeros else "") + ".")
     if unknown.any():
         report.warning("zones_unknown",
-                       f"{int(unknown.sum()):,} zones of the zones file are not in the data and "
-                       f"were ignored: {quoted(listed[unknown], int(unknown.sum()))}.",
+                       f"{plural(int(unknown.sum()), 'zone', 'zones')} of the zones file "
+                       f"{'is' if unknown.sum() == 1 else 'are'} not in the data and "
+                       f"{'was' if unknown.sum() == 1 else 'were'} ignored: "
+                       f"{quoted(listed[unknown], int(unknown.sum()))}.",
                        row=rows[unknown][0], column=column,
                        fix="Nothing to do if the zones file covers a larger area; otherwise "
                            "check the spelling of those ids.")
     missing = sorted((set(matrix.origins.ids) | set(matrix.destinations.ids)) - set(listed))
     if missing:
         report.info("zones_not_listed",
-                    f"{len(missing):,} zones of the data are not in the zones file and keep "
-                    f"their previous position (or none): {quoted(missing, len(missing))}.",
+                    f"Zones of the data that are not in the zones file keep their previous "
+                    f"position (or none): {quoted(missing, len(missing))}.",
                     fix="Add them to the zones file if they should appear on the map.")
 
 
@@ -141,7 +143,8 @@ def _update(zones: ZoneSet, lookup: pd.DataFrame, report: Report,
         moved = placed & np.isfinite(lat) & ((lat != new_lat) | (lon != new_lon))
         if moved.any():
             report.info("coordinates_replaced",
-                        f"The zones file moved {int(moved.sum()):,} zones whose data already had "
+                        f"The zones file moved {plural(int(moved.sum()), 'zone')} whose data "
+                        f"already had "
                         f"coordinates ({quoted(zones.ids[moved])}).",
                         fix="Nothing to do if the zones file is the better source.")
         lat[placed], lon[placed] = new_lat[placed], new_lon[placed]
@@ -161,8 +164,8 @@ def _nest(zones: ZoneSet, lookup: pd.DataFrame, side: str, report: Report) -> Zo
     parent[own] = zones.ids[own]
     if own.any():
         report.info("own_parent",
-                    f"{int(own.sum()):,} {side} zones have no parent in the zones file and are "
-                    f"their own parent ({quoted(zones.ids[own], int(own.sum()))}).",
+                    f"{side.capitalize()} zones without a parent in the zones file are their own "
+                    f"parent ({quoted(zones.ids[own], int(own.sum()))}).",
                     fix="Add a parent for them if they belong to a larger zone.")
     # A parent is placed where the zones file puts it, else at the mean position of its zones.
     centres = (pd.DataFrame({"parent": parent, "lat": zones.lat, "lon": zones.lon})
