@@ -1,0 +1,380 @@
+"""The shared run controls: what to release and how, kept across pages and mirrored in the URL.
+
+A page that runs mechanisms (Explore, Tradeoffs, Flow map) draws the controls once and gets back a
+frozen :class:`RunSettings`::
+
+    from ui import controls, runs, state
+
+    state.init()
+    settings = controls.run_controls()              # sidebar; several mechanisms
+    settings = controls.run_controls(multi=False)   # one mechanism (the first of the selection)
+    matrix = runs.view(settings)                    # the chosen level/subset of the dataset
+    result = runs.release(settings, settings.mechanisms[0])   # see ui.runs
+
+Settings survive page changes: each value lives under a plain session-state key of :data:`KEYS`
+(Streamlit deletes a *widget's* state when a page does not draw it, so widgets have their own keys
+and copy into the plain ones through callbacks). They are written to ``st.query_params`` on every
+run, and a new session that opens such a URL starts from it, so a view can be shared by its link.
+Unknown or invalid URL values are ignored (the default is kept), never an error.
+
+Only the dataset itself belongs to :mod:`ui.state` (``CURRENT_DATASET``, shared with the home
+page); everything else is defined here, in :data:`KEYS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dpcore import mechanisms, postprocess
+from dpcore.explore import roll_up_possible, view_areas
+from dpcore.mechanisms import CENTRAL, SUBSTITUTION
+from ui import data, state, widgets
+
+#: ε steps of the slider: roughly log-spaced from 0.1 to 10, with every point of the thesis grid
+#: 0.5, 1, …, 5. Any other ε (0, 20] can be typed.
+EPSILON_STEPS = (0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5,
+                 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 10.0)
+LEVEL_AS_LOADED, LEVEL_PARENT = "as_loaded", "parent"
+#: Parameters every mechanism shares, drawn once for all; the others are drawn per mechanism.
+SHARED_PARAMS = ("epsilon", "delta", "neighbours")
+DEFAULT_MECHANISMS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")
+DEFAULT_POSTPROCESS = "base_pos"  # the thesis's "Base-Pro"
+
+
+@dataclass(frozen=True)
+class _Key:
+    """One setting: its session-state key, its widget key(s) and its URL parameter."""
+
+    value: str
+    widget: str
+    url: str
+
+
+#: Every setting's keys, in one place.
+KEYS = {name: _Key(f"run_{name}", f"run_widget_{name}", url) for name, url in (
+    ("level", "level"), ("areas", "areas"), ("mechanisms", "mech"), ("epsilon", "eps"),
+    ("delta", "delta"), ("neighbours", "nb"), ("options", "opt"), ("postprocess", "pp"),
+    ("seed", "seed"))}
+EPSILON_TYPED = "run_widget_epsilon_typed"
+NEW_DRAW = "run_widget_new_draw"
+#: Set once a session has read its settings from the URL (only the first page it opens does).
+FROM_URL_DONE = "run_from_url_done"
+DATASET_URL = "dataset"
+
+
+def option_widget(mechanism: str, name: str) -> str:
+    """Widget key of a mechanism-specific parameter."""
+    return f"run_widget_opt_{mechanism}_{name}"
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that determines a release, hashable (a cache key) and serialisable to a URL.
+
+    ``areas`` restricts the data to zones in these areas: parent zones (e.g. counties) when the
+    chosen level has a parent level, otherwise the zones themselves; empty means everything.
+    ``options`` holds each mechanism's own parameters as ``((key, ((name, value), …)), …)``.
+    """
+
+    dataset: str
+    level: str
+    areas: tuple[str, ...]
+    mechanisms: tuple[str, ...]
+    epsilon: float
+    delta: float
+    neighbours: str
+    options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...]
+    postprocess: str
+    seed: int
+
+    def params(self, key: str, epsilon: float | None = None) -> dict:
+        """Every parameter of mechanism ``key`` (shared ones included), ready for ``build``."""
+        declared = {p.name for p in mechanisms.get(key).params}
+        values = {"epsilon": self.epsilon if epsilon is None else epsilon, "delta": self.delta,
+                  "neighbours": self.neighbours, **dict(dict(self.options).get(key, ()))}
+        return {name: value for name, value in values.items() if name in declared}
+
+    def own_params(self, key: str) -> dict:
+        """Parameters of ``key`` other than ε (for sweeps over ε)."""
+        return {k: v for k, v in self.params(key).items() if k != "epsilon"}
+
+    def build(self, key: str, epsilon: float | None = None) -> mechanisms.Mechanism:
+        """The mechanism ``key`` with these settings (ValueError names a bad parameter)."""
+        return mechanisms.build(key, **self.params(key, epsilon))
+
+
+# ------------------------------------------------------------------------------ parsing values
+def _defaults() -> dict:
+    return {"level": LEVEL_AS_LOADED, "areas": (), "mechanisms": DEFAULT_MECHANISMS,
+            "epsilon": 1.0, "delta": 1e-6, "neighbours": SUBSTITUTION, "options": {},
+            "postprocess": DEFAULT_POSTPROCESS, "seed": 0}
+
+
+def _param(key: str, name: str):
+    return next(p for p in mechanisms.get(key).params if p.name == name)
+
+
+def _parse_param(key: str, name: str, text: str):
+    """A mechanism parameter from its URL text, validated by its declaration (ValueError if bad)."""
+    param = _param(key, name)
+    if param.choices is not None:
+        matches = [c for c in param.choices if str(c) == text]
+        if not matches:
+            raise ValueError(text)
+        return matches[0]
+    return param.check(param.kind(float(text)), key)
+
+
+def _from_url(query) -> dict:
+    """Settings found in the URL; anything unknown or invalid is left out (keeps the default)."""
+    found = {}
+    url = {name: keys.url for name, keys in KEYS.items()}
+    if query.get(url["level"]) in (LEVEL_AS_LOADED, LEVEL_PARENT):
+        found["level"] = query[url["level"]]
+    if url["areas"] in query:
+        found["areas"] = tuple(a for a in query.get_all(url["areas"]) if a)
+    if url["mechanisms"] in query:
+        keys = tuple(k for k in query.get_all(url["mechanisms"]) if k in mechanisms.names())
+        if keys:
+            found["mechanisms"] = keys
+    for name, parse in (("epsilon", float), ("delta", float), ("seed", int)):
+        try:
+            value = parse(query[url[name]])
+            if name == "seed":
+                found[name] = value if value >= 0 else None
+            else:  # ε and δ are declared alike by every mechanism that has them
+                found[name] = _param("gaussian", name).check(value, "the URL")
+        except (KeyError, ValueError, TypeError):
+            pass
+    if query.get(url["neighbours"]) in _param("laplace", "neighbours").choices:
+        found["neighbours"] = query[url["neighbours"]]
+    if query.get(url["postprocess"]) in postprocess.METHODS:
+        found["postprocess"] = query[url["postprocess"]]
+    options: dict = {}
+    for item in query.get_all(url["options"]):  # "hm.t=4"
+        try:
+            target, text = item.split("=", 1)
+            key, name = target.split(".", 1)
+            if name not in SHARED_PARAMS:
+                options.setdefault(key, {})[name] = _parse_param(key, name, text)
+        except (ValueError, KeyError, StopIteration, TypeError):
+            continue
+    if options:
+        found["options"] = options
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def _to_url(settings: RunSettings) -> dict[str, str | list[str]]:
+    options = [f"{key}.{name}={value}" for key, values in settings.options for name, value in values]
+    return {DATASET_URL: settings.dataset, KEYS["level"].url: settings.level,
+            KEYS["areas"].url: list(settings.areas), KEYS["mechanisms"].url: list(settings.mechanisms),
+            KEYS["epsilon"].url: f"{settings.epsilon:g}", KEYS["delta"].url: f"{settings.delta:g}",
+            KEYS["neighbours"].url: settings.neighbours, KEYS["options"].url: options,
+            KEYS["postprocess"].url: settings.postprocess, KEYS["seed"].url: str(settings.seed)}
+
+
+def init() -> None:
+    """Give every setting its value: the session's, else the URL's (first page only), else default."""
+    state.init()
+    first = FROM_URL_DONE not in st.session_state
+    from_url = _from_url(st.query_params) if first else {}
+    if first:
+        st.session_state[FROM_URL_DONE] = True
+        dataset = st.query_params.get(DATASET_URL)
+        if dataset in data.choices() and dataset != state.UPLOADED:
+            data.select(dataset)
+    for name, value in _defaults().items():
+        st.session_state.setdefault(KEYS[name].value, from_url.get(name, value))
+
+
+# ------------------------------------------------------------------------------------- widgets
+def _store(name: str) -> None:
+    """Callback: copy a widget's new value into its persistent key."""
+    st.session_state[KEYS[name].value] = st.session_state[KEYS[name].widget]
+
+
+def _store_epsilon_typed() -> None:
+    value = st.session_state[EPSILON_TYPED]
+    st.session_state[KEYS["epsilon"].value] = value
+    st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
+
+
+def _store_single_mechanism() -> None:
+    chosen = st.session_state[KEYS["mechanisms"].widget + "_single"]
+    rest = [k for k in st.session_state[KEYS["mechanisms"].value] if k != chosen]
+    st.session_state[KEYS["mechanisms"].value] = (chosen, *rest)
+
+
+def _store_option(mechanism: str, name: str) -> None:
+    options = {k: dict(v) for k, v in st.session_state[KEYS["options"].value].items()}
+    options.setdefault(mechanism, {})[name] = st.session_state[option_widget(mechanism, name)]
+    st.session_state[KEYS["options"].value] = options
+
+
+def _new_draw() -> None:
+    seed = st.session_state[KEYS["seed"].value] + 1
+    st.session_state[KEYS["seed"].value] = seed
+    st.session_state[KEYS["seed"].widget] = seed
+
+
+def nearest_step(epsilon: float) -> float:
+    """The slider step closest to ``epsilon`` on the log scale."""
+    return min(EPSILON_STEPS, key=lambda step: abs(math.log(step) - math.log(epsilon)))
+
+
+def _restore(name: str, value=None) -> None:
+    """Put the persistent value back into the widget before drawing it (after a page change)."""
+    keys = KEYS[name]
+    st.session_state[keys.widget] = st.session_state[keys.value] if value is None else value
+
+
+def mechanism_label(key: str) -> str:
+    """``Laplace · central`` — the name every picker and legend uses."""
+    cls = mechanisms.get(key)
+    return f"{cls.name} · {cls.model}"
+
+
+def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
+    matrix = current.matrix
+    level = st.session_state[KEYS["level"].value]
+    if roll_up_possible(matrix):
+        _restore("level")
+        level = st.radio("Level", [LEVEL_AS_LOADED, LEVEL_PARENT], key=KEYS["level"].widget,
+                         on_change=_store, args=("level",), horizontal=True,
+                         format_func={LEVEL_AS_LOADED: "Zones as loaded",
+                                      LEVEL_PARENT: "Rolled up to parent zones"}.__getitem__,
+                         help="Rolled up: the counts summed to the coarser level (e.g. ED → "
+                              "county), a much smaller domain.")
+    else:
+        level = LEVEL_AS_LOADED
+    areas = view_areas(matrix, rolled_up=level == LEVEL_PARENT)
+    chosen = tuple(a for a in st.session_state[KEYS["areas"].value] if a in areas)
+    st.session_state[KEYS["areas"].value] = chosen
+    _restore("areas", list(chosen))
+    chosen = tuple(st.multiselect(
+        "Only these areas (empty: everything)", list(areas), key=KEYS["areas"].widget,
+        on_change=_store, args=("areas",), format_func=areas.__getitem__,
+        help="Keep only commutes that start and end in the chosen areas (e.g. the EDs of Dublin "
+             "City, or of Cavan and Leitrim, as in thesis figure 5.17)."))
+    return level, chosen
+
+
+def _mechanism_picker(multi: bool) -> tuple[str, ...]:
+    keys = mechanisms.names()
+    stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys) \
+        or DEFAULT_MECHANISMS
+    st.session_state[KEYS["mechanisms"].value] = stored
+    if multi:
+        _restore("mechanisms", list(stored))
+        chosen = st.multiselect("Mechanisms", keys, key=KEYS["mechanisms"].widget,
+                                on_change=_store, args=("mechanisms",), format_func=mechanism_label,
+                                help="Central: a trusted curator adds noise to exact counts. "
+                                     "Local: every commuter randomises their own answer.")
+        return tuple(chosen)
+    single = KEYS["mechanisms"].widget + "_single"
+    st.session_state[single] = stored[0]
+    return (st.selectbox("Mechanism", keys, key=single, on_change=_store_single_mechanism,
+                         format_func=mechanism_label),)
+
+
+def _epsilon_inputs() -> float:
+    value = st.session_state[KEYS["epsilon"].value]
+    st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
+    st.session_state[EPSILON_TYPED] = value
+    st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
+                     on_change=_store, args=("epsilon",),
+                     help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
+    epsilon_param = _param("laplace", "epsilon")
+    st.number_input("ε, typed", min_value=1e-3, max_value=float(epsilon_param.high),
+                    key=EPSILON_TYPED, on_change=_store_epsilon_typed, format="%.4g",
+                    help=f"Any ε in {epsilon_param.interval()}; the slider shows the nearest step.")
+    return st.session_state[KEYS["epsilon"].value]
+
+
+def _mechanism_options(chosen: tuple[str, ...]) -> dict:
+    """Inputs for each chosen mechanism's own parameters, from their declarations."""
+    stored = st.session_state[KEYS["options"].value]
+    options = {}
+    for key in chosen:
+        own = [p for p in mechanisms.get(key).params if p.name not in SHARED_PARAMS]
+        if not own:
+            continue
+        st.caption(mechanisms.get(key).name)
+        for param in own:
+            value = stored.get(key, {}).get(param.name, param.default)
+            widget = option_widget(key, param.name)
+            st.session_state[widget] = value
+            common = dict(key=widget, on_change=_store_option, args=(key, param.name),
+                          help=f"{param.help} Range: {param.interval()}.")
+            if param.choices is not None:
+                st.selectbox(param.label, list(param.choices), **common)
+            else:
+                step = 1 if param.kind is int else None
+                st.number_input(param.label, min_value=param.low, max_value=param.high, step=step,
+                                **common)
+            options.setdefault(key, {})[param.name] = st.session_state[widget]
+    return options
+
+
+def run_controls(multi: bool = True, where=None) -> RunSettings:
+    """Draw the controls (in the sidebar unless ``where`` is given) and return the settings.
+
+    ``multi`` lets the user choose several mechanisms; with ``multi=False`` one is chosen and it
+    becomes the first of the stored selection, so other pages keep the rest.
+    """
+    init()
+    with where if where is not None else st.sidebar:
+        st.header("Run settings")
+        current = widgets.dataset_picker()
+        level, areas = _level_and_areas(current)
+        chosen = _mechanism_picker(multi)
+        epsilon = _epsilon_inputs()
+        if any(mechanisms.get(k).uses_delta for k in chosen):
+            _restore("delta")
+            st.number_input("δ", min_value=1e-15, max_value=0.5, format="%.2e",
+                            key=KEYS["delta"].widget, on_change=_store, args=("delta",),
+                            help=f"Probability that the ε bound may fail; keep it well below "
+                                 f"1/n = {1 / max(current.matrix.n, 1):.2e}.")
+        if any(mechanisms.get(k).model == CENTRAL for k in chosen):
+            _restore("neighbours")
+            st.radio("Neighbouring datasets (central)", _param("laplace", "neighbours").choices,
+                     key=KEYS["neighbours"].widget, on_change=_store, args=("neighbours",),
+                     format_func=lambda v: {"substitution": "Substitution (sensitivity 2)",
+                                            "add_remove": "Add/remove (sensitivity 1)"}.get(v, v),
+                     help=_param("laplace", "neighbours").help)
+        options = _mechanism_options(chosen)
+        _restore("postprocess")
+        st.selectbox("Post-processing", list(postprocess.METHODS), key=KEYS["postprocess"].widget,
+                     on_change=_store, args=("postprocess",),
+                     format_func=lambda k: postprocess.METHODS[k][0],
+                     help="Applied to every released matrix; it never changes the privacy "
+                          "guarantee.")
+        seed_column, draw_column = st.columns([3, 2], vertical_alignment="bottom")
+        _restore("seed")
+        seed_column.number_input("Seed", min_value=0, step=1, key=KEYS["seed"].widget,
+                                 on_change=_store, args=("seed",),
+                                 help="The same seed gives the same noise: share it to reproduce "
+                                      "a draw.")
+        draw_column.button("New draw", key=NEW_DRAW, on_click=_new_draw,
+                           icon=":material/casino:", help="Next seed: a fresh random draw.")
+    settings = RunSettings(
+        dataset=current.key, level=level, areas=areas, mechanisms=chosen, epsilon=float(epsilon),
+        delta=float(st.session_state[KEYS["delta"].value]),
+        neighbours=st.session_state[KEYS["neighbours"].value],
+        options=tuple(sorted((k, tuple(sorted(v.items()))) for k, v in options.items())),
+        postprocess=st.session_state[KEYS["postprocess"].value],
+        seed=int(st.session_state[KEYS["seed"].value]))
+    _mirror_to_url(settings)
+    return settings
+
+
+def _mirror_to_url(settings: RunSettings) -> None:
+    """Write the settings into the page URL (only what changed, to avoid needless updates)."""
+    for name, value in _to_url(settings).items():
+        current = st.query_params.get_all(name) if isinstance(value, list) else \
+            st.query_params.get(name)
+        if current != value:
+            st.query_params[name] = value
