@@ -52,6 +52,12 @@ def _as_counts(counts) -> np.ndarray:
                          f"got an array of shape {counts.shape}.")
     if not np.issubdtype(counts.dtype, np.number) or np.issubdtype(counts.dtype, np.complexfloating):
         raise ValueError(f"counts must be numbers; got dtype {counts.dtype}.")
+    if counts.dtype.kind in "iu":   # the usual case: one pass instead of four over 10⁷ cells
+        if counts.size and counts.min() < 0:
+            cell = int(np.argmin(counts))
+            raise ValueError(f"counts must be non-negative whole numbers; cell {cell} holds "
+                             f"{counts[cell]!r}.")
+        return counts.astype(np.int64, copy=False)
     bad = ~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))
     if bad.any():
         cell = int(np.flatnonzero(bad)[0])
