@@ -39,8 +39,8 @@ HASH_PRIME = (1 << 31) - 1
 HASH_SEED_BITS = 62
 #: Elements per temporary block in per-user simulation (64 MB of float64 or int64).
 BLOCK_ELEMENTS = 1 << 23
-#: Booleans per batch of unary-encoding reports in ``simulate`` (64 MB).
-UE_BATCH_BITS = 1 << 26
+#: Bytes of reports per batch in ``simulate`` (64 MB), whatever the size of one report.
+REPORT_BATCH_BYTES = 1 << 26
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -135,8 +135,22 @@ def random_subsets(rows: int, universe: int, k: int, rng: np.random.Generator) -
     return out
 
 
+class LocalOracle(LocalMechanism):
+    """Per-user simulation in batches sized by the report, so memory stays bounded for any d."""
+
+    def report_bytes(self, d: int) -> int:
+        """Memory one person's report occupies in ``perturb``'s output."""
+        return 8
+
+    def simulate(self, items, d, rng, chunk=None):
+        if chunk is None:
+            per_person = max(1, self.report_bytes(_check_domain(d, type(self).__name__)))
+            chunk = min(SIMULATION_CHUNK, max(1, REPORT_BATCH_BYTES // per_person))
+        return super().simulate(items, d, rng, chunk=chunk)
+
+
 # ---------------------------------------------------------------------------------- pure protocols
-class PureProtocol(LocalMechanism):
+class PureProtocol(LocalOracle):
     """A pure LDP protocol [WBLJ17]: reports support cells with probability p* (the sender's own
     cell) or q* (any other), so ``C_v ~ Bin(c_v, p*) + Bin(n − c_v, q*)`` and
     ``ĉ_v = (C_v − n q*)/(p* − q*)`` is unbiased with the exact variance
@@ -276,11 +290,8 @@ class UnaryEncoding(PureProtocol):
     def accumulate(self, reports, d):
         return np.asarray(reports["bits"]).sum(axis=0, dtype=np.int64)
 
-    def simulate(self, items, d, rng, chunk=None):
-        """Batches of at most :data:`UE_BATCH_BITS` report bits, so memory stays bounded in d."""
-        if chunk is None:
-            chunk = min(SIMULATION_CHUNK, max(1, UE_BATCH_BITS // max(int(d), 1)))
-        return super().simulate(items, d, rng, chunk=chunk)
+    def report_bytes(self, d):
+        return d
 
     def bits_per_user(self, d):
         return float(_check_domain(d, type(self).__name__))
@@ -408,6 +419,9 @@ class LocalHashing(PureProtocol):
                 support[c0:c0 + len(cells)] += np.count_nonzero(hits, axis=0)
         return support
 
+    def report_bytes(self, d):
+        return 24
+
     def bits_per_user(self, d):
         _check_domain(d, type(self).__name__)
         return float(math.ceil(math.log2(self.hash_range)) + HASH_SEED_BITS)
@@ -510,6 +524,9 @@ class SubsetSelection(PureProtocol):
     def accumulate(self, reports, d):
         return np.bincount(np.asarray(reports["subset"], dtype=np.int64).ravel(), minlength=d)
 
+    def report_bytes(self, d):
+        return 8 * self.subset_size(d)
+
     def bits_per_user(self, d):
         d = _check_domain(d, "SubsetSelection")
         k = self.subset_size(d)
@@ -535,7 +552,7 @@ class SubsetSelection(PureProtocol):
 
 # -------------------------------------------------------------------------------------- dBitFlip
 @register
-class DBitFlip(LocalMechanism):
+class DBitFlip(LocalOracle):
     """Microsoft's dBitFlip [DKY17] with one bucket per cell (k_b = d).
 
     Each person samples d_b distinct cells uniformly and sends, for each, a bit that is 1 with
@@ -587,6 +604,9 @@ class DBitFlip(LocalMechanism):
     def accumulate(self, reports, d):
         j, bits = np.asarray(reports["j"], dtype=np.int64), np.asarray(reports["bits"], dtype=bool)
         return np.stack([np.bincount(j[bits], minlength=d), np.bincount(j.ravel(), minlength=d)])
+
+    def report_bytes(self, d):
+        return 9 * self.d_b
 
     def estimate(self, statistic, n, d):
         d, _ = self._sampling(d)
