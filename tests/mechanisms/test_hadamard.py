@@ -1,0 +1,383 @@
+"""Hadamard response (both forms) and the Hadamard mechanism, checked against their definitions.
+
+Every output distribution below is enumerated from the definition in MECHANISMS.md §3.5/§3.6 with
+``scipy.linalg.hadamard`` — never from the module's sampling code. Deterministic checks (exact LDP
+ratio, exact mean and variance of the decoder over that distribution) come first; statistical ones
+(chi-square fit of the real client, unbiasedness/variance of ``release``, ``release`` vs
+``simulate``) use the shared family-wise false-failure rate ALPHA with fixed seeds.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.linalg import hadamard
+
+import dpcore.mechanisms.hadamard as had
+from dpcore.mechanisms import build, get, names
+from dpcore.mechanisms.hadamard import (HadamardMechanism, HadamardResponse, force_parity, fwht,
+                                        hm_probabilities, optimal_coefficients)
+from tests.mechanisms.stat_checks import (ALPHA, assert_exact_ldp, assert_same_distribution,
+                                          assert_unbiased, assert_variance)
+
+#: A small histogram with zeros, ties, a heavy cell and singletons (recipe C of MECHANISMS.md §10).
+SMALL = np.array([0, 0, 1, 1, 2, 5, 5, 17, 40, 0, 3, 250, 1, 8, 0, 12, 12, 1, 0, 90])
+RUNS = 3000
+
+
+# ------------------------------------------------------------------ definitions (independent of dpcore)
+def pow2_at_least(value):
+    k = 1
+    while k < value:
+        k *= 2
+    return k
+
+
+def hr_blocks(d, epsilon):
+    """(B, b) of the blocked form, by counting powers of two rather than taking logarithms."""
+    limit = min(2 * d, math.exp(epsilon))
+    blocks = 1
+    while 2 * blocks <= limit:
+        blocks *= 2
+    return blocks, pow2_at_least(d / blocks + 1)
+
+
+def hr_small_matrix(d, epsilon):
+    """P[x, y] of the ε ≤ 1 form: 2E/(K(1+E)) where H_K[x+1, y] = +1, 2/(K(1+E)) elsewhere."""
+    e, K = math.exp(epsilon), pow2_at_least(d + 1)
+    plus = hadamard(K)[1:d + 1] == 1
+    return np.where(plus, 2 * e / (K * (1 + e)), 2 / (K * (1 + e)))
+
+
+def hr_block_matrix(d, epsilon, permutation):
+    """P[x, y] of the blocked form given the permutation: 2E/(bZ) on C_{π(x)}, 2/(bZ) elsewhere."""
+    e = math.exp(epsilon)
+    B, b = hr_blocks(d, epsilon)
+    z = 2 * B - 1 + e
+    P = np.full((d, B * b), 2 / (b * z))
+    Hb = hadamard(b)
+    for x in range(d):
+        block, row = divmod(permutation[x], b - 1)
+        in_block = slice(block * b, (block + 1) * b)
+        P[x, in_block] = np.where(Hb[row + 1] == 1, 2 * e / (b * z), 2 / (b * z))
+    return P
+
+
+def hm_outputs(D, t):
+    """Every report (j_1..j_t, s_1..s_t) in a fixed order; the index of report (j, s) is
+    (Σ_k j_k D^k)·2^t + Σ_k [s_k = −1] 2^k."""
+    js = np.array(list(itertools.product(range(D), repeat=t)))[:, ::-1]       # j_1 varies fastest
+    bits = (np.arange(2**t)[:, None] >> np.arange(t)) & 1
+    j = np.repeat(js, 2**t, axis=0)
+    s = 1 - 2 * np.tile(bits, (len(js), 1))
+    return j, s
+
+
+def hm_index(j, s, D):
+    t = j.shape[1]
+    return (j * D ** np.arange(t)).sum(axis=1) * 2**t + ((s < 0) * 2 ** np.arange(t)).sum(axis=1)
+
+
+def hm_matrix(d, epsilon, t):
+    """P[x, (j, s)] = D^{-t} (p_t if s is x's true sign pattern at j, else (1 − p_t)/(2^t − 1))."""
+    D = pow2_at_least(d)
+    e = math.exp(epsilon)
+    keep = e / (e + 2**t - 1)
+    j, s = hm_outputs(D, t)
+    H = hadamard(D)
+    truth = np.stack([(H[x][j] == s).all(axis=1) for x in range(d)])
+    return np.where(truth, keep, (1 - keep) / (2**t - 1)) / D**t
+
+
+def chi_square_p(observed, expected):
+    """Goodness-of-fit p-value, pooling cells whose expected count is below 5 into one."""
+    small = expected < 5
+    obs = np.append(observed[~small], observed[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    keep = exp > 0
+    return stats.chisquare(obs[keep], exp[keep]).pvalue
+
+
+def decoder_rows(mechanism, d, outputs, **kwargs):
+    """G[o, v]: the estimate of cell v produced by the real server from the single report o."""
+    return np.stack([mechanism.estimate(mechanism.accumulate(report, d), 1, d, **kwargs)
+                     for report in outputs])
+
+
+def exact_moments(P, G, counts):
+    """Mean and variance of ĉ when counts[x] people draw from P[x, ·] and the server is linear (G)."""
+    mean_x = P @ G                       # E[g(Y) | x]
+    second_x = P @ (G * G)
+    return counts @ mean_x, counts @ (second_x - mean_x**2)
+
+
+def release_runs(mechanism, counts, seed, runs=RUNS, **kwargs):
+    rng = np.random.default_rng(seed)
+    return np.stack([mechanism.release(counts, rng, **kwargs) for _ in range(runs)])
+
+
+# ------------------------------------------------------------------------------------------ FWHT
+@pytest.mark.parametrize("cache", [1, 4, had.FWHT_CACHE_ELEMENTS])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_fwht_matches_scipy_hadamard(monkeypatch, cache, dtype):
+    """Both code paths (cache-sized pieces and streaming passes) for every size up to 2^10."""
+    monkeypatch.setattr(had, "FWHT_CACHE_ELEMENTS", cache)
+    rng = np.random.default_rng(7)
+    for k in range(11):
+        for shape in [(2**k,), (3, 2**k)]:
+            x = rng.integers(-50, 50, size=shape).astype(dtype)
+            before = x.copy()
+            np.testing.assert_array_equal(fwht(x), x @ hadamard(2**k).T)
+            np.testing.assert_array_equal(x, before)           # input untouched without overwrite
+
+
+def test_fwht_int32_exact_up_to_its_bound():
+    """Partial sums never exceed Σ|x|: a histogram totalling 2^31 − 1 transforms exactly in int32."""
+    x = np.zeros(1 << 12, dtype=np.int32)
+    x[[0, 5, 77, 4095]] = [2**31 - 1 - 3, 1, 1, 1]
+    np.testing.assert_array_equal(fwht(x).astype(np.int64), fwht(x.astype(np.int64)))
+
+
+def test_fwht_rejects_lengths_that_are_not_powers_of_two():
+    with pytest.raises(ValueError, match="power-of-two"):
+        fwht(np.ones(12))
+
+
+# ----------------------------------------------------------------------------- uniform parity fix
+@pytest.mark.parametrize("parity", [0, 1])
+def test_force_parity_maps_uniform_outputs_uniformly_onto_a_parity_class(parity):
+    """Flipping a bit that is set in the row is a 2-to-1 map of [K] onto the wanted class."""
+    K = 32
+    y = np.arange(K)
+    H = hadamard(K)
+    for row in range(1, K):
+        for bit in (1 << i for i in range(5) if row >> i & 1):
+            out = force_parity(y, np.full(K, row), np.full(K, bit), parity)
+            hits = np.bincount(out, minlength=K)
+            wanted = H[row] == (1 if parity == 0 else -1)
+            np.testing.assert_array_equal(hits, np.where(wanted, 2, 0))
+
+
+# ---------------------------------------------------------------------------------- HR layout
+def test_hr_layout_matches_the_definition():
+    for d in range(1, 80):
+        for epsilon in (0.3, 1.0, 1.01, 2.0, 3.3, 4.0, 7.0, 12.0):
+            lay = HadamardResponse(epsilon=epsilon).layout(d)
+            if epsilon <= 1:
+                assert (lay.blocked, lay.blocks, lay.block_size) == (False, 1, pow2_at_least(d + 1))
+            else:
+                assert (lay.blocked, lay.blocks, lay.block_size) == (True, *hr_blocks(d, epsilon))
+                assert lay.items_per_block * lay.blocks >= d
+
+
+def test_hr_describe_and_explain_name_the_form():
+    assert "ε ≤ 1 form" in HadamardResponse(epsilon=1.0).describe()
+    assert "blocked form" in HadamardResponse(epsilon=1.5).describe()
+    assert "blocked form" in HadamardResponse(epsilon=3.0).explain()
+    assert "uses the ε ≤ 1 form" in HadamardResponse(epsilon=0.5).explain()
+
+
+# -------------------------------------------------------------------------- (a) exact LDP, HR
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("d", [5, 11])
+def test_hr_exact_ldp(epsilon, d):
+    if epsilon <= 1:
+        P = hr_small_matrix(d, epsilon)
+    else:
+        P = hr_block_matrix(d, epsilon, np.random.default_rng(d).permutation(d))
+    assert_exact_ldp(P, epsilon)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+def test_hr_decoder_is_exactly_unbiased_with_the_exact_variance(epsilon):
+    """Mean and variance of the real server's estimate over the enumerated report distribution."""
+    d = 11
+    mech = HadamardResponse(epsilon=epsilon)
+    kwargs, P = {}, hr_small_matrix(d, epsilon)
+    if mech.blocked:
+        kwargs = {"permutation": np.random.default_rng(3).permutation(d)}
+        P = hr_block_matrix(d, epsilon, kwargs["permutation"])
+    G = decoder_rows(mech, d, [{"y": np.array([y])} for y in range(P.shape[1])], **kwargs)
+    counts = SMALL[:d]
+    mean, var = exact_moments(P, G, counts)
+    np.testing.assert_allclose(mean, counts, atol=1e-9)
+    np.testing.assert_allclose(var, mech.variance(counts, **kwargs), rtol=1e-10)
+
+
+def test_hr_unconditional_variance_is_the_average_over_all_permutations():
+    d, epsilon = 5, 2.0           # B = 4 blocks of 3 items: blocks of sizes 3 and 2 are used
+    mech = HadamardResponse(epsilon=epsilon)
+    assert mech.layout(d).block_sizes().tolist() == [3, 2]
+    counts = np.array([7, 0, 3, 12, 1])
+    conditional = [mech.variance(counts, permutation=np.array(p))
+                   for p in itertools.permutations(range(d))]
+    np.testing.assert_allclose(mech.variance(counts), np.mean(conditional, axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+def test_hr_client_fits_its_exact_distribution(epsilon, seed):
+    d, x, draws = 11, 6, 40_000
+    mech = HadamardResponse(epsilon=epsilon)
+    rng = np.random.default_rng(seed)
+    kwargs, P = {}, hr_small_matrix(d, epsilon)
+    if mech.blocked:
+        kwargs = {"permutation": rng.permutation(d)}
+        P = hr_block_matrix(d, epsilon, kwargs["permutation"])
+    y = mech.perturb(np.full(draws, x), d, rng, **kwargs)["y"]
+    observed = np.bincount(y, minlength=P.shape[1])
+    assert len(observed) == P.shape[1]
+    assert chi_square_p(observed, draws * P[x]) > ALPHA
+
+
+# -------------------------------------------------------------------------- (a) exact LDP, HM
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("t", [1, 2, 3])
+def test_hm_exact_ldp(epsilon, t):
+    assert_exact_ldp(hm_matrix(5, epsilon, t), epsilon)
+
+
+@pytest.mark.parametrize("epsilon,t", [(0.5, 1), (2.0, 2), (4.0, 3), (1.0, 3)])
+def test_hm_decoder_is_exactly_unbiased_with_the_exact_variance(epsilon, t):
+    d = 5
+    mech = HadamardMechanism(epsilon=epsilon, t=t)
+    P = hm_matrix(d, epsilon, t)
+    j, s = hm_outputs(mech.padded(d), t)
+    G = decoder_rows(mech, d, [{"j": j[i:i + 1], "s": s[i:i + 1]} for i in range(len(j))])
+    counts = np.array([7, 0, 3, 12, 1])
+    mean, var = exact_moments(P, G, counts)
+    np.testing.assert_allclose(mean, counts, atol=1e-9)
+    np.testing.assert_allclose(var, mech.variance(counts), rtol=1e-10)
+
+
+@pytest.mark.parametrize("epsilon,t", [(0.5, 1), (2.0, 2), (4.0, 3)])
+def test_hm_client_fits_its_exact_distribution(epsilon, t, seed):
+    d, x, draws = 3, 2, 60_000
+    mech = HadamardMechanism(epsilon=epsilon, t=t)
+    reports = mech.perturb(np.full(draws, x), d, np.random.default_rng(seed))
+    assert reports["j"].shape == reports["s"].shape == (draws, t)
+    P = hm_matrix(d, epsilon, t)
+    observed = np.bincount(hm_index(reports["j"], reports["s"], mech.padded(d)), minlength=P.shape[1])
+    assert len(observed) == P.shape[1]
+    assert chi_square_p(observed, draws * P[x]) > ALPHA
+
+
+# ------------------------------------------------------------- (b) unbiasedness and variance
+@pytest.mark.parametrize("epsilon", [0.5, 1.0])
+def test_hr_small_form_release_unbiased_with_exact_variance(epsilon, seed):
+    mech = HadamardResponse(epsilon=epsilon)
+    samples = release_runs(mech, SMALL, seed)
+    assert_unbiased(samples, SMALL, mech.variance(SMALL))
+    assert_variance(samples, mech.variance(SMALL))
+
+
+@pytest.mark.parametrize("epsilon", [2.0, 4.0])
+def test_hr_blocked_release_given_the_permutation(epsilon, seed):
+    """ε = 2: blocks of 7 cells; ε = 4: one cell per block. Conditional variance for a fixed π."""
+    mech = HadamardResponse(epsilon=epsilon)
+    permutation = np.random.default_rng(seed + 1).permutation(len(SMALL))
+    variance = mech.variance(SMALL, permutation=permutation)
+    samples = release_runs(mech, SMALL, seed, permutation=permutation)
+    assert_unbiased(samples, SMALL, variance)
+    assert_variance(samples, variance)
+
+
+def test_hr_blocked_release_with_a_fresh_permutation_per_run(seed):
+    """Each run draws its own π: the variance is the permutation average (``variance(counts)``)."""
+    mech = HadamardResponse(epsilon=2.0)
+    samples = release_runs(mech, SMALL, seed)
+    assert_unbiased(samples, SMALL, mech.variance(SMALL))
+    assert_variance(samples, mech.variance(SMALL))
+
+
+@pytest.mark.parametrize("epsilon,t", [(1.0, 1), (2.0, 2), (3.0, 3), (4.0, "auto")])
+def test_hm_release_unbiased_with_exact_variance(epsilon, t, seed):
+    mech = HadamardMechanism(epsilon=epsilon, t=t)
+    samples = release_runs(mech, SMALL, seed)
+    assert_unbiased(samples, SMALL, mech.variance(SMALL))
+    assert_variance(samples, mech.variance(SMALL))
+
+
+# ---------------------------------------------------------------- (c) release vs simulate
+@pytest.mark.parametrize("key,params", [("hr", {"epsilon": 0.5}), ("hr", {"epsilon": 2.0}),
+                                        ("hm", {"epsilon": 2.0, "t": 2})])
+def test_release_matches_per_user_simulation(key, params, seed):
+    """Small simulate batches (50 people) also check that batches share the public permutation.
+    The total of all cells and two pair sums compare the joint law, not only the marginals."""
+    mech = build(key, **params)
+    items = np.repeat(np.arange(len(SMALL)), SMALL)
+    rng = np.random.default_rng(seed)
+    fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
+    slow = np.stack([mech.simulate(items, len(SMALL), rng, chunk=50) for _ in range(1500)])
+
+    def with_sums(a):
+        return np.column_stack([a, a.sum(axis=1), a[:, 11] + a[:, 19], a[:, 0] + a[:, 1]])
+
+    assert_same_distribution(with_sums(fast), with_sums(slow))
+
+
+# ---------------------------------------------------------------------------------- choice of t
+def test_auto_t_is_the_brute_force_argmin_of_the_exact_variance():
+    counts = np.zeros(1085, dtype=int)
+    counts[[3, 100, 1000]] = [20_000, 5_000, 1]
+    for epsilon in (0.2, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 8.0, 12.0, 20.0):
+        totals = [HadamardMechanism(epsilon=epsilon, t=t).variance(counts).sum()
+                  for t in range(1, had.MAX_COEFFICIENTS + 1)]
+        best = int(np.argmin(totals)) + 1
+        assert HadamardMechanism(epsilon=epsilon).coefficients(len(counts)) == best
+        assert best < had.MAX_COEFFICIENTS            # interior: the search range is wide enough
+
+
+@pytest.mark.parametrize("epsilon,expected", [(0.5, 1), (1.0, 1), (2.0, 2), (3.0, 3), (4.0, 4)])
+def test_auto_t_table_of_mechanisms_reference(epsilon, expected):
+    for d in (1085, 9_780_000):
+        assert optimal_coefficients(epsilon, d) == expected
+
+
+def test_pure_ldp_rule_for_t_costs_more_variance():
+    """At ε = 3 pure-LDP's ⌈log₂(e^ε+1)⌉ = 5 gives 1.43n per empty cell; the exact argmin 0.67n."""
+    def empty_cell(t):
+        return 1 / (t * hm_probabilities(3.0, t)[1] ** 2)
+    assert math.ceil(math.log2(math.exp(3.0) + 1)) == 5
+    assert empty_cell(5) == pytest.approx(1.43, abs=0.005)
+    assert empty_cell(optimal_coefficients(3.0, 1085)) == pytest.approx(0.671, abs=0.001)
+
+
+# ------------------------------------------------------------------------------ contract & input
+def test_registered_with_parameters_and_communication():
+    assert {"hr", "hm"} <= set(names(model="local"))
+    assert get("hr") is HadamardResponse and get("hm") is HadamardMechanism
+    assert HadamardResponse(epsilon=0.5).bits_per_user(1085) == 11          # K = 2048
+    assert HadamardMechanism(epsilon=1.0, t=2).bits_per_user(1085) == 2 * (11 + 1)
+    assert HadamardMechanism(epsilon=2.0).coefficients(1085) == 2
+    assert "t=auto" in HadamardMechanism(epsilon=2.0).describe()
+    for mech in (HadamardResponse(epsilon=1.0), HadamardMechanism(epsilon=1.0)):
+        assert mech.approximation is None and "Var" in mech.explain()
+    with pytest.raises(ValueError, match="'t' parameter"):
+        HadamardMechanism(epsilon=1.0, t=0)
+    with pytest.raises(ValueError, match="'t' parameter"):
+        HadamardMechanism(epsilon=1.0, t="best")
+
+
+def test_bad_input_gets_a_clear_message():
+    hr, rng = HadamardResponse(epsilon=2.0), np.random.default_rng(0)
+    with pytest.raises(ValueError, match="cell 1 holds"):
+        hr.release(np.array([3, -1, 2]), rng)
+    with pytest.raises(ValueError, match="cell 0 holds"):
+        hr.release(np.array([0.5, 1.0]), rng)
+    with pytest.raises(ValueError, match="outside the domain"):
+        hr.perturb(np.array([0, 7]), 5, rng)
+    with pytest.raises(ValueError, match="needs the public permutation"):
+        hr.estimate(np.zeros(hr.layout(5).outputs, dtype=int), 0, 5)
+    with pytest.raises(ValueError, match="permutation of range"):
+        hr.release(np.ones(5, dtype=int), rng, permutation=np.array([0, 0, 1, 2, 3]))
+    with pytest.raises(ValueError, match="uses no permutation"):
+        HadamardResponse(epsilon=1.0).release(np.ones(5, dtype=int), rng, permutation=np.arange(5))
+
+
+@pytest.mark.parametrize("key,params", [("hr", {"epsilon": 0.5}), ("hr", {"epsilon": 3.0}),
+                                        ("hm", {"epsilon": 1.0})])
+def test_empty_population_releases_zeros(key, params):
+    np.testing.assert_array_equal(build(key, **params).release(np.zeros(9, dtype=int),
+                                                                np.random.default_rng(0)), 0)
