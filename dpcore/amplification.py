@@ -1,7 +1,8 @@
-"""Privacy amplification: how much central privacy shuffling or subsampling buys (MECHANISMS.md §5, §6).
+"""Privacy amplification: the central privacy shuffling or subsampling buys (MECHANISMS.md §5, §6).
 
-Shuffle model: n people each send one ε₀-LDP report; a shuffler hides who sent which, so the server's
-view is only the multiset of reports. That view is (ε, δ)-DP (substitution) for an ε far below ε₀.
+Shuffle model: n people each send one ε₀-LDP report; a shuffler hides who sent which, so the
+server's view is only the multiset of reports. That view is (ε, δ)-DP (substitution) for an ε far
+below ε₀.
 Four upper bounds on that ε, each named by its key in :data:`BOUNDS`:
 
 * ``fmt21`` — closed form of Feldman, McMillan, Talwar, "Hiding among the clones" [FMT21] (theorem
@@ -14,8 +15,8 @@ Four upper bounds on that ε, each named by its key in :data:`BOUNDS`:
 * ``blanket`` — the privacy-blanket closed form for k-RR of Balle, Bell, Gascón, Nissim [BBGN19],
   stated for ε ≤ 1.
 
-Each bound is increasing in ε₀, so the inverse problem (the largest ε₀ each phone may use for a target
-central (ε, δ)) is solved by root finding on ε₀. A bound that does not apply raises
+Each bound is increasing in ε₀, so the inverse problem (the largest ε₀ each phone may use for a
+target central (ε, δ)) is solved by root finding on ε₀. A bound that does not apply raises
 :class:`NotCertified` (high-level functions) or gives NaN (vectorised closed forms), never a number
 that looks like a guarantee.
 
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from dpcore.privacy_theory import _array, _out
+from dpcore.privacy_theory import checked_array, unwrap
 
 BOUNDS: dict[str, str] = {
     "fmt21": "FMT21 closed form (theorem)",
@@ -51,7 +52,7 @@ WINDOW_SDS = 12.0
 #: count (and of a quarter s.d.); δ's relative overestimate is then about ln(1/δ) × this. At most
 #: ~900 blocks are evaluated.
 BLOCK_FRACTION = 1e-3
-#: Absolute tolerance (in ε or ε₀) of the root searches; results are always rounded to the safe side.
+#: Absolute tolerance (in ε or ε₀) of the root searches; results are rounded to the safe side.
 SEARCH_TOL = 1e-6
 
 
@@ -61,7 +62,7 @@ class NotCertified(ValueError):
 
 @dataclass(frozen=True)
 class ShuffleGuarantee:
-    """A central (ε, δ) guarantee of shuffling n reports of an ε₀-LDP randomiser, and how it was got."""
+    """A central (ε, δ) guarantee for n shuffled ε₀-LDP reports, and how it was obtained."""
 
     bound: str       # key into BOUNDS
     n: int
@@ -82,7 +83,7 @@ def _people(n) -> int:
 
 
 def _delta(delta) -> float:
-    return float(_array("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
+    return float(checked_array("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
 
 
 # ------------------------------------------------------------------------- FMT21 closed forms
@@ -104,11 +105,12 @@ def fmt21_epsilon(n: int, epsilon0, delta: float, variant: str = "theorem"):
     """Central ε from the FMT21 closed form [FMT21, Thm 3.1 as reproduced; §5.1]; NaN where invalid.
 
     Theorem: ``ε = ln(1 + (e^{ε₀}−1)/(e^{ε₀}+1) · (8√(e^{ε₀} ln(4/δ))/√n + 8e^{ε₀}/n))``.
-    Official code: ``ε = ln(1 + (b/d)(a + c))`` with ``a = 8√(e^{ε₀} ln(4/δ)/n)``, ``c = 8e^{ε₀}/n``,
-    ``b = 1 − e^{−ε₀}``, ``d = 1 + e^{−ε₀}/(1 + a + c)`` (slightly larger). Vectorised over ε₀.
+    Official code: ``ε = ln(1 + (b/d)(a + c))`` with ``a = 8√(e^{ε₀} ln(4/δ)/n)``,
+    ``c = 8e^{ε₀}/n``, ``b = 1 − e^{−ε₀}``, ``d = 1 + e^{−ε₀}/(1 + a + c)`` (slightly larger).
+    Vectorised over ε₀.
     """
     n, delta = _people(n), _delta(delta)
-    eps0 = _array("epsilon0", epsilon0, low=0.0)
+    eps0 = checked_array("epsilon0", epsilon0, low=0.0)
     limit = fmt21_validity_limit(n, delta, variant)
     e0 = np.exp(eps0)
     a = 8.0 * np.sqrt(e0 * math.log(4.0 / delta) / n)
@@ -118,21 +120,23 @@ def fmt21_epsilon(n: int, epsilon0, delta: float, variant: str = "theorem"):
     else:
         factor = -np.expm1(-eps0) / (1.0 + np.exp(-eps0) / (1.0 + a + c))
     eps = np.log1p(factor * (a + c))
-    return _out(np.where(eps0 <= limit, eps, np.nan))
+    return unwrap(np.where(eps0 <= limit, eps, np.nan))
 
 
 def fmt21_max_epsilon0(n: int, epsilon: float, delta: float, variant: str = "theorem") -> tuple:
     """Largest ε₀ the FMT21 closed form certifies for a target central (ε, δ) (§5.4).
 
     Returns ``(ε₀, capped)``: ``capped`` is True when the validity condition, not the target, is the
-    binding constraint (a numeric bound may then allow more). Raises NotCertified when n is too small.
+    binding constraint (a numeric bound may then allow more). Raises NotCertified when n is too
+    small.
     """
     n, delta = _people(n), _delta(delta)
-    target = float(_array("epsilon", epsilon, low=0.0, low_open=True))
+    target = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
     limit = fmt21_validity_limit(n, delta, variant)
     if limit <= 0:
-        raise NotCertified(f"The FMT21 closed form needs ε₀ ≤ ln(n/(16 ln({2 if variant == 'theorem' else 4}/δ))), "
-                           f"which is {limit:.3g} ≤ 0 for n = {n:,}: it certifies nothing at this "
+        c = 2 if variant == "theorem" else 4
+        raise NotCertified(f"The FMT21 closed form needs ε₀ ≤ ln(n/(16 ln({c}/δ))), which is "
+                           f"{limit:.3g} ≤ 0 for n = {n:,}: it certifies nothing at this "
                            "population size. Use the numerical clone bound.")
     if fmt21_epsilon(n, limit, delta, variant) <= target:
         return limit, True
@@ -150,8 +154,8 @@ def clone_probability(epsilon0, grr: bool = False):
     Any ε₀-LDP randomiser: ``e^{−ε₀}`` [FMT21]. k-ary randomised response: ``2/(e^{ε₀}+1)`` (the
     decomposition ``R(x) ≥ (p_c/2)(R(x¹⁰) + R(x¹¹))`` holds pointwise for every x with this p_c).
     """
-    eps0 = _array("epsilon0", epsilon0, low=0.0)
-    return _out(1.0 / (0.5 + 0.5 * np.exp(eps0)) if grr else np.exp(-eps0))
+    eps0 = checked_array("epsilon0", epsilon0, low=0.0)
+    return unwrap(1.0 / (0.5 + 0.5 * np.exp(eps0)) if grr else np.exp(-eps0))
 
 
 class _CloneSum:
@@ -164,7 +168,8 @@ class _CloneSum:
     mean are bounded by 1 each: their mass is added to the upper bound.
     """
 
-    def __init__(self, n: int, epsilon0: float, p_clone: float, block_fraction: float = BLOCK_FRACTION):
+    def __init__(self, n: int, epsilon0: float, p_clone: float,
+                 block_fraction: float = BLOCK_FRACTION):
         m = n - 1
         self.alpha = 1.0 / (1.0 + math.exp(-epsilon0))     # e^ε₀/(e^ε₀+1)
         self.epsilon0 = epsilon0
@@ -174,13 +179,14 @@ class _CloneSum:
         step = max(1, math.floor(min(mean * block_fraction, sd / 4)))
         self.first = np.arange(lo, hi + 1, step, dtype=np.int64)
         self.last = np.minimum(self.first + step - 1, hi)
-        below = np.where(self.first > 0, special.bdtr(np.maximum(self.first - 1, 0), m, p_clone), 0.0)
+        before_first = special.bdtr(np.maximum(self.first - 1, 0), m, p_clone)
+        below = np.where(self.first > 0, before_first, 0.0)
         self.mass = special.bdtr(self.last, m, p_clone) - below
         self.outside = ((special.bdtr(lo - 1, m, p_clone) if lo > 0 else 0.0)
                         + (special.bdtrc(hi, m, p_clone) if hi < m else 0.0))
 
     def _divergence(self, c: np.ndarray, epsilon: float) -> np.ndarray:
-        """f_c(ε) = [P_c(A′ ≥ a₀) − e^ε Q_c(A′ ≥ a₀)]₊ with the optimal threshold a₀(c) (§5.2 step 2)."""
+        """f_c(ε) = [P_c(A′ ≥ a₀) − e^ε Q_c(A′ ≥ a₀)]₊, optimal threshold a₀(c) (§5.2 step 2)."""
         a, e = self.alpha, math.exp(epsilon)
         if a - e * (1.0 - a) <= 0.0:        # e^ε ≥ e^ε₀: no output has a larger likelihood ratio
             return np.zeros(c.shape)
@@ -217,9 +223,9 @@ def clone_delta_interval(n: int, epsilon0: float, epsilon: float, grr: bool = Fa
     summation is. ``block_fraction`` trades speed for tightness (0 sums every count exactly).
     """
     n = _people(n)
-    eps0 = float(_array("epsilon0", epsilon0, low=0.0))
-    eps = float(_array("epsilon", epsilon, low=0.0))
-    fraction = float(_array("block_fraction", block_fraction, low=0.0))
+    eps0 = float(checked_array("epsilon0", epsilon0, low=0.0))
+    eps = float(checked_array("epsilon", epsilon, low=0.0))
+    fraction = float(checked_array("block_fraction", block_fraction, low=0.0))
     terms = _CloneSum(n, eps0, clone_probability(eps0, grr), fraction)
     return terms.lower(eps), terms.upper(eps)
 
@@ -232,9 +238,9 @@ def clone_delta(n: int, epsilon0: float, epsilon: float, grr: bool = False) -> f
 def clone_epsilon(n: int, epsilon0: float, delta: float, grr: bool = False) -> float:
     """Smallest central ε whose clone-bound δ(ε) is ≤ ``delta`` (§5.2 step 5). At most ε₀."""
     n, delta = _people(n), _delta(delta)
-    eps0 = float(_array("epsilon0", epsilon0, low=0.0))
+    eps0 = float(checked_array("epsilon0", epsilon0, low=0.0))
     terms = _CloneSum(n, eps0, clone_probability(eps0, grr))
-    excess = lambda eps: terms.upper(eps) - delta  # noqa: E731
+    excess = lambda eps: terms.upper(eps) - delta
     if eps0 == 0.0 or excess(0.0) <= 0:
         return 0.0
     root = optimize.brentq(excess, 0.0, eps0, xtol=SEARCH_TOL)
@@ -246,7 +252,7 @@ def clone_epsilon(n: int, epsilon0: float, delta: float, grr: bool = False) -> f
 def clone_max_epsilon0(n: int, epsilon: float, delta: float, grr: bool = False) -> float:
     """Largest ε₀ whose clone-bound δ at the target central ε is ≤ ``delta`` (§5.4). At least ε."""
     n, delta = _people(n), _delta(delta)
-    target = float(_array("epsilon", epsilon, low=0.0, low_open=True))
+    target = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
 
     def excess(eps0):
         return _CloneSum(n, eps0, clone_probability(eps0, grr)).upper(target) - delta
@@ -274,10 +280,10 @@ def blanket_epsilon(n: int, epsilon0, delta: float, k: int):
     if n < 2:
         raise ValueError("'n' must be at least 2 for the blanket bound (it divides by n − 1).")
     k = _categories(k)
-    eps0 = _array("epsilon0", epsilon0, low=0.0)
+    eps0 = checked_array("epsilon0", epsilon0, low=0.0)
     spread = (np.exp(eps0) + k - 1) / (n - 1)         # = k / ((n − 1) γ)
     eps = np.maximum(np.sqrt(14.0 * math.log(2.0 / delta) * spread), 27.0 * spread)
-    return _out(np.where(eps <= 1.0, eps, np.nan))
+    return unwrap(np.where(eps <= 1.0, eps, np.nan))
 
 
 def blanket_max_epsilon0(n: int, epsilon: float, delta: float, k: int) -> float:
@@ -288,22 +294,23 @@ def blanket_max_epsilon0(n: int, epsilon: float, delta: float, k: int) -> float:
     """
     n, delta = _people(n), _delta(delta)
     k = _categories(k)
-    target = float(_array("epsilon", epsilon, low=0.0, low_open=True))
+    target = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
     if target > 1.0:
         raise NotCertified(f"The blanket closed form is stated for central ε ≤ 1; the target ε = "
                            f"{target:g} is outside it. Use the numerical clone bound.")
     gamma = max(14.0 * k * math.log(2.0 / delta) / ((n - 1) * target ** 2),
                 27.0 * k / ((n - 1) * target))
     if gamma >= 1.0:
-        raise NotCertified(f"The blanket closed form would need a blanket weight γ = {gamma:.3g} ≥ 1 "
-                           f"for ε = {target:g}, δ = {delta:g} with n = {n:,}: no ε₀ > 0 is certified.")
+        raise NotCertified(f"The blanket closed form would need a blanket weight γ = "
+                           f"{gamma:.3g} ≥ 1 for ε = {target:g}, δ = {delta:g} with n = {n:,}: "
+                           "no ε₀ > 0 is certified.")
     return math.log(k / gamma - k + 1.0)
 
 
 def _categories(k) -> int:
     if k is None or isinstance(k, bool) or not float(k).is_integer() or k < 2:
-        raise ValueError(f"'k' (number of categories of k-RR, the domain size) must be a whole number "
-                         f"≥ 2; got {k!r}.")
+        raise ValueError(f"'k' (number of categories of k-RR, the domain size) must be a whole "
+                         f"number ≥ 2; got {k!r}.")
     return int(k)
 
 
@@ -323,7 +330,7 @@ def shuffle_guarantee(bound: str, n: int, epsilon0: float, delta: float,
     """
     _check_bound(bound)
     n, delta = _people(n), _delta(delta)
-    eps0 = float(_array("epsilon0", epsilon0, low=0.0))
+    eps0 = float(checked_array("epsilon0", epsilon0, low=0.0))
     if bound in ("fmt21", "fmt21_official"):
         variant = "theorem" if bound == "fmt21" else "official"
         limit = fmt21_validity_limit(n, delta, variant)
@@ -335,8 +342,8 @@ def shuffle_guarantee(bound: str, n: int, epsilon0: float, delta: float,
         note = f"valid for ε₀ ≤ {limit:.3g} (n = {n:,}, δ = {delta:g})"
     elif bound in ("clone", "clone_grr"):
         eps = clone_epsilon(n, eps0, delta, grr=bound == "clone_grr")
-        note = (f"numerical: δ(ε) summed over clone counts within ±{WINDOW_SDS:g} s.d. (outside mass "
-                f"added to δ), ε found by root search to {SEARCH_TOL:g}, rounded up")
+        note = (f"numerical: δ(ε) summed over clone counts within ±{WINDOW_SDS:g} s.d. (outside "
+                f"mass added to δ), ε found by root search to {SEARCH_TOL:g}, rounded up")
     else:
         k = _categories(k)
         eps = blanket_epsilon(n, eps0, delta, k)
@@ -353,12 +360,12 @@ def local_budget(bound: str, n: int, epsilon: float, delta: float,
     (ε, δ)-DP by the named bound. The answer is the ``epsilon0`` of the returned guarantee."""
     _check_bound(bound)
     n, delta = _people(n), _delta(delta)
-    target = float(_array("epsilon", epsilon, low=0.0, low_open=True))
+    target = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
     if bound in ("fmt21", "fmt21_official"):
         eps0, capped = fmt21_max_epsilon0(n, target, delta,
                                           "theorem" if bound == "fmt21" else "official")
-        note = ("capped by the closed form's validity condition ε₀ ≤ ln(n/(16 ln(c/δ))); the target "
-                "alone would allow more — a numeric bound may certify a larger ε₀" if capped
+        note = ("capped by the closed form's validity condition ε₀ ≤ ln(n/(16 ln(c/δ))); the "
+                "target alone would allow more — a numeric bound may certify a larger ε₀" if capped
                 else "solves the closed form for ε₀ (within its validity condition)")
     elif bound in ("clone", "clone_grr"):
         eps0 = clone_max_epsilon0(n, target, delta, grr=bound == "clone_grr")
@@ -377,10 +384,10 @@ def subsampling_amplification(epsilon, delta, rate) -> tuple:
     ``ε′ = ln(1 + γ(e^ε − 1))`` (≈ γε for small ε) and ``δ′ = γδ``; tight for the worst mechanism.
     Also holds for sampling m of n without replacement under substitution, with γ = m/n.
     """
-    eps = _array("epsilon", epsilon, low=0.0)
-    d = _array("delta", delta, low=0.0, high=1.0)
-    g = _array("rate", rate, low=0.0, high=1.0, low_open=True)
-    return _out(np.log1p(g * np.expm1(eps))), _out(g * d)
+    eps = checked_array("epsilon", epsilon, low=0.0)
+    d = checked_array("delta", delta, low=0.0, high=1.0)
+    g = checked_array("rate", rate, low=0.0, high=1.0, low_open=True)
+    return unwrap(np.log1p(g * np.expm1(eps))), unwrap(g * d)
 
 
 def subsampling_inverse(epsilon, delta, rate) -> tuple:
@@ -389,7 +396,7 @@ def subsampling_inverse(epsilon, delta, rate) -> tuple:
     ``ε = ln(1 + (e^{ε′} − 1)/γ)`` and ``δ = min(δ′/γ, 1)``: the inverse of
     :func:`subsampling_amplification`.
     """
-    eps = _array("epsilon", epsilon, low=0.0)
-    d = _array("delta", delta, low=0.0, high=1.0)
-    g = _array("rate", rate, low=0.0, high=1.0, low_open=True)
-    return _out(np.log1p(np.expm1(eps) / g)), _out(np.minimum(d / g, 1.0))
+    eps = checked_array("epsilon", epsilon, low=0.0)
+    d = checked_array("delta", delta, low=0.0, high=1.0)
+    g = checked_array("rate", rate, low=0.0, high=1.0, low_open=True)
+    return unwrap(np.log1p(np.expm1(eps) / g)), unwrap(np.minimum(d / g, 1.0))

@@ -1,4 +1,4 @@
-"""What ε and δ mean, and how budgets add up: the formulas behind the Learn page (MECHANISMS.md §8, §9).
+"""What ε and δ mean, and how budgets add up: the Learn page's formulas (MECHANISMS.md §8, §9).
 
 * Bayesian reading: how far an adversary's belief can move after one release [KS14].
 * Hypothesis-testing reading: the (FPR, TPR) pairs any test of "D or D′?" can reach [WZ10, KOV15].
@@ -6,8 +6,9 @@
   mechanism satisfies a whole curve of (ε, δ) guarantees, not a single pair.
 * Group privacy, sequential / parallel / advanced composition, and a budget-splitting helper.
 
-Every function accepts NumPy arrays (broadcast) so a page can draw a curve in one call; scalar inputs
-give Python floats. Bad arguments raise ValueError naming the parameter, its range and the value.
+Every function accepts NumPy arrays (broadcast) so a page can draw a curve in one call; scalar
+inputs give Python floats. Bad arguments raise ValueError naming the parameter, its range and the
+value.
 
 References: [KS14] Kasiviswanathan, Smith, On the 'semantics' of differential privacy, JPC 2014.
 [WZ10] Wasserman, Zhou, A statistical framework for differential privacy, JASA 2010.
@@ -26,12 +27,14 @@ from scipy import optimize, special
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _array(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> np.ndarray:
+def checked_array(name: str, value, *, low=None, high=None, low_open=False,
+                  high_open=False) -> np.ndarray:
     """``value`` as a float array, or a ValueError naming the parameter, its range and the value."""
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"'{name}' must be a number (or an array of numbers); got {value!r}.") from None
+        raise ValueError(f"'{name}' must be a number (or an array of numbers); "
+                         f"got {value!r}.") from None
     bad = ~np.isfinite(arr)
     if low is not None:
         bad |= (arr <= low) if low_open else (arr < low)
@@ -47,7 +50,7 @@ def _array(name: str, value, *, low=None, high=None, low_open=False, high_open=F
     return arr
 
 
-def _out(arr: np.ndarray):
+def unwrap(arr: np.ndarray):
     """A Python float for 0-d results, the array otherwise."""
     return float(arr) if np.ndim(arr) == 0 else arr
 
@@ -63,7 +66,8 @@ def posterior_bound(prior, epsilon, delta=0.0, *, failure=None):
     """Highest belief an adversary can reach that a person's commute is ``a`` (rather than ``b``).
 
     Posterior odds are the prior odds times the privacy loss ``e^L`` of the observed output, and
-    ε-DP caps ``L ≤ ε`` [KS14], so ``posterior ≤ e^ε p / (1 + (e^ε − 1) p)`` (p = 0.5, ε = 1 → 0.731).
+    ε-DP caps ``L ≤ ε`` [KS14], so ``posterior ≤ e^ε p / (1 + (e^ε − 1) p)``
+    (p = 0.5, ε = 1 → 0.731).
 
     With δ > 0 the loss is not capped everywhere: from ``δ ≥ E[(1 − e^{ε−L})₊]`` one gets
     ``P[L > ε′] ≤ δ / (1 − e^{ε−ε′})``. The returned bound then uses ``ε′ = ε − ln(1 − δ/failure)``
@@ -80,36 +84,39 @@ def posterior_bound(prior, epsilon, delta=0.0, *, failure=None):
     -------
     float or array in [0, 1] — the largest possible posterior probability.
     """
-    p = _array("prior", prior, low=0.0, high=1.0)
-    eps = _array("epsilon", epsilon, low=0.0)
-    d = float(_array("delta", delta, low=0.0, high=1.0, high_open=True))
+    p = checked_array("prior", prior, low=0.0, high=1.0)
+    eps = checked_array("epsilon", epsilon, low=0.0)
+    d = float(checked_array("delta", delta, low=0.0, high=1.0, high_open=True))
     if d > 0:
-        beta = 10 * d if failure is None else float(_array("failure", failure, low=0.0, high=1.0))
+        beta = (10 * d if failure is None
+                else float(checked_array("failure", failure, low=0.0, high=1.0)))
         if beta <= d:
             raise ValueError(f"'failure' must exceed delta = {d:g} (the bound certifies nothing "
                              f"with failure probability ≤ δ); got {beta:g}.")
         eps = eps - np.log1p(-d / beta)
     elif failure is not None:
-        raise ValueError("'failure' only applies when delta > 0: with δ = 0 the bound always holds.")
+        raise ValueError("'failure' only applies when delta > 0: with δ = 0 the bound always "
+                         "holds.")
     odds_factor = np.exp(eps)
-    return _out(odds_factor * p / (1.0 + (odds_factor - 1.0) * p))
+    return unwrap(odds_factor * p / (1.0 + (odds_factor - 1.0) * p))
 
 
 # -------------------------------------------------------------------- hypothesis-testing region
 def tpr_bound(fpr, epsilon, delta=0.0):
-    """Highest true-positive rate of any test of D vs D′ at false-positive rate ``fpr`` [WZ10, KOV15].
+    """Highest true-positive rate of any test of D vs D′ at false-positive rate ``fpr``.
 
-    ``TPR ≤ min(e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR))``, clipped to [0, 1]: (ε, δ)-DP holds iff every
-    test stays under this curve. With ε = 0, δ = 0 no test beats guessing (TPR ≤ FPR).
+    ``TPR ≤ min(e^ε·FPR + δ, 1 − e^{−ε}(1 − δ − FPR))``, clipped to [0, 1] [WZ10, KOV15]:
+    (ε, δ)-DP holds iff every test stays under this curve. With ε = 0, δ = 0 no test beats
+    guessing (TPR ≤ FPR).
     """
-    f = _array("fpr", fpr, low=0.0, high=1.0)
-    eps = _array("epsilon", epsilon, low=0.0)
-    d = _array("delta", delta, low=0.0, high=1.0)
+    f = checked_array("fpr", fpr, low=0.0, high=1.0)
+    eps = checked_array("epsilon", epsilon, low=0.0)
+    d = checked_array("delta", delta, low=0.0, high=1.0)
     bound = np.minimum(np.exp(eps) * f + d, 1.0 - np.exp(-eps) * (1.0 - d - f))
-    return _out(np.clip(bound, 0.0, 1.0))
+    return unwrap(np.clip(bound, 0.0, 1.0))
 
 
-class TestingRegion(NamedTuple):
+class HypothesisTestRegion(NamedTuple):
     """Boundary of the reachable (FPR, TPR) region, exact as polylines through these vertices."""
 
     fpr: np.ndarray
@@ -117,7 +124,7 @@ class TestingRegion(NamedTuple):
     tpr_min: np.ndarray  # lower boundary: 1 − tpr_bound(1 − fpr) (complement of a test)
 
 
-def testing_region(epsilon: float, delta: float = 0.0) -> TestingRegion:
+def hypothesis_test_region(epsilon: float, delta: float = 0.0) -> HypothesisTestRegion:
     """Vertices of the (ε, δ)-DP hypothesis-testing region, for plotting.
 
     Both boundaries are piecewise linear; the upper one bends at
@@ -125,14 +132,14 @@ def testing_region(epsilon: float, delta: float = 0.0) -> TestingRegion:
     the lower one is its mirror image. Evaluating both at the union of these corners gives the
     region exactly (a plot joins them by straight lines).
     """
-    eps = float(_array("epsilon", epsilon, low=0.0))
-    d = float(_array("delta", delta, low=0.0, high=1.0))
+    eps = float(checked_array("epsilon", epsilon, low=0.0))
+    d = float(checked_array("delta", delta, low=0.0, high=1.0))
     kink = (1.0 - d) / (np.exp(eps) + 1.0)
     corners = np.array([0.0, kink, 1.0 - d, 1.0])
     fpr = np.unique(np.clip(np.concatenate([corners, 1.0 - corners]), 0.0, 1.0))
     upper = np.asarray(tpr_bound(fpr, eps, d))
     lower = 1.0 - np.asarray(tpr_bound(1.0 - fpr, eps, d))
-    return TestingRegion(fpr, upper, lower)
+    return HypothesisTestRegion(fpr, upper, lower)
 
 
 # ---------------------------------------------------------------------------- privacy profiles
@@ -145,14 +152,14 @@ def rr_profile(epsilon, epsilon0):
 
 
 def grr_profile(epsilon, epsilon0, k):
-    """δ(ε) of k-ary generalised randomised response at local ε₀: ``[e^{ε₀} − e^ε]₊/(e^{ε₀} + k − 1)``.
+    """δ(ε) of k-ary randomised response at local ε₀: ``[e^{ε₀} − e^ε]₊/(e^{ε₀} + k − 1)``.
 
     The worst output is the true value of one neighbour, so larger domains (k) mean smaller δ.
     """
-    eps = _array("epsilon", epsilon, low=0.0)
-    eps0 = _array("epsilon0", epsilon0, low=0.0)
+    eps = checked_array("epsilon", epsilon, low=0.0)
+    eps0 = checked_array("epsilon0", epsilon0, low=0.0)
     k = _whole("k", k, low=2)
-    return _out(np.maximum(np.exp(eps0) - np.exp(eps), 0.0) / (np.exp(eps0) + k - 1))
+    return unwrap(np.maximum(np.exp(eps0) - np.exp(eps), 0.0) / (np.exp(eps0) + k - 1))
 
 
 def laplace_profile(epsilon, epsilon0):
@@ -161,24 +168,25 @@ def laplace_profile(epsilon, epsilon0):
     ``δ(ε) = 1 − e^{(ε − ε₀)/2}`` for 0 ≤ ε ≤ ε₀, and 0 beyond. At ε = 0 this is the total-variation
     distance between the two noisy answers.
     """
-    eps = _array("epsilon", epsilon, low=0.0)
-    eps0 = _array("epsilon0", epsilon0, low=0.0)
-    return _out(np.maximum(-np.expm1((eps - eps0) / 2.0), 0.0))
+    eps = checked_array("epsilon", epsilon, low=0.0)
+    eps0 = checked_array("epsilon0", epsilon0, low=0.0)
+    return unwrap(np.maximum(-np.expm1((eps - eps0) / 2.0), 0.0))
 
 
 def gaussian_profile(epsilon, sigma, l2_sensitivity=1.0):
     """δ(ε) of ``f(D) + N(0, σ²I)`` with L2 sensitivity Δ: eq. (2) of §2.3 [BW18, Thm 8].
 
-    ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)``, positive for every ε: the Gaussian mechanism
-    is never pure ε-DP. Valid for any real ε (computed with log Φ so large ε does not overflow).
+    ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)``, positive for every ε: the Gaussian
+    mechanism is never pure ε-DP. Valid for any real ε (computed with log Φ so that large ε does
+    not overflow).
     """
-    eps = _array("epsilon", epsilon)
-    s = _array("sigma", sigma, low=0.0, low_open=True)
-    l2 = _array("l2_sensitivity", l2_sensitivity, low=0.0, low_open=True)
+    eps = checked_array("epsilon", epsilon)
+    s = checked_array("sigma", sigma, low=0.0, low_open=True)
+    l2 = checked_array("l2_sensitivity", l2_sensitivity, low=0.0, low_open=True)
     mu = l2 / s
     first = special.ndtr(mu / 2 - eps / mu)
     second = np.exp(eps + special.log_ndtr(-mu / 2 - eps / mu))
-    return _out(np.maximum(first - second, 0.0))
+    return unwrap(np.maximum(first - second, 0.0))
 
 
 # ------------------------------------------------------------------------------ group privacy
@@ -188,32 +196,34 @@ def group_privacy(epsilon, k, delta=0.0) -> tuple:
     Chaining k neighbour steps: ``(kε, k e^{(k−1)ε} δ)``. The δ part grows fast, which is why
     (ε, δ) guarantees protect groups much less well than pure ε-DP.
     """
-    eps = _array("epsilon", epsilon, low=0.0)
+    eps = checked_array("epsilon", epsilon, low=0.0)
     k = _whole("k", k)
-    d = _array("delta", delta, low=0.0, high=1.0)
-    return _out(k * eps), _out(k * np.exp((k - 1) * eps) * d)
+    d = checked_array("delta", delta, low=0.0, high=1.0)
+    return unwrap(k * eps), unwrap(k * np.exp((k - 1) * eps) * d)
 
 
 # -------------------------------------------------------------------------------- composition
 def _budget_lists(epsilons, deltas):
-    eps = _array("epsilons", epsilons, low=0.0).reshape(-1)
+    eps = checked_array("epsilons", epsilons, low=0.0).reshape(-1)
     if eps.size == 0:
         raise ValueError("'epsilons' must list at least one release.")
     if deltas is None:
         return eps, np.zeros_like(eps)
-    dl = _array("deltas", deltas, low=0.0, high=1.0).reshape(-1)
+    dl = checked_array("deltas", deltas, low=0.0, high=1.0).reshape(-1)
     if dl.size != eps.size:
         raise ValueError(f"'deltas' must have one entry per release ({eps.size}); got {dl.size}.")
     return eps, dl
 
 
-def sequential_composition(epsilons: Sequence[float], deltas: Sequence[float] | None = None) -> tuple:
+def sequential_composition(epsilons: Sequence[float],
+                           deltas: Sequence[float] | None = None) -> tuple:
     """Several releases about the same people: budgets add, ``(Σεᵢ, Σδᵢ)`` (§9; seed 002)."""
     eps, dl = _budget_lists(epsilons, deltas)
     return float(eps.sum()), float(min(dl.sum(), 1.0))
 
 
-def parallel_composition(epsilons: Sequence[float], deltas: Sequence[float] | None = None) -> tuple:
+def parallel_composition(epsilons: Sequence[float],
+                         deltas: Sequence[float] | None = None) -> tuple:
     """Releases about disjoint groups of people: each person is in one, so ``(max εᵢ, max δᵢ)``."""
     eps, dl = _budget_lists(epsilons, deltas)
     return float(eps.max()), float(dl.max())
@@ -225,12 +235,13 @@ def advanced_composition(epsilon, k, delta=0.0, delta_slack=1e-6) -> tuple:
     ``(ε√(2k ln(1/δ′)) + kε(e^ε − 1), kδ + δ′)`` for any slack δ′ > 0. It beats the basic ``kε``
     only when k is large and ε small; take the smaller of the two in practice.
     """
-    eps = _array("epsilon", epsilon, low=0.0)
+    eps = checked_array("epsilon", epsilon, low=0.0)
     k = _whole("k", k)
-    d = _array("delta", delta, low=0.0, high=1.0)
-    slack = _array("delta_slack", delta_slack, low=0.0, high=1.0, low_open=True, high_open=True)
+    d = checked_array("delta", delta, low=0.0, high=1.0)
+    slack = checked_array("delta_slack", delta_slack, low=0.0, high=1.0, low_open=True,
+                          high_open=True)
     total = eps * np.sqrt(2 * k * np.log(1 / slack)) + k * eps * np.expm1(eps)
-    return _out(total), _out(k * d + slack)
+    return unwrap(total), unwrap(k * d + slack)
 
 
 def per_query_epsilon(total_epsilon: float, k: int, delta_slack: float | None = None) -> float:
@@ -239,12 +250,12 @@ def per_query_epsilon(total_epsilon: float, k: int, delta_slack: float | None = 
     Without ``delta_slack``: basic composition, ``total/k``. With it: the larger of ``total/k`` and
     the ε solving advanced composition (whose ε′ increases with ε, so the root is unique).
     """
-    total = float(_array("total_epsilon", total_epsilon, low=0.0, low_open=True))
+    total = float(checked_array("total_epsilon", total_epsilon, low=0.0, low_open=True))
     k = _whole("k", k)
     basic = total / k
     if delta_slack is None:
         return basic
-    excess = lambda e: advanced_composition(e, k, 0.0, delta_slack)[0] - total  # noqa: E731
+    excess = lambda e: advanced_composition(e, k, 0.0, delta_slack)[0] - total
     advanced = optimize.brentq(excess, 0.0, total, xtol=1e-14, rtol=1e-12)
     return max(basic, float(advanced))
 
@@ -255,10 +266,10 @@ def split_budget(total_epsilon: float, weights: Mapping[str, float]) -> dict[str
     Worked example: 1.0 split {"origin totals": 1, "destination totals": 1, "OD matrix": 2} gives
     0.25, 0.25 and 0.5; together they are 1.0-DP. A release that gets more budget is less noisy.
     """
-    total = float(_array("total_epsilon", total_epsilon, low=0.0, low_open=True))
+    total = float(checked_array("total_epsilon", total_epsilon, low=0.0, low_open=True))
     if not weights:
         raise ValueError("'weights' must name at least one release.")
-    w = _array("weights", list(weights.values()), low=0.0)
+    w = checked_array("weights", list(weights.values()), low=0.0)
     if w.sum() <= 0:
         raise ValueError("'weights' must not all be zero.")
     return {name: total * float(share) / float(w.sum()) for name, share in zip(weights, w)}
