@@ -21,8 +21,9 @@ import zlib
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from dpcore.metrics import PRESENT_AT, PlannerCheck
+from dpcore.metrics import PRESENT_AT, PlannerCheck, planner_checks
 from dpcore.od import ODMatrix, ZoneSet
 
 
@@ -85,3 +86,217 @@ def rng_for(seed: int, key: str) -> np.random.Generator:
     """The generator of mechanism ``key`` for draw ``seed``: its own stream, so a mechanism's
     release depends on the seed alone, not on which other mechanisms are run beside it."""
     return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(key.encode())]))
+
+
+# --------------------------------------------------------------------------------------- ranks
+def top_cells(values: np.ndarray, n: int) -> np.ndarray:
+    """Flat indices of the n largest values, largest first, ties broken by index."""
+    values = np.asarray(values)
+    n = min(int(n), values.size)
+    if n <= 0:
+        return np.empty(0, dtype=np.int64)
+    kth = np.partition(values, values.size - n)[values.size - n]
+    candidates = np.flatnonzero(values >= kth)
+    return candidates[np.lexsort((candidates, -values[candidates]))[:n]]
+
+
+def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
+    """Rank (1 = largest) of each cell among all ``values``, ties broken by flat index.
+
+    Equivalent to the position in a stable descending sort, without sorting the whole domain:
+    O(d log m) for m distinct queried values, so the rank of a top flow among 9.8 M released
+    cells (thesis table 5.3: "5031772") costs one pass.
+    """
+    values = np.asarray(values)
+    cells = np.asarray(cells, dtype=np.int64)
+    if cells.size == 0:
+        return np.empty(0, dtype=np.int64)
+    levels = np.unique(values[cells])                      # ascending
+    slot = np.searchsorted(levels, values, side="left")    # first level ≥ value
+    at_most = np.cumsum(np.bincount(slot, minlength=levels.size + 1))[:levels.size]
+    greater = values.size - at_most                        # how many exceed each level
+    query_slot = np.searchsorted(levels, values[cells])
+    ranks = greater[query_slot] + 1
+    # Ties: add the number of equal values at a smaller index.
+    equal = np.zeros(values.size, dtype=bool)
+    inside = slot < levels.size
+    equal[inside] = values[inside] == levels[slot[inside]]
+    ties = np.bincount(slot[equal], minlength=levels.size)
+    tied_query = ties[query_slot] > 1
+    if tied_query.any():
+        tied_cells = np.flatnonzero(equal & (ties[np.minimum(slot, levels.size - 1)] > 1))
+        keys = np.sort(slot[tied_cells].astype(np.int64) * values.size + tied_cells)
+        group = query_slot[tied_query].astype(np.int64) * values.size
+        ranks[tied_query] += (np.searchsorted(keys, group + cells[tied_query])
+                              - np.searchsorted(keys, group))
+    return ranks.astype(np.int64)
+
+
+def rank_pairs(true_counts, released, n: int | None = None) -> pd.DataFrame:
+    """True rank against released rank for the top ``n`` true cells (all cells when None).
+
+    Columns: ``cell`` (flat index), ``true_rank``, ``released_rank``, ``true``, ``released`` and
+    ``released_zero`` (shown as less than one commuter, i.e. absent from the release) — the data
+    of the thesis's ordering scatters (figures 5.4, 5.9, 5.11, 5.15).
+    """
+    t = np.asarray(true_counts)
+    r = np.asarray(released, dtype=float)
+    cells = top_cells(t, t.size if n is None else n)
+    return pd.DataFrame({"cell": cells, "true_rank": np.arange(1, cells.size + 1),
+                         "released_rank": ordinal_ranks(r, cells), "true": t[cells],
+                         "released": r[cells], "released_zero": r[cells] < PRESENT_AT})
+
+
+def rank_table(od: ODMatrix, true_counts, released: dict[str, np.ndarray], k: int = 10,
+               names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Thesis tables 5.1–5.4: the true top-k commutes and the rank each release gave them."""
+    t = np.asarray(true_counts)
+    cells = top_cells(t, k)
+    table = pd.DataFrame({"Commute": od.cell_labels(cells), "True count": t[cells],
+                          "True rank": np.arange(1, cells.size + 1)})
+    for key, values in released.items():
+        table[(names or {}).get(key, key)] = ordinal_ranks(values, cells)
+    return table
+
+
+def top_flows(od: ODMatrix, true_counts, released: dict[str, np.ndarray], k: int = 30
+              ) -> pd.DataFrame:
+    """The true top-k commutes with each release's count and error, one row per (cell, release).
+
+    Columns: ``rank``, ``commute``, ``mechanism``, ``true``, ``released``, ``error`` (released −
+    true, commuters): the data of the noisy-vs-true bars (thesis figures 5.1, 5.5, 5.6, 5.12).
+    """
+    t = np.asarray(true_counts)
+    cells = top_cells(t, k)
+    labels = od.cell_labels(cells)
+    frames = [pd.DataFrame({"rank": np.arange(1, cells.size + 1), "commute": labels,
+                            "mechanism": key, "true": t[cells],
+                            "released": np.asarray(values, dtype=float)[cells]})
+              for key, values in released.items()]
+    if not frames:
+        return pd.DataFrame(columns=["rank", "commute", "mechanism", "true", "released", "error"])
+    out = pd.concat(frames, ignore_index=True)
+    out["error"] = out["released"] - out["true"]
+    return out
+
+
+# ------------------------------------------------------------------------------ plain language
+def _plural(count: float, one: str, many: str) -> str:
+    count = int(round(count))
+    return f"{count:,} {one if count == 1 else many}"
+
+
+def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k: int = 10) -> str:
+    """What happened to one release, in one plain sentence.
+
+    ``pairs`` is :func:`rank_pairs` over at least the top k; ``values`` the metrics of
+    :func:`dpcore.metrics.compute`.
+    """
+    top = pairs.head(k)
+    kept = int((top["released_rank"] == top["true_rank"]).sum())
+    inside = int((top["released_rank"] <= len(top)).sum())
+    parts = [f"{name}: {kept} of the {len(top)} busiest commutes kept their rank"
+             + (f" and {inside} stayed in the top {len(top)}" if inside > kept else "")]
+    invented, vanished = values.get("false_positive_cells", 0), values.get("false_zero_cells", 0)
+    parts.append(f"{_plural(invented, 'empty commute was', 'empty commutes were')} reported as "
+                 f"non-empty and {_plural(vanished, 'real commute', 'real commutes')} as empty")
+    rmse = values.get("rmse", math.nan)
+    if math.isfinite(rmse):
+        parts.append(f"a typical cell is off by {rmse:,.3g} commuters (RMSE)")
+    return "; ".join(parts) + "."
+
+
+# ---------------------------------------------------------------------------------------- theory
+def theoretical_rmse(mechanism, true_counts) -> float | None:
+    """Expected RMSE per cell of the *raw* release: √(mean(Var + bias²)), in commuters.
+
+    From the mechanism's closed-form per-cell ``variance`` (and its exact ``expected`` value when
+    it is biased, e.g. the stability histogram). None when the mechanism has no closed form.
+    Strictly √E[MSE], which Jensen puts slightly above E[RMSE] for small domains.
+    """
+    counts = np.asarray(true_counts)
+    variance = mechanism.variance(counts)
+    if variance is None:
+        return None
+    mse = np.asarray(variance, dtype=float)
+    expected = getattr(mechanism, "expected", None)
+    if expected is not None:
+        mse = mse + (np.asarray(expected(counts), dtype=float) - counts) ** 2
+    return float(np.sqrt(np.mean(mse)))
+
+
+# ------------------------------------------------------------------------------ repeated draws
+def pass_rates(draws: list[list[PlannerCheck]]) -> pd.DataFrame:
+    """Share of draws passing each planner check, over the draws where it applies.
+
+    ``draws`` holds :func:`dpcore.metrics.planner_checks` of each draw. Columns: ``key``,
+    ``label``, ``threshold``, ``pass_rate`` (NaN when it never applies), ``draws``, ``source``.
+    """
+    rows = {}
+    for checks in draws:
+        for check in checks:
+            row = rows.setdefault(check.key, {"key": check.key, "label": check.label,
+                                              "threshold": check.threshold, "passed": 0,
+                                              "draws": 0, "source": check.source})
+            if check.passed is not None:
+                row["draws"] += 1
+                row["passed"] += int(check.passed)
+    table = pd.DataFrame(list(rows.values()),
+                         columns=["key", "label", "threshold", "passed", "draws", "source"])
+    table["pass_rate"] = np.where(table["draws"] > 0, table["passed"] / table["draws"].clip(1),
+                                  np.nan)
+    return table[["key", "label", "threshold", "pass_rate", "draws", "source"]]
+
+
+# ---------------------------------------------------------------------------------- subsampling
+def subsample(od: ODMatrix, n: int, rng: np.random.Generator) -> ODMatrix:
+    """``n`` commuters drawn without replacement from the matrix (same zones and domain).
+
+    The population-size experiment of seed 000: fewer people, same map. Multivariate
+    hypergeometric over the non-zero cells, so every commuter is equally likely to be kept.
+    """
+    n = int(n)
+    if not 0 < n <= od.n:
+        raise ValueError(f"the subsample size must be between 1 and n = {od.n:,}; got {n:,}.")
+    kept = rng.multivariate_hypergeometric(od.counts, n, method="marginals")
+    return ODMatrix.from_pairs(f"{od.name} ({n:,} commuters)", od.origins, od.destinations,
+                               od.rows, od.cols, kept, od.description)
+
+
+# ----------------------------------------------------------------------------------- summaries
+def summarise(table: pd.DataFrame, metric: str, by=("mechanism", "epsilon"),
+              confidence: float = 0.95) -> pd.DataFrame:
+    """Mean of ``metric`` over trials with a Student-t confidence interval, per group.
+
+    ``table`` is tidy (``metric``, ``value`` and the ``by`` columns, one row per trial). Columns
+    of the result: the ``by`` columns, ``mean``, ``low``, ``high``, ``sd``, ``trials``; with one
+    trial the interval is the point itself (no spread to estimate).
+    """
+    by = list(by)
+    rows = table[table["metric"] == metric]
+    grouped = rows.groupby(by, sort=False, dropna=False)["value"]
+    out = grouped.agg(mean="mean", sd="std", trials="count").reset_index()
+    half = stats.t.ppf(0.5 + confidence / 2, np.maximum(out["trials"] - 1, 1)) \
+        * out["sd"].fillna(0) / np.sqrt(out["trials"])
+    half = np.where(out["trials"] > 1, half, 0.0)
+    out["low"], out["high"] = out["mean"] - half, out["mean"] + half
+    return out
+
+
+def long_pairs(od: ODMatrix, pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The rank pairs of several releases in one table (``mechanism`` and ``commute`` added)."""
+    frames = [frame.assign(mechanism=key, commute=od.cell_labels(frame["cell"].to_numpy()))
+              for key, frame in pairs.items()]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def checks_by_draw(table: pd.DataFrame) -> dict[str, list[list[PlannerCheck]]]:
+    """Planner checks of every release in a tidy experiment table, per mechanism.
+
+    ``table`` has one row per (mechanism, trial, metric) for a single ε and post-processing, as
+    :func:`dpcore.experiment.run` returns; each trial's metrics become one list of checks.
+    """
+    out: dict[str, list[list[PlannerCheck]]] = {}
+    for (key, _), rows in table.groupby(["mechanism", "trial"], sort=False):
+        out.setdefault(key, []).append(planner_checks(dict(zip(rows["metric"], rows["value"]))))
+    return out

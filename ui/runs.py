@@ -13,7 +13,9 @@ variance, k larger than the domain) come back as messages, never as tracebacks.
 
 from __future__ import annotations
 
+import threading
 import time
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -21,7 +23,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore import experiment, explore, metrics, postprocess
+from dpcore import experiment, explore, mechanisms, metrics, postprocess
 from dpcore.od import ODMatrix
 from ui import data, state
 from ui.controls import LEVEL_PARENT, RunSettings
@@ -95,11 +97,7 @@ def _bundled_view(dataset: str, level: str, areas: tuple[str, ...]) -> ODMatrix:
 
 def view(settings: RunSettings) -> ODMatrix:
     """The matrix the settings select (ValueError with a message when the subset is empty)."""
-    if not _uploaded(settings):
-        return _bundled_view(settings.dataset, settings.level, settings.areas)
-    upload = st.session_state[state.UPLOADED_MATRIX]
-    return _memo("view", (settings.level, settings.areas),
-                 lambda: explore.view(upload, settings.level == LEVEL_PARENT, settings.areas))
+    return _base_matrix(settings.dataset, Scenario("", settings.level, settings.areas))
 
 
 @st.cache_resource(max_entries=8)
@@ -110,10 +108,8 @@ def _bundled_dense(dataset: str, level: str, areas: tuple[str, ...]) -> np.ndarr
 
 
 def true_counts(settings: RunSettings) -> np.ndarray:
-    """Dense true counts of the view (read-only)."""
-    if not _uploaded(settings):
-        return _bundled_dense(settings.dataset, settings.level, settings.areas)
-    return _memo("dense", (settings.level, settings.areas), lambda: view(settings).to_dense())
+    """Dense true counts of the view (read-only for bundled data)."""
+    return true_counts_of(settings.dataset, Scenario("", settings.level, settings.areas))
 
 
 # ------------------------------------------------------------------------------ single release
@@ -166,3 +162,223 @@ def release(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> R
 def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, Release]:
     """Every chosen mechanism's release, in the order chosen."""
     return {key: release(settings, key, k, top_n) for key in settings.mechanisms}
+
+
+def scorecard(results: dict[str, Release]) -> pd.DataFrame:
+    """One row per mechanism: the headline metrics, release time and bits per commuter."""
+    rows = []
+    for key, result in results.items():
+        if result.error:
+            continue
+        row = {"mechanism": key}
+        row.update({metrics.METRICS[m].label: result.metrics[m] for m in SCORECARD})
+        row["Release time (s)"] = result.seconds
+        row["Bits per commuter"] = result.bits_per_user
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: Metrics on the cards and in the scorecard, in display order.
+SCORECARD = ("rmse", "mae", "max_error", "topk_recall", "kendall_tau", "geh_pass_share",
+             "false_positive_cells", "false_zero_cells")
+
+
+# ------------------------------------------------------------------------------------- sweeps
+@dataclass(frozen=True)
+class Scenario:
+    """One version of the data a sweep runs on: a level/subset, optionally subsampled to n people."""
+
+    label: str
+    level: str
+    areas: tuple[str, ...] = ()
+    n: int | None = None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A sweep: scenarios × mechanisms (with their own parameters) × ε × trials, scored after each
+    post-processing. Hashable, so it can key caches and live in the session."""
+
+    dataset: str
+    scenarios: tuple[Scenario, ...]
+    mechanisms: tuple[tuple[str, tuple[tuple[str, object], ...]], ...]
+    epsilons: tuple[float, ...]
+    postprocess: tuple[str, ...]
+    trials: int
+    seed: int
+    k: int = 10
+    top_n: int = 100
+
+    def jobs(self) -> list[tuple]:
+        """(scenario, mechanism, params, ε, trial) in a fixed order: one release each."""
+        return [(scenario, key, params, epsilon, trial) for scenario in self.scenarios
+                for key, params in self.mechanisms for epsilon in self.epsilons
+                for trial in range(self.trials)]
+
+
+def mechanism_specs(settings: RunSettings, keys=None) -> tuple:
+    """``((key, own params), …)`` of the chosen mechanisms, for a :class:`SweepSpec`."""
+    return tuple((key, tuple(sorted(settings.own_params(key).items())))
+                 for key in (settings.mechanisms if keys is None else keys))
+
+
+@dataclass
+class Sweep:
+    """What a sweep has so far: the tidy table of finished releases and failures by mechanism."""
+
+    table: pd.DataFrame
+    done: int
+    total: int
+    errors: dict[str, str]
+
+    @property
+    def complete(self) -> bool:
+        return self.done == self.total
+
+
+class _Store:
+    """A bounded, thread-safe map of finished sweep jobs (shared by sessions for bundled data)."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.entries, self.lock = capacity, OrderedDict(), threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+            return self.entries.get(key)
+
+    def put(self, key, value) -> None:
+        with self.lock:
+            self.entries[key] = value
+            while len(self.entries) > self.capacity:
+                self.entries.popitem(last=False)
+
+
+@st.cache_resource
+def _shared_store() -> _Store:
+    return _Store(SWEEP_CACHE_ENTRIES)
+
+
+def _store(dataset: str) -> _Store:
+    """Where finished jobs are kept: shared for bundled data, this session's own for an upload."""
+    if dataset != state.UPLOADED:
+        return _shared_store()
+    return _memo("sweep_store", (), lambda: _Store(SWEEP_CACHE_ENTRIES))
+
+
+def _base_matrix(dataset: str, scenario: Scenario) -> ODMatrix:
+    if dataset != state.UPLOADED:
+        return _bundled_view(dataset, scenario.level, scenario.areas)
+    upload = st.session_state[state.UPLOADED_MATRIX]
+    return _memo("view", (scenario.level, scenario.areas),
+                 lambda: explore.view(upload, scenario.level == LEVEL_PARENT, scenario.areas))
+
+
+def _seed(*parts) -> int:
+    """A 63-bit seed derived from the sweep seed and a job's coordinates."""
+    words = [zlib.crc32(str(p).encode()) for p in parts]
+    return int(np.random.SeedSequence(words).generate_state(2, np.uint64)[0] >> np.uint64(1))
+
+
+def _scenario_matrix(spec: SweepSpec, scenario: Scenario, trial: int) -> ODMatrix:
+    od = _base_matrix(spec.dataset, scenario)
+    if scenario.n is None or scenario.n >= od.n:
+        return od
+    rng = np.random.default_rng(_seed(spec.seed, "subsample", scenario.n, trial))
+    return explore.subsample(od, scenario.n, rng)
+
+
+def _run_job(spec: SweepSpec, job: tuple, methods: tuple[str, ...]) -> pd.DataFrame:
+    scenario, key, params, epsilon, trial = job
+    od = _scenario_matrix(spec, scenario, trial)
+    table = experiment.run(od, [(key, dict(params))], [epsilon], postprocess=methods, trials=1,
+                           seed=_seed(spec.seed, key, f"{epsilon:.12g}", trial), k=spec.k,
+                           top_n=spec.top_n)
+    return table.assign(trial=trial, scenario=scenario.label, n=od.n)
+
+
+def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
+    """The sweep's finished jobs; with ``compute`` also run the missing ones, in order.
+
+    ``progress(done, total)`` is called after each job (a page updates its progress bar there;
+    Streamlit stops the script at that call when the user presses Stop, and every job finished
+    so far stays cached). Jobs are cached individually, so a smaller grid, fewer trials or a
+    return to the page reuses them.
+    """
+    store = _store(spec.dataset)
+    frames, errors, done = [], {}, 0
+    jobs = spec.jobs()
+    for job in jobs:
+        scenario, key = job[0], job[1]
+        if key in errors:
+            continue
+        keys = {m: (spec.dataset, job, m, spec.seed, spec.k, spec.top_n) for m in spec.postprocess}
+        found = {m: store.get(k) for m, k in keys.items()}
+        missing = tuple(m for m, value in found.items() if value is None)
+        if missing and compute:
+            try:
+                table = _run_job(spec, job, missing)
+            except ValueError as error:
+                errors[key] = str(error)
+                continue
+            for method in missing:
+                found[method] = table[table["postprocess"] == method]
+                store.put(keys[method], found[method])
+            missing = ()
+        if not missing:
+            frames += found.values()
+            done += 1
+            if progress is not None:
+                progress(done, len(jobs))
+    columns = experiment.COLUMNS + ["scenario", "n"]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    return Sweep(table, done, len(jobs), errors)
+
+
+def theory(spec: SweepSpec, metric: str) -> pd.DataFrame:
+    """Expected RMSE of each mechanism at each ε of the sweep (raw releases), where it exists.
+
+    Columns ``scenario``, ``mechanism``, ``x`` (ε), ``value`` (commuters, or share of n for
+    ``rmse_freq``). Empty for other metrics.
+    """
+    if metric not in ("rmse", "rmse_freq"):
+        return pd.DataFrame(columns=["scenario", "mechanism", "x", "value"])
+    rows = []
+    for scenario in spec.scenarios:
+        od = _base_matrix(spec.dataset, scenario)
+        counts = (true_counts_of(spec.dataset, scenario) if scenario.n is None else None)
+        if counts is None:
+            continue
+        for key, params in spec.mechanisms:
+            for epsilon in spec.epsilons:
+                try:
+                    value = explore.theoretical_rmse(
+                        mechanisms.build(key, epsilon=epsilon, **dict(params)), counts)
+                except ValueError:
+                    value = None
+                if value is not None:
+                    rows.append((scenario.label, key, epsilon,
+                                 value / od.n if metric == "rmse_freq" else value))
+    return pd.DataFrame(rows, columns=["scenario", "mechanism", "x", "value"])
+
+
+def true_counts_of(dataset: str, scenario: Scenario) -> np.ndarray:
+    """Dense true counts of a scenario's level/subset (read-only for bundled data)."""
+    if dataset != state.UPLOADED:
+        return _bundled_dense(dataset, scenario.level, scenario.areas)
+    return _memo("dense", (scenario.level, scenario.areas),
+                 lambda: _base_matrix(dataset, scenario).to_dense())
+
+
+def repeated_draws(settings: RunSettings, draws: int) -> SweepSpec:
+    """Independent releases of every chosen mechanism with these settings (for pass rates)."""
+    return SweepSpec(settings.dataset, (Scenario("current", settings.level, settings.areas),),
+                     mechanism_specs(settings), (settings.epsilon,), (settings.postprocess,),
+                     int(draws), settings.seed)
+
+
+def pass_rates(found: Sweep) -> dict[str, pd.DataFrame]:
+    """Per mechanism: the share of the finished draws that pass each planner check."""
+    return {key: explore.pass_rates(draws)
+            for key, draws in explore.checks_by_draw(found.table).items()}

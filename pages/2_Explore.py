@@ -1,0 +1,97 @@
+"""Explore one release: which commutes survive each mechanism at your privacy budget.
+
+Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs`, computations in
+:mod:`dpcore.explore`, figures from :mod:`ui.charts`.
+"""
+
+import streamlit as st
+
+from dpcore import explore
+from ui import charts, controls, panels, runs
+
+st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon=":material/insights:",
+                   layout="wide")
+settings = controls.run_controls()
+st.title("Explore a release")
+if not settings.mechanisms:
+    st.info("Choose at least one mechanism in the sidebar.")
+    st.stop()
+try:
+    od = runs.view(settings)
+except ValueError as error:
+    st.warning(str(error))
+    st.stop()
+st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
+           f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "
+           "from the seed, so the same settings always give the same release.")
+
+left, middle, right = st.columns(3)
+k = left.slider("Busiest commutes in the bars (k)", 5, 50, 30, key="explore_k")
+log_bars = middle.toggle("Log scale", key="explore_log_bars")
+scopes = [100, 1000] + ([od.domain_size] if od.domain_size <= 50_000 else [])
+scope = right.selectbox("Ordering of", scopes, key="explore_scope",
+                        format_func=lambda n: "all commutes" if n == od.domain_size
+                        else f"the top {n:,} true commutes")
+
+results = runs.releases(settings)
+for key, result in results.items():
+    if result.error:
+        st.warning(f"**{charts.name(key)}** could not run with these settings: {result.error}")
+released = {key: r.released for key, r in results.items() if not r.error}
+if not released:
+    st.stop()
+truth = runs.true_counts(settings)
+pairs = {key: explore.rank_pairs(truth, values, min(scope, od.domain_size))
+         for key, values in released.items()}
+
+st.subheader("What happened")
+for key, result in results.items():
+    if not result.error:
+        st.markdown("- " + explore.summary_sentence(charts.name(key), pairs[key], result.metrics))
+
+bars = explore.top_flows(od, truth, released, k)
+charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (ε = "
+                                  f"{settings.epsilon:g})", log_bars), bars, "top_flows",
+            "explore_bars")
+if log_bars:
+    st.caption("On the log scale, released counts of 0 or below are not drawn.")
+
+labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
+log_ranks = st.toggle("Log axes for the ordering", value=od.domain_size > 50_000,
+                      key="explore_log_ranks")
+order = explore.long_pairs(od, pairs)
+charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
+                                                f"{settings.epsilon:g})", log_ranks),
+            order, "ordering", "explore_ordering")
+
+st.subheader("The true top 10 and the rank each mechanism gave them")
+table = explore.rank_table(od, truth, released, 10, {k: charts.name(k) for k in released})
+st.dataframe(table, hide_index=True, width="stretch")
+charts.table_download(table, "top10_ranks", "explore_top10")
+
+st.subheader("Scores")
+score = runs.scorecard(results)
+st.dataframe(score.assign(mechanism=score["mechanism"].map(charts.name)), hide_index=True,
+             width="stretch")
+charts.table_download(score, "scores", "explore_scores")
+for tab, key in zip(st.tabs([charts.name(k) for k in released]), released):
+    with tab:
+        panels.cards(results[key], 10)
+        st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
+        panels.checks(results[key])
+
+st.subheader("Planner's checks over repeated draws")
+draws = st.number_input("Draws", 2, 500, 30, key="explore_draws",
+                        help="How often each check passes over this many independent releases.")
+spec = runs.repeated_draws(settings, draws)
+if st.button("Estimate the probability of passing", key="explore_run_draws"):
+    bar = st.progress(0.0, "Releasing…")
+    runs.sweep(spec, compute=True,
+               progress=lambda done, total: bar.progress(done / total, f"{done} of {total}"))
+found = runs.sweep(spec)
+if found.done:
+    st.caption(f"{found.done} of {found.total} releases done.")
+    for tab, (key, rates) in zip(st.tabs([charts.name(k) for k in released]),
+                                 runs.pass_rates(found).items()):
+        with tab:
+            panels.pass_probabilities(rates)

@@ -1,0 +1,232 @@
+"""Plotly figures for every page, and the downloads that go with them.
+
+Every figure has a title, axis titles with units and a legend, and draws each mechanism in the
+same colour (and marker) everywhere: :func:`colour` and :func:`symbol` are the only source of them.
+The palette is Paul Tol's colour-blind-safe "bright", "vibrant" and "muted" schemes; markers differ
+too, so no reading relies on colour alone. Zone names come from uploads and plotly renders a subset
+of HTML in hover text and tick labels, so every name is escaped (:func:`escape`) before it is drawn.
+
+:func:`downloads` puts the data behind a figure (formula-safe CSV) and the figure itself (a
+standalone HTML file with plotly.js inlined, which works offline) under the chart. PNG comes from
+the camera button of the chart's own toolbar (drawn by the browser, no extra dependency).
+"""
+
+from __future__ import annotations
+
+import html
+import zlib
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from dpcore import mechanisms
+from dpcore.export import safe_csv
+
+#: Fixed colour per mechanism key (Paul Tol's colour-blind-safe schemes).
+PALETTE = {
+    "laplace": "#CC3311", "discrete_laplace": "#EE7733", "gaussian": "#EE3377",
+    "stability_histogram": "#009988", "topk": "#882255",
+    "grr": "#0077BB", "sue": "#33BBEE", "oue": "#117733", "blh": "#999933", "olh": "#DDCC77",
+    "ss": "#AA4499", "dbitflip": "#332288", "hr": "#88CCEE", "hm": "#AA3377",
+}
+#: Colours for other mechanisms a later version registers (picked by a stable hash of the key).
+SPARE = ("#4477AA", "#228833", "#CCBB44", "#66CCEE", "#44AA99", "#882255")
+TRUE_COLOUR = "#555555"
+ZERO_COLOUR = "#BBBBBB"
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "star",
+            "pentagon", "hexagon", "cross", "triangle-left", "triangle-right", "hourglass",
+            "bowtie")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+FONT = dict(family="Liberation Sans, Arial, sans-serif", size=13)
+
+
+def colour(key: str) -> str:
+    """The colour of mechanism ``key`` on every page."""
+    return PALETTE.get(key) or SPARE[zlib.crc32(key.encode()) % len(SPARE)]
+
+
+def symbol(key: str) -> str:
+    """The marker of mechanism ``key`` (its position in the registry)."""
+    keys = mechanisms.names()
+    return _SYMBOLS[keys.index(key) % len(_SYMBOLS)] if key in keys else "circle"
+
+
+def name(key: str) -> str:
+    """Legend name of a mechanism."""
+    try:
+        return mechanisms.get(key).name
+    except KeyError:
+        return key
+
+
+def escape(text) -> str:
+    """Untrusted text made inert for plotly's HTML-like labels."""
+    return html.escape(str(text), quote=True)
+
+
+def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
+            log_x: bool = False, height: int = 460) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left"), font=FONT, height=height,
+                      template="plotly_white", legend=dict(title=None),
+                      margin=dict(l=70, r=20, t=60, b=60))
+    fig.update_xaxes(title_text=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else None)
+    return fig
+
+
+# ----------------------------------------------------------------------------------- Explore
+def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
+    """Grouped bars: the true count and each mechanism's release for the true top-k commutes.
+
+    ``frame`` is :func:`dpcore.explore.top_flows`. Hover: commute, true, released, error.
+    """
+    fig = go.Figure()
+    first = frame.drop_duplicates("rank")
+    ticks = [f"{rank}. {escape(commute)}" for rank, commute in zip(first["rank"], first["commute"])]
+    fig.add_bar(x=ticks, y=first["true"], name="True count", marker_color=TRUE_COLOUR,
+                customdata=np.column_stack([[escape(c) for c in first["commute"]]]),
+                hovertemplate="<b>%{customdata[0]}</b><br>True: %{y:,.0f} commuters"
+                              "<extra>True count</extra>")
+    for key, rows in frame.groupby("mechanism", sort=False):
+        fig.add_bar(x=ticks, y=rows["released"], name=name(key), marker_color=colour(key),
+                    customdata=np.column_stack([[escape(c) for c in rows["commute"]],
+                                                rows["true"], rows["error"]]),
+                    hovertemplate="<b>%{customdata[0]}</b><br>True: %{customdata[1]:,.0f}"
+                                  "<br>Released: %{y:,.1f}<br>Error: %{customdata[2]:+,.1f}"
+                                  f"<extra>{escape(name(key))}</extra>")
+    fig.update_layout(barmode="group", bargap=0.15)
+    fig.update_xaxes(tickangle=-45, automargin=True)
+    return _layout(fig, title, "Commute (origin → destination), by true rank",
+                   "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y, height=520)
+
+
+def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
+                 log_axes: bool = False) -> go.Figure:
+    """True rank against released rank, one panel per mechanism; released zeros in grey; y = x.
+
+    ``pairs`` maps mechanism key → :func:`dpcore.explore.rank_pairs`; ``labels`` are the commute
+    names of those cells (same order as the frames' rows).
+    """
+    keys = list(pairs)
+    columns = min(3, max(1, len(keys)))
+    rows = -(-len(keys) // columns) if keys else 1
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[escape(name(k)) for k in keys],
+                        horizontal_spacing=0.07, vertical_spacing=0.12 if rows > 1 else 0.1)
+    for i, key in enumerate(keys):
+        frame = pairs[key]
+        row, col = i // columns + 1, i % columns + 1
+        top = max(int(frame["true_rank"].max()), int(frame["released_rank"].max()), 1) \
+            if len(frame) else 1
+        fig.add_scatter(x=[1, top], y=[1, top], mode="lines", name="Perfect order (y = x)",
+                        line=dict(color="black", width=1), legendgroup="diagonal",
+                        showlegend=i == 0, hoverinfo="skip", row=row, col=col)
+        for zero, colour_, label in ((False, colour(key), name(key)),
+                                     (True, ZERO_COLOUR, "Released as zero")):
+            part = frame[frame["released_zero"] == zero]
+            text = [escape(labels[j]) for j in part.index]
+            fig.add_trace(go.Scattergl(
+                x=part["true_rank"], y=part["released_rank"], mode="markers", name=label,
+                legendgroup="zero" if zero else key, showlegend=not zero or i == 0,
+                marker=dict(color=colour_, size=6, symbol=symbol(key) if not zero else "x"),
+                customdata=np.column_stack([text, part["true"], part["released"]])
+                if len(part) else None,
+                hovertemplate="<b>%{customdata[0]}</b><br>True rank %{x:,}, released rank "
+                              "%{y:,}<br>True %{customdata[1]:,.0f}, released "
+                              "%{customdata[2]:,.1f}<extra></extra>"), row=row, col=col)
+    kind = "log" if log_axes else "linear"
+    fig.update_xaxes(title_text="True rank (1 = busiest)", type=kind)
+    fig.update_yaxes(title_text="Released rank", type=kind)
+    fig.update_layout(title=dict(text=title, x=0), font=FONT, template="plotly_white",
+                      height=380 * rows + 80, margin=dict(l=70, r=20, t=80, b=60))
+    return fig
+
+
+def light(passed) -> str:
+    """A pass/fail light with its word (colour is never the only cue): True, False, "amber", None."""
+    return {True: "🟢 pass", False: "🔴 fail", "amber": "🟠 uncertain"}.get(passed, "⚪ n/a")
+
+
+# ---------------------------------------------------------------------------------- Tradeoffs
+def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str, *,
+           group: str = "mechanism", style: str | None = None, theory: pd.DataFrame | None = None,
+           log_x: bool = False, log_y: bool = False) -> go.Figure:
+    """Mean curves with a shaded confidence band, one per (mechanism, ``style`` value).
+
+    ``summary`` is :func:`dpcore.explore.summarise` output (``mean``, ``low``, ``high``);
+    ``style`` (e.g. post-processing or data subset) varies the dash. ``theory`` (columns
+    ``mechanism``, ``x``, ``value``) is drawn as thin dotted lines of the same colour.
+    """
+    fig = go.Figure()
+    variants = summary[style].astype(str) if style else pd.Series("", index=summary.index)
+    styles = list(dict.fromkeys(variants))
+    for (key, variant), rows in summary.groupby([summary[group], variants], sort=False):
+        rows = rows.sort_values(x)
+        label = name(key) + (f" · {variant}" if variant else "")
+        band_x = list(rows[x]) + list(rows[x])[::-1]
+        band_y = list(rows["high"]) + list(rows["low"])[::-1]
+        fig.add_scatter(x=band_x, y=band_y, fill="toself", mode="lines", line=dict(width=0),
+                        fillcolor=colour(key), opacity=0.18, hoverinfo="skip", showlegend=False,
+                        legendgroup=label, name=escape(f"{label} (95 % band)"))
+        fig.add_scatter(x=rows[x], y=rows["mean"], mode="lines+markers", name=escape(label),
+                        legendgroup=label,
+                        line=dict(color=colour(key),
+                                  dash=DASHES[styles.index(variant) % len(DASHES)]),
+                        marker=dict(symbol=symbol(key), size=7),
+                        customdata=np.column_stack([rows["low"], rows["high"], rows["trials"]]),
+                        hovertemplate=f"<b>{escape(label)}</b><br>{escape(x_title)}: %{{x:,.4g}}"
+                                      "<br>mean %{y:,.4g} (95 % CI %{customdata[0]:,.4g} – "
+                                      "%{customdata[1]:,.4g}; %{customdata[2]} trials)"
+                                      "<extra></extra>")
+    if theory is not None and len(theory):
+        for key, rows in theory.groupby("mechanism", sort=False):
+            fig.add_scatter(x=rows["x"], y=rows["value"], mode="lines",
+                            name=f"{name(key)} · theory",
+                            line=dict(color=colour(key), dash="dot", width=2),
+                            hovertemplate=f"<b>{escape(name(key))} (theory)</b><br>"
+                                          "%{x:,.4g}: %{y:,.4g}<extra></extra>")
+    return _layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
+
+
+def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Mean release time per mechanism (log scale), grouped by ``scenario`` when there are several.
+
+    ``frame`` columns: ``mechanism``, ``scenario``, ``seconds`` (mean over releases), ``releases``.
+    """
+    fig = go.Figure()
+    for key, rows in frame.groupby("mechanism", sort=False):
+        fig.add_bar(x=[escape(s) for s in rows["scenario"]], y=rows["seconds"], name=name(key),
+                    marker_color=colour(key), customdata=rows[["releases"]].to_numpy(),
+                    hovertemplate=f"<b>{escape(name(key))}</b><br>%{{x}}: %{{y:.3g}} s "
+                                  "(mean of %{customdata[0]} releases)<extra></extra>")
+    fig.update_layout(barmode="group")
+    return _layout(fig, title, "Data", "Release time (seconds, log scale)", log_y=True)
+
+
+# ---------------------------------------------------------------------------------- downloads
+def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
+    """Two buttons under a chart: its data as CSV (formula-safe) and the figure as HTML."""
+    left, right, _ = st.columns([1, 1, 3])
+    left.download_button("Data (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv", mime="text/csv",
+                         key=f"{key}_csv", on_click="ignore", icon=":material/download:")
+    right.download_button("Figure (HTML)",
+                          lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+                          file_name=f"{stem}.html", mime="text/html", key=f"{key}_html",
+                          on_click="ignore", icon=":material/download:")
+
+
+def table_download(frame: pd.DataFrame, stem: str, key: str) -> None:
+    """A table's CSV download (formula-safe)."""
+    st.download_button("Table (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv",
+                       mime="text/csv", key=f"{key}_csv", on_click="ignore",
+                       icon=":material/download:")
+
+
+def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
+    """Draw a chart with its downloads (a PNG comes from the chart's camera button)."""
+    st.plotly_chart(fig, key=key, config={"displaylogo": False,
+                                          "toImageButtonOptions": {"filename": stem,
+                                                                   "scale": 2}})
+    downloads(fig, frame, stem, key)

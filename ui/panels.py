@@ -1,0 +1,65 @@
+"""Sections of the Explore page that repeat per mechanism: metric cards and planner's checks."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from dpcore import metrics
+from ui import charts, runs
+
+#: Pass probability at or above which a check shows green, at or below which red (amber between).
+LIKELY, UNLIKELY = 0.95, 0.05
+
+
+def _format(key: str, value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    info = metrics.METRICS[key]
+    if info.unit in ("share", "share of n"):
+        return f"{value:.1%}"
+    if info.unit == "cells":
+        return f"{value:,.0f}"
+    return f"{value:,.4g}"
+
+
+def cards(result: runs.Release, k: int) -> None:
+    """The headline metrics of one release as metric cards, with run time and communication."""
+    items = [(metrics.METRICS[m].label.replace("Top-k", f"Top-{k}"),
+              _format(m, result.metrics[m]), metrics.METRICS[m].description)
+             for m in runs.SCORECARD]
+    items.append(("Release time", f"{result.seconds:.3g} s",
+                  f"The mechanism's release; post-processing took {result.postprocess_seconds:.2g} s."))
+    bits = result.bits_per_user
+    items.append(("Bits per commuter", "— (central)" if bits is None else f"{bits:,.0f}",
+                  "What each commuter sends (local mechanisms); central ones collect raw data."))
+    for start in range(0, len(items), 5):
+        for column, (label, value, help_text) in zip(st.columns(5), items[start:start + 5]):
+            column.metric(label, value, help=help_text)
+
+
+def checks(result: runs.Release) -> pd.DataFrame:
+    """The planner's checks of one release: a light, the value, the rule and its source."""
+    rows = [{"Check": c.label, "Result": charts.light(c.passed),
+             "Value": _format(c.key, c.value), "Rule": c.threshold, "Source": c.source}
+            for c in result.checks]
+    frame = pd.DataFrame(rows)
+    st.dataframe(frame, hide_index=True, width="stretch")
+    return frame
+
+
+def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
+    """Pass rates over repeated draws (:func:`dpcore.explore.pass_rates`) with a light each."""
+    def light(rate):
+        if math.isnan(rate):
+            return charts.light(None)
+        return charts.light(True if rate >= LIKELY else False if rate <= UNLIKELY else "amber")
+    frame = pd.DataFrame({"Check": table["label"], "Result": table["pass_rate"].map(light),
+                          "P(pass)": table["pass_rate"], "Draws": table["draws"],
+                          "Rule": table["threshold"], "Source": table["source"]})
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={"P(pass)": st.column_config.ProgressColumn(
+                     "P(pass)", format="percent", min_value=0.0, max_value=1.0)})
+    return frame
