@@ -1,0 +1,267 @@
+"""Command line (``python -m dpcore …``) and the formula-safe CSV export it shares with the UI."""
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore import cli, datasets, export, importers, mechanisms, metrics
+from dpcore.od import ODMatrix, ZoneSet
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ----------------------------------------------------------------------------------------- datasets
+def test_datasets_lists_every_bundled_dataset_with_its_figures(capsys):
+    code, out, _ = run(capsys, "datasets")
+    assert code == 0
+    header, rule, *rows = out.strip().splitlines()
+    assert header.split() == ["key", "title", "n", "origins", "destinations", "|X|", "non-zero"]
+    assert len(rows) == len(datasets.DATASETS)
+    for info, row in zip(datasets.list_datasets(), rows):
+        od = datasets.load(info.key)
+        key, title, *figures = re.split(r"\s{2,}", row)
+        assert (key, title) == (info.key, info.title)
+        assert figures == [f"{v:,}" for v in (od.n, od.n_origins, od.n_destinations,
+                                               od.domain_size, od.nonzero)]
+
+
+def test_datasets_for_a_valid_file_prints_the_importers_notices_and_figures(capsys):
+    path = TESTS / "fixtures" / "long.csv"
+    expected = importers.import_od(path.read_bytes(), path.name)
+    code, out, _ = run(capsys, "datasets", "--file", path)
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[:len(expected.notices)] == [str(n) for n in expected.notices]
+    assert lines[-1].split()[0] == "long.csv"
+    assert lines[-1].split()[-5:] == [f"{v:,}" for v in (
+        expected.matrix.n, expected.matrix.n_origins, expected.matrix.n_destinations,
+        expected.matrix.domain_size, expected.matrix.nonzero)]
+
+
+def test_datasets_for_an_invalid_file_prints_the_errors_first_and_exits_non_zero(capsys):
+    path = TESTS / "malformed" / "count_negative.csv"
+    with pytest.raises(importers.ImportFailed) as failure:
+        importers.import_od(path.read_bytes(), path.name)
+    code, out, err = run(capsys, "datasets", "--file", path)
+    assert code == cli.EXIT_INVALID_INPUT
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert sorted(lines) == sorted(str(n) for n in failure.value.notices)
+    assert lines[0].startswith("Error in count_negative.csv, row 4") and "How to fix" in lines[0]
+
+
+def test_datasets_passes_format_and_level_to_the_importer(capsys):
+    path = TESTS / "fixtures" / "powscar.csv"
+    county = importers.import_od(path.read_bytes(), path.name, format="powscar", level="county")
+    ed = importers.import_od(path.read_bytes(), path.name, format="powscar", level="ed")
+    assert county.matrix.domain_size != ed.matrix.domain_size
+    code, out, _ = run(capsys, "datasets", "--file", path, "--format", "powscar",
+                       "--level", "county")
+    assert code == 0
+    assert out.strip().splitlines()[-1].split()[-5:] == [f"{v:,}" for v in (
+        county.matrix.n, county.matrix.n_origins, county.matrix.n_destinations,
+        county.matrix.domain_size, county.matrix.nonzero)]
+    code, _, err = run(capsys, "datasets", "--file", path, "--format", "powscar",
+                       "--level", "tract")
+    assert code == cli.EXIT_INVALID_INPUT and "tract" in err
+
+
+def test_missing_file_is_a_message_not_a_traceback(capsys, tmp_path):
+    code, _, err = run(capsys, "datasets", "--file", tmp_path / "nope.csv")
+    assert code == cli.EXIT_USAGE
+    assert err.startswith("error: cannot read") and "nope.csv" in err
+    assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------- mechanisms
+def test_mechanisms_lists_every_registered_mechanism_with_its_parameters(capsys):
+    code, out, _ = run(capsys, "mechanisms")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.strip().splitlines()[2:]}
+    assert list(rows) == mechanisms.names()
+    gaussian = rows["gaussian"]
+    assert "central" in gaussian and "(ε, δ)-DP" in gaussian
+    assert "epsilon ∈ (0, 20]" in gaussian and "delta ∈ (0, 1)" in gaussian
+    assert "local" in rows["oue"] and "ε-LDP" in rows["oue"]
+    for key, line in rows.items():
+        expected = "exact" if mechanisms.get(key).approximation is None else "approximate"
+        assert f" {expected} " in line
+
+
+def test_python_dash_m_dpcore_runs_the_cli_and_returns_its_exit_code():
+    done = subprocess.run([sys.executable, "-m", "dpcore", "release", "--dataset", "toy_town"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "required: --mechanism" in done.stderr and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------------------------------------ release
+def test_release_writes_the_table_and_reproduces_the_mechanism_for_a_seed(capsys, tmp_path):
+    out_file = tmp_path / "oue.csv"
+    code, out, _ = run(capsys, "release", "--dataset", "ireland_county", "--mechanism", "oue",
+                       "--epsilon", 1, "--seed", 42, "--out", out_file)
+    assert code == 0
+    assert re.match(r"oue eps=1: released 1085 cells in \d+\.\d (ms|s)\b", out)
+    assert len(out.strip().splitlines()) == 1
+    table = pd.read_csv(out_file, keep_default_na=False)
+    assert list(table.columns) == ["origin", "destination", "true_count", "released_count"]
+    od = datasets.load("ireland_county")
+    true = od.to_dense()
+    assert len(table) == od.domain_size == 1085
+    np.testing.assert_array_equal(table["true_count"], true)
+    np.testing.assert_array_equal(table["origin"], np.repeat(od.origins.ids, od.n_destinations))
+    np.testing.assert_array_equal(table["destination"], np.tile(od.destinations.ids, od.n_origins))
+    expected = mechanisms.build("oue", epsilon=1.0).release(true, np.random.default_rng(42))
+    np.testing.assert_allclose(table["released_count"], expected, rtol=1e-9)
+
+
+def test_release_post_processes_and_can_skip_empty_cells(capsys, tmp_path):
+    out_file = tmp_path / "toy.csv"
+    code, out, _ = run(capsys, "release", "--dataset", "toy_town", "--mechanism", "grr",
+                       "--epsilon", 2, "--postprocess", "round", "--seed", 1, "--only-nonzero",
+                       "--out", out_file)
+    assert code == 0 and "round" in out
+    table = pd.read_csv(out_file, keep_default_na=False)
+    od = datasets.load("toy_town")
+    assert table["released_count"].sum() == od.n
+    assert (table["released_count"] >= 0).all()
+    assert ((table["true_count"] != 0) | (table["released_count"] != 0)).all()
+    assert table["true_count"].sum() == od.n
+
+
+def test_release_with_delta_and_extra_parameters(capsys, tmp_path):
+    code, out, _ = run(capsys, "release", "--dataset", "toy_town", "--mechanism",
+                       "stability_histogram", "--epsilon", 1, "--delta", 1e-4, "--param",
+                       "threshold=tight", "--param", "neighbours=add_remove", "--seed", 3,
+                       "--out", tmp_path / "s.csv")
+    assert code == 0
+    table = pd.read_csv(tmp_path / "s.csv", keep_default_na=False)
+    expected = mechanisms.build("stability_histogram", epsilon=1.0, delta=1e-4,
+                                threshold="tight", neighbours="add_remove")
+    od = datasets.load("toy_town")
+    np.testing.assert_allclose(table["released_count"],
+                               expected.release(od.to_dense(), np.random.default_rng(3)))
+
+
+def test_release_neutralises_formula_like_zone_names(capsys, tmp_path):
+    upload = tmp_path / "evil.csv"
+    upload.write_text("origin,destination,count\n"
+                      "=HYPERLINK(\"http://x\"),+cmd,40\n"
+                      "@SUM(A1),-2,30\n"
+                      "=HYPERLINK(\"http://x\"),@SUM(A1),50\n", encoding="utf-8")
+    out_file = tmp_path / "out.csv"
+    code, _, _ = run(capsys, "release", "--file", upload, "--mechanism", "laplace",
+                     "--epsilon", 0.1, "--seed", 5, "--out", out_file)
+    assert code == 0
+    table = pd.read_csv(out_file, keep_default_na=False)
+    text = pd.concat([table["origin"], table["destination"]])
+    assert text.str.startswith("'").all()
+    assert set(text.str[1:]) == {'=HYPERLINK("http://x")', "+cmd", "@SUM(A1)", "-2"}
+    assert (table["released_count"] < 0).any()  # negative numbers stay numbers
+    assert pd.api.types.is_float_dtype(table["released_count"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mechanism", "nope", "--epsilon", "1"], "unknown mechanism 'nope'; valid keys: laplace"),
+    (["--mechanism", "laplace", "--epsilon", "0"], "'epsilon' parameter of"),
+    (["--mechanism", "gaussian", "--epsilon", "1", "--delta", "2"], "'delta' parameter"),
+    (["--mechanism", "laplace", "--epsilon", "1", "--param", "k=3"], "no chosen mechanism"),
+    (["--mechanism", "laplace", "--epsilon", "1", "--param", "epsilon=3"], "--epsilon"),
+    (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a number"),
+    (["--mechanism", "topk", "--epsilon", "1", "--param", "k"], "name=value"),
+    (["--mechanism", "laplace", "--epsilon", "1", "--postprocess", "magic"], "post-processing"),
+])
+def test_release_rejects_bad_options_with_a_clear_message(capsys, tmp_path, argv, message):
+    code, _, err = run(capsys, "release", "--dataset", "toy_town", *argv,
+                       "--out", tmp_path / "x.csv")
+    assert code == cli.EXIT_USAGE
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_argparse_errors_return_the_usage_exit_code(capsys, tmp_path):
+    code, _, err = run(capsys, "release", "--dataset", "nowhere", "--mechanism", "oue",
+                       "--epsilon", 1, "--out", tmp_path / "x.csv")
+    assert code == 2 and "invalid choice" in err
+
+
+# -------------------------------------------------------------------------------------------- sweep
+def test_sweep_writes_the_tidy_table(capsys, tmp_path):
+    out_file = tmp_path / "sweep.csv"
+    code, out, _ = run(capsys, "sweep", "--dataset", "toy_town", "--mechanisms", "laplace,gaussian",
+                       "--epsilons", "0.5,1,5", "--delta", 1e-8, "--postprocess", "base,norm_sub",
+                       "--trials", 2, "--seed", 9, "--out", out_file)
+    assert code == 0 and "12 releases" in out
+    table = pd.read_csv(out_file)
+    table["params"] = table["params"].fillna("")
+    assert {"mechanism", "epsilon", "postprocess", "trial", "metric", "value",
+            "seconds"} <= set(table.columns)
+    assert {"rmse", "mae", "max_error", "topk_recall", "kendall_tau"} <= set(table["metric"])
+    assert len(table) == 2 * 3 * 2 * 2 * len(metrics.METRICS)
+    assert set(table.loc[table["mechanism"] == "gaussian", "params"]) == {"delta=1e-08"}
+    assert set(table.loc[table["mechanism"] == "laplace", "params"]) == {""}
+    again = tmp_path / "again.csv"
+    assert run(capsys, "sweep", "--dataset", "toy_town", "--mechanisms", "laplace,gaussian",
+               "--epsilons", "0.5,1,5", "--delta", 1e-8, "--postprocess", "base,norm_sub",
+               "--trials", 2, "--seed", 9, "--out", again)[0] == 0
+    pd.testing.assert_series_equal(table["value"], pd.read_csv(again)["value"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mechanisms", "laplace,nope", "--epsilons", "1"], "unknown mechanism 'nope'"),
+    (["--mechanisms", "laplace", "--epsilons", "1,a"], "comma-separated list of numbers"),
+    (["--mechanisms", "laplace", "--epsilons", "1", "--trials", "0"], "trials"),
+    (["--mechanisms", "topk", "--epsilons", "1", "--postprocess", "base_cut"], "Base-Cut"),
+])
+def test_sweep_rejects_bad_options_with_a_clear_message(capsys, tmp_path, argv, message):
+    code, _, err = run(capsys, "sweep", "--dataset", "toy_town", *argv, "--out", tmp_path / "x")
+    assert code == cli.EXIT_USAGE and message in err
+
+
+# ------------------------------------------------------------------------------------------- export
+def test_safe_csv_neutralises_text_cells_only():
+    frame = pd.DataFrame({
+        "zone": ["=1+1", "+A", "-B", "@C", "\tD", "\rE", "fine", "a=b", None],
+        "count": [-1, 2, 3, 4, 5, 6, 7, 8, 9],
+        "estimate": [-0.5, 1e6, 2.25, 0, 1, 2, 3, 4, 5.5],
+    })
+    back = pd.read_csv(io.BytesIO(export.safe_csv(frame)), keep_default_na=False)
+    assert list(back["zone"]) == ["'=1+1", "'+A", "'-B", "'@C", "'\tD", "'\rE", "fine", "a=b", ""]
+    assert list(back["count"]) == list(frame["count"])
+    assert list(back["estimate"]) == list(frame["estimate"])
+    assert list(frame["zone"])[0] == "=1+1"  # the caller's frame is not modified
+
+
+def test_safe_csv_handles_categorical_columns_and_headers():
+    frame = pd.DataFrame({"=origin": pd.Categorical(["=x", "y", "=x"]), "n": [1, 2, 3]})
+    text = export.safe_csv(frame).decode("utf-8")
+    assert text.split("\r\n") == ["'=origin,n", "'=x,1", "y,2", "'=x,3", ""]
+    clash = pd.DataFrame({"zone": pd.Categorical(["=x", "'=x"])})
+    assert export.safe_csv(clash).decode("utf-8").split() == ["zone", "'=x", "'=x"]
+
+
+def test_release_of_an_uploaded_matrix_keeps_every_cell(capsys, tmp_path):
+    """An imported file goes through the same path as a bundled dataset."""
+    zones = ZoneSet.from_ids(["a", "b"])
+    od = ODMatrix.from_dense("m", zones, zones, np.array([5, 0, 2, 7]))
+    upload = tmp_path / "m.csv"
+    upload.write_text("origin,destination,count\na,a,5\nb,a,2\nb,b,7\n", encoding="utf-8")
+    code, _, _ = run(capsys, "release", "--file", upload, "--mechanism", "discrete_laplace",
+                     "--epsilon", 1, "--seed", 0, "--out", tmp_path / "o.csv")
+    assert code == 0
+    table = pd.read_csv(tmp_path / "o.csv", keep_default_na=False)
+    np.testing.assert_array_equal(table["true_count"], od.to_dense())
+    assert (table["released_count"] == np.round(table["released_count"])).all()
