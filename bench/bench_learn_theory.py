@@ -1,0 +1,64 @@
+"""Timings of the Learn page's computations (issue 6): each runs on every slider move, so each
+should stay well under 100 ms. Prints the median and minimum of several runs, in milliseconds.
+
+Run from the repository root: ``python bench/bench_learn_theory.py [repeats]``.
+"""
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dpcore import accuracy, amplification, privacy_theory
+
+GRID = np.linspace(0, 5, 201)
+PRIORS = np.linspace(0, 1, 201)
+
+
+def profiles():
+    return (privacy_theory.laplace_profile(GRID, 2.0), privacy_theory.rr_profile(GRID, 2.0),
+            privacy_theory.gaussian_profile(GRID, 1.0))
+
+
+CALLS = [
+    ("posterior_bound, 201 priors", lambda: privacy_theory.posterior_bound(PRIORS, 1.0)),
+    ("hypothesis_test_region", lambda: privacy_theory.hypothesis_test_region(1.0, 1e-3)),
+    ("laplace + RR + Gaussian profiles, 201 ε", profiles),
+    ("subsampling, 201 ε", lambda: amplification.subsampling_amplification(GRID, 1e-6, 0.01)),
+]
+for n in (10_000, 100_000, 2_750_239):
+    for bound in amplification.BOUNDS:
+        CALLS.append((f"shuffle_guarantee {bound:14} n={n:,} ε₀=2",
+                      lambda n=n, b=bound: amplification.shuffle_guarantee(b, n, 2.0, 1e-7,
+                                                                           k=1085)))
+        CALLS.append((f"local_budget      {bound:14} n={n:,} ε=0.5",
+                      lambda n=n, b=bound: amplification.local_budget(b, n, 0.5, 1e-7, k=1085)))
+for d in (1_085, 9_796_900):
+    CALLS.append((f"compare_mechanisms d={d:,}",
+                  lambda d=d: accuracy.compare_mechanisms(2_750_239, d, 1.0, cell_count=1000)))
+    CALLS.append((f"recommend_local    d={d:,}",
+                  lambda d=d: accuracy.recommend_local(d, 1.0, 2_750_239)))
+
+
+def main(repeats: int = 5) -> None:
+    for label, call in CALLS:
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            try:
+                call()
+            except amplification.NotCertified:
+                label_suffix = "  (NotCertified)"
+            else:
+                label_suffix = ""
+            times.append(time.perf_counter() - start)
+        print(f"{label:60} median {1000 * statistics.median(times):9.2f} ms, "
+              f"min {1000 * min(times):9.2f} ms{label_suffix}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
