@@ -177,9 +177,11 @@ class PureProtocol(LocalOracle):
         counts = _as_counts(counts)
         d, p, q = self._probabilities(len(counts))
         n = int(counts.sum())
-        support = rng.binomial(n - counts, q)
+        # Most cells are empty: one scalar-parameter draw for all of them (faster than an array of
+        # parameters), then the non-empty cells are redrawn with their own parameters.
+        support = rng.binomial(n, q, size=d)
         live = np.flatnonzero(counts)
-        support[live] += rng.binomial(counts[live], p)
+        support[live] = rng.binomial(n - counts[live], q) + rng.binomial(counts[live], p)
         return self.estimate(support, n, d)
 
     def variance(self, counts):
@@ -621,9 +623,10 @@ class DBitFlip(LocalOracle):
         d, rate = self._sampling(len(counts))
         own, other = self.bit_probabilities()
         n = int(counts.sum())
-        sampled = rng.binomial(n - counts, rate)
+        sampled = rng.binomial(n, rate, size=d)     # as if every cell were empty, then
+        live = np.flatnonzero(counts)               # the non-empty cells are redrawn
+        sampled[live] = rng.binomial(n - counts[live], rate)
         ones = rng.binomial(sampled, other)
-        live = np.flatnonzero(counts)
         sampled_own = rng.binomial(counts[live], rate)
         ones[live] += rng.binomial(sampled_own, own)
         sampled[live] += sampled_own
