@@ -56,7 +56,11 @@ def unwrap(arr: np.ndarray):
 
 
 def _whole(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not float(value).is_integer() or value < low:
+    try:
+        ok = not isinstance(value, bool) and float(value).is_integer() and value >= low
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
         raise ValueError(f"'{name}' must be a whole number ≥ {low}; got {value!r}.")
     return int(value)
 
