@@ -30,6 +30,7 @@ from scipy import special
 
 from dpcore import mechanisms
 from dpcore.mechanisms.base import CENTRAL, LOCAL, SUBSTITUTION, Mechanism
+from dpcore.privacy_theory import checked_array, whole_number
 
 #: Probability that some cell's error exceeds the "max error" column (a union bound over cells).
 FAILURE = 0.05
@@ -70,11 +71,9 @@ _COSTS: dict[str, tuple[str, Callable[[Mechanism, int, int], float]]] = {
 
 
 def _check(n, d, epsilon, cell_count=0):
-    for name, value, low in (("n", n, 1), ("d", d, 2), ("cell_count", cell_count, 0)):
-        if isinstance(value, bool) or not float(value).is_integer() or value < low:
-            raise ValueError(f"'{name}' must be a whole number ≥ {low}; got {value!r}.")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"'epsilon' must be a positive finite number; got {epsilon!r}.")
+    n, d = whole_number("n", n, 1), whole_number("d", d, 2, " (number of cells)")
+    cell_count = whole_number("cell_count", cell_count, 0)
+    epsilon = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
     if cell_count > n:
         raise ValueError(f"'cell_count' ({cell_count}) cannot exceed the number of commuters "
                          f"n = {n}.")

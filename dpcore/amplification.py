@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from dpcore.privacy_theory import checked_array, unwrap
+from dpcore.privacy_theory import checked_array, unwrap, whole_number
 
 BOUNDS: dict[str, str] = {
     "fmt21": "FMT21 closed form (theorem)",
@@ -77,9 +77,7 @@ class ShuffleGuarantee:
 
 
 def _people(n) -> int:
-    if isinstance(n, bool) or not float(n).is_integer() or n < 1:
-        raise ValueError(f"'n' (number of people) must be a whole number ≥ 1; got {n!r}.")
-    return int(n)
+    return whole_number("n", n, 1, " (number of people)")
 
 
 def _delta(delta) -> float:
@@ -315,10 +313,7 @@ def blanket_max_epsilon0(n: int, epsilon: float, delta: float, k: int) -> float:
 
 
 def _categories(k) -> int:
-    if k is None or isinstance(k, bool) or not float(k).is_integer() or k < 2:
-        raise ValueError(f"'k' (number of categories of k-RR, the domain size) must be a whole "
-                         f"number ≥ 2; got {k!r}.")
-    return int(k)
+    return whole_number("k", k, 2, " (number of categories of k-RR, the domain size)")
 
 
 # --------------------------------------------------------------------------------- dispatchers

@@ -55,13 +55,14 @@ def unwrap(arr: np.ndarray):
     return float(arr) if np.ndim(arr) == 0 else arr
 
 
-def _whole(name: str, value, low: int = 1) -> int:
+def whole_number(name: str, value, low: int = 1, what: str = "") -> int:
+    """``value`` as an int ≥ ``low``, or a ValueError naming the parameter (``what`` explains it)."""
     try:
         ok = not isinstance(value, bool) and float(value).is_integer() and value >= low
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"'{name}' must be a whole number ≥ {low}; got {value!r}.")
+        raise ValueError(f"'{name}'{what} must be a whole number ≥ {low}; got {value!r}.")
     return int(value)
 
 
@@ -162,7 +163,7 @@ def grr_profile(epsilon, epsilon0, k):
     """
     eps = checked_array("epsilon", epsilon, low=0.0)
     eps0 = checked_array("epsilon0", epsilon0, low=0.0)
-    k = _whole("k", k, low=2)
+    k = whole_number("k", k, low=2)
     return unwrap(np.maximum(np.exp(eps0) - np.exp(eps), 0.0) / (np.exp(eps0) + k - 1))
 
 
@@ -201,7 +202,7 @@ def group_privacy(epsilon, k, delta=0.0) -> tuple:
     (ε, δ) guarantees protect groups much less well than pure ε-DP.
     """
     eps = checked_array("epsilon", epsilon, low=0.0)
-    k = _whole("k", k)
+    k = whole_number("k", k)
     d = checked_array("delta", delta, low=0.0, high=1.0)
     return unwrap(k * eps), unwrap(k * np.exp((k - 1) * eps) * d)
 
@@ -240,7 +241,7 @@ def advanced_composition(epsilon, k, delta=0.0, delta_slack=1e-6) -> tuple:
     only when k is large and ε small; take the smaller of the two in practice.
     """
     eps = checked_array("epsilon", epsilon, low=0.0)
-    k = _whole("k", k)
+    k = whole_number("k", k)
     d = checked_array("delta", delta, low=0.0, high=1.0)
     slack = checked_array("delta_slack", delta_slack, low=0.0, high=1.0, low_open=True,
                           high_open=True)
@@ -255,7 +256,7 @@ def per_query_epsilon(total_epsilon: float, k: int, delta_slack: float | None = 
     the ε solving advanced composition (whose ε′ increases with ε, so the root is unique).
     """
     total = float(checked_array("total_epsilon", total_epsilon, low=0.0, low_open=True))
-    k = _whole("k", k)
+    k = whole_number("k", k)
     basic = total / k
     if delta_slack is None:
         return basic
