@@ -135,8 +135,11 @@ def _exact_int(values: np.ndarray, bound: int) -> np.ndarray:
 
 
 def _index_dtype(size: int):
-    """The narrowest signed integer dtype holding indices below ``size`` (int32 ops are faster)."""
-    return np.int32 if size <= 2**31 else np.int64
+    """The narrowest signed integer dtype holding 0..size (narrow arrays are faster)."""
+    for dtype in (np.int16, np.int32):
+        if size <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _batches(people: np.ndarray, limit: int):
@@ -481,7 +484,7 @@ class HadamardMechanism(LocalMechanism):
         keep, _ = hm_probabilities(self.epsilon, t)
         columns = rng.integers(0, size, size=(t, len(items)), dtype=_index_dtype(size))
         # Randomised response over the 2^t patterns: keep, or XOR with a uniform non-zero mask.
-        mask_dtype = np.int32 if t < 31 else np.int64
+        mask_dtype = _index_dtype(2**t)
         mask = rng.integers(1, 2**t, size=len(items), dtype=mask_dtype)
         mask[rng.random(len(items)) < keep] = 0
         negative = np.bitwise_count(items.astype(columns.dtype) & columns)    # parity of the true sign

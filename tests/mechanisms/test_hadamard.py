@@ -299,6 +299,22 @@ def test_hm_release_unbiased_with_exact_variance(epsilon, t, seed):
     assert_variance(samples, mech.variance(SMALL))
 
 
+@pytest.mark.parametrize("key,params", [("hr", {"epsilon": 0.5}), ("hr", {"epsilon": 2.0}),
+                                        ("hm", {"epsilon": 3.0, "t": 3})])
+def test_wider_integers_on_a_larger_domain(key, params, seed):
+    """d = 20,000: K (or D) = 32,768 just exceeds int16, so reports and keys switch to int32."""
+    mech = build(key, **params)
+    d = 20_000
+    counts = np.zeros(d, dtype=int)
+    counts[[0, 7, 10_000, d - 1]] = [300, 1, 120, 80]
+    watched = [0, 1, 7, 10_000, 15_000, d - 1]
+    rng = np.random.default_rng(seed)
+    samples = np.stack([mech.release(counts, rng)[watched] for _ in range(400)])
+    variance = mech.variance(counts)[watched]
+    assert_unbiased(samples, counts[watched], variance)
+    assert_variance(samples, variance)
+
+
 # ---------------------------------------------------------------- (c) release vs simulate
 @pytest.mark.parametrize("key,params", [("hr", {"epsilon": 0.5}), ("hr", {"epsilon": 2.0}),
                                         ("hm", {"epsilon": 2.0, "t": 2})])
