@@ -300,3 +300,65 @@ def checks_by_draw(table: pd.DataFrame) -> dict[str, list[list[PlannerCheck]]]:
     for (key, _), rows in table.groupby(["mechanism", "trial"], sort=False):
         out.setdefault(key, []).append(planner_checks(dict(zip(rows["metric"], rows["value"]))))
     return out
+
+
+# ---------------------------------------------------------------------------------------- input
+THESIS_EPSILONS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0)
+
+
+def parse_grid(text: str, what: str = "ε", low: float = 0.0, high: float = 20.0,
+               whole: bool = False) -> tuple:
+    """Numbers typed as "0.5, 1, 2" (commas, semicolons or spaces) → sorted unique tuple.
+
+    Each must lie in (low, high]; ``whole`` requires whole numbers. A ValueError says which entry
+    is wrong and why.
+    """
+    parts = [p for p in text.replace(";", " ").replace(",", " ").split() if p]
+    if not parts:
+        raise ValueError(f"Type at least one value of {what}, e.g. 0.5, 1, 2.")
+    values = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"“{part}” is not a number; type values of {what} separated by "
+                             "commas, e.g. 0.5, 1, 2.") from None
+        if not (math.isfinite(value) and low < value <= high):
+            raise ValueError(f"{what} = {part} is outside ({low:g}, {high:g}].")
+        if whole and value != int(value):
+            raise ValueError(f"{what} = {part} must be a whole number.")
+        values.append(int(value) if whole else value)
+    return tuple(sorted(set(values)))
+
+
+def format_grid(values) -> str:
+    """The inverse of :func:`parse_grid`: "0.5, 1, 1.5"."""
+    return ", ".join(f"{v:g}" for v in values)
+
+
+def population_grid(n: int, points: int = 5, smallest: int = 1000) -> tuple[int, ...]:
+    """Log-spaced population sizes up to the whole population n (2 significant digits)."""
+    if n <= smallest:
+        return (int(n),)
+    raw = np.geomspace(max(smallest, n / 1000), n, points)[:-1]
+    rounded = {int(float(f"{v:.2g}")) for v in raw}
+    return tuple(sorted(v for v in rounded if 0 < v < n)) + (int(n),)
+
+
+#: The thesis's ED subsets (figure 5.17): Dublin City, and the rural Cavan + Leitrim.
+THESIS_SUBSETS = (("Dublin City",), ("Cavan", "Leitrim"))
+
+
+def release_times(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean release time per mechanism and data scenario from a sweep's tidy table.
+
+    Each release appears once per metric and post-processing in the table; it is counted once.
+    Columns: ``mechanism``, ``scenario``, ``seconds`` (mean), ``releases``.
+    """
+    columns = ["mechanism", "scenario", "seconds", "releases"]
+    if table.empty:
+        return pd.DataFrame(columns=columns)
+    jobs = table.drop_duplicates(["mechanism", "params", "scenario", "n", "epsilon", "trial"])
+    out = jobs.groupby(["mechanism", "scenario"], sort=False)["seconds"].agg(
+        seconds="mean", releases="count").reset_index()
+    return out[columns]

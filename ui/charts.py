@@ -181,11 +181,13 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
                                       "%{customdata[1]:,.4g}; %{customdata[2]} trials)"
                                       "<extra></extra>")
     if theory is not None and len(theory):
-        for key, rows in theory.groupby("mechanism", sort=False):
-            fig.add_scatter(x=rows["x"], y=rows["value"], mode="lines",
-                            name=f"{name(key)} · theory",
+        by = ["mechanism"] + ([style] if style and style in theory.columns else [])
+        for keys, rows in theory.groupby(by, sort=False):
+            key, *variant = keys
+            label = " · ".join([name(key), *map(str, variant), "theory"])
+            fig.add_scatter(x=rows["x"], y=rows["value"], mode="lines", name=escape(label),
                             line=dict(color=colour(key), dash="dot", width=2),
-                            hovertemplate=f"<b>{escape(name(key))} (theory)</b><br>"
+                            hovertemplate=f"<b>{escape(label)}</b><br>"
                                           "%{x:,.4g}: %{y:,.4g}<extra></extra>")
     return _layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
 

@@ -191,6 +191,21 @@ def init() -> None:
 
 
 # ------------------------------------------------------------------------------------- widgets
+def kept(widget, label: str, key: str, default, **kwargs):
+    """Draw ``widget`` (e.g. ``st.slider``) so that its value survives page changes.
+
+    The value lives under ``kept_<key>`` in the session; the widget itself under
+    ``kept_widget_<key>``. Pass every argument except ``value``/``index``/``key``/``on_change``.
+    """
+    value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
+    st.session_state.setdefault(value_key, default)
+    st.session_state[widget_key] = st.session_state[value_key]
+
+    def store():
+        st.session_state[value_key] = st.session_state[widget_key]
+    return widget(label, key=widget_key, on_change=store, **kwargs)
+
+
 def _store(name: str) -> None:
     """Callback: copy a widget's new value into its persistent key."""
     st.session_state[KEYS[name].value] = st.session_state[KEYS[name].widget]

@@ -63,3 +63,29 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
                  column_config={"P(pass)": st.column_config.ProgressColumn(
                      "P(pass)", format="percent", min_value=0.0, max_value=1.0)})
     return frame
+
+
+def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
+    """Run button, progress bar and Stop button of a sweep; returns what is finished so far.
+
+    Finished releases are cached one by one, so Stop (which reruns the page and so interrupts the
+    sweep), a smaller grid or fewer trials, and coming back to the page all reuse them.
+    """
+    found = runs.sweep(spec)
+    if not found.complete:
+        left, right, status = st.columns([2, 1, 4], vertical_alignment="center")
+        remaining = found.total - found.done
+        if left.button(f"Run {remaining:,} release{'s' * (remaining != 1)}", key=f"{key}_run",
+                       type="primary", icon=":material/play_arrow:"):
+            right.button("Stop", key=f"{key}_stop", icon=":material/stop:",
+                         help="Stops after the current release; finished ones are kept.")
+            bar = status.progress(found.done / found.total, "Starting…")
+            found = runs.sweep(spec, compute=True, progress=lambda done, total: bar.progress(
+                done / total, f"{done:,} of {total:,} releases"))
+            bar.empty()
+        elif found.done:
+            status.caption(f"{found.done:,} of {found.total:,} releases done: the sweep was "
+                           "stopped or changed. Run finishes it (finished ones are reused).")
+    for mechanism, message in found.errors.items():
+        st.warning(f"**{charts.name(mechanism)}** left out: {message}")
+    return found

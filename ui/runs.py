@@ -26,7 +26,7 @@ import streamlit as st
 from dpcore import experiment, explore, mechanisms, metrics, postprocess
 from dpcore.od import ODMatrix
 from ui import data, state
-from ui.controls import LEVEL_PARENT, RunSettings
+from ui.controls import LEVEL_AS_LOADED, LEVEL_PARENT, RunSettings
 
 #: Single releases kept per server (bundled data). At ED level each holds a 78 MB vector.
 RELEASE_CACHE_ENTRIES = 24
@@ -310,27 +310,29 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
     frames, errors, done = [], {}, 0
     jobs = spec.jobs()
     for job in jobs:
-        scenario, key = job[0], job[1]
-        if key in errors:
-            continue
+        key = job[1]
         keys = {m: (spec.dataset, job, m, spec.seed, spec.k, spec.top_n) for m in spec.postprocess}
         found = {m: store.get(k) for m, k in keys.items()}
         missing = tuple(m for m, value in found.items() if value is None)
-        if missing and compute:
+        if missing and compute and key not in errors:
             try:
                 table = _run_job(spec, job, missing)
-            except ValueError as error:
-                errors[key] = str(error)
-                continue
+                found.update({m: table[table["postprocess"] == m] for m in missing})
+            except ValueError as error:  # a setting this mechanism cannot run with
+                found.update(dict.fromkeys(missing, str(error)))
             for method in missing:
-                found[method] = table[table["postprocess"] == method]
                 store.put(keys[method], found[method])
             missing = ()
-        if not missing:
-            frames += found.values()
-            done += 1
-            if progress is not None:
-                progress(done, len(jobs))
+        if missing:
+            continue
+        for value in found.values():
+            if isinstance(value, str):
+                errors[key] = value
+            else:
+                frames.append(value)
+        done += 1
+        if progress is not None:
+            progress(done, len(jobs))
     columns = experiment.COLUMNS + ["scenario", "n"]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
     return Sweep(table, done, len(jobs), errors)
@@ -382,3 +384,27 @@ def pass_rates(found: Sweep) -> dict[str, pd.DataFrame]:
     """Per mechanism: the share of the finished draws that pass each planner check."""
     return {key: explore.pass_rates(draws)
             for key, draws in explore.checks_by_draw(found.table).items()}
+
+
+def scenario_options(settings: RunSettings) -> dict[str, Scenario]:
+    """Versions of the current dataset to compare: rolled up, the thesis's subsets, the chosen
+    areas, and everything as loaded — each labelled with its domain size d."""
+    base = _base_matrix(settings.dataset, Scenario("", LEVEL_AS_LOADED))
+    candidates = []
+    if explore.roll_up_possible(base):  # subsets of fine zones within parent areas
+        candidates.append(("Rolled up to parent zones", LEVEL_PARENT, ()))
+        areas = explore.view_areas(base)
+        candidates += [(" + ".join(group), LEVEL_AS_LOADED, group)
+                       for group in explore.THESIS_SUBSETS if all(a in areas for a in group)]
+    if settings.areas:
+        candidates.append(("Chosen areas", settings.level, settings.areas))
+    candidates.append(("Everything as loaded", LEVEL_AS_LOADED, ()))
+    out = {}
+    for label, level, chosen in candidates:
+        try:
+            od = _base_matrix(settings.dataset, Scenario(label, level, chosen))
+        except ValueError:
+            continue
+        full = f"{label} (d = {od.domain_size:,}, n = {od.n:,})"
+        out[full] = Scenario(full, level, chosen)
+    return out
