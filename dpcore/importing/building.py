@@ -28,8 +28,7 @@ def zone_set(ids: pd.Series, rows: np.ndarray, column: str, report: Report, *,
     _check_zone_names(uniques, codes, rows, column, report)
     zone_labels = uniques
     if labels is not None:
-        zone_labels = _per_zone(labels.to_numpy(dtype=object), codes, len(uniques), uniques,
-                                rows, label_column, report)
+        zone_labels = _per_zone(labels, codes, uniques, rows, label_column, report)
     zone_lat = zone_lon = np.full(len(uniques), np.nan)
     if lat is not None and lon is not None:
         zone_lat, zone_lon = _zone_coordinates(lat, lon, codes, uniques, rows,
@@ -46,9 +45,9 @@ def build_matrix(name: str, description: str, origins: ZoneSet, destinations: Zo
     check_domain(len(origins), len(destinations), report)
     flat = o_codes.astype(np.int64) * len(destinations) + d_codes
     if not duplicates_expected:
-        warn_duplicates(flat, rows, report, origin_column,
-                        lambda cell: (f"{origins.labels[cell // len(destinations)]}{ARROW}"
-                                      f"{destinations.labels[cell % len(destinations)]}"))
+        warn_duplicates(flat, lambda cell: (f"{origins.labels[cell // len(destinations)]}{ARROW}"
+                                            f"{destinations.labels[cell % len(destinations)]}"),
+                        rows, report, origin_column)
     zero = counts == 0
     if zero.any():
         report.info("zero_counts_dropped",
@@ -63,8 +62,8 @@ def build_matrix(name: str, description: str, origins: ZoneSet, destinations: Zo
                                description=description)
 
 
-def warn_duplicates(keys: np.ndarray, rows: np.ndarray, report: Report, column: str | None,
-                    describe) -> None:
+def warn_duplicates(keys: np.ndarray, describe, rows: np.ndarray, report: Report,
+                    column: str | None) -> None:
     """Warning ``duplicate_rows`` when the same origin–destination key is on several rows.
 
     ``describe(key)`` gives the pair's "Origin → Destination" text for the message.
@@ -85,9 +84,22 @@ def warn_duplicates(keys: np.ndarray, rows: np.ndarray, report: Report, column: 
                        "If they are accidental copies, delete the extra rows and upload again.")
 
 
+def pair_keys(a: pd.Series, b: pd.Series):
+    """An integer per distinct (a, b) pair of row values, and a function naming a pair "a → b"."""
+    a_codes, a_uniques = pd.factorize(a)
+    b_codes, b_uniques = pd.factorize(b)
+    n_b = max(len(b_uniques), 1)
+
+    def describe(key):
+        return f"{a_uniques[key // n_b]}{ARROW}{b_uniques[key % n_b]}"
+
+    return a_codes.astype(np.int64) * n_b + b_codes, describe
+
+
 def ordered_zones(ids_in_order, row_ids: pd.Series) -> np.ndarray:
     """Each row's position in a zone list given in a chosen order (all row ids must be listed)."""
-    return pd.Index(ids_in_order).get_indexer(row_ids)
+    codes, uniques = pd.factorize(row_ids)
+    return pd.Index(ids_in_order).get_indexer(uniques)[codes]
 
 
 def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str | None = None
@@ -130,22 +142,24 @@ def _check_zone_names(uniques, codes, rows, column, report) -> None:
                        fix="If they are the same zone, spell them identically.")
 
 
-def _per_zone(values, codes, n_zones, uniques, rows, column, report) -> np.ndarray:
-    """One value per zone from per-row values; a warning when rows disagree (first one kept)."""
-    frame = pd.DataFrame({"zone": codes, "value": values}).drop_duplicates()
-    clash = frame["zone"].duplicated(keep=False).to_numpy()
-    if clash.any():
-        zone = frame["zone"].to_numpy()[clash][0]
+def _per_zone(values: pd.Series, codes, uniques, rows, column, report) -> np.ndarray:
+    """One value per zone (the first row's) from per-row values; a warning when rows disagree."""
+    value_codes, value_uniques = pd.factorize(values)
+    n_values = max(len(value_uniques), 1)
+    keys = np.unique(codes.astype(np.int64) * n_values + value_codes)
+    zone_of_key = keys // n_values
+    clash = np.flatnonzero(np.diff(zone_of_key) == 0)
+    if clash.size:
+        zone = zone_of_key[clash[0]]
+        names = value_uniques[keys[zone_of_key == zone] % n_values]
         report.warning("label_conflict",
                        f"Zone “{uniques[zone]}” has different names on different rows: "
-                       f"{quoted(frame['value'][frame['zone'] == zone])}; the first one is used.",
+                       f"{quoted(names)}; the first one is used.",
                        row=rows[codes == zone][0], column=column,
                        fix="Give each zone the same name on every row.")
-    first = frame.drop_duplicates("zone")
-    out = np.array(uniques, dtype=object)
-    named = first["value"].to_numpy() != ""
-    out[first["zone"].to_numpy()[named]] = first["value"].to_numpy()[named]
-    return out
+    first_row = np.unique(codes, return_index=True)[1]
+    first = values.iloc[first_row].to_numpy(dtype=object)
+    return np.where(first != "", first, uniques).astype(object)
 
 
 def _zone_coordinates(lat, lon, codes, uniques, rows, columns, report):

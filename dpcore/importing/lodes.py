@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpcore.importing.building import (build_matrix, check_domain, warn_duplicates,
-                                      with_parents, zone_set)
+from dpcore.importing.building import (build_matrix, check_domain, pair_keys,
+                                      warn_duplicates, with_parents, zone_set)
 from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
-from dpcore.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+from dpcore.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 
 #: GEOID prefix length of each level, finest first.
 LEVELS = {"block": 15, "tract": 11, "county": 5}
@@ -49,13 +49,7 @@ def import_lodes(table: Table, report: Report, level: str | None = None
     w = _geocodes(frame[work], rows, work, report)
     counts = parse_counts(frame[jobs], rows, jobs, report)
     report.stop_if_errors()
-    pairs, _ = pd.factorize(h + "|" + w)
-
-    def describe(pair):
-        first = int(np.argmax(pairs == pair))
-        return f"{h.iloc[first]}{ARROW}{w.iloc[first]}"
-
-    warn_duplicates(pairs, rows, report, home, describe)
+    warn_duplicates(*pair_keys(h, w), rows, report, home)
 
     sizes = {name: (h.str[:digits].nunique(), w.str[:digits].nunique())
              for name, digits in LEVELS.items()}

@@ -13,12 +13,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from dpcore.importing.building import (build_matrix, ordered_zones, warn_duplicates,
-                                      with_parents, zone_set)
+from dpcore.importing.building import (build_matrix, ordered_zones, pair_keys,
+                                      warn_duplicates, with_parents, zone_set)
 from dpcore.importing.notices import Report, plural, quoted
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
-from dpcore.od import ARROW, ODMatrix, ZoneSet
+from dpcore.od import ODMatrix, ZoneSet
 
 COLUMNS = ("RESIDENCE_ED_GUID", "RESIDENCE_CSOED", "RESIDENCE_CSOED_LABEL", "RESIDENCE_COUNTY",
            "RESIDENCE_COUNTY_LABEL", "POWSC_ED_GUID", "POWSC_CSOED", "POWSC_CSOED_LABEL",
@@ -88,9 +88,9 @@ def import_powscar(table: Table, report: Report, level: str | None = None
                     f"Destinations that are not places of residence become destination-only "
                     f"zones without coordinates: {quoted(specials, len(specials))}.")
     dest_ed = frame["POWSC_ED_GUID"].where(~special, special_id) if has_ed else None
-    keys = (frame["RESIDENCE_ED_GUID"] + "|" + dest_ed) if has_ed else (
-        res_county + "|" + dest_county)
-    _warn_duplicate_rows(keys, rows, report, by_name)
+    keys, describe = (pair_keys(frame["RESIDENCE_ED_GUID"], dest_ed) if has_ed
+                      else pair_keys(res_county, dest_county))
+    warn_duplicates(keys, describe, rows, report, by_name["RESIDENCE_COUNTY_LABEL"])
 
     county_origins = ZoneSet.from_ids(counties)
     places = sorted(set(pd.unique(dest_county[~special])))
@@ -115,15 +115,6 @@ def import_powscar(table: Table, report: Report, level: str | None = None
     return matrix, level
 
 
-def _warn_duplicate_rows(keys: pd.Series, rows, report, by_name) -> None:
-    codes, uniques = pd.factorize(keys)
-
-    def describe(code):
-        return uniques[code].replace("|", ARROW)
-
-    warn_duplicates(codes, rows, report, by_name["RESIDENCE_COUNTY_LABEL"], describe)
-
-
 _LEVEL_NAMES = {"county": "county", "ed": "electoral-division (ED)"}
 
 #: Destinations of the published file that are not places (compared ignoring case).
@@ -140,38 +131,43 @@ def _special_destinations(frame: pd.DataFrame, counties: list[str], has_ed: bool
     """
     pow_county = frame["POWSC_COUNTY_LABEL"]
     ed_label = frame["POWSC_CSOED_LABEL"] if has_ed else pow_county
-    known = {name.casefold() for name in SPECIAL_DESTINATIONS}
-    county_known = pow_county.str.casefold().isin(known).to_numpy()
-    label_known = ed_label.str.casefold().isin(known).to_numpy()
+    county_known, label_known = _is_special(pow_county), _is_special(ed_label)
     special = county_known | label_known
     if has_ed:
         special |= ((frame["POWSC_ED_GUID"] == "") & ~pow_county.isin(counties)).to_numpy()
-    name = np.select([county_known, label_known, (pow_county != "").to_numpy()],
-                     [pow_county, ed_label, pow_county], ed_label)
-    return special, pd.Series(name, index=frame.index, dtype=str)
+    use_label = ~county_known & (label_known | (pow_county == "").to_numpy())
+    return special, pow_county.where(~use_label, ed_label)
+
+
+def _is_special(names: pd.Series) -> np.ndarray:
+    codes, uniques = pd.factorize(names)
+    known = {name.casefold() for name in SPECIAL_DESTINATIONS}
+    return np.array([name.casefold() in known for name in uniques], dtype=bool)[codes]
 
 
 def _nested(ids: pd.Series, labels: pd.Series, parents: pd.Series, parent_zones: ZoneSet,
             rows: np.ndarray, by_name: dict, side: str, report: Report):
     """EDs with their county as parent, ordered by county then name; one county per ED."""
-    id_column = by_name[f"{side}_ED_GUID"]
-    pairs = pd.DataFrame({"id": ids, "parent": parents, "row": rows}).drop_duplicates(
-        ["id", "parent"])
-    clash = pairs["id"].duplicated(keep=False).to_numpy()
-    if clash.any():
-        first = pairs[clash].iloc[0]["id"]
-        both = pairs[pairs["id"] == first]
-        report.fail("inconsistent_zone",
-                    f"ED “{first}” is in county “{both['parent'].iloc[0]}” on row "
-                    f"{both['row'].iloc[0]} but in “{both['parent'].iloc[1]}” on row "
-                    f"{both['row'].iloc[1]}; an ED belongs to exactly one county.",
-                    row=both["row"].iloc[1], column=by_name[f"{side}_COUNTY_LABEL"],
-                    fix="Correct the county (or the ED code) on one of those rows.")
-    codes, zones = zone_set(ids, rows, id_column, report, labels=labels,
+    codes, zones = zone_set(ids, rows, by_name[f"{side}_ED_GUID"], report, labels=labels,
                             label_column=by_name[f"{side}_CSOED_LABEL"])
-    parent_of = pairs.drop_duplicates("id").set_index("id")["parent"]
-    zone_parent = parent_of.reindex(zones.ids).to_numpy(dtype=object).astype(str)
-    order = np.lexsort((zones.ids, zones.labels, ordered_zones(parent_zones.ids, zone_parent)))
+    n_parents = len(parent_zones)
+    keys, first = np.unique(codes.astype(np.int64) * n_parents
+                            + ordered_zones(parent_zones.ids, parents), return_index=True)
+    zone_of_key, parent_of_key = keys // n_parents, keys % n_parents
+    clash = np.flatnonzero(np.diff(zone_of_key) == 0)
+    if clash.size:
+        k = clash[0]
+        (row_a, parent_a), (row_b, parent_b) = sorted(
+            (rows[first[j]], parent_zones.ids[parent_of_key[j]]) for j in (k, k + 1))
+        report.fail("inconsistent_zone",
+                    f"ED “{zones.ids[zone_of_key[k]]}” is in county “{parent_a}” on row {row_a} "
+                    f"but in “{parent_b}” on row {row_b}; an ED belongs to exactly one county.",
+                    row=row_b, column=by_name[f"{side}_COUNTY_LABEL"],
+                    fix="Correct the county (or the ED code) on one of those rows.")
+    zone_parent = np.empty(len(zones), dtype=np.int64)
+    zone_parent[zone_of_key] = parent_of_key
+    order = np.lexsort((zones.ids, zones.labels, zone_parent))
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    return position[codes], with_parents(zones.take(order), zone_parent[order], parent_zones)
+    return position[codes], with_parents(zones.take(order), parent_zones.ids[zone_parent[order]],
+                                         parent_zones)
