@@ -99,8 +99,8 @@ def _import(data, filename, format, level, columns, zones, report: Report) -> Im
     if format == "auto":
         format = _detect_format(table, columns, report)
     if level is not None and format not in LEVELS:
-        report.info("level_ignored", f"The {FORMATS[format].split(':')[0].lower()} has no "
-                    f"levels, so level “{level}” was ignored.")
+        report.info("level_ignored", f"Levels apply to POWSCAR and LODES files only, so "
+                    f"level “{level}” was ignored.")
         level = None
     if level is not None and level not in LEVELS[format]:
         _fail_level(format, level, report)

@@ -425,3 +425,34 @@ def test_describe_formats_shows_every_example_and_the_limits():
     for example in EXAMPLES.values():
         assert example in text
     assert f"{MAX_UPLOAD_BYTES // 2**20} MB" in text and f"{DENSE_CELL_LIMIT:,}" in text
+
+
+def test_zones_file_with_a_county_column_uses_it_as_parent():
+    zones = ("ED,County,lat,lon\nMaynooth,Kildare,53.3815,-6.5910\n"
+             "Naas,Kildare,53.2206,-6.6593\n").encode()
+    result = import_od(*fixture("long.csv"), zones=(zones, "eds.csv"))
+    origins = result.matrix.origins
+    assert origins.parent[origins.index_of(["Naas"])[0]] == "Kildare"
+    assert origins.parent[origins.index_of(["Leixlip"])[0]] == "Leixlip"  # not listed: own parent
+    assert "own_parent" in codes(result.notices)
+
+
+def test_zones_file_with_unknown_columns_offers_no_mapping():
+    with pytest.raises(ImportFailed) as caught:
+        import_od(*fixture("long.csv"), zones=(b"a,b,c\nMaynooth,1,2\n", "odd.csv"))
+    assert caught.value.code == "unmapped_columns"
+    assert caught.value.columns is None  # the UI maps the main file's columns only
+    assert caught.value.errors[0].file == "odd.csv"
+
+
+def test_level_for_a_format_without_levels_is_ignored_and_reported():
+    result = import_od(*fixture("long.csv"), level="county")
+    assert result.level is None and "level_ignored" in codes(result.notices)
+
+
+def test_powscar_headers_with_spaces_are_recognised():
+    data = EXAMPLES["powscar"].replace("_", " ").title().encode("latin-1")
+    result = import_od(data, "powscar_titles.csv")
+    assert result.format == "powscar" and result.level == "ed"
+    assert result.matrix.n == sum(int(line.rsplit(",", 1)[1])
+                                  for line in EXAMPLES["powscar"].splitlines()[1:])

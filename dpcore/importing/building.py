@@ -51,10 +51,9 @@ def build_matrix(name: str, description: str, origins: ZoneSet, destinations: Zo
     zero = counts == 0
     if zero.any():
         report.info("zero_counts_dropped",
-                    f"{plural(int(zero.sum()), 'row has', 'rows have')} a count of 0; they add "
-                    f"nobody (every pair of zones is in the domain anyway), so they are not "
-                    f"stored "
-                    f"({rows_phrase(rows[zero])}).", row=rows[zero][0])
+                    f"{plural(int(zero.sum()), 'row has', 'rows have')} a count of 0 "
+                    f"({rows_phrase(rows[zero])}); they add nobody (every pair of zones is in "
+                    f"the domain anyway), so they are not stored.", row=rows[zero][0])
     if counts.sum() == 0:
         report.fail("no_commuters", "Every count is 0, so there is nobody to protect or study.",
                     fix="Check that the count column is the right one.")
@@ -188,8 +187,7 @@ def _zone_coordinates(lat, lon, codes, uniques, rows, columns, report):
     if unplaced.any() and not unplaced.all():
         report.warning("coordinates_missing",
                        f"{int(unplaced.sum()):,} of {plural(n, 'zone has', 'zones have')} no "
-                       f"coordinates "
-                       f"({quoted(uniques[unplaced], int(unplaced.sum()))}); they are left off "
-                       f"the map.", column=columns[0] if columns else None,
+                       f"coordinates ({quoted(uniques[unplaced], int(unplaced.sum()))}); they "
+                       f"are left off the map.", column=columns[0] if columns else None,
                        fix="Fill in their latitude and longitude, or add a zones file.")
     return zone_lat, zone_lon

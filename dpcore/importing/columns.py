@@ -94,12 +94,14 @@ def recognise(header: list[str], classify: Callable[[str], str | None]):
 
 def resolve(header: list[str], required: tuple[str, ...], optional: tuple[str, ...],
             columns: dict[str, str] | None, classify, report: Report, what: str,
-            how: str = "Map the columns to their roles, or rename them") -> dict[str, str]:
+            how: str = "Map the columns to their roles, or rename them",
+            mappable: bool = True) -> dict[str, str]:
     """Decide each role's column: the user's mapping first, then recognition of the rest.
 
-    Raises ImportFailed with ``columns=header`` when a required role is missing or ambiguous;
-    ``how`` starts the suggested fix (files without a mapping step say "Rename the columns").
+    Raises ImportFailed when a required role is missing or ambiguous, with ``columns=header``
+    if the caller can take a mapping (``mappable``); ``how`` starts the suggested fix.
     """
+    offer = header if mappable else None
     roles = required + optional
     mapping = _check_user_mapping(header, columns or {}, roles, report)
     free = [name for name in header if name not in mapping.values()]
@@ -122,13 +124,13 @@ def resolve(header: list[str], required: tuple[str, ...], optional: tuple[str, .
                     f"Several columns could be the {OD_ROLES.get(role, ZONE_ROLES.get(role, role))}"
                     f": {quoted(names)}.", row=1,
                     fix=f"{how}: say which column is “{role}”, or rename the others.",
-                    columns=header, suggested=mapping)
+                    columns=offer, suggested=mapping)
     missing = [role for role in required if role not in mapping]
     if missing:
         report.fail("unmapped_columns",
                     f"Could not tell which column is the {_describe_roles(missing)} for {what}. "
                     f"The columns are {quoted(header, len(header))}.", row=1,
-                    fix=f"{how}, e.g. a header “{','.join(required)}”.", columns=header,
+                    fix=f"{how}, e.g. a header “{','.join(required)}”.", columns=offer,
                     suggested=mapping)
     for role, names in ambiguous.items():
         if role in optional and role not in mapping:

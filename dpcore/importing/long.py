@@ -23,7 +23,10 @@ def import_long(table: Table, report: Report, columns: dict[str, str] | None = N
     """
     required = ("origin", "destination") if persons else ("origin", "destination", "count")
     what = "a one-row-per-person file" if persons else "a long-format file"
-    mapping = resolve(table.header, required, _OPTIONAL, columns, od_role, report, what)
+    how = ("Map the columns to their roles, or rename them" if persons else
+           "Map the columns to their roles (or choose “one row per person” if the file has no "
+           "counts), or rename them")
+    mapping = resolve(table.header, required, _OPTIONAL, columns, od_role, report, what, how)
     for side in ("origin", "destination"):
         lat, lon = mapping.get(f"{side}_lat"), mapping.get(f"{side}_lon")
         if (lat is None) != (lon is None):

@@ -125,8 +125,10 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
                     fix="Separate the columns with commas, semicolons or tabs, e.g. "
                         "“origin,destination,count”.")
     data_cells = cells.iloc[1:].reset_index(drop=True)
-    header_lines = 1 + int(_extra_lines(cells.iloc[:1])[0])
-    rows = _row_numbers(data_cells, first_row=1 + leading_blank_lines + header_lines)
+    rows = 1 + leading_blank_lines + np.arange(1, len(cells), dtype=np.int64)
+    if '"' in stripped:  # only quoted values can span lines and shift the row numbers
+        extra = _extra_lines(cells)
+        rows += np.cumsum(extra)[:-1]
     if len(data_cells) == 0 or (data_cells == "").all(axis=None):
         report.fail("no_data_rows", "The file has a header but no data rows.",
                     row=1 + leading_blank_lines,
@@ -160,7 +162,8 @@ def decode(data: bytes, report: Report) -> tuple[str, str]:
         return _decode_or_fail(data, "utf-16", report), "UTF-16"
     if b"\x00" in data[:4096]:
         report.fail("not_text", "The file contains binary data (zero bytes), so it is not a CSV "
-                    "text file.", fix="Export the table as CSV (UTF-8) and upload that file.")
+                    "text file.", fix="Export the table as CSV (UTF-8) and upload that file; "
+                                      "UTF-16 text needs its byte-order mark.")
     if data.startswith(b"\xef\xbb\xbf"):
         report.info("bom_stripped", "The file starts with a UTF-8 byte-order mark (as Excel "
                     "writes it); it was removed.", row=1)
@@ -238,14 +241,6 @@ def _extra_lines(cells: pd.DataFrame) -> np.ndarray:
     return extra
 
 
-def _row_numbers(cells: pd.DataFrame, first_row: int) -> np.ndarray:
-    extra = _extra_lines(cells)
-    rows = first_row + np.arange(len(cells), dtype=np.int64)
-    if extra.any():
-        rows += np.concatenate([[0], np.cumsum(extra)[:-1]])
-    return rows
-
-
 def _fail_parser_error(err: Exception, delimiter: str, offset: int, report: Report):
     """Turn pandas' tokenizer message into one the user can act on."""
     text = str(err)
@@ -254,10 +249,10 @@ def _fail_parser_error(err: Exception, delimiter: str, offset: int, report: Repo
     if fields:
         expected, line, seen = map(int, fields.groups())
         report.fail("too_many_fields",
-                    f"This row has {seen} values but the rows above it have {expected}.",
+                    f"This row has {seen} values but the header has {expected} columns.",
                     row=line + offset,
-                    fix=f"A value probably contains a {name} ({delimiter!r}): put that value in "
-                        f"double quotes, or remove the extra {name}.")
+                    fix=f"A value probably contains a {name}: put that value in double quotes, "
+                        f"or remove the extra {name}.")
     quote = re.search(r"EOF inside string starting at row (\d+)", text)
     if quote:
         report.fail("unclosed_quote",

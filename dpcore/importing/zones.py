@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.importing.building import with_parents
-from dpcore.importing.columns import recognise, report_mapping, resolve, zone_role
+from dpcore.importing.columns import recognise, report_mapping, resolve, words, zone_role
 from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import read_table
 from dpcore.importing.values import parse_coordinates, require_present
@@ -24,12 +24,10 @@ def apply_zones(matrix: ODMatrix, data: bytes, filename: str, report: Report) ->
     """``matrix`` with the zones file's positions, labels and (if it has none yet) parents."""
     report = report.for_file(filename)
     table = read_table(data, filename, report)
-    found, ambiguous = recognise(table.header, zone_role)
-    by_name = ({"zone": found["label"]}
-               if "zone" not in found and "zone" not in ambiguous and "label" in found else None)
-    mapping = resolve(table.header, ("zone",), ("lat", "lon", "parent", "label"), by_name,
+    mapping = resolve(table.header, ("zone",), ("lat", "lon", "parent", "label"),
+                      _preset_roles(table.header),
                       zone_role, report, "a zones file",
-                      how="Rename the columns, e.g. “zone,lat,lon,parent”")
+                      how="Rename the columns, e.g. “zone,lat,lon,parent”", mappable=False)
     if ("lat" in mapping) != ("lon" in mapping):
         kind = "lat" if "lat" in mapping else "lon"
         report.warning("coordinates_incomplete",
@@ -77,7 +75,8 @@ def apply_zones(matrix: ODMatrix, data: bytes, filename: str, report: Report) ->
             report.warning("zones_parent_ignored",
                            f"This data already has a parent level, so the zones file's "
                            f"“{mapping['parent']}” column was not used.", row=1,
-                           column=mapping["parent"])
+                           column=mapping["parent"],
+                           fix="Nothing to do; leave the column out to avoid this message.")
         origins = _update(matrix.origins, lookup, report,
                           _update(matrix.origins.parent_zones, lookup, report))
         destinations = _update(matrix.destinations, lookup, report,
@@ -95,6 +94,23 @@ def apply_zones(matrix: ODMatrix, data: bytes, filename: str, report: Report) ->
                         f"be rolled up to them. Parents that the zones file does not place sit "
                         f"at the mean position of their zones.")
     return dataclasses.replace(matrix, origins=origins, destinations=destinations)
+
+
+def _preset_roles(header: list[str]) -> dict[str, str] | None:
+    """Roles that recognition alone gets wrong: a name column as the only id ("name,lat,lon"),
+    or a zone column next to a county-like one ("ED,County,lat,lon": the county is the parent)."""
+    found, ambiguous = recognise(header, zone_role)
+    if "zone" not in found and "zone" not in ambiguous and "label" in found:
+        return {"zone": found["label"]}
+    if "zone" in ambiguous and "parent" not in found and "parent" not in ambiguous:
+        coarse = [name for name in ambiguous["zone"] if words(name) & _COARSE]
+        fine = [name for name in ambiguous["zone"] if name not in coarse]
+        if len(fine) == 1 and len(coarse) == 1:
+            return {"zone": fine[0], "parent": coarse[0]}
+    return None
+
+
+_COARSE = {"county", "district", "state", "region", "province"}
 
 
 def _check_known(matrix: ODMatrix, listed: pd.Index, rows, column, report: Report) -> None:
@@ -144,8 +160,7 @@ def _update(zones: ZoneSet, lookup: pd.DataFrame, report: Report,
         if moved.any():
             report.info("coordinates_replaced",
                         f"The zones file moved {plural(int(moved.sum()), 'zone')} whose data "
-                        f"already had "
-                        f"coordinates ({quoted(zones.ids[moved])}).",
+                        f"already had coordinates ({quoted(zones.ids[moved])}).",
                         fix="Nothing to do if the zones file is the better source.")
         lat[placed], lon[placed] = new_lat[placed], new_lon[placed]
     if "label" in lookup:
