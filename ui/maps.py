@@ -1,0 +1,435 @@
+"""Folium maps of commuting flows that draw without internet and stay fast with 1,000 lines.
+
+What makes them work offline and quickly (see ``TESTING.md`` of the project reference):
+
+* **No third party.** ``folium.Map(tiles=None, prefer_canvas=True)`` with the map's ``default_js``
+  and ``default_css`` replaced by Leaflet alone, served by the app (:mod:`ui.leaflet_assets`);
+  no plugin that would pull another script. The background is drawn from the data: zone points
+  sized by residents or jobs, labels, and outlines (convex hulls of the zones of each parent,
+  e.g. of a county's EDs) when a parent level exists. Remote tiles only when the user opts in.
+* **Few layers.** Flows are grouped by style (colour × width class) into one multi-polyline each,
+  so 1,000 flows make a few dozen Leaflet layers, not 1,000. Direction is drawn into the same
+  groups: each flow is an arc bending to its right (A→B and B→A are separate arcs) with a
+  chevron at its middle pointing to the destination.
+* **Escaped text.** Zone names come from uploads: every one is ``html.escape``-d before it reaches
+  a tooltip, label or legend, and JSON embedded in scripts is escaped by the templates.
+
+:func:`flow_map` builds the whole map; :func:`standalone_html` makes a downloadable file with
+Leaflet inlined.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+import folium
+import numpy as np
+import pandas as pd
+from branca.element import Element, MacroElement
+from folium.template import Template
+from scipy.spatial import ConvexHull, QhullError
+
+from dpcore import flows
+from ui import leaflet_assets
+
+#: Single-view line colours unless the page passes its own (e.g. the mechanism's palette colour).
+TRUE_COLOUR, RELEASED_COLOUR = "#555555", "#cc3311"
+#: Difference view: red over, blue under, grey close, purple invented, black lost (dashed).
+STATUS_COLOURS = {
+    flows.OVER_FAR: "#b2182b", flows.OVER: "#ef8a62", flows.CLOSE_TO_TRUE: "#8c8c8c",
+    flows.UNDER: "#67a9cf", flows.UNDER_FAR: "#2166ac", flows.INVENTED: "#7b3294",
+    flows.LOST: "#1a1a1a",
+}
+DASHED = {flows.INVENTED: "2 6", flows.LOST: "8 5"}
+ZONE_FILL, ZONE_STROKE, SELECTED_COLOUR, OUTLINE_COLOUR = "#ffffff", "#2d3748", "#e6550d", "#9aa5b1"
+BACKGROUND = "#f4f2ee"
+
+MIN_LINE_PX, MAX_LINE_PX = 1.2, 14.0
+#: Largest zone point and within-zone ring with up to CROWDED zones; smaller with more zones.
+MIN_ZONE_PX, MAX_ZONE_PX, MAX_WITHIN_PX, CROWDED = 2.0, 12.0, 30.0, 100
+#: Arcs bend by this share of their length; chevrons are this share of it, at most ARROW_MAX of
+#: the map's extent so that long flows do not get huge heads.
+BEND, ARROW, ARROW_MAX = 0.15, 0.12, 0.025
+ARC_POINTS = 9
+#: Decimal places of coordinates sent to the browser (5 ≈ 1 m).
+PRECISION = 5
+#: Zones labelled when there are no outlines to label instead (the largest ones).
+MAX_LABELS = 40
+SIZE_BY = {"residents": "Residents (commuters living in the zone)",
+           "jobs": "Jobs (commuters working or studying in the zone)"}
+HEIGHT = 620
+
+OSM_TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+OSM_ATTRIBUTION = ('&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> '
+                   "contributors")
+
+_CSS = f"""<style>
+body .leaflet-container {{ background: {BACKGROUND}; }}
+.zone-label {{ font: 11px/1.2 sans-serif; color: #2d3748; white-space: nowrap;
+  text-shadow: 0 0 3px #fff, 0 0 3px #fff, 0 0 2px #fff; pointer-events: none; }}
+.flow-legend {{ background: rgba(255,255,255,.92); padding: 6px 9px; font: 11px/1.35 sans-serif;
+  color: #222; border-radius: 4px; box-shadow: 0 1px 4px rgba(0,0,0,.3); max-width: 250px; }}
+.flow-legend b {{ display: block; margin: 3px 0 2px; }}
+.flow-legend .row {{ display: flex; align-items: center; gap: 6px; }}
+.flow-legend .swatch {{ width: 34px; flex: none; }}
+</style>"""
+
+
+# ------------------------------------------------------------------------------------- geometry
+def arcs(o_lat, o_lon, d_lat, d_lon, reference_lat: float, arrow_max: float,
+         bend: float = BEND, points: int = ARC_POINTS):
+    """Each flow as an arc (quadratic Bézier bending to the right of travel) and a chevron.
+
+    Computed in an equirectangular projection around ``reference_lat`` so that bends and heads
+    keep their shape; ``arrow_max`` caps the chevron length (degrees of latitude). Returns two
+    arrays of [lat, lon] points: arcs ``(n, points, 2)`` and chevrons ``(n, 3, 2)`` (wing, tip,
+    wing), the tip at the arc's middle pointing towards the destination.
+    """
+    scale = math.cos(math.radians(reference_lat))
+    start = np.column_stack([np.asarray(o_lon, float) * scale, np.asarray(o_lat, float)])
+    end = np.column_stack([np.asarray(d_lon, float) * scale, np.asarray(d_lat, float)])
+    chord = end - start
+    length = np.hypot(chord[:, 0], chord[:, 1])[:, None]
+    right = np.column_stack([chord[:, 1], -chord[:, 0]])  # chord turned 90° clockwise
+    control = (start + end) / 2 + bend * right
+    s = np.linspace(0.0, 1.0, points)[None, :, None]
+    curve = ((1 - s) ** 2 * start[:, None] + 2 * (1 - s) * s * control[:, None]
+             + s ** 2 * end[:, None])
+    tip = 0.25 * start + 0.5 * control + 0.25 * end  # the curve at s = 1/2
+    along = chord / np.where(length > 0, length, 1.0)  # its tangent there is the chord
+    across = np.column_stack([-along[:, 1], along[:, 0]])
+    size = np.minimum(ARROW * length, arrow_max)
+    back = tip - along * size * math.cos(math.radians(28))
+    spread = across * size * math.sin(math.radians(28))
+    heads = np.stack([back + spread, tip, back - spread], axis=1)
+
+    def to_lat_lon(xy):
+        return np.round(np.stack([xy[..., 1], xy[..., 0] / scale], axis=-1), PRECISION)
+    return to_lat_lon(curve), to_lat_lon(heads)
+
+
+def outlines(zones) -> list[tuple[str, np.ndarray]]:
+    """Convex hull ([lat, lon] ring) of the placed zones of each parent, with the parent's label.
+
+    ``zones`` is a :class:`~dpcore.od.ZoneSet` with a parent level (e.g. EDs in counties);
+    parents with fewer than three distinct points get no outline.
+    """
+    if zones.parent is None:
+        return []
+    parents = zones.parent_zones
+    labels = (dict(zip(parents.ids, parents.labels)) if parents is not None else {})
+    placed = zones.has_coordinates
+    out = []
+    for parent in pd.unique(zones.parent[placed]):
+        mask = placed & (zones.parent == parent)
+        points = np.unique(np.column_stack([zones.lat[mask], zones.lon[mask]]), axis=0)
+        if len(points) < 3:
+            continue
+        try:
+            hull = ConvexHull(points[:, ::-1])
+        except QhullError:  # all points on a line
+            continue
+        out.append((str(labels.get(parent, parent)), np.round(points[hull.vertices], PRECISION)))
+    return out
+
+
+# ---------------------------------------------------------------------------------- styling
+def line_widths(breaks) -> np.ndarray:
+    """Pixel width of each width class: proportional to its upper bound, at least MIN_LINE_PX."""
+    breaks = np.asarray(breaks, dtype=float)
+    return np.maximum(MAX_LINE_PX * breaks / breaks[-1], MIN_LINE_PX).round(1)
+
+
+def _colour(view: str, status: str, colour: str | None = None) -> str:
+    if view == flows.DIFFERENCE:
+        return STATUS_COLOURS.get(status, STATUS_COLOURS[flows.CLOSE_TO_TRUE])
+    return colour or (TRUE_COLOUR if view == flows.TRUE else RELEASED_COLOUR)
+
+
+def _count(value: float) -> str:
+    return "–" if value is None or not np.isfinite(value) else f"{value:,.0f}"
+
+
+def zone_tooltips(zone_frame: pd.DataFrame) -> pd.Series:
+    """Text shown when hovering over each zone, unique per zone so that a click identifies it:
+    the label, with the id added where labels repeat."""
+    labels = zone_frame["label"].astype(str)
+    repeated = labels.duplicated(keep=False)
+    return labels.where(~repeated, labels + " (" + zone_frame["id"].astype(str) + ")")
+
+
+def crowding(n_zones: int) -> float:
+    """Factor (≤ 1) shrinking points and rings when many zones share the map."""
+    return min(1.0, math.sqrt(CROWDED / max(n_zones, 1)))
+
+
+def zone_radii(values, largest: float | None = None, shrink: float = 1.0) -> np.ndarray:
+    """Point radius in pixels, area proportional to the value (negative values count as 0)."""
+    values = np.clip(np.asarray(values, dtype=float), 0, None)
+    top = largest if largest else (values.max() if values.size else 0.0)
+    biggest = max(MAX_ZONE_PX * shrink, 2 * MIN_ZONE_PX)
+    if top <= 0:
+        return np.full(values.shape, MIN_ZONE_PX)
+    return (MIN_ZONE_PX + (biggest - MIN_ZONE_PX) * np.sqrt(values / top)).round(1)
+
+
+# ---------------------------------------------------------------------------------- elements
+class Legend(MacroElement):
+    """A small HTML legend in a corner of the map (``html`` must already be escaped)."""
+
+    _template = Template("""
+        {% macro script(this, kwargs) %}
+        var {{ this.get_name() }} = L.control({position: "bottomright"});
+        {{ this.get_name() }}.onAdd = function (map) {
+            var div = L.DomUtil.create("div", "flow-legend");
+            div.innerHTML = {{ this.html|tojson }};
+            L.DomEvent.disableClickPropagation(div);
+            return div;
+        };
+        {{ this.get_name() }}.addTo({{ this._parent.get_name() }});
+        {% endmacro %}
+    """)
+
+    def __init__(self, legend_html: str):
+        super().__init__()
+        self._name = "Legend"
+        self.html = legend_html
+
+
+class ZoneLabels(MacroElement):
+    """Permanent place names, one DOM label each; set as text (``textContent``), never as HTML."""
+
+    _template = Template("""
+        {% macro script(this, kwargs) %}
+        var {{ this.get_name() }} = L.layerGroup();
+        {{ this.places|tojson }}.forEach(function (place) {
+            var text = document.createElement("div");
+            text.className = "zone-label";
+            text.textContent = place[0];
+            L.marker([place[1], place[2]], {
+                icon: L.divIcon({html: text, className: "zone-label-icon", iconSize: [0, 0],
+                                 iconAnchor: [-6, 7]}),
+                interactive: false, keyboard: false
+            }).addTo({{ this.get_name() }});
+        });
+        {{ this.get_name() }}.addTo({{ this._parent.get_name() }});
+        {% endmacro %}
+    """)
+
+    def __init__(self, places: list[tuple[str, float, float]]):
+        super().__init__()
+        self._name = "ZoneLabels"
+        self.places = [[str(text), round(float(lat), PRECISION), round(float(lon), PRECISION)]
+                       for text, lat, lon in places]
+
+
+def _points(frame: pd.DataFrame, properties: dict[str, list]) -> dict:
+    """A GeoJSON FeatureCollection of points with the given per-feature properties."""
+    lon = frame["lon"].round(PRECISION).tolist()
+    lat = frame["lat"].round(PRECISION).tolist()
+    names = list(properties)
+    return {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, y]},
+         "properties": dict(zip(names, values))}
+        for x, y, *values in zip(lon, lat, *properties.values())]}
+
+
+def legend_html(view: str, breaks, statuses=(), size_by: str = "residents",
+                within: bool = False, colour: str | None = None) -> str:
+    """The legend's HTML: line widths by class, colours (by status in the difference view)."""
+    widths = line_widths(breaks)
+    line_colour = _colour(view, flows.CLOSE_TO_TRUE, colour)
+    sized = {flows.TRUE: "true count", flows.RELEASED: "released count",
+             flows.DIFFERENCE: "larger of true and released"}[view]
+    parts = [f"<b>{html.escape(flows.VIEWS[view])}</b>",
+             f"<b>Commuters per line ({html.escape(sized)})</b>"]
+    lower = 1.0
+    for width, bound in zip(widths, breaks):
+        parts.append(f'<div class="row"><span class="swatch" style="border-top:{width}px solid '
+                     f'{html.escape(line_colour)}"></span>{_count(lower)}–{_count(bound)}</div>')
+        lower = bound + 1
+    if view == flows.DIFFERENCE:
+        parts.append("<b>What the release did</b>")
+        for status in [s for s in flows.STATUSES if s in set(statuses)]:
+            dash = "dashed" if status in DASHED else "solid"
+            parts.append(f'<div class="row"><span class="swatch" style="border-top:3px {dash} '
+                         f'{STATUS_COLOURS[status]}"></span>'
+                         f"{html.escape(flows.STATUSES[status])}</div>")
+    notes = ["Lines bend to their right; the chevron points to the destination.",
+             f"Points: zones sized by {size_by}."]
+    if within:
+        notes.append("Rings: commuters who stay within their zone.")
+    parts.append("<b>Reading the map</b>")
+    parts.extend(f"<div>{html.escape(note)}</div>" for note in notes)
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------------------------ the map
+@dataclass
+class FlowMap:
+    """A built map, how many grouped flow layers it has, and which tooltip text is which zone."""
+
+    map: folium.Map
+    tooltip_to_zone: dict[str, str]
+    flow_layers: int
+
+
+def new_map(bounds, basemap: bool = False) -> folium.Map:
+    """An empty map showing ``bounds`` ([[south, west], [north, east]]) that loads only Leaflet,
+    from the app. ``basemap`` adds OpenStreetMap tiles (requests to a third party: opt-in)."""
+    m = folium.Map(tiles=None, prefer_canvas=True, control_scale=True, zoom_snap=0.25)
+    m.default_js = [("leaflet", leaflet_assets.JS_URL)]
+    m.default_css = [("leaflet_css", leaflet_assets.CSS_URL)]
+    m.get_root().header.add_child(Element(_CSS), name="flow_map_css")
+    if basemap:
+        folium.TileLayer(OSM_TILES, attr=OSM_ATTRIBUTION, name="OpenStreetMap",
+                         max_zoom=19).add_to(m)
+    m.fit_bounds(bounds, padding=(12, 12))
+    return m
+
+
+def _bounds(zone_frame: pd.DataFrame) -> list[list[float]]:
+    placed = zone_frame[zone_frame["placed"]]
+    if placed.empty:
+        return [[-60.0, -170.0], [75.0, 170.0]]
+    south, north = float(placed["lat"].min()), float(placed["lat"].max())
+    west, east = float(placed["lon"].min()), float(placed["lon"].max())
+    pad = max(north - south, east - west, 0.01) * 0.03
+    return [[south - pad, west - pad], [north + pad, east + pad]]
+
+
+def _add_outlines(m: folium.Map, rings: list[tuple[str, np.ndarray]]) -> None:
+    if not rings:
+        return
+    style = {"color": OUTLINE_COLOUR, "weight": 1, "fill": True, "fillColor": "#ffffff",
+             "fillOpacity": 0.55, "opacity": 0.9}
+    collection = {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {"style": style},
+         "geometry": {"type": "Polygon",
+                      "coordinates": [[[lon, lat] for lat, lon in ring.tolist()]
+                                      + [[ring[0][1], ring[0][0]]]]}}
+        for _, ring in rings]}
+    folium.GeoJson(collection, name="Outlines", interactive=False).add_to(m)
+
+
+def add_flow_lines(m: folium.Map, lines: pd.DataFrame, view: str, breaks, reference_lat: float,
+                   arrow_max: float, colour: str | None = None) -> int:
+    """Draw the flows as one multi-polyline per (colour, width class); returns how many."""
+    if lines.empty:
+        return 0
+    curves, heads = arcs(lines["origin_lat"], lines["origin_lon"], lines["destination_lat"],
+                         lines["destination_lon"], reference_lat, arrow_max)
+    classes = flows.width_class(lines["shown"], breaks)
+    widths = line_widths(breaks)
+    styles = (lines["status"].to_numpy() if view == flows.DIFFERENCE
+              else np.full(len(lines), "", dtype=object))
+    groups = sorted(set(zip(classes.tolist(), styles.tolist())))  # thin lines drawn first
+    for width_index, status in groups:
+        members = np.flatnonzero((styles == status) & (classes == width_index))
+        paths = [path for i in members for path in (curves[i].tolist(), heads[i].tolist())]
+        line = folium.PolyLine(paths, color=_colour(view, status, colour),
+                               weight=float(widths[width_index]), opacity=0.8,
+                               dash_array=DASHED.get(status), line_cap="round")
+        line.options["interactive"] = False  # clicks go through to the zones
+        line.add_to(m)
+    return len(groups)
+
+
+def _add_within(m: folium.Map, within: pd.DataFrame, view: str, shrink: float,
+                colour: str | None) -> None:
+    if within.empty:
+        return
+    largest = max(float(within["shown"].max()), 1.0)
+    biggest = max(MAX_WITHIN_PX * shrink, 8.0)
+    radii = np.maximum(biggest * np.sqrt(np.clip(within["shown"], 0, None) / largest), 4.0)
+    styles = [{"radius": float(r), "color": _colour(view, status, colour), "weight": 2,
+               "fill": True, "fillOpacity": 0.06, "dashArray": DASHED.get(status)}
+              for r, status in zip(radii.round(1), within["status"])]
+    tips = [html.escape(f"Within {label}: true {_count(t)}, released {_count(r)}")
+            for label, t, r in zip(within["origin_label"], within["true"], within["released"])]
+    frame = pd.DataFrame({"lat": within["origin_lat"], "lon": within["origin_lon"]})
+    folium.GeoJson(_points(frame, {"tip": tips, "style": styles}), name="Within zones",
+                   marker=folium.CircleMarker(radius=4, fill=True),
+                   tooltip=folium.GeoJsonTooltip(["tip"], labels=False)).add_to(m)
+
+
+def _add_zones(m: folium.Map, frame: pd.DataFrame, size_by: str, tooltips: pd.Series,
+               selected: str | None, shrink: float) -> None:
+    radii = zone_radii(frame[size_by], shrink=shrink)
+    styles = [{"radius": float(r), "color": ZONE_STROKE, "weight": 1, "fill": True,
+               "fillColor": ZONE_FILL, "fillOpacity": 0.9} for r in radii]
+    names = [html.escape(text) for text in tooltips]
+    folium.GeoJson(_points(frame, {"name": names, "style": styles}), name="Zones",
+                   marker=folium.CircleMarker(radius=4, fill=True),
+                   tooltip=folium.GeoJsonTooltip(["name"], labels=False)).add_to(m)
+    chosen = np.flatnonzero(frame["id"].to_numpy() == selected)
+    if chosen.size:
+        row = frame.iloc[int(chosen[0])]
+        ring = folium.CircleMarker([float(row["lat"]), float(row["lon"])],
+                                   radius=float(radii[chosen[0]]) + 5, color=SELECTED_COLOUR,
+                                   weight=3, fill=False)
+        ring.options["interactive"] = False
+        ring.add_to(m)
+
+
+def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *,
+             size_by: str = "residents", selected: str | None = None,
+             parent_outlines: list[tuple[str, np.ndarray]] = (), basemap: bool = False,
+             colour: str | None = None) -> FlowMap:
+    """The whole map of one view: background, within-zone rings, flow lines, zones, legend.
+
+    ``zone_frame`` is :func:`dpcore.flows.zones`; ``breaks`` the width classes
+    (:func:`dpcore.flows.width_breaks`, shared by maps shown side by side); ``selected`` a zone
+    id to ring; ``parent_outlines`` from :func:`outlines`; ``colour`` the line colour of the
+    true or released view (the difference view colours by status).
+    """
+    if size_by not in SIZE_BY:
+        raise ValueError(f"size_by must be one of {', '.join(SIZE_BY)}; got {size_by!r}")
+    bounds = _bounds(zone_frame)
+    placed = zone_frame[zone_frame["placed"].to_numpy()]
+    shrink = crowding(len(placed))
+    m = new_map(bounds, basemap)
+    _add_outlines(m, list(parent_outlines))
+    _add_within(m, selection.within, selection.view, shrink, colour)
+    reference_lat = (bounds[0][0] + bounds[1][0]) / 2
+    extent = math.hypot(bounds[1][0] - bounds[0][0],
+                        (bounds[1][1] - bounds[0][1]) * math.cos(math.radians(reference_lat)))
+    layers = add_flow_lines(m, selection.lines, selection.view, breaks, reference_lat,
+                            ARROW_MAX * extent, colour)
+    tooltips = zone_tooltips(zone_frame)[zone_frame["placed"].to_numpy()]
+    _add_zones(m, placed, size_by, tooltips, selected, shrink)
+    if parent_outlines:
+        places = [(label, ring[:, 0].mean(), ring[:, 1].mean()) for label, ring in parent_outlines]
+    else:
+        largest = placed.nlargest(MAX_LABELS, size_by)
+        places = list(zip(largest["label"], largest["lat"], largest["lon"]))
+    ZoneLabels(places).add_to(m)
+    statuses = set(selection.lines["status"]) | set(selection.within["status"])
+    Legend(legend_html(selection.view, breaks, statuses, SIZE_BY[size_by].split(" (")[0].lower(),
+                       within=not selection.within.empty, colour=colour)).add_to(m)
+    return FlowMap(m, dict(zip(tooltips.str.strip(), placed["id"])), layers)
+
+
+def clicked_zone(value, tooltip_to_zone: dict[str, str]) -> str | None:
+    """The zone id a click on the map chose (st_folium's returned value), if it was a zone."""
+    if not isinstance(value, dict):
+        return None
+    text = value.get("last_object_clicked_tooltip")
+    return tooltip_to_zone.get(text.strip()) if isinstance(text, str) else None
+
+
+def standalone_html(m: folium.Map) -> str:
+    """The map as one HTML file that needs nothing else: Leaflet's JS and CSS are inlined.
+
+    Call on a freshly built map (st_folium renames a map's elements as it draws it).
+    """
+    page = m.get_root().render()
+    script = f'<script src="{leaflet_assets.JS_URL}"></script>'
+    link = f'<link rel="stylesheet" href="{leaflet_assets.CSS_URL}"/>'
+    if script not in page or link not in page:
+        raise RuntimeError("the map does not load Leaflet from the app as expected; "
+                           "was it built by ui.maps.new_map?")
+    return (page.replace(script, f"<script>{leaflet_assets.inline_js()}</script>", 1)
+                .replace(link, f"<style>{leaflet_assets.inline_css()}</style>", 1))
