@@ -142,14 +142,26 @@ def _detect_format(table: Table, columns: dict[str, str] | None, report: Report)
             unclaimed_counts = any(_numeric(table, name, whole=True)
                                    for name in header if name not in claimed)
             format = "long" if "count" in roles or unclaimed_counts else "persons"
-        elif (len(header) >= 3 and not {od_role(name) for name in header[1:]} - {None}
-              and all(_numeric(table, name, whole=False) for name in header[1:])):
+        elif _looks_like_matrix(table):
             format = "matrix"
         else:
             format = "long"  # fails with "unmapped_columns", which lets the user map them
     report.info("format_detected", f"Read as: {FORMATS[format]}.",
                 fix="If that is wrong, choose the format yourself.")
     return format
+
+
+def _looks_like_matrix(table: Table) -> bool:
+    """Numbers under every header name but the first, and those names are zones: they recur
+    among the first column's values, or there are many of them (a long file with unrecognised
+    names has only a few columns, so it is not mistaken for a matrix)."""
+    header = table.header
+    if len(header) < 3 or {od_role(name) for name in header[1:]} - {None}:
+        return False
+    if not all(_numeric(table, name, whole=False) for name in header[1:]):
+        return False
+    origins = set(table.data[0].str.strip().iloc[:5000])
+    return bool(origins & set(header[1:])) or len(header) > 5
 
 
 def _numeric(table: Table, name: str, whole: bool, sample: int = 500) -> bool:

@@ -300,6 +300,14 @@ def test_persons_file_with_an_unnamed_count_column_is_not_read_as_persons():
     assert caught.value.code == "unmapped_columns"
 
 
+def test_long_file_with_numeric_zones_and_unknown_names_is_not_taken_for_a_matrix():
+    with pytest.raises(ImportFailed) as caught:
+        import_od(b"a,b,c\n1,2,5\n2,1,7\n", "codes.csv")
+    assert caught.value.code == "unmapped_columns"
+    square = import_od(b"zone,1,2\n1,0,5\n2,7,0\n", "square.csv")
+    assert square.format == "matrix" and cells(square.matrix) == {("1", "2"): 5, ("2", "1"): 7}
+
+
 def test_matrix_fixture_keeps_file_order_and_reads_blank_cells_as_zero():
     data, name = fixture("matrix.csv")
     result = import_od(data, name)
