@@ -163,11 +163,11 @@ def top_flows(od: ODMatrix, true_counts, released: dict[str, np.ndarray], k: int
               ) -> pd.DataFrame:
     """The true top-k commutes with each release's count and error, one row per (cell, release).
 
-    Columns: ``rank``, ``commute``, ``mechanism``, ``true``, ``released``, ``error`` (released −
+    Only commutes someone makes are listed (fewer than k when fewer are non-empty). Columns: ``rank``, ``commute``, ``mechanism``, ``true``, ``released``, ``error`` (released −
     true, commuters): the data of the noisy-vs-true bars (thesis figures 5.1, 5.5, 5.6, 5.12).
     """
     t = np.asarray(true_counts)
-    cells = top_cells(t, k)
+    cells = top_cells(t, min(k, np.count_nonzero(t)))
     labels = od.cell_labels(cells)
     frames = [pd.DataFrame({"rank": np.arange(1, cells.size + 1), "commute": labels,
                             "mechanism": key, "true": t[cells],

@@ -8,6 +8,7 @@ import streamlit as st
 
 from dpcore import explore
 from ui import charts, controls, panels, runs
+from ui.controls import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon=":material/insights:",
                    layout="wide")
@@ -26,12 +27,13 @@ st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonze
            "from the seed, so the same settings always give the same release.")
 
 left, middle, right = st.columns(3)
-k = left.slider("Busiest commutes in the bars (k)", 5, 50, 30, key="explore_k")
-log_bars = middle.toggle("Log scale", key="explore_log_bars")
+k = kept(left.slider, "Busiest commutes in the bars (k)", "explore_k", 30, min_value=5,
+         max_value=50)
+log_bars = kept(middle.toggle, "Log scale for the bars", "explore_log_bars", False)
 scopes = [100, 1000] + ([od.domain_size] if od.domain_size <= 50_000 else [])
-scope = right.selectbox("Ordering of", scopes, key="explore_scope",
-                        format_func=lambda n: "all commutes" if n == od.domain_size
-                        else f"the top {n:,} true commutes")
+scope = kept(right.selectbox, "Ordering of", "explore_scope", 100, options=scopes,
+             format_func=lambda n: "all commutes" if n == od.domain_size
+             else f"the top {n:,} true commutes")
 
 results = runs.releases(settings)
 for key, result in results.items():
@@ -57,8 +59,7 @@ if log_bars:
     st.caption("On the log scale, released counts of 0 or below are not drawn.")
 
 labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
-log_ranks = st.toggle("Log axes for the ordering", value=od.domain_size > 50_000,
-                      key="explore_log_ranks")
+log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False)
 order = explore.long_pairs(od, pairs)
 charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
                                                 f"{settings.epsilon:g})", log_ranks),
@@ -81,8 +82,8 @@ for tab, key in zip(st.tabs([charts.name(k) for k in released]), released):
         panels.checks(results[key])
 
 st.subheader("Planner's checks over repeated draws")
-draws = st.number_input("Draws", 2, 500, 30, key="explore_draws",
-                        help="How often each check passes over this many independent releases.")
+draws = kept(st.number_input, "Draws", "explore_draws", 30, min_value=2, max_value=500,
+             help="How often each check passes over this many independent releases.")
 spec = runs.repeated_draws(settings, draws)
 if st.button("Estimate the probability of passing", key="explore_run_draws"):
     bar = st.progress(0.0, "Releasing…")

@@ -86,16 +86,15 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
     fig = go.Figure()
     first = frame.drop_duplicates("rank")
     ticks = [f"{rank}. {escape(commute)}" for rank, commute in zip(first["rank"], first["commute"])]
+    names = [escape(c) for c in first["commute"]]
     fig.add_bar(x=ticks, y=first["true"], name="True count", marker_color=TRUE_COLOUR,
-                customdata=np.column_stack([[escape(c) for c in first["commute"]]]),
-                hovertemplate="<b>%{customdata[0]}</b><br>True: %{y:,.0f} commuters"
-                              "<extra>True count</extra>")
+                hovertext=names, hovertemplate="<b>%{hovertext}</b><br>True: %{y:,.0f} commuters"
+                                               "<extra>True count</extra>")
     for key, rows in frame.groupby("mechanism", sort=False):
-        fig.add_bar(x=ticks, y=rows["released"], name=name(key), marker_color=colour(key),
-                    customdata=np.column_stack([[escape(c) for c in rows["commute"]],
-                                                rows["true"], rows["error"]]),
-                    hovertemplate="<b>%{customdata[0]}</b><br>True: %{customdata[1]:,.0f}"
-                                  "<br>Released: %{y:,.1f}<br>Error: %{customdata[2]:+,.1f}"
+        fig.add_bar(x=ticks, y=rows["released"], name=escape(name(key)), marker_color=colour(key),
+                    hovertext=names, customdata=rows[["true", "error"]].to_numpy(float),
+                    hovertemplate="<b>%{hovertext}</b><br>True: %{customdata[0]:,.0f}"
+                                  "<br>Released: %{y:,.1f}<br>Error: %{customdata[1]:+,.1f}"
                                   f"<extra>{escape(name(key))}</extra>")
     fig.update_layout(barmode="group", bargap=0.15)
     fig.update_xaxes(tickangle=-45, automargin=True)
@@ -126,16 +125,15 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
         for zero, colour_, label in ((False, colour(key), name(key)),
                                      (True, ZERO_COLOUR, "Released as zero")):
             part = frame[frame["released_zero"] == zero]
-            text = [escape(labels[j]) for j in part.index]
             fig.add_trace(go.Scattergl(
-                x=part["true_rank"], y=part["released_rank"], mode="markers", name=label,
+                x=part["true_rank"], y=part["released_rank"], mode="markers", name=escape(label),
                 legendgroup="zero" if zero else key, showlegend=not zero or i == 0,
                 marker=dict(color=colour_, size=6, symbol=symbol(key) if not zero else "x"),
-                customdata=np.column_stack([text, part["true"], part["released"]])
-                if len(part) else None,
-                hovertemplate="<b>%{customdata[0]}</b><br>True rank %{x:,}, released rank "
-                              "%{y:,}<br>True %{customdata[1]:,.0f}, released "
-                              "%{customdata[2]:,.1f}<extra></extra>"), row=row, col=col)
+                hovertext=[escape(labels[j]) for j in part.index],
+                customdata=part[["true", "released"]].to_numpy(float),
+                hovertemplate="<b>%{hovertext}</b><br>True rank %{x:,}, released rank "
+                              "%{y:,}<br>True %{customdata[0]:,.0f}, released "
+                              "%{customdata[1]:,.1f}<extra></extra>"), row=row, col=col)
     kind = "log" if log_axes else "linear"
     fig.update_xaxes(title_text="True rank (1 = busiest)", type=kind)
     fig.update_yaxes(title_text="Released rank", type=kind)

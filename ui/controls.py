@@ -199,6 +199,13 @@ def kept(widget, label: str, key: str, default, **kwargs):
     """
     value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
     st.session_state.setdefault(value_key, default)
+    options = kwargs.get("options")
+    if options is not None:  # options can change with the data: keep only what still exists
+        value = st.session_state[value_key]
+        if isinstance(value, list):
+            st.session_state[value_key] = [v for v in value if v in options]
+        elif value not in options:
+            st.session_state[value_key] = default if default in options else options[0]
     st.session_state[widget_key] = st.session_state[value_key]
 
     def store():
@@ -279,8 +286,7 @@ def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
 
 def _mechanism_picker(multi: bool) -> tuple[str, ...]:
     keys = mechanisms.names()
-    stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys) \
-        or DEFAULT_MECHANISMS
+    stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys)
     st.session_state[KEYS["mechanisms"].value] = stored
     if multi:
         _restore("mechanisms", list(stored))
@@ -290,7 +296,7 @@ def _mechanism_picker(multi: bool) -> tuple[str, ...]:
                                      "Local: every commuter randomises their own answer.")
         return tuple(chosen)
     single = KEYS["mechanisms"].widget + "_single"
-    st.session_state[single] = stored[0]
+    st.session_state[single] = stored[0] if stored else DEFAULT_MECHANISMS[0]
     return (st.selectbox("Mechanism", keys, key=single, on_change=_store_single_mechanism,
                          format_func=mechanism_label),)
 

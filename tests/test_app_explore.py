@@ -1,0 +1,227 @@
+"""AppTest of the Explore page: the widgets drive the right dpcore calls and the charts show them."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpcore import datasets, explore, mechanisms, postprocess
+from dpcore.od import ODMatrix, ZoneSet
+from tests.plotly_spec import figure, figures, traces, values
+from ui import state
+from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
+BARS, ORDERING = "busiest commutes", "Ordering"
+
+
+def explore_page(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def expected_release(key: str, epsilon: float, seed: int, post: str = "base_pos",
+                     dataset: str = "ireland_county", **params) -> np.ndarray:
+    """What the page must show: dpcore's release with the seed's generator, post-processed."""
+    od = datasets.load(dataset)
+    counts = od.to_dense()
+    mechanism = mechanisms.build(key, epsilon=epsilon, **params)
+    raw = mechanism.release(counts, explore.rng_for(seed, key))
+    return postprocess.apply(post, raw, od.n)
+
+
+def url(at: AppTest, name: str) -> list[str]:
+    """A URL parameter's values (AppTest keeps a single value as a plain string)."""
+    value = at.query_params[name]
+    return [value] if isinstance(value, str) else list(value)
+
+
+def bar_values(at: AppTest, key: str) -> np.ndarray:
+    (trace,) = traces(figure(at, BARS), mechanisms.get(key).name)
+    return values(trace["y"])
+
+
+def top_cells(k: int, dataset: str = "ireland_county") -> np.ndarray:
+    return explore.top_cells(datasets.load(dataset).to_dense(), k)
+
+
+def test_default_page_draws_bars_ordering_table_and_checks():
+    at = explore_page(mech=["laplace", "grr"])
+    bars = figure(at, BARS)
+    assert [t["name"] for t in bars["data"]] == ["True count", "Laplace",
+                                                  mechanisms.get("grr").name]
+    assert all(len(values(t["y"])) == 30 for t in bars["data"])
+    county = datasets.load("ireland_county")
+    assert np.array_equal(values(bars["data"][0]["y"]), county.top(30)["count"])
+    assert bars["layout"]["yaxis"]["title"]["text"] == "Commuters (count)"
+
+    ordering = figure(at, ORDERING)
+    assert len(traces(ordering, "Perfect order (y = x)")) == 2
+    (laplace,) = traces(ordering, "Laplace")
+    assert len(values(laplace["x"])) + sum(
+        len(values(t["x"])) for t in traces(ordering, "Released as zero")[:1]) == 100
+
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace",
+                                   mechanisms.get("grr").name]
+    assert list(table["Commute"]) == list(county.top(10)["commute"])
+    sentences = [m.value for m in at.markdown if "busiest commutes kept their rank" in m.value]
+    assert len(sentences) == 2
+    assert len(at.tabs) == 2
+    check_tables = [d.value for d in at.dataframe if "Check" in d.value.columns]
+    assert len(check_tables) == 2 and {"🟢 pass", "🔴 fail"} & set(check_tables[0]["Result"])
+
+
+def test_slider_epsilon_drives_the_release():
+    at = explore_page(mech=["laplace"])
+    at.select_slider(key=KEYS["epsilon"].widget).set_value(5.0).run()
+    assert not at.exception
+    expected = expected_release("laplace", 5.0, 0)
+    assert np.allclose(bar_values(at, "laplace"), expected[top_cells(30)])
+    assert url(at, "eps") == ["5"]
+
+
+def test_typed_epsilon_is_used_exactly_and_the_slider_snaps():
+    at = explore_page(mech=["laplace"])
+    at.number_input(key=EPSILON_TYPED).set_value(0.37).run()
+    assert at.select_slider(key=KEYS["epsilon"].widget).value == 0.4
+    assert np.allclose(bar_values(at, "laplace"), expected_release("laplace", 0.37, 0)[top_cells(30)])
+
+
+def test_mechanism_choice_and_its_own_parameters():
+    at = explore_page(mech=["laplace"])
+    at.multiselect(key=KEYS["mechanisms"].widget).set_value(["hm"]).run()
+    assert not at.exception
+    t_input = at.selectbox(key=option_widget("hm", "t"))
+    t_input.set_value(2).run()
+    assert np.allclose(bar_values(at, "hm"),
+                       expected_release("hm", 1.0, 0, t=2)[top_cells(30)])
+    assert url(at, "opt") == ["hm.t=2"] and url(at, "mech") == ["hm"]
+
+
+def test_new_draw_changes_the_seed_and_the_noise():
+    at = explore_page(mech=["laplace"])
+    before = bar_values(at, "laplace")
+    at.button(key=NEW_DRAW).click().run()
+    assert at.number_input(key=KEYS["seed"].widget).value == 1
+    after = bar_values(at, "laplace")
+    assert not np.allclose(before, after)
+    assert np.allclose(after, expected_release("laplace", 1.0, 1)[top_cells(30)])
+
+
+def test_settings_come_from_the_url():
+    at = explore_page(mech=["grr", "laplace"], eps="2.5", seed="7", pp="base", nb="add_remove")
+    assert np.allclose(bar_values(at, "grr"),
+                       expected_release("grr", 2.5, 7, "base")[top_cells(30)])
+    assert at.radio(key=KEYS["neighbours"].widget).value == "add_remove"
+
+
+def test_bad_url_values_fall_back_to_defaults():
+    at = explore_page(mech=["nonsense", "laplace"], eps="-3", seed="x", pp="zzz", opt="hm.t=99")
+    assert at.session_state[KEYS["epsilon"].value] == 1.0
+    assert at.session_state[KEYS["mechanisms"].value] == ("laplace",)
+    assert np.allclose(bar_values(at, "laplace"), expected_release("laplace", 1.0, 0)[top_cells(30)])
+
+
+def test_neighbouring_relation_changes_the_central_noise():
+    at = explore_page(mech=["laplace"])
+    at.radio(key=KEYS["neighbours"].widget).set_value("add_remove").run()
+    assert np.allclose(bar_values(at, "laplace"), expected_release(
+        "laplace", 1.0, 0, neighbours="add_remove")[top_cells(30)])
+
+
+def test_delta_input_only_for_mechanisms_that_use_it():
+    at = explore_page(mech=["laplace"])
+    assert not [w for w in at.number_input if w.key == KEYS["delta"].widget]
+    at = explore_page(mech=["gaussian"])
+    at.number_input(key=KEYS["delta"].widget).set_value(1e-9).run()
+    assert np.allclose(bar_values(at, "gaussian"), expected_release(
+        "gaussian", 1.0, 0, delta=1e-9)[top_cells(30)])
+
+
+def test_k_log_scale_and_ordering_scope():
+    at = explore_page(mech=["laplace"])
+    at.slider(key="kept_widget_explore_k").set_value(12).run()
+    at.toggle(key="kept_widget_explore_log_bars").set_value(True).run()
+    at.selectbox(key="kept_widget_explore_scope").set_value(1085).run()
+    bars = figure(at, BARS)
+    assert "12 busiest" in bars["layout"]["title"]["text"]
+    assert all(len(values(t["y"])) == 12 for t in bars["data"])
+    assert bars["layout"]["yaxis"]["type"] == "log"
+    ordering = figure(at, ORDERING)
+    shown = sum(len(values(t["x"])) for t in ordering["data"] if t["type"] == "scattergl")
+    assert shown == 1085
+
+
+def test_roll_up_and_areas_of_the_ed_level():
+    at = explore_page(mech=["laplace"], dataset="ireland_ed", level="parent")
+    assert any("1,085 possible commutes" in c.value for c in at.caption)
+    at.radio(key=KEYS["level"].widget).set_value("as_loaded").run()
+    at.multiselect(key=KEYS["areas"].widget).set_value(["Dublin City"]).run()
+    assert not at.exception
+    assert any("26,244 possible commutes" in c.value for c in at.caption)
+    assert url(at, "areas") == ["Dublin City"] and url(at, "level") == ["as_loaded"]
+
+
+def test_post_processing_choice_is_applied():
+    at = explore_page(mech=["grr"], pp="norm_sub")
+    expected = expected_release("grr", 1.0, 0, "norm_sub")
+    assert np.allclose(bar_values(at, "grr"), expected[top_cells(30)])
+
+
+def test_a_mechanism_that_cannot_run_says_why():
+    at = explore_page(mech=["topk", "laplace"], pp="base_cut")
+    assert any("could not run" in w.value and "Base-Cut" in w.value for w in at.warning)
+    assert [t["name"] for t in figure(at, BARS)["data"]] == ["True count", "Laplace"]
+
+
+def test_no_mechanism_asks_for_one():
+    at = explore_page(mech=["laplace"])
+    at.multiselect(key=KEYS["mechanisms"].widget).set_value([]).run()
+    assert any("Choose at least one mechanism" in i.value for i in at.info)
+    assert not figures(at)
+
+
+def test_pass_probability_over_repeated_draws():
+    at = explore_page(mech=["laplace", "grr"])
+    at.number_input(key="kept_widget_explore_draws").set_value(3).run()
+    at.button(key="explore_run_draws").click().run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe if "P(pass)" in d.value.columns]
+    assert len(tables) == 2
+    assert set(tables[0]["Draws"]) <= {0, 3}
+    assert tables[0]["P(pass)"].dropna().between(0, 1).all()
+
+
+def hostile_upload() -> ODMatrix:
+    names = ["<img src=x onerror=alert(1)>", "=HYPERLINK(1)", "Plain"]
+    zones = ZoneSet.from_ids(names)
+    return ODMatrix.from_pairs("hostile", zones, zones, [0, 0, 1, 2, 2], [0, 1, 1, 2, 0],
+                               [50, 20, 30, 40, 10])
+
+
+def test_uploaded_data_stays_in_the_session_and_names_are_escaped():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[state.UPLOADED_MATRIX] = hostile_upload()
+    at.session_state[state.UPLOADED_FILENAME] = "hostile.csv"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.query_params["mech"] = ["laplace"]
+    at.run()
+    assert not at.exception, at.exception
+    spec = str(figures(at))
+    assert "<img" not in spec and "&lt;img src=x onerror=alert(1)&gt;" in spec
+    assert at.session_state["run_session_memo"]["entries"]  # memoised in this session only
+    bars = figure(at, BARS)
+    assert len(values(bars["data"][0]["y"])) == 5
+
+
+@pytest.mark.parametrize("dataset", ["toy_town", "ireland_county"])
+def test_every_mechanism_runs_on_small_data(dataset):
+    at = explore_page(mech=mechanisms.names(), dataset=dataset, pp="base")
+    assert not at.warning
+    assert len(figure(at, BARS)["data"]) == 1 + len(mechanisms.names())
