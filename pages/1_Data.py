@@ -20,9 +20,11 @@ st.markdown(
     "browser session**: it is not stored on the server, not written to disk and not shown to "
     "anyone else.")
 
-commuting_file = st.file_uploader("Commuting file", key=state.UPLOAD_FILE)
+size_limit_mb = importers.MAX_UPLOAD_BYTES // 2**20
+commuting_file = st.file_uploader("Commuting file", key=state.UPLOAD_FILE,
+                                  max_upload_size=size_limit_mb)
 zones_file = st.file_uploader("Zones file (optional): zone, lat, lon and optionally parent — adds "
-                              "coordinates", key=state.UPLOAD_ZONES)
+                              "coordinates", key=state.UPLOAD_ZONES, max_upload_size=size_limit_mb)
 format_column, level_column = st.columns(2)
 file_format = format_column.selectbox("Format", list(importers.FORMATS), key=state.UPLOAD_FORMAT,
                                       format_func=importers.FORMATS.__getitem__)
@@ -33,8 +35,7 @@ if commuting_file is None:
     st.info("Choose a file above, or try one of the examples below.")
 else:
     attempt = upload.run_import(commuting_file, zones_file, file_format, level)
-    upload.mapping_form(commuting_file, attempt)
-    upload.show(attempt)
+    upload.show(commuting_file, attempt)
 
 st.header("Accepted formats")
 upload.examples()

@@ -66,6 +66,19 @@ def test_the_exposure_sentence_quotes_the_small_cell_counts(home):
     assert f"**{summary['cells_under_10']:,}**" in sentence
 
 
+def test_data_without_small_cells_says_so():
+    zones = ZoneSet.from_ids(["North", "South"])
+    big = ODMatrix.from_pairs("big", zones, zones, [0, 1], [1, 0], [40, 25])
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state[state.UPLOADED_MATRIX] = big
+    at.session_state[state.UPLOADED_FILENAME] = "big.csv"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.run()
+    assert figures_shown(at)["Cells with count < 10"] == "0"
+    assert any("No origin–destination cell here holds fewer than ten" in md.value
+               for md in at.markdown)
+
+
 def hostile_upload() -> ODMatrix:
     """A tiny upload whose zone names try Markdown, HTML and a Streamlit directive."""
     names = ["![pixel](http://evil.example/p.png)", "<script>alert(1)</script>", ":red[Big]"]

@@ -5,17 +5,23 @@ such as ``![x](http://tracker/)`` or ``:red[…]`` would otherwise become an ima
 directive. ``st.dataframe``, ``st.text`` and ``st.code`` show text verbatim and need no escaping.
 """
 
+import re
 import string
 
 _ESCAPE_PUNCTUATION = str.maketrans({char: "\\" + char for char in string.punctuation})
+#: Where GitHub-flavoured Markdown turns bare text into a link ("http://", "www.", "a@b.org").
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+_ZERO_WIDTH_SPACE = "\u200b"
 
 
 def markdown(text) -> str:
-    """``text`` as literal Markdown: every ASCII punctuation character backslash-escaped.
+    """``text`` as literal Markdown.
 
-    CommonMark allows a backslash before any ASCII punctuation, so escaping all of them (rather
-    than a hand-picked list) also defeats links, HTML, LaTeX (``$``), autolinks and Streamlit's
-    ``:directive[…]`` syntax. Runs of whitespace, newlines included, become one space so the text
-    cannot start a heading, list or code block.
+    Every ASCII punctuation character is backslash-escaped (CommonMark allows it before any of
+    them), which defeats links, images, HTML, LaTeX (``$``) and Streamlit's ``:directive[…]``.
+    Escaping does not stop GFM's bare-URL and e-mail autolinks, so an invisible zero-width space
+    is put where they would start. Runs of whitespace, newlines included, become one space so the
+    text cannot start a heading, list or code block.
     """
-    return " ".join(str(text).split()).translate(_ESCAPE_PUNCTUATION)
+    text = _AUTOLINK.sub(_ZERO_WIDTH_SPACE, " ".join(str(text).split()))
+    return text.translate(_ESCAPE_PUNCTUATION)

@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 #: Failure codes that come with the file's header, so the user can say which column is which.
 MAPPABLE = {"unmapped_columns", "ambiguous_columns"}
 NOT_IN_FILE = "— not in the file —"
-_SEVERITY = {"error": 0, "warning": 1, "info": 2}
+_SEVERITY = {"error": 0, "warning": 1, "info": 2}  # the order notices are shown in
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,8 @@ def _use(attempt: Attempt) -> None:
     data.keep_upload(attempt.result.matrix, attempt.filename)
 
 
-def show(attempt: Attempt) -> None:
-    """Every notice (errors first), then the imported matrix and the button to use it."""
+def show(upload, attempt: Attempt) -> None:
+    """Every notice (errors first), the column mapping if needed, then the imported matrix."""
     name = safe.markdown(attempt.filename)
     if attempt.unexpected:
         st.error(f"**{name} could not be imported** because of an unexpected problem "
@@ -128,12 +128,20 @@ def show(attempt: Attempt) -> None:
                  "below and upload it again. If it is, this is a bug in the importer: please "
                  "report it with the file's first lines.")
         return
-    for item in sorted(attempt.notices, key=lambda n: _SEVERITY.get(n.level, 3)):
+    for item in sorted(attempt.notices, key=lambda n: _SEVERITY[n.level]):
         widgets.notice(item)
+    mapping_form(upload, attempt)
     if attempt.result is None:
         return
-    matrix = attempt.result.matrix
-    st.success(f"Imported **{name}** as {importers.FORMATS[attempt.result.format]}.")
+    result, matrix = attempt.result, attempt.result.matrix
+    level = f", {result.level} level" if result.level else ""
+    st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
+    if st.session_state[state.UPLOADED_MATRIX] is matrix:
+        st.success("This is the current dataset on every page, for this browser session only.")
+        st.page_link("app.py", label="See it on the home page", icon=":material/home:")
+    else:
+        st.button("Use this dataset", type="primary", key=state.USE_UPLOAD, on_click=_use,
+                  args=(attempt,))
     widgets.figures(matrix)
     st.subheader("Preview: the busiest commutes")
     widgets.top_flows(matrix, k=20)
@@ -142,12 +150,6 @@ def show(attempt: Attempt) -> None:
         st.dataframe(matrix.origins.to_frame(), hide_index=True, width="stretch")
         st.caption("Destinations")
         st.dataframe(matrix.destinations.to_frame(), hide_index=True, width="stretch")
-    if st.session_state[state.UPLOADED_MATRIX] is matrix:
-        st.success("This is the current dataset on every page, for this browser session only.")
-        st.page_link("app.py", label="See it on the home page", icon=":material/home:")
-    else:
-        st.button("Use this dataset", type="primary", key=state.USE_UPLOAD, on_click=_use,
-                  args=(attempt,))
 
 
 def examples() -> None:

@@ -60,17 +60,22 @@ def figures(matrix: ODMatrix) -> None:
     row[2].metric("Cells with count 1", f"{summary['cells_count_1']:,}")
     row[3].metric("Cells with count < 10", f"{summary['cells_under_10']:,}",
                   help="Non-zero cells with 1 to 9 commuters.")
-    st.markdown(
-        f"**{summary['cells_count_1']:,}** origin–destination cells hold exactly one commuter and "
-        f"**{summary['cells_under_10']:,}** fewer than ten: publishing such a count tells anyone who "
-        "knows where a person lives where that person works, the re-identification risk that "
-        "differential privacy is meant to remove.")
+    risk = ("publishing such a count tells anyone who knows where a person lives where that "
+            "person works, the re-identification risk that differential privacy is meant to remove.")
+    if summary["cells_under_10"]:
+        st.markdown(f"**{summary['cells_count_1']:,}** origin–destination cells hold exactly one "
+                    f"commuter and **{summary['cells_under_10']:,}** fewer than ten: {risk}")
+    else:
+        st.markdown(f"No origin–destination cell here holds fewer than ten commuters. Finer data "
+                    f"has many, and {risk}")
 
 
 def top_flows(matrix: ODMatrix, k: int = 10) -> None:
     """The k busiest commutes (zone names shown verbatim by the dataframe, never as Markdown)."""
     st.dataframe(matrix.top(k), hide_index=True, width="stretch",
-                 column_config={"rank": "Rank", "commute": "Commute", "count": "Commuters"})
+                 column_config={"rank": "Rank", "commute": "Commute",
+                                "count": st.column_config.NumberColumn("Commuters",
+                                                                       format="localized")})
 
 
 def notice(item) -> None:

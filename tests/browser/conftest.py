@@ -1,0 +1,128 @@
+"""Browser tests: the real app on a free port, driven through Playwright in Debian's Chromium.
+
+The browser is found through ``DPCORE_CHROMIUM`` (default ``/usr/bin/chromium``). Without it the
+tests skip on a developer machine but FAIL when ``CI`` is set, so CI can never pass without them.
+The server runs in its own process group, is killed on teardown and, on Linux, also dies with
+pytest (parent-death signal), so a killed test run leaves no orphan holding the port.
+"""
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+SCREENSHOTS = ARTIFACTS / "screenshots"
+CHROMIUM = os.environ.get("DPCORE_CHROMIUM", "/usr/bin/chromium")
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage"]
+#: Streamlit scrolls inside its own container, so full-page screenshots miss content: go tall.
+VIEWPORT = {"width": 1280, "height": 2400}
+SERVER_START_TIMEOUT = 90  # seconds; two shared cores can be slow to import streamlit + pandas
+
+expect.set_options(timeout=30_000)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _die_with(parent_pid: int):
+    """A pre-exec hook: the server gets SIGKILL when pytest dies, however it dies (Linux only)."""
+    def hook():
+        if sys.platform.startswith("linux"):
+            pr_set_pdeathsig = 1
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # pytest died before the signal was armed
+            os._exit(1)
+    return hook
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.read().decode().strip() == "ok"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """Start ``streamlit run app.py`` on a free port; yield its base URL; kill it afterwards."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log_path = ARTIFACTS / f"streamlit-{port}.log"
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(port),
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=_die_with(os.getpid()))
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while not _healthy(url):
+            if server.poll() is not None:
+                pytest.fail(f"the app exited with code {server.returncode} before it was healthy; "
+                            f"log:\n{log_path.read_text(errors='replace')}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the app was not healthy after {SERVER_START_TIMEOUT} s; "
+                            f"log:\n{log_path.read_text(errors='replace')}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args():
+    """pytest-playwright's launch arguments: Debian's Chromium, headless, no sandbox."""
+    if not os.access(CHROMIUM, os.X_OK):
+        message = (f"Chromium not found at {CHROMIUM} (set DPCORE_CHROMIUM, or: apt-get install -y "
+                   "--no-install-recommends chromium fonts-liberation)")
+        if in_ci():
+            pytest.fail(message + "; CI requires the browser tests to run")
+        pytest.skip(message)
+    return {"executable_path": CHROMIUM, "args": LAUNCH_ARGS, "headless": True}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args():
+    return {"viewport": VIEWPORT}
+
+
+@pytest.fixture
+def screenshot(page):
+    """``screenshot("name")`` saves the page to tests/artifacts/screenshots/name.png."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path))
+        return path
+    return take
