@@ -5,6 +5,7 @@ release, so Stop, a smaller grid and coming back all reuse them), summarised by
 :mod:`dpcore.explore` and drawn by :mod:`ui.charts`.
 """
 
+import pandas as pd
 import streamlit as st
 
 from dpcore import explore, metrics, postprocess
@@ -105,8 +106,8 @@ domain_found = sweep_chart(domain, "tradeoffs_domain", f"{info.label} against ε
                            style="scenario") if chosen else None
 
 st.header("Release time per mechanism")
-times = explore.release_times(main_found.table if domain_found is None
-                              else domain_found.table)
+times = explore.release_times(pd.concat(
+    [found.table for found in (main_found, domain_found) if found is not None]))
 if len(times):
     charts.show(charts.runtime_bars(times, "Mean release time per mechanism"), times,
                 "release_times", "tradeoffs_times")

@@ -1,0 +1,129 @@
+"""AppTest of the Tradeoffs page: sweeps run behind buttons, are cached per release, and the curves
+show dpcore's numbers (empirical means and closed-form theory)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpcore import datasets, explore, mechanisms
+from tests.plotly_spec import figure, figures, traces, values
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
+GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
+
+
+def tradeoffs_page(grid="1, 5", trials=2, **query) -> AppTest:
+    """The page with a small grid, so each sweep is quick."""
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    query.setdefault("mech", ["laplace", "grr"])
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    at.text_input(key=GRID).set_value(grid)
+    at.number_input(key=TRIALS).set_value(trials)
+    at.text_input(key="kept_widget_tradeoffs_sizes").set_value("1000, 10000")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def run_sweep(at: AppTest, key: str) -> AppTest:
+    at.button(key=f"{key}_run").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def mean_line(fig: dict, label: str) -> tuple[np.ndarray, np.ndarray]:
+    (trace,) = traces(fig, label)
+    return values(trace["x"]).astype(float), values(trace["y"]).astype(float)
+
+
+def test_nothing_runs_until_asked():
+    at = tradeoffs_page(seed="101")
+    assert not figures(at)
+    labels = {b.key: b.label for b in at.button}
+    assert labels["tradeoffs_epsilon_run"] == "Run 8 releases"  # 2 mechanisms × 2 ε × 2 trials
+    assert labels["tradeoffs_n_run"] == "Run 8 releases"        # 2 mechanisms × 2 n × 2 trials
+
+
+def test_epsilon_sweep_curves_bands_and_theory_match_dpcore():
+    at = run_sweep(tradeoffs_page(pp="base", seed="102"), "tradeoffs_epsilon")
+    fig = figure(at, "against ε (Base")
+    x, y = mean_line(fig, "Laplace")
+    assert list(x) == [1.0, 5.0]
+    assert len(traces(fig, "Laplace (95 % band)")) == 1
+    county = datasets.load("ireland_county").to_dense()
+    for key in ("laplace", "grr"):
+        name = mechanisms.get(key).name
+        theory_x, theory_y = mean_line(fig, f"{name} · theory")
+        expected = [explore.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
+                    for e in (1.0, 5.0)]
+        assert list(theory_x) == [1.0, 5.0] and np.allclose(theory_y, expected)
+    # the empirical Laplace RMSE is within a few percent of its theory (1,085 cells, 2 trials)
+    assert np.allclose(y, mean_line(fig, "Laplace · theory")[1], rtol=0.15)
+    assert fig["layout"]["xaxis"]["title"]["text"] == "ε (privacy budget)"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "RMSE (commuters)"
+    assert any("release time" in f["layout"]["title"]["text"] for f in figures(at))
+
+
+def test_returning_and_shrinking_reuse_the_cached_releases():
+    at = run_sweep(tradeoffs_page(seed="103"), "tradeoffs_epsilon")
+    first = mean_line(figure(at, "against ε ("), "Laplace")
+    again = tradeoffs_page(seed="103")  # a new session: the finished releases are reused
+    assert "tradeoffs_epsilon_run" not in {b.key for b in again.button}
+    assert np.array_equal(mean_line(figure(again, "against ε ("), "Laplace")[1], first[1])
+    again.text_input(key=GRID).set_value("5").run()  # shrink the grid: nothing to run
+    assert "tradeoffs_epsilon_run" not in {b.key for b in again.button}
+    assert list(mean_line(figure(again, "against ε ("), "Laplace")[0]) == [5.0]
+    again.number_input(key=TRIALS).set_value(3).run()  # one more trial: only it is missing
+    labels = {b.key: b.label for b in again.button}
+    assert labels["tradeoffs_epsilon_run"] == "Run 2 releases"
+
+
+def test_metric_choice_and_bad_grid():
+    at = tradeoffs_page(seed="104")
+    at.selectbox(key="kept_widget_tradeoffs_metric").set_value("max_error").run()
+    run_sweep(at, "tradeoffs_epsilon")
+    fig = figure(at, "Max error (L∞) against ε")
+    assert fig["layout"]["yaxis"]["title"]["text"] == "Max error (L∞) (commuters)"
+    assert not [t for t in fig["data"] if "theory" in t["name"]]
+    at.text_input(key=GRID).set_value("1, lots").run()
+    assert any("“lots” is not a number" in e.value for e in at.error)
+
+
+def test_population_sweep_subsamples():
+    at = run_sweep(tradeoffs_page(seed="105"), "tradeoffs_n")
+    fig = figure(at, "against population size")
+    x, y = mean_line(fig, "Laplace")
+    assert list(x) == [1000.0, 10000.0]
+    assert fig["layout"]["xaxis"]["type"] == "log"
+    # Laplace noise does not depend on n: its RMSE is the same at both sizes, within noise
+    assert np.allclose(y, y[0], rtol=0.2)
+
+
+def test_post_processing_comparison_and_a_mechanism_left_out():
+    at = tradeoffs_page(seed="106", mech=["laplace", "topk"])
+    at.multiselect(key="kept_widget_tradeoffs_methods").set_value(["base", "base_cut"]).run()
+    run_sweep(at, "tradeoffs_postprocess")
+    fig = figure(at, "by post-processing")
+    names = {t["name"] for t in fig["data"]}
+    assert {"Laplace · base", "Laplace · base_cut"} <= names
+    assert any("left out" in w.value and "Base-Cut" in w.value for w in at.warning)
+
+
+@pytest.mark.slow
+def test_domain_comparison_of_the_thesis_subsets():
+    at = tradeoffs_page(grid="5", trials=1, seed="107", mech=["laplace", "hm"],
+                        dataset="ireland_ed", level="parent")
+    options = at.multiselect(key="kept_widget_tradeoffs_scenarios").options
+    dublin = next(o for o in options if o.startswith("Dublin City (d = 26,244"))
+    rural = next(o for o in options if o.startswith("Cavan + Leitrim (d = 26,244"))
+    at.multiselect(key="kept_widget_tradeoffs_scenarios").set_value([dublin, rural]).run()
+    run_sweep(at, "tradeoffs_domain")
+    fig = figure(at, "by data")
+    assert {t["name"] for t in fig["data"]} >= {f"Laplace · {dublin}", f"Laplace · {rural}"}
+    times = figure(at, "release time")
+    assert times["layout"]["yaxis"]["type"] == "log"
+    assert {t["name"] for t in times["data"]} == {"Laplace", mechanisms.get("hm").name}
