@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.metrics import PRESENT_AT
-from dpcore.od import ODMatrix
+from dpcore.od import ARROW, ODMatrix
 
 TRUE, RELEASED, DIFFERENCE = "true", "released", "difference"
 #: What a map can show; the difference view sizes and ranks flows by max(true, released).
@@ -229,6 +229,16 @@ class FlowSelection:
     def truncated(self, group: str = LINES) -> int:
         """How many matching flows of ``group`` the cap left out."""
         return self.matched[group] - len(getattr(self, group))
+
+    def listing(self, group: str) -> pd.DataFrame:
+        """One group as a compact table for the lists beside a map: ``commute`` ("Origin →
+        Destination", or the zone alone for flows within one zone), ``true``, ``released``."""
+        frame = getattr(self, group)
+        commute = frame["origin_label"].astype(str)
+        if group != WITHIN:
+            commute = commute + ARROW + frame["destination_label"].astype(str)
+        return pd.DataFrame({"commute": commute, "true": frame["true"],
+                             "released": frame["released"]})
 
     def table(self) -> pd.DataFrame:
         """Every flow shown, in any of the three forms, as a readable table (for download).

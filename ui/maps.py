@@ -72,6 +72,7 @@ body .leaflet-container {{ background: {BACKGROUND}; }}
 .flow-legend {{ background: rgba(255,255,255,.92); padding: 6px 9px; font: 11px/1.35 sans-serif;
   color: #222; border-radius: 4px; box-shadow: 0 1px 4px rgba(0,0,0,.3); max-width: 250px; }}
 .flow-legend b {{ display: block; margin: 3px 0 2px; }}
+.flow-legend summary {{ cursor: pointer; font-weight: bold; }}
 .flow-legend .row {{ display: flex; align-items: center; gap: 6px; }}
 .flow-legend .swatch {{ width: 34px; flex: none; }}
 </style>"""
@@ -185,6 +186,7 @@ class Legend(MacroElement):
         {{ this.get_name() }}.onAdd = function (map) {
             var div = L.DomUtil.create("div", "flow-legend");
             div.innerHTML = {{ this.html|tojson }};
+            L.DomEvent.disableScrollPropagation(div);
             L.DomEvent.disableClickPropagation(div);
             return div;
         };
@@ -236,14 +238,13 @@ def _points(frame: pd.DataFrame, properties: dict[str, list]) -> dict:
         for x, y, *values in zip(lon, lat, *properties.values())]}
 
 
-def legend_html(view: str, breaks, statuses=(), size_by: str = "residents",
-                within: bool = False, colour: str | None = None) -> str:
+def legend_html(view: str, breaks, statuses=(), colour: str | None = None) -> str:
     """The legend's HTML: line widths by class, colours (by status in the difference view)."""
     widths = line_widths(breaks)
     line_colour = _colour(view, flows.CLOSE_TO_TRUE, colour)
     sized = {flows.TRUE: "true count", flows.RELEASED: "released count",
              flows.DIFFERENCE: "larger of true and released"}[view]
-    parts = [f"<b>{html.escape(flows.VIEWS[view])}</b>",
+    parts = [f"<details open><summary>{html.escape(flows.VIEWS[view])}</summary>",
              f"<b>Commuters per line ({html.escape(sized)})</b>"]
     lower = 1.0
     for width, bound in zip(widths, breaks):
@@ -257,13 +258,17 @@ def legend_html(view: str, breaks, statuses=(), size_by: str = "residents",
             parts.append(f'<div class="row"><span class="swatch" style="border-top:3px {dash} '
                          f'{STATUS_COLOURS[status]}"></span>'
                          f"{html.escape(flows.STATUSES[status])}</div>")
-    notes = ["Lines bend to their right; the chevron points to the destination.",
-             f"Points: zones sized by {size_by}."]
-    if within:
-        notes.append("Rings: commuters who stay within their zone.")
-    parts.append("<b>Reading the map</b>")
-    parts.extend(f"<div>{html.escape(note)}</div>" for note in notes)
+    parts.append("</details>")
     return "".join(parts)
+
+
+def reading_notes(size_by: str, within: bool) -> str:
+    """How to read the map (plain text, for a caption under it)."""
+    notes = [("Lines bend to their right, so A→B and B→A are separate arcs; the chevron on each "
+              "points to the destination."), f"Points are zones sized by {SIZE_BY[size_by].lower()}."]
+    if within:
+        notes.append("Rings around a zone: commuters who live and work in that same zone.")
+    return " ".join(notes)
 
 
 # ------------------------------------------------------------------------------------ the map
@@ -407,8 +412,7 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
         places = list(zip(largest["label"], largest["lat"], largest["lon"]))
     ZoneLabels(places).add_to(m)
     statuses = set(selection.lines["status"]) | set(selection.within["status"])
-    Legend(legend_html(selection.view, breaks, statuses, SIZE_BY[size_by].split(" (")[0].lower(),
-                       within=not selection.within.empty, colour=colour)).add_to(m)
+    Legend(legend_html(selection.view, breaks, statuses, colour)).add_to(m)
     return FlowMap(m, dict(zip(tooltips.str.strip(), placed["id"])), layers)
 
 
