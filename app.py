@@ -8,7 +8,8 @@ import streamlit as st
 
 from ui import state, widgets
 
-st.set_page_config(page_title="Commuting Privacy Lab", page_icon=":material/commute:", layout="wide")
+st.set_page_config(page_title="Commuting Privacy Lab", page_icon=":material/commute:",
+                   layout="wide")
 state.init()
 
 st.title("Commuting Privacy Lab")

@@ -1,4 +1,4 @@
-"""AppTest of the Data page: uploads through the real file uploader, every notice shown, no traceback.
+"""AppTest of the Data page: real file-uploader uploads, every notice shown, never a traceback.
 
 The expected messages are not copied here: each test asks :func:`dpcore.importers.import_od` what
 it says about the same bytes and checks that the page shows exactly that, in the right kind of box.
@@ -61,7 +61,8 @@ def test_without_a_file_the_page_explains_the_formats_and_offers_the_examples(da
     assert any("Long format" in md.value for md in data_page.markdown)
     buttons = {button.proto.label for button in data_page.get("download_button")}
     assert buttons == {f"{key}.csv" for key in importers.EXAMPLES}
-    assert set(data_page.selectbox(key=state.UPLOAD_FORMAT).options) == set(importers.FORMATS.values())
+    formats = data_page.selectbox(key=state.UPLOAD_FORMAT).options
+    assert set(formats) == set(importers.FORMATS.values())
 
 
 @pytest.mark.parametrize("example", ["long", "long_coordinates", "powscar", "lodes", "matrix",
@@ -98,8 +99,8 @@ def test_an_upload_is_never_visible_to_another_session(data_page):
     upload(data_page, "mine.csv", importers.EXAMPLES["long"].encode())
     data_page.button(key=state.USE_UPLOAD).click().run()
     other = AppTest.from_file(APP, default_timeout=30).run()  # same process, shared caches
-    assert state.UPLOADED not in other.selectbox(key=state.DATASET_PICKER).options
-    assert all("mine.csv" not in option for option in other.selectbox(key=state.DATASET_PICKER).options)
+    options = other.selectbox(key=state.DATASET_PICKER).options
+    assert state.UPLOADED not in options and all("mine.csv" not in option for option in options)
 
 
 CORPUS = ROOT / "tests" / "malformed"
@@ -133,7 +134,7 @@ def outcome(data: bytes, name: str, **options):
 @pytest.mark.parametrize("case", corpus_cases(),
                          ids=lambda case: f"{case['file']}-{case['code']}")
 def test_every_corpus_file_shows_its_message_and_no_traceback(data_page, case):
-    """Each malformed file through the data_page, with the corpus's format, level and zones pairing."""
+    """Each malformed file through the page, with the corpus's format, level and zones pairing."""
     if case["zones_for"]:
         main, zones = FIXTURES / case["zones_for"], CORPUS / case["file"]
     else:
@@ -145,7 +146,8 @@ def test_every_corpus_file_shows_its_message_and_no_traceback(data_page, case):
     if level:  # the level picker appears once the format is chosen
         data_page.run().selectbox(key=state.level_widget(file_format)).set_value(level)
     if zones:
-        data_page.file_uploader(key=state.UPLOAD_ZONES).set_value((zones.name, zones.read_bytes(), CSV))
+        data_page.file_uploader(key=state.UPLOAD_ZONES).set_value(
+            (zones.name, zones.read_bytes(), CSV))
     upload(data_page, main.name, main.read_bytes())
 
     notices, imported = outcome(main.read_bytes(), main.name, format=file_format, level=level,
@@ -173,8 +175,8 @@ def test_unrecognised_columns_are_mapped_by_the_user(data_page):
     assert failure.value.code == "unmapped_columns"
     upload(data_page, "codes.csv", data)
     assert any("Could not tell which column" in box for box in boxes(data_page, "error"))
-    pickers = {role: next(box for box in data_page.selectbox
-                          if box.key and box.key.startswith("data_map_") and box.key.endswith(f"_{role}"))
+    file_id = data_page.session_state[state.IMPORT_ATTEMPT].fingerprint[0]
+    pickers = {role: data_page.selectbox(key=state.mapping_widget(file_id, role))
                for role in ("origin", "destination", "count")}
     assert set(pickers["origin"].options) == {"— not in the file —", "a", "b", "c"}
     pickers["origin"].set_value("a")
@@ -211,8 +213,8 @@ def test_hostile_zone_names_stay_text(data_page):
     data = f"origin,destination,count\n{names[0]},{names[1]},3\n".encode()
     upload(data_page, "[x](http://evil.example).csv", data)
     assert set(data_page.dataframe[0].value["commute"]) == {f"{names[0]} → {names[1]}"}
-    rendered = " ".join(el.value for el in [*data_page.markdown, *data_page.caption, *data_page.success,
-                                            *data_page.info, *data_page.warning, *data_page.error])
+    kinds = ("markdown", "caption", "success", "info", "warning", "error")
+    rendered = " ".join(el.value for kind in kinds for el in getattr(data_page, kind))
     assert "](http" not in rendered and "<img" not in rendered
 
 

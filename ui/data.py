@@ -73,7 +73,8 @@ def current() -> Current:
     if key == state.UPLOADED and upload is not None:
         return Current(key, choices()[key], upload, synthetic=False, source="Your upload",
                        description="Imported from your file. It exists only in this browser "
-                                   "session: it is not stored on the server or shown to anyone else.")
+                                   "session: it is not stored on the server or shown to anyone "
+                                   "else.")
     if key not in datasets.DATASETS:
         key = state.DEFAULT_DATASET
         select(key)

@@ -65,6 +65,6 @@ DEFAULTS = {
 
 
 def init() -> None:
-    """Give every key its default unless this session already has a value (call first on each page)."""
+    """Give every key its default unless this session has a value (call first on each page)."""
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)

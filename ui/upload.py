@@ -153,11 +153,11 @@ def show(upload, attempt: Attempt) -> None:
 
 
 def examples() -> None:
-    """How each accepted format looks (the importer's own examples, tested to import) + downloads."""
+    """How each accepted format looks (the importer's own, tested examples), with downloads."""
     st.markdown(importers.describe_formats())
     st.markdown("**Download the examples**")
     columns = st.columns(len(importers.EXAMPLES))
-    for column, (key, text) in zip(columns, importers.EXAMPLES.items()):
+    for column, (key, text) in zip(columns, importers.EXAMPLES.items(), strict=True):
         column.download_button(f"{key}.csv", text.encode("utf-8"), file_name=f"example-{key}.csv",
                                mime="text/csv", key=state.example_download(key), on_click="ignore",
                                icon=":material/download:")

@@ -1,4 +1,4 @@
-"""Pieces of page that more than one page draws: dataset picker, headline figures, notices, links."""
+"""Page pieces shared by several pages: dataset picker, headline figures, notices, links."""
 
 import ast
 import re
@@ -56,12 +56,14 @@ def figures(matrix: ODMatrix) -> None:
                   help="Every origin × destination pair, including those nobody commutes along.")
     row = st.columns(4)
     row[0].metric("Non-zero cells", f"{summary['nonzero']:,}")
-    row[1].metric("Sparsity", f"{summary['sparsity']:.1%}", help="Share of the domain that is empty.")
+    row[1].metric("Sparsity", f"{summary['sparsity']:.1%}",
+                  help="Share of the domain that is empty.")
     row[2].metric("Cells with count 1", f"{summary['cells_count_1']:,}")
     row[3].metric("Cells with count < 10", f"{summary['cells_under_10']:,}",
                   help="Non-zero cells with 1 to 9 commuters.")
     risk = ("publishing such a count tells anyone who knows where a person lives where that "
-            "person works, the re-identification risk that differential privacy is meant to remove.")
+            "person works, the re-identification risk that differential privacy is meant to "
+            "remove.")
     if summary["cells_under_10"]:
         st.markdown(f"**{summary['cells_count_1']:,}** origin–destination cells hold exactly one "
                     f"commuter and **{summary['cells_under_10']:,}** fewer than ten: {risk}")

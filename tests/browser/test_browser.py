@@ -126,8 +126,8 @@ def test_hostile_names_are_shown_as_text_not_markup(page: Page, app_url, screens
     """Markdown/HTML in a file name and zone names must not become links, images or tags."""
     page.goto(f"{app_url}/Data")
     name = "[click](http://evil.example) <b>x</b>.csv"
-    data = ("origin,destination,count\n"
-            "\"![pixel](http://evil.example/p.png)\",<img src=x onerror=alert(1)>,3\n").encode()
+    data = (b"origin,destination,count\n"
+            b"\"![pixel](http://evil.example/p.png)\",<img src=x onerror=alert(1)>,3\n")
     upload(page, {"name": name, "mimeType": "text/csv", "buffer": data})
     expect(page.get_by_test_id("stAlert").filter(has_text=f"Imported {name} as")).to_be_visible()
     expect(page.locator("a[href*='evil.example']")).to_have_count(0)

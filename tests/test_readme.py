@@ -1,0 +1,48 @@
+"""The README stays true: its upload examples import as the format they illustrate, its dataset
+table matches the bundled data, and the test command that .ci/run reads from it is there."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dpcore import datasets, importers
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+EXAMPLES = dict(re.findall(r"<!-- example: (\w+) -->\n```csv\n(.*?)```", README, re.DOTALL))
+
+
+def test_every_upload_format_has_an_example():
+    assert set(EXAMPLES) == (set(importers.FORMATS) - {"auto"}) | {"zones"}
+
+
+@pytest.mark.parametrize("key", sorted(set(EXAMPLES) - {"zones"}))
+def test_each_example_is_detected_as_its_format_and_imports_cleanly(key):
+    result = importers.import_od(EXAMPLES[key].encode(), f"{key}.csv")
+    assert result.format == key
+    assert not [n for n in result.notices if n.level != "info"]
+
+
+def test_the_zones_example_adds_coordinates_to_the_long_example():
+    result = importers.import_od(EXAMPLES["long"].encode(), "long.csv",
+                                 zones=(EXAMPLES["zones"].encode(), "zones.csv"))
+    assert result.matrix.origins.has_coordinates.all()
+    assert not [n for n in result.notices if n.level != "info"]
+
+
+@pytest.mark.parametrize("key", list(datasets.DATASETS))
+def test_the_dataset_table_matches_the_data(key):
+    [row] = [line for line in README.splitlines() if line.startswith("|") and f"(`{key}`)" in line]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    s = datasets.load(key).summary()
+    assert cells[1] == f"{s['origins']:,} origins × {s['destinations']:,} destinations"
+    assert cells[2:] == [f"{s[name]:,}" for name in
+                         ("n", "domain_size", "nonzero", "cells_count_1", "cells_under_10")]
+
+
+def test_the_commands_are_there_and_ci_reads_the_test_command():
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
+    assert "python3 -m pip install -r requirements.txt && python3 -m streamlit run app.py\n" in blocks
+    after_marker = README.split("<!-- test-command -->\n", 1)[1]
+    assert after_marker.startswith("```bash\npython3 -m pip install -r requirements-test.txt && "
+                                   "python3 -m pytest\n```")
