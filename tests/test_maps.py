@@ -175,7 +175,7 @@ def evil_od() -> ODMatrix:
 
 def test_zone_names_are_escaped_everywhere(evil_od):
     true = evil_od.to_dense()
-    selection, built = build(evil_od, true, true + 1.0)
+    _, built = build(evil_od, true, true + 1.0)
     page = built.map.get_root().render()
     assert "<img" not in page and '<script>alert("x")' not in page
     # Labels are set as text (textContent), their JSON has no raw "<".
