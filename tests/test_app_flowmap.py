@@ -1,0 +1,188 @@
+"""AppTest of the flow map page: the generated Leaflet code (layers, links), filters and views.
+
+A st_folium map is a ``component_instance`` whose ``json_args`` hold the generated Leaflet script,
+header and HTML and the script/style links the component will load: they must point to the app
+itself only (the opt-in basemap apart), and the number of flow layers must match the style groups
+dpcore's selection implies.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpcore import datasets, explore, flows, mechanisms, postprocess
+from dpcore.od import ODMatrix, ZoneSet
+from ui import controls, leaflet_assets, state
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")
+URL = re.compile(r"https?://[^\s\"'<>)\\]+")
+EVIL = '<img src=x onerror=alert(1)>'
+
+
+def maps_of(at: AppTest) -> list[dict]:
+    """The arguments of every st_folium component on the page."""
+    found = [c for c in at.get("component_instance")
+             if c.proto.component_name == "streamlit_folium.st_folium"]
+    return [json.loads(c.proto.json_args) for c in found]
+
+
+def flow_layers(args: dict) -> int:
+    return args["script"].count("L.polyline(")
+
+
+def shown_table(at: AppTest):
+    return at.dataframe[-1].value
+
+
+def released_like_the_page(od: ODMatrix, key="laplace", epsilon=1.0, seed=0, post="base_pos"):
+    """The release the shared controls make by default (see ui.runs): own stream per mechanism."""
+    true = od.to_dense()
+    raw = mechanisms.build(key, epsilon=epsilon).release(true, explore.rng_for(seed, key))
+    return true, postprocess.apply(post, raw, od.n)
+
+
+def expected_layers(selection: flows.FlowSelection, breaks) -> int:
+    classes = flows.width_class(selection.lines["shown"], breaks)
+    styles = (selection.lines["status"] if selection.view == flows.DIFFERENCE
+              else [""] * len(classes))
+    return len(set(zip(styles, classes)))
+
+
+def open_page(**session) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    for key, value in session.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture(scope="module")
+def county():
+    od = datasets.load("ireland_county")
+    return od, *released_like_the_page(od)
+
+
+def test_default_map_is_offline_with_one_layer_per_width_class(county):
+    od, true, released = county
+    at = open_page()
+    [args] = maps_of(at)
+    assert args["js_links"] == [leaflet_assets.JS_URL]
+    assert args["css_links"] == [leaflet_assets.CSS_URL]
+    for part in ("script", "header", "html"):
+        assert URL.findall(args[part]) == [], part
+    assert args["returned_objects"] == ["last_object_clicked_tooltip"]  # panning doesn't rerun
+    selection = flows.select(od, true, released, view=flows.TRUE, top_k=250)
+    breaks = flows.width_breaks(selection.lines["shown"].max())
+    assert flow_layers(args) == expected_layers(selection, breaks) <= len(breaks)
+    assert any(f"{len(selection.lines)} lines drawn ({flow_layers(args)} grouped layers)"
+               in c.value for c in at.caption)
+    table = shown_table(at)
+    assert (table["shown_as"] == "line").sum() == len(selection.lines) == 250
+    assert (table["shown_as"].str.startswith("listed")).sum() == len(selection.unplaced)
+
+
+def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
+    od, true, released = county
+    at = open_page()
+    at.radio(key="flowmap_view").set_value(flows.DIFFERENCE).run()
+    assert not at.exception
+    [args] = maps_of(at)
+    selection = flows.select(od, true, released, view=flows.DIFFERENCE, top_k=250)
+    breaks = flows.width_breaks(selection.lines["shown"].max())
+    assert flow_layers(args) == expected_layers(selection, breaks)
+    table = shown_table(at)
+    lines = table[table["shown_as"] == "line"]
+    np.testing.assert_allclose(lines["released"], selection.lines["released"])
+    assert set(lines["release_effect"]) == {flows.STATUSES[s] for s in selection.lines["status"]}
+
+
+def test_side_by_side_draws_two_maps_with_shared_widths():
+    at = open_page()
+    at.radio(key="flowmap_view").set_value("side_by_side").run()
+    assert not at.exception
+    true_map, released_map = maps_of(at)
+    assert true_map["key"] != released_map["key"]
+    for args in (true_map, released_map):
+        assert args["js_links"] == [leaflet_assets.JS_URL] and flow_layers(args) >= 1
+    legend = re.compile(r"border-top:([\d.]+)px solid")
+    assert legend.findall(true_map["script"]) == legend.findall(released_map["script"])
+
+
+def test_basemap_is_opt_in_and_the_only_remote_host():
+    at = open_page()
+    at.checkbox(key="flowmap_basemap").check().run()
+    [args] = maps_of(at)
+    hosts = {re.match(r"https?://([^/]+)", u).group(1) for u in URL.findall(args["script"])}
+    assert hosts == {"tile.openstreetmap.org", "www.openstreetmap.org"}
+    assert args["js_links"] == [leaflet_assets.JS_URL]
+
+
+def test_zone_from_the_list_filters_flows_and_shows_its_totals(county):
+    od, true, released = county
+    at = open_page()
+    at.selectbox(key="flowmap_zone").set_value("Cavan").run()
+    assert not at.exception
+    assert any("Commuters of Cavan" in m.value for m in at.markdown)
+    totals = at.dataframe[0].value
+    expected = flows.zone_totals(od, "Cavan", true, released)
+    assert totals["true"].tolist() == [expected.out_true, expected.in_true, expected.within_true]
+    np.testing.assert_allclose(totals["released"], [expected.out_released,
+                                                    expected.in_released,
+                                                    expected.within_released])
+    table = shown_table(at)
+    assert ((table["origin"] == "Cavan") | (table["destination"] == "Cavan")).all()
+    at.radio(key="flowmap_direction").set_value(flows.TO).run()
+    assert (shown_table(at)["destination"] == "Cavan").all()
+    [args] = maps_of(at)
+    assert "#e6550d" in args["script"]  # the chosen zone is ringed
+
+
+def test_minimum_count_rule(county):
+    true = county[1]
+    at = open_page()
+    at.radio(key="flowmap_rule").set_value("min").run()
+    at.number_input(key="flowmap_min_count").set_value(5000).run()
+    table = shown_table(at)
+    assert (table["true"] >= 5000).all()
+    assert len(table) == np.count_nonzero(true >= 5000)
+
+
+def test_ed_subset_roll_up_and_the_line_cap():
+    at = open_page(**{state.CURRENT_DATASET: "ireland_ed",
+                      controls.KEYS["areas"].value: ("Dublin City",)})
+    at.radio(key="flowmap_rule").set_value("min").run()
+    at.number_input(key="flowmap_min_count").set_value(1).run()
+    assert not at.exception
+    [args] = maps_of(at)
+    assert any("only the largest 1,000 are drawn" in w.value for w in at.warning)
+    assert any("1,000 lines drawn" in c.value for c in at.caption)
+    assert 1 <= flow_layers(args) <= 6
+    at.toggle(key="flowmap_roll_up").set_value(True).run()
+    assert not at.exception
+    table = shown_table(at)
+    assert set(table["origin"]) == {"Dublin City"}   # one county left: no lines, one ring
+    assert (table["shown_as"] == "line").sum() == 0
+    assert flow_layers(maps_of(at)[0]) == 0
+
+
+def test_more_lines_on_request_with_a_warning():
+    at = open_page()
+    at.checkbox(key="flowmap_more_lines").check().run()
+    assert any("Up to 5,000 lines" in w.value for w in at.warning)
+
+
+def test_uploaded_zone_names_are_escaped_in_the_map():
+    zones = ZoneSet.from_ids(["a", "b", "c"], labels=[EVIL, "B", "C"], lat=[53.0, 53.2, 53.4],
+                             lon=[-7.0, -6.8, -6.6])
+    upload = ODMatrix.from_dense("evil", zones, zones, np.array([50, 30, 20, 40, 60, 10, 5, 20, 90]))
+    at = open_page(**{state.UPLOADED_MATRIX: upload, state.UPLOADED_FILENAME: "evil.csv",
+                      state.CURRENT_DATASET: state.UPLOADED})
+    [args] = maps_of(at)
+    assert flow_layers(args) >= 1
+    for part in ("script", "header", "html"):
+        assert "<img" not in args[part]
