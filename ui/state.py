@@ -1,4 +1,6 @@
-"""Session-state keys and their defaults: the only place that names them.
+"""Session-state keys and defaults of the current dataset, the home page and the Data page.
+
+The run controls shared by the analysis pages keep their own keys in :mod:`ui.controls`.
 
 Everything here lives in one browser session's ``st.session_state`` and dies with it. The uploaded
 dataset in particular is never cached across sessions and never written to disk.
