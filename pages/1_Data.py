@@ -32,6 +32,7 @@ level = upload.level_picker(file_format, level_column)
 
 if commuting_file is None:
     upload.forget()
+    upload.kept_upload_note()
     st.info("Choose a file above, or try one of the examples below.")
 else:
     attempt = upload.run_import(commuting_file, zones_file, file_format, level)

@@ -93,6 +93,9 @@ def test_use_this_dataset_makes_the_upload_current_on_the_home_page(data_page):
     assert data_page.selectbox(key=state.DATASET_PICKER).value == state.UPLOADED
     assert figures_shown(data_page)["Commuters (n)"] == f"{matrix.n:,}"
     assert list(data_page.dataframe[0].value["commute"]) == list(matrix.top(10)["commute"])
+    data_page.switch_page(DATA_PAGE).run()  # the uploader is empty again, the upload is kept
+    assert data_page.file_uploader(key=state.UPLOAD_FILE).value is None
+    assert any("keeps your upload **commutes.csv**" in box for box in boxes(data_page, "info"))
 
 
 def test_an_upload_is_never_visible_to_another_session(data_page):

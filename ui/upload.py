@@ -84,6 +84,14 @@ def forget() -> None:
     st.session_state[state.IMPORT_ATTEMPT] = None
 
 
+def kept_upload_note() -> None:
+    """Say which upload this session keeps: the uploader itself empties when the user leaves."""
+    if st.session_state[state.UPLOADED_MATRIX] is not None:
+        name = safe.markdown(st.session_state[state.UPLOADED_FILENAME])
+        st.info(f"This session keeps your upload **{name}**; the home page's dataset picker "
+                "switches between it and the bundled datasets. Upload another file to replace it.")
+
+
 def _apply_mapping(file_id: str, header: tuple[str, ...]) -> None:
     columns = {role: st.session_state[state.mapping_widget(file_id, role)]
                for role in importers.OD_ROLES}
