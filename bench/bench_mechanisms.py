@@ -43,6 +43,7 @@ from dpcore import datasets, mechanisms, metrics  # noqa: E402
 
 EPSILON = 1.0
 LEVELS = {"county": "ireland_county", "ed": "ireland_ed"}
+LEVEL_NAMES = {"county": "county", "ed": "ED"}
 TARGET_SECONDS = {"county": 0.050, "ed": 1.0}
 SPEED_UP_TARGET = 10_000
 #: A pilot per-user run this long (s) is enough to extrapolate from.
@@ -84,7 +85,8 @@ class Simulation:
 
     def __str__(self) -> str:
         if self.extrapolated:
-            return f"≈ {duration(self.seconds)} (extrap. from {self.users:,} users)"
+            people = "user" if self.users == 1 else "users"
+            return f"≈ {duration(self.seconds)} (extrap. from {self.users:,} {people})"
         return duration(self.seconds)
 
 
@@ -214,12 +216,14 @@ def main(argv=None) -> None:
 def print_report(levels, keys, matrices, releases, simulations, metric_times, peers, repeats,
                  budget, peer_share) -> None:
     print(f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, NumPy "
-          f"{np.__version__}; ε = {EPSILON:g}; median of {repeats} releases; per-user runs "
-          f"projected beyond {budget:g} s are extrapolated from a subsample.\n")
+          f"{np.__version__}; ε = {EPSILON:g}; d = |X| cells, n commuters; median of {repeats} "
+          f"releases; per-user runs projected beyond {budget:g} s are extrapolated linearly from "
+          f"a random subsample of commuters.\n")
     header = ["mechanism", "model"]
     for level in levels:
         od = matrices[level]
-        header += [f"release, {level} (|X| = {od.domain_size:,})", f"per-user, {level} "
+        name = LEVEL_NAMES[level]  # no "|X|" here: a pipe would split the markdown cell
+        header += [f"release, {name} (d = {od.domain_size:,})", f"per-user, {name} "
                    f"(n = {od.n:,})"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -230,11 +234,12 @@ def print_report(levels, keys, matrices, releases, simulations, metric_times, pe
             seconds = releases[level, key]
             met = seconds <= TARGET_SECONDS[level]
             if not met:
-                misses.append(f"{key} at {level} level ({duration(seconds)} > "
+                misses.append(f"{key} at {LEVEL_NAMES[level]} level ({duration(seconds)} > "
                               f"{duration(TARGET_SECONDS[level])})")
             row += [f"{duration(seconds)} {'✓' if met else '✗'}", str(simulations[level, key])]
         print("| " + " | ".join(row) + " |")
-    targets = ", ".join(f"≤ {duration(TARGET_SECONDS[level])} at {level} level" for level in levels)
+    targets = ", ".join(f"≤ {duration(TARGET_SECONDS[level])} at {LEVEL_NAMES[level]} level"
+                        for level in levels)
     print(f"\n✓/✗: fast release within its target ({targets}). "
           + (f"Missed: {'; '.join(misses)}." if misses else "All met."))
 
@@ -253,7 +258,7 @@ def print_report(levels, keys, matrices, releases, simulations, metric_times, pe
     print("|---|---|---|")
     for level in levels:
         first, later = metric_times[level]
-        print(f"| {level} (|X| = {matrices[level].domain_size:,}) | {duration(first)} | "
+        print(f"| {LEVEL_NAMES[level]} (d = {matrices[level].domain_size:,}) | {duration(first)} | "
               f"{duration(later)} |")
 
 
