@@ -180,21 +180,30 @@ def _histogram(parts, size: int) -> np.ndarray:
     A bincount also costs O(size), so when ``size`` exceeds a batch the batches are gathered in a
     buffer of up to TALLY_BUFFER indices and tallied together.
     """
-    total, buffer, filled = np.zeros(size, dtype=np.int64), None, 0
+    total, buffer, filled = None, None, 0
+
+    def tally(indices):
+        nonlocal total
+        counts = np.bincount(indices, minlength=size)
+        if total is None:
+            total = counts
+        else:
+            total += counts
+
     for part in parts:
         if len(part) >= size or len(part) > TALLY_BUFFER:
-            total += np.bincount(part, minlength=size)
+            tally(part)
             continue
         if buffer is None:
             buffer = np.empty(TALLY_BUFFER, dtype=part.dtype)
         if filled + len(part) > TALLY_BUFFER:
-            total += np.bincount(buffer[:filled], minlength=size)
+            tally(buffer[:filled])
             filled = 0
         buffer[filled:filled + len(part)] = part
         filled += len(part)
     if filled:
-        total += np.bincount(buffer[:filled], minlength=size)
-    return total
+        tally(buffer[:filled])
+    return np.zeros(size, dtype=np.int64) if total is None else total
 
 
 # -------------------------------------------------------------------------------- Hadamard response

@@ -145,6 +145,16 @@ def test_fwht_rejects_lengths_that_are_not_powers_of_two():
         fwht(np.ones(12))
 
 
+def test_report_tally_through_a_small_buffer(monkeypatch):
+    """Batches smaller than the histogram are buffered, flushed when full; larger ones go direct."""
+    monkeypatch.setattr(had, "TALLY_BUFFER", 7)
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, 20, size=k) for k in (3, 5, 2, 9, 1, 30, 4)]
+    np.testing.assert_array_equal(had._histogram(iter(parts), 20),
+                                  np.bincount(np.concatenate(parts), minlength=20))
+    np.testing.assert_array_equal(had._histogram(iter([]), 5), np.zeros(5))
+
+
 # ----------------------------------------------------------------------------- uniform parity fix
 @pytest.mark.parametrize("parity", [0, 1])
 def test_force_parity_maps_uniform_outputs_uniformly_onto_a_parity_class(parity):
