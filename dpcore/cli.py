@@ -92,7 +92,14 @@ def _import_file(args) -> importers.ImportResult:
     return result
 
 
+def _check_file_options(args) -> None:
+    if not args.file and (args.level or args.zones or args.format != "auto"):
+        raise ValueError("--format, --level and --zones describe an input file: use them with "
+                         "--file")
+
+
 def _load(args) -> ODMatrix:
+    _check_file_options(args)
     if args.file:
         return _import_file(args).matrix
     return datasets.load(args.dataset)
@@ -145,6 +152,7 @@ def _csv_list(text: str, kind=str) -> list:
 
 # ------------------------------------------------------------------------------------- commands
 def _cmd_datasets(args) -> int:
+    _check_file_options(args)
     if args.file:
         result = _import_file(args)
         print(_table(_FIGURE_HEADERS, [_figures_row(Path(args.file).name,
@@ -174,6 +182,8 @@ def _cmd_mechanisms(args) -> int:
 
 def _cmd_release(args) -> int:
     settings = _params(args.param, [args.mechanism])[args.mechanism]
+    if args.delta is not None and not mechanisms.get(args.mechanism).uses_delta:
+        raise ValueError(f"{args.mechanism} is ε-DP and has no δ; leave out --delta")
     mechanism = mechanisms.build(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                                  **settings)
     if args.postprocess not in postprocess.METHODS:
@@ -212,6 +222,8 @@ def _cmd_sweep(args) -> int:
     for key in keys:
         mechanisms.get(key)  # unknown keys fail here, listing the valid ones
     per_key = _params(args.param, keys)
+    if args.delta is not None and not any(mechanisms.get(key).uses_delta for key in keys):
+        raise ValueError(f"none of {', '.join(keys)} uses δ; leave out --delta")
     specs = []
     for key in keys:
         params = dict(per_key[key])

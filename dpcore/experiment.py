@@ -143,11 +143,12 @@ def _check_postprocess(methods, jobs: list[Job], od: ODMatrix) -> tuple[str, ...
     if unknown:
         raise ValueError(f"unknown post-processing {unknown}; valid keys: {', '.join(post.METHODS)}")
     if "base_cut" in methods:
-        for job in jobs:
-            mechanism = mechanisms.build(job.mechanism, epsilon=job.epsilon, **dict(job.params))
+        configurations = {(job.mechanism, job.params, job.epsilon) for job in jobs}
+        for key, params, epsilon in sorted(configurations, key=str):
+            mechanism = mechanisms.build(key, epsilon=epsilon, **dict(params))
             if post.zero_cell_variance(mechanism, od.n, od.domain_size) is None:
                 raise ValueError(f"Base-Cut needs a closed-form noise variance, which "
-                                 f"{mechanism.name} [{job.mechanism}] does not have; leave "
+                                 f"{mechanism.name} [{key}] does not have; leave "
                                  f"base_cut out for it")
     return methods
 

@@ -79,6 +79,11 @@ def test_datasets_passes_format_and_level_to_the_importer(capsys):
     assert code == cli.EXIT_INVALID_INPUT and "tract" in err
 
 
+def test_file_options_without_a_file_are_rejected(capsys):
+    code, _, err = run(capsys, "datasets", "--format", "powscar")
+    assert code == cli.EXIT_USAGE and "use them with --file" in err
+
+
 def test_missing_file_is_a_message_not_a_traceback(capsys, tmp_path):
     code, _, err = run(capsys, "datasets", "--file", tmp_path / "nope.csv")
     assert code == cli.EXIT_USAGE
@@ -183,6 +188,8 @@ def test_release_neutralises_formula_like_zone_names(capsys, tmp_path):
     (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a number"),
     (["--mechanism", "topk", "--epsilon", "1", "--param", "k"], "name=value"),
     (["--mechanism", "laplace", "--epsilon", "1", "--postprocess", "magic"], "post-processing"),
+    (["--mechanism", "laplace", "--epsilon", "1", "--delta", "1e-6"], "has no δ"),
+    (["--mechanism", "laplace", "--epsilon", "1", "--level", "ed"], "use them with --file"),
 ])
 def test_release_rejects_bad_options_with_a_clear_message(capsys, tmp_path, argv, message):
     code, _, err = run(capsys, "release", "--dataset", "toy_town", *argv,
@@ -225,6 +232,7 @@ def test_sweep_writes_the_tidy_table(capsys, tmp_path):
     (["--mechanisms", "laplace", "--epsilons", "1,a"], "comma-separated list of numbers"),
     (["--mechanisms", "laplace", "--epsilons", "1", "--trials", "0"], "trials"),
     (["--mechanisms", "topk", "--epsilons", "1", "--postprocess", "base_cut"], "Base-Cut"),
+    (["--mechanisms", "laplace,oue", "--epsilons", "1", "--delta", "1e-6"], "uses δ"),
 ])
 def test_sweep_rejects_bad_options_with_a_clear_message(capsys, tmp_path, argv, message):
     code, _, err = run(capsys, "sweep", "--dataset", "toy_town", *argv, "--out", tmp_path / "x")
