@@ -28,7 +28,7 @@ from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Pa
 RELEASE_CHUNK = 1 << 22
 #: Largest t the Hadamard mechanism accepts; at ε = 20 (the largest ε allowed) the best t is ~24.
 MAX_COEFFICIENTS = 32
-#: Reports tallied by one bincount (int32 indices: 128 MB); larger populations are tallied in rounds.
+#: Reports tallied by one bincount (int32 indices: 128 MB); more are tallied in rounds.
 TALLY_BUFFER = 1 << 25
 #: Domains from this size on are shuffled bucket by bucket (see :func:`uniform_permutation`).
 SHUFFLE_BUCKETED_FROM = 1 << 20
@@ -104,10 +104,10 @@ def uniform_permutation(d: int, rng: np.random.Generator) -> np.ndarray:
 def force_parity(y: np.ndarray, row: np.ndarray, flip_bit: np.ndarray, parity: int | np.ndarray):
     """Return y, or y with ``flip_bit`` toggled, so that popcount(y & row) has the given parity.
 
-    ``flip_bit`` must be a bit that is set in ``row``: toggling it flips the parity, so y ↦ y ^ flip_bit
-    is a bijection between the two parity classes, and a uniform y becomes a uniform element of the
-    wanted class (each element is hit by exactly two y's). With parity 0 that class is
-    {y : H[row, y] = +1}.
+    ``flip_bit`` must be a bit that is set in ``row``: toggling it flips the parity, so
+    y ↦ y ^ flip_bit is a bijection between the two parity classes, and a uniform y becomes a
+    uniform element of the wanted class (each element is hit by exactly two y's). With parity 0
+    that class is {y : H[row, y] = +1}.
     """
     wrong = (np.bitwise_count(y & row) & 1) ^ parity
     return y ^ (flip_bit * wrong.astype(y.dtype, copy=False))
@@ -122,7 +122,8 @@ def _as_counts(counts) -> np.ndarray:
     """True counts as int64, or a ValueError saying what is wrong with them."""
     counts = np.asarray(counts)
     if counts.ndim != 1 or counts.size == 0:
-        raise ValueError(f"counts must be a non-empty 1-D array over the domain, got shape {counts.shape}")
+        raise ValueError("counts must be a non-empty 1-D array over the domain, "
+                         f"got shape {counts.shape}")
     if np.issubdtype(counts.dtype, np.integer):
         bad = counts < 0
     elif np.issubdtype(counts.dtype, np.floating):
@@ -131,7 +132,8 @@ def _as_counts(counts) -> np.ndarray:
         raise ValueError(f"counts must be numbers, got dtype {counts.dtype}")
     if bad.any():
         cell = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"counts must be non-negative whole numbers; cell {cell} holds {counts[cell]!r}")
+        raise ValueError("counts must be non-negative whole numbers; "
+                         f"cell {cell} holds {counts[cell]!r}")
     return counts.astype(np.int64, copy=False)
 
 
@@ -139,7 +141,8 @@ def _as_items(items, d: int) -> np.ndarray:
     """One domain index per person as int64, or a ValueError naming the first bad one."""
     items = np.asarray(items)
     if items.ndim != 1:
-        raise ValueError(f"items must be a 1-D array (one cell index per person), got shape {items.shape}")
+        raise ValueError("items must be a 1-D array (one cell index per person), "
+                         f"got shape {items.shape}")
     if items.size and not np.issubdtype(items.dtype, np.integer):
         raise ValueError(f"items must be whole-number cell indices, got dtype {items.dtype}")
     items = items.astype(np.int64, copy=False)
@@ -164,7 +167,7 @@ def _index_dtype(size: int):
 
 
 def _batches(people: np.ndarray, limit: int):
-    """Consecutive slices of the present cells, each holding at most ``limit`` people (or one cell)."""
+    """Consecutive slices of the present cells, each with at most ``limit`` people (or one cell)."""
     ends = np.cumsum(people)
     start = 0
     while start < len(people):
@@ -211,11 +214,11 @@ def _histogram(parts, size: int) -> np.ndarray:
 class HRLayout:
     """Output alphabet of Hadamard response for one domain size.
 
-    ``blocks`` blocks of ``block_size`` outputs each (``outputs`` = their product). Symbol s (the item
-    after the public permutation, in the blocked form) owns row ``s % (block_size − 1) + 1`` of the
-    block's Hadamard matrix in block ``s // (block_size − 1)``; its set C_s is the block's outputs
-    where that row is +1. The ε ≤ 1 form is the special case of one block and no permutation: item x
-    owns row x + 1 of H_K.
+    ``blocks`` blocks of ``block_size`` outputs each (``outputs`` = their product). Symbol s (the
+    item after the public permutation, in the blocked form) owns row ``s % (block_size − 1) + 1`` of
+    the block's Hadamard matrix in block ``s // (block_size − 1)``; its set C_s is the block's
+    outputs where that row is +1. The ε ≤ 1 form is the special case of one block and no
+    permutation: item x owns row x + 1 of H_K.
     """
 
     d: int
@@ -250,18 +253,42 @@ class HRLayout:
         return start + force_parity(offset, row, low, 0)
 
 
+HR_EXPLANATION = r"""**Hadamard response.** Each commuter sends one number: an index into a ±1 table
+(a Hadamard matrix) whose row for their true commute is +1 on half the entries. They pick a +1 entry
+of their row more often than a −1 entry, by a factor $e^\varepsilon$; the server counts the numbers
+and one fast Walsh–Hadamard transform turns the counts into estimates.
+
+* $\varepsilon \le 1$: $K = 2^{\lceil\log_2(d+1)\rceil}$ outputs, $C_x = \{y: H_K[x+1,y]=+1\}$,
+  $P[y\mid x] = \frac{2e^\varepsilon}{K(1+e^\varepsilon)}$ on $C_x$ and
+  $\frac{2}{K(1+e^\varepsilon)}$ elsewhere;
+  $\hat c_x = \frac{e^\varepsilon+1}{e^\varepsilon-1}\sum_y H_K[x+1,y]\,N_y$,
+  $\operatorname{Var}[\hat c_x] = n\frac{(e^\varepsilon+1)^2}{(e^\varepsilon-1)^2} - c_x$.
+* $\varepsilon > 1$ (blocked): the cells are shuffled by a public random permutation and split into
+  $B = 2^{\lfloor\log_2\min(2d, e^\varepsilon)\rfloor}$ blocks of $b-1$ cells,
+  $b = 2^{\lceil\log_2(d/B+1)\rceil}$; with probability $2B/Z$, $Z = 2B-1+e^\varepsilon$, the
+  commuter sends a uniform index of all $K = Bb$, otherwise a uniform +1 index of their row inside
+  their block.
+  $\hat c_s = \frac{Z}{e^\varepsilon-1}\sum_{y\in\text{block}(s)} H_b[\text{row}(s),y]\,N_y$,
+  $\operatorname{Var}[\hat c_s] =
+  \frac{Z\,(2n + (e^\varepsilon-1)\,c_{\text{blk}(s)})}{(e^\varepsilon-1)^2} - c_s$
+  with $c_{\text{blk}(s)}$ the commuters in $s$'s block.
+
+Communication: $\log_2 K$ bits. The fast release draws every commuter's report (exact in
+distribution) and needs one transform: $O(n + K\log K)$."""
+
+
 @register
 class HadamardResponse(LocalMechanism):
     """Hadamard response [ASZ19] exactly as pure-LDP runs it (and as the thesis used it).
 
-    * ε ≤ 1 (``Hadamard_Rand_high_priv``): K = 2^⌈log₂(d+1)⌉ outputs; item x owns row x+1 of H_K and
-      C_x = {y : H_K[x+1, y] = +1}; the client reports a uniform element of C_x with probability
-      e^ε/(1+e^ε), else one of its complement. Var[ĉ_x] = n(e^ε+1)²/(e^ε−1)² − c_x.
+    * ε ≤ 1 (``Hadamard_Rand_high_priv``): K = 2^⌈log₂(d+1)⌉ outputs; item x owns row x+1 of H_K
+      and C_x = {y : H_K[x+1, y] = +1}; the client reports a uniform element of C_x with
+      probability e^ε/(1+e^ε), else one of its complement. Var[ĉ_x] = n(e^ε+1)²/(e^ε−1)² − c_x.
     * ε > 1 (``Hadamard_Rand_general_original``): B = 2^⌊log₂ min(2d, e^ε)⌋ blocks of size
       b = 2^⌈log₂(d/B + 1)⌉ after a public random permutation of the domain (drawn once per run);
-      with probability 2B/Z (Z = 2B − 1 + e^ε) a uniform output of all K = Bb, else a uniform element
-      of C_s inside s's block. Var[ĉ_s] = Z(2n + (e^ε−1)c_blk(s))/(e^ε−1)² − c_s, where c_blk(s) is the
-      number of people whose item shares s's block — it depends on the permutation.
+      with probability 2B/Z (Z = 2B − 1 + e^ε) a uniform output of all K = Bb, else a uniform
+      element of C_s inside s's block. Var[ĉ_s] = Z(2n + (e^ε−1)c_blk(s))/(e^ε−1)² − c_s, where
+      c_blk(s) is the number of people whose item shares s's block — it depends on the permutation.
 
     The ε ≤ 1 form is sampled as the one-block case of the second description (a uniform report
     with probability 2/(1+e^ε), else one from C_x): the same output distribution. Every integer
@@ -271,9 +298,10 @@ class HadamardResponse(LocalMechanism):
     key = "hr"
     name = "Hadamard response"
     params = (EPSILON,)
-    references = ("[ASZ19] Acharya, Sun, Zhang. Hadamard response: estimating distributions "
-                  "privately, efficiently, and with little communication. AISTATS 2019.",
-                  "pure-LDP (Samuel-Maddock/pure-LDP): HadamardResponseClient/Server, k2k_hadamard.py.")
+    references = (("[ASZ19] Acharya, Sun, Zhang. Hadamard response: estimating distributions "
+                   "privately, efficiently, and with little communication. AISTATS 2019."),
+                  ("pure-LDP (Samuel-Maddock/pure-LDP): HadamardResponseClient/Server, "
+                   "k2k_hadamard.py."))
 
     # ------------------------------------------------------------------------------------ layout
     @property
@@ -293,34 +321,37 @@ class HadamardResponse(LocalMechanism):
         return HRLayout(d, True, blocks, block_size)
 
     def _constants(self, d: int) -> tuple[HRLayout, float, float]:
-        """(layout, probability of a uniform report over all K outputs, estimator scale Z/(e^ε−1))."""
+        """(layout, probability of a uniform report over all K outputs, scale Z/(e^ε−1))."""
         lay = self.layout(d)
         e = math.exp(self.epsilon)
         z = 2 * lay.blocks - 1 + e
         return lay, 2 * lay.blocks / z, z / (e - 1)
 
     def draw_permutation(self, d: int, rng: np.random.Generator) -> np.ndarray | None:
-        """The public permutation of the blocked form (item x is encoded as ``perm[x]``); None for ε ≤ 1."""
+        """The blocked form's public permutation (item x is sent as ``perm[x]``); None if ε ≤ 1."""
         return uniform_permutation(d, rng) if self.blocked else None
 
     def _check_permutation(self, permutation, d: int) -> np.ndarray | None:
-        """A caller's permutation, validated: required by the blocked form, refused by the ε ≤ 1 form."""
+        """A caller's permutation, validated: required by the blocked form, refused if ε ≤ 1."""
         if not self.blocked:
             if permutation is not None:
-                raise ValueError("Hadamard response with ε ≤ 1 uses no permutation; do not pass one.")
+                raise ValueError("Hadamard response with ε ≤ 1 uses no permutation; "
+                                 "do not pass one.")
             return None
         if permutation is None:
-            raise ValueError("Blocked Hadamard response (ε > 1) needs the public permutation the clients "
-                             "used: pass permutation=... (simulate and release draw one for you).")
+            raise ValueError("Blocked Hadamard response (ε > 1) needs the public permutation the "
+                             "clients used: pass permutation=... (simulate and release draw one "
+                             "for you).")
         permutation = np.asarray(permutation)
         if (permutation.shape != (d,) or not np.issubdtype(permutation.dtype, np.integer)
                 or permutation.min() < 0 or permutation.max() >= d
                 or not (np.bincount(permutation, minlength=d) == 1).all()):
-            raise ValueError(f"permutation must be a permutation of range({d}) (each index exactly once)")
+            raise ValueError(f"permutation must be a permutation of range({d}) "
+                             "(each index exactly once)")
         return permutation
 
     def _run_permutation(self, permutation, d: int, rng: np.random.Generator) -> np.ndarray | None:
-        """The caller's permutation (validated) or, in the blocked form, a fresh one for this run."""
+        """The caller's permutation (validated) or, in the blocked form, a fresh one."""
         if self.blocked and permutation is None:
             return self.draw_permutation(d, rng)
         return self._check_permutation(permutation, d)
@@ -332,7 +363,8 @@ class HadamardResponse(LocalMechanism):
         In the blocked form the public permutation is drawn here if not given (one commuter's view);
         the server needs the same one, so pass it when more than one batch is sent.
         """
-        return {"y": self._reports(_as_items(items, d), d, rng, self._run_permutation(permutation, d, rng))}
+        permutation = self._run_permutation(permutation, d, rng)
+        return {"y": self._reports(_as_items(items, d), d, rng, permutation)}
 
     def _reports(self, items, d, rng, permutation):
         lay, uniform, _ = self._constants(d)
@@ -348,7 +380,7 @@ class HadamardResponse(LocalMechanism):
         return np.bincount(np.asarray(reports["y"]), minlength=self.layout(d).outputs)
 
     def estimate(self, statistic, n, d, permutation=None):
-        """ĉ_s = Z/(e^ε−1) · Σ_{y in s's block} H_b[row(s), y] · hist[y]: one size-b FWHT per block."""
+        """ĉ_s = Z/(e^ε−1) · Σ_{y in s's block} H_b[row(s), y] · hist[y]: one FWHT per block."""
         return self._decode(statistic, n, d, self._check_permutation(permutation, d))
 
     def _decode(self, statistic, n, d, permutation):
@@ -371,8 +403,8 @@ class HadamardResponse(LocalMechanism):
         """Exact fast path: the same per-person protocol, grouped by cell.
 
         Whether a person reports uniformly (probability 2B/Z) or from C_s is an independent coin, so
-        each cell's number of C_s-reporters is Binomial(c_x, 1 − 2B/Z); the uniform reporters' outputs
-        do not depend on their cell. Every report is still drawn individually.
+        each cell's number of C_s-reporters is Binomial(c_x, 1 − 2B/Z); the uniform reporters'
+        outputs do not depend on their cell. Every report is still drawn individually.
         """
         counts = _as_counts(counts)
         d = len(counts)
@@ -388,7 +420,8 @@ class HadamardResponse(LocalMechanism):
                 y = np.empty(int(people[part].sum()), dtype=code.dtype)
                 uniform_count = len(y) - int(inside[part].sum())
                 y[:uniform_count] = rng.integers(0, lay.outputs, size=uniform_count, dtype=y.dtype)
-                y[uniform_count:] = lay.sample_support(np.repeat(code[:, part], inside[part], axis=1), rng)
+                supported = np.repeat(code[:, part], inside[part], axis=1)
+                y[uniform_count:] = lay.sample_support(supported, rng)
                 yield y
 
         return self._decode(_histogram(reports(), lay.outputs), int(counts.sum()), d, permutation)
@@ -422,32 +455,13 @@ class HadamardResponse(LocalMechanism):
 
     def describe(self):
         form = ("ε ≤ 1 form: one block of 2^⌈log₂(d+1)⌉ outputs" if not self.blocked else
-                f"blocked form (ε > 1): up to {1 << (math.frexp(math.exp(self.epsilon))[1] - 1)} blocks "
+                f"blocked form (ε > 1): up to {self.layout(1 << 62).blocks} blocks "
                 f"(B = 2^⌊log₂ min(2d, e^ε)⌋), public permutation drawn per run")
         return f"{super().describe()} — {form}"
 
     def explain(self):
-        return (
-            "**Hadamard response.** Each commuter sends one number: an index into a ±1 table (a "
-            "Hadamard matrix) whose row for their true commute is +1 on half the entries. They pick a "
-            "+1 entry of their row more often than a −1 entry, by a factor $e^\\varepsilon$; the server "
-            "counts the numbers and one fast Walsh–Hadamard transform turns the counts into estimates.\n\n"
-            "* $\\varepsilon \\le 1$: $K = 2^{\\lceil\\log_2(d+1)\\rceil}$ outputs, $C_x = \\{y: H_K[x+1,y]=+1\\}$, "
-            "$P[y\\mid x] = \\frac{2e^\\varepsilon}{K(1+e^\\varepsilon)}$ on $C_x$ and "
-            "$\\frac{2}{K(1+e^\\varepsilon)}$ elsewhere; "
-            "$\\hat c_x = \\frac{e^\\varepsilon+1}{e^\\varepsilon-1}\\sum_y H_K[x+1,y]\\,N_y$, "
-            "$\\operatorname{Var}[\\hat c_x] = n\\frac{(e^\\varepsilon+1)^2}{(e^\\varepsilon-1)^2} - c_x$.\n"
-            "* $\\varepsilon > 1$ (blocked): the cells are shuffled by a public random permutation and split "
-            "into $B = 2^{\\lfloor\\log_2\\min(2d, e^\\varepsilon)\\rfloor}$ blocks of $b-1$ cells, "
-            "$b = 2^{\\lceil\\log_2(d/B+1)\\rceil}$; with probability $2B/Z$, $Z = 2B-1+e^\\varepsilon$, the "
-            "commuter sends a uniform index of all $K = Bb$, otherwise a uniform +1 index of their row inside "
-            "their block. $\\hat c_s = \\frac{Z}{e^\\varepsilon-1}\\sum_{y\\in\\text{block}(s)} H_b[\\text{row}(s),y]\\,N_y$, "
-            "$\\operatorname{Var}[\\hat c_s] = \\frac{Z\\,(2n + (e^\\varepsilon-1)\\,c_{\\text{blk}(s)})}"
-            "{(e^\\varepsilon-1)^2} - c_s$ with $c_{\\text{blk}(s)}$ the commuters in $s$'s block.\n\n"
-            f"Communication: $\\log_2 K$ bits. This instance uses the "
-            f"{'blocked' if self.blocked else 'ε ≤ 1'} form. The fast release draws every commuter's report "
-            "(exact in distribution) and needs one transform: $O(n + K\\log K)$."
-        )
+        form = "blocked" if self.blocked else "ε ≤ 1"
+        return f"{HR_EXPLANATION}\n\nThis instance uses the {form} form."
 
 
 # --------------------------------------------------------------------------- Hadamard mechanism
@@ -466,19 +480,41 @@ def hm_total_variance(epsilon: float, t: int, d: int) -> float:
 
 
 def optimal_coefficients(epsilon: float, d: int) -> int:
-    """The t in 1..MAX_COEFFICIENTS minimising the exact total variance (not pure-LDP's ⌈log₂(e^ε+1)⌉)."""
+    """The t in 1..MAX_COEFFICIENTS minimising the exact total variance (not pure-LDP's rule,
+    ⌈log₂(e^ε+1)⌉)."""
     totals = [hm_total_variance(epsilon, t, d) for t in range(1, MAX_COEFFICIENTS + 1)]
     return int(np.argmin(totals)) + 1
 
 
+HM_EXPLANATION = r"""**Hadamard mechanism.** Each commuter reveals $t$ randomly chosen entries of
+their row of a ±1 Hadamard table — the column numbers in the clear, the $t$ signs through randomised
+response over all $2^t$ sign patterns. The server adds up the signs per column and one fast
+Walsh–Hadamard transform turns the sums into estimates.
+
+* Domain padded to $D = 2^{\lceil\log_2 d\rceil}$; columns $j_1..j_t$ uniform on $[D]$; true signs
+  $h_k = H_D[x, j_k] = (-1)^{\mathrm{popcount}(x \,\&\, j_k)}$.
+* The true pattern is sent with probability $p_t = \frac{e^\varepsilon}{e^\varepsilon+2^t-1}$,
+  otherwise one of the other $2^t-1$ uniformly; each sign is right with probability
+  $p_m = \frac{e^\varepsilon+2^{t-1}-1}{e^\varepsilon+2^t-1}$.
+* $A_j = \sum s$, $\hat c = \mathrm{FWHT}(A)/(t\,b_t)$ with
+  $b_t = 2p_m-1 = \frac{e^\varepsilon-1}{e^\varepsilon+2^t-1}$;
+  $\operatorname{Var}[\hat c_v] = \frac{n}{t\,b_t^2} + c_v\left(\frac{t-1}{t\,b_t}-1\right)$.
+* `t = auto` minimises the exact total variance $\sum_v \operatorname{Var}[\hat c_v]$ (1 for
+  ε ≤ 1, 2 at ε = 2, 3 at ε = 3, 4 at ε = 4 on large domains) — pure-LDP's rule
+  $\lceil\log_2(e^\varepsilon+1)\rceil$ picks a larger t with up to ~3× the variance.
+
+Communication: $t(\log_2 D + 1)$ bits. The fast release draws every commuter's report (exact in
+distribution): $O(nt + D\log D)$."""
+
+
 @register
 class HadamardMechanism(LocalMechanism):
-    """Hadamard mechanism / Hadamard randomised response with t coefficients [CMM21], as in pure-LDP.
+    """Hadamard mechanism (Hadamard randomised response, t coefficients) [CMM21], as in pure-LDP.
 
     The domain is padded to D = 2^⌈log₂ d⌉. Each person samples t columns j_k uniformly from [D]
-    (with replacement), computes the true signs h_k = H_D[x, j_k], and sends (j_k, s_k) where the sign
-    pattern s is the true one with probability p_t = e^ε/(e^ε + 2^t − 1), else one of the other 2^t − 1
-    patterns uniformly. The server adds the signs per column, A[j] = Σ s, and estimates
+    (with replacement), computes the true signs h_k = H_D[x, j_k], and sends (j_k, s_k) where the
+    sign pattern s is the true one with probability p_t = e^ε/(e^ε + 2^t − 1), else one of the other
+    2^t − 1 patterns uniformly. The server adds the signs per column, A[j] = Σ s, and estimates
     ĉ = FWHT(A)/(t·b_t). Var[ĉ_v] = n/(t b_t²) + c_v((t−1)/(t b_t) − 1).
     """
 
@@ -489,8 +525,8 @@ class HadamardMechanism(LocalMechanism):
                     choices=("auto",) + tuple(range(1, MAX_COEFFICIENTS + 1)),
                     help="How many Hadamard coefficients each commuter reports. 'auto' picks the t "
                          "with the smallest exact total variance for this ε and domain."))
-    references = ("[CMM21] Cormode, Maddock, Maple. Frequency estimation under local differential "
-                  "privacy. PVLDB 14(11), 2021.",
+    references = (("[CMM21] Cormode, Maddock, Maple. Frequency estimation under local "
+                   "differential privacy. PVLDB 14(11), 2021."),
                   "pure-LDP (Samuel-Maddock/pure-LDP): HadamardMechClient/Server.")
 
     def coefficients(self, d: int) -> int:
@@ -517,7 +553,7 @@ class HadamardMechanism(LocalMechanism):
         mask_dtype = _index_dtype(2**t)
         mask = rng.integers(1, 2**t, size=len(items), dtype=mask_dtype)
         mask[rng.random(len(items)) < keep] = 0
-        negative = np.bitwise_count(items.astype(columns.dtype) & columns)    # parity of the true sign
+        negative = np.bitwise_count(items.astype(columns.dtype) & columns)  # true sign's parity
         np.bitwise_xor(negative, mask >> np.arange(t, dtype=mask_dtype)[:, None], out=negative,
                        casting="unsafe")                                    # low bit: mask bit k
         negative &= 1
@@ -525,7 +561,7 @@ class HadamardMechanism(LocalMechanism):
 
     @staticmethod
     def _report_keys(columns: np.ndarray, negative: np.ndarray, size: int) -> np.ndarray:
-        """One bin per (column, sign): j for +1 reports, D + j for −1 reports (see :meth:`_column_sums`)."""
+        """One bin per (column, sign): j for a +1 report, D + j for a −1 report."""
         key = negative.reshape(-1).astype(_index_dtype(2 * size))
         key *= size
         key += columns.reshape(-1)
@@ -538,7 +574,7 @@ class HadamardMechanism(LocalMechanism):
 
     # ------------------------------------------------------------------------------------ client
     def perturb(self, items, d, rng):
-        """Each person's report: ``{"j": (people, t) column indices, "s": (people, t) signs ±1}``."""
+        """Each person's report: ``{"j": (people, t) column indices, "s": (people, t) signs}``."""
         columns, negative = self._sample(_as_items(items, d), d, rng)
         return {"j": columns.T, "s": (1 - 2 * negative.astype(np.int8)).T}
 
@@ -561,7 +597,8 @@ class HadamardMechanism(LocalMechanism):
         present = np.flatnonzero(counts)
         people = counts[present]
         size = self.padded(d)
-        keys = (self._report_keys(*self._sample(np.repeat(present[part], people[part]), d, rng), size)
+        keys = (self._report_keys(*self._sample(np.repeat(present[part], people[part]), d, rng),
+                                  size)
                 for part in _batches(people, max(1, RELEASE_CHUNK // t)))
         total = self._column_sums(_histogram(keys, 2 * size), size)
         return self.estimate(total, int(counts.sum()), d)
@@ -579,26 +616,8 @@ class HadamardMechanism(LocalMechanism):
     def describe(self):
         if self.t != "auto":
             return super().describe()
-        return (f"{super().describe()} (auto: t = {optimal_coefficients(self.epsilon, 1 << 20)} on large "
-                "domains, by the exact variance)")
+        large = optimal_coefficients(self.epsilon, 1 << 20)
+        return f"{super().describe()} (auto: t = {large} on large domains, by the exact variance)"
 
     def explain(self):
-        return (
-            "**Hadamard mechanism.** Each commuter reveals $t$ randomly chosen entries of their row of a "
-            "±1 Hadamard table — the column numbers in the clear, the $t$ signs through randomised response "
-            "over all $2^t$ sign patterns. The server adds up the signs per column and one fast "
-            "Walsh–Hadamard transform turns the sums into estimates.\n\n"
-            "* Domain padded to $D = 2^{\\lceil\\log_2 d\\rceil}$; columns $j_1..j_t$ uniform on $[D]$; "
-            "true signs $h_k = H_D[x, j_k] = (-1)^{\\mathrm{popcount}(x \\,\\&\\, j_k)}$.\n"
-            "* The true pattern is sent with probability $p_t = \\frac{e^\\varepsilon}{e^\\varepsilon+2^t-1}$, "
-            "otherwise one of the other $2^t-1$ uniformly; each sign is right with probability "
-            "$p_m = \\frac{e^\\varepsilon+2^{t-1}-1}{e^\\varepsilon+2^t-1}$.\n"
-            "* $A_j = \\sum s$, $\\hat c = \\mathrm{FWHT}(A)/(t\\,b_t)$ with "
-            "$b_t = 2p_m-1 = \\frac{e^\\varepsilon-1}{e^\\varepsilon+2^t-1}$; "
-            "$\\operatorname{Var}[\\hat c_v] = \\frac{n}{t\\,b_t^2} + c_v\\left(\\frac{t-1}{t\\,b_t}-1\\right)$.\n"
-            "* `t = auto` minimises the exact total variance $\\sum_v \\operatorname{Var}[\\hat c_v]$ "
-            "(1 for ε ≤ 1, 2 at ε = 2, 3 at ε = 3, 4 at ε = 4 on large domains) — pure-LDP's rule "
-            "$\\lceil\\log_2(e^\\varepsilon+1)\\rceil$ picks a larger t with up to ~3× the variance.\n\n"
-            f"Communication: $t(\\log_2 D + 1)$ bits (t = {self.t}). The fast release draws every "
-            "commuter's report (exact in distribution): $O(nt + D\\log D)$."
-        )
+        return f"{HM_EXPLANATION}\n\nThis instance uses t = {self.t}."

@@ -27,7 +27,7 @@ SMALL = np.array([0, 0, 1, 1, 2, 5, 5, 17, 40, 0, 3, 250, 1, 8, 0, 12, 12, 1, 0,
 RUNS = 3000
 
 
-# ------------------------------------------------------------------ definitions (independent of dpcore)
+# ----------------------------------------------------------- definitions (independent of dpcore)
 def pow2_at_least(value):
     k = 1
     while k < value:
@@ -107,7 +107,7 @@ def decoder_rows(mechanism, d, outputs, **kwargs):
 
 
 def exact_moments(P, G, counts):
-    """Mean and variance of ĉ when counts[x] people draw from P[x, ·] and the server is linear (G)."""
+    """Mean and variance of ĉ when counts[x] people draw from P[x, ·] through the linear server G."""
     mean_x = P @ G                       # E[g(Y) | x]
     second_x = P @ (G * G)
     return counts @ mean_x, counts @ (second_x - mean_x**2)
@@ -134,7 +134,7 @@ def test_fwht_matches_scipy_hadamard(monkeypatch, cache, dtype):
 
 
 def test_fwht_int32_exact_up_to_its_bound():
-    """Partial sums never exceed Σ|x|: a histogram totalling 2^31 − 1 transforms exactly in int32."""
+    """Partial sums never exceed Σ|x|: a histogram totalling 2^31 − 1 is exact in int32."""
     x = np.zeros(1 << 12, dtype=np.int32)
     x[[0, 5, 77, 4095]] = [2**31 - 1 - 3, 1, 1, 1]
     np.testing.assert_array_equal(fwht(x).astype(np.int64), fwht(x.astype(np.int64)))
@@ -282,7 +282,8 @@ def test_hm_client_fits_its_exact_distribution(epsilon, t, seed):
     reports = mech.perturb(np.full(draws, x), d, np.random.default_rng(seed))
     assert reports["j"].shape == reports["s"].shape == (draws, t)
     P = hm_matrix(d, epsilon, t)
-    observed = np.bincount(hm_index(reports["j"], reports["s"], mech.padded(d)), minlength=P.shape[1])
+    index = hm_index(reports["j"], reports["s"], mech.padded(d))
+    observed = np.bincount(index, minlength=P.shape[1])
     assert len(observed) == P.shape[1]
     assert chi_square_p(observed, draws * P[x]) > ALPHA
 

@@ -1,7 +1,7 @@
-"""Cross-check against pure-LDP 1.2 (a test-only dependency, see requirements-test.txt): its Hadamard
-response and Hadamard mechanism, run person by person with its own clients and servers, produce
-estimates with the same distribution as ours (recipe E of MECHANISMS.md §10: per-cell means and
-variances, plus sums of cells for the joint law).
+"""Cross-check against pure-LDP 1.2 (a test-only dependency, see requirements-test.txt): its
+Hadamard response and Hadamard mechanism, run person by person with its own clients and servers,
+produce estimates with the same distribution as ours (recipe E of MECHANISMS.md §10: per-cell means
+and variances, plus sums of cells for the joint law).
 
 pure-LDP draws from the global ``random`` and ``numpy.random`` states; the fixture seeds them and
 restores them afterwards. Its estimates are read raw (``estimate``), never normalised.
@@ -23,7 +23,8 @@ ITEMS = np.repeat(np.arange(len(COUNTS)), COUNTS)
 PEER_RUNS, OUR_RUNS = 500, 2000
 
 # pure-LDP passes floats to random.randint (deprecated since Python 3.10) once per report.
-pytestmark = pytest.mark.filterwarnings("ignore:non-integer arguments to randrange:DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:non-integer arguments to randrange:DeprecationWarning")
 
 
 def identity(x):
