@@ -130,12 +130,14 @@ def roll_up(od: ODMatrix, true_counts, released=None):
 
 
 # ----------------------------------------------------------------------------------- the zones
-def zones(od: ODMatrix, counts) -> pd.DataFrame:
+def zones(od: ODMatrix, counts, keep_empty: bool = True) -> pd.DataFrame:
     """Every zone once (origins, then destination-only zones), with its totals under ``counts``.
 
     Columns: ``id``, ``label``, ``lat``, ``lon``, ``residents`` (commuters living there: its
     origin total), ``jobs`` (commuters arriving: its destination total), ``placed`` (has a
     position). Negative released totals (raw noise) are kept: callers size points by clipped values.
+    ``keep_empty=False`` leaves out zones with neither residents nor jobs (e.g. the counties
+    outside a rolled-up subset), so that a map fits the zones that matter.
     """
     grid = np.asarray(counts, dtype=float).reshape(od.n_origins, od.n_destinations)
     out_totals = grid.sum(axis=1)
@@ -154,6 +156,8 @@ def zones(od: ODMatrix, counts) -> pd.DataFrame:
                                 in_totals[extra]]),
     })
     frame["placed"] = np.isfinite(frame["lat"]) & np.isfinite(frame["lon"])
+    if not keep_empty:
+        frame = frame[(frame["residents"] != 0) | (frame["jobs"] != 0)].reset_index(drop=True)
     return frame
 
 

@@ -70,11 +70,12 @@ if rule == "top":
 else:
     top_k, min_count = None, top[1].number_input("Commuters", 1, 10**7, 100, key=MIN_COUNT)
 if explore.roll_up_possible(od) and top[3].toggle(
-        "Roll flows up to parent zones", key=ROLL_UP,
-        help="Sum the flows of each pair of parent zones (e.g. ED → county), true and released "
-             "alike: the noise of many small cells adds up in each parent flow."):
+        "Roll up", key=ROLL_UP,
+        help="Roll the flows up to parent zones (e.g. ED → county): sum each pair of parents' "
+             "flows, true and released alike. The noise of many small cells adds up in each "
+             "parent flow."):
     od, truth, released = flows.roll_up(od, truth, released)
-zone_frame = flows.zones(od, truth)
+zone_frame = flows.zones(od, truth, keep_empty=False)
 names = {ALL_ZONES: "All zones", **dict(zip(zone_frame["id"], zone_frame["label"]))}
 if st.session_state.get(ZONE) not in names:
     st.session_state[ZONE] = ALL_ZONES
@@ -117,7 +118,8 @@ map_area, side = (st.columns([3, 2]) if view != SIDE_BY_SIDE
                   else (st.container(), st.columns(3)))
 with map_area:
     for column, v in zip(st.columns(len(shown)), shown):
-        frame = flows.zones(od, released) if v == flows.RELEASED else zone_frame
+        frame = (flows.zones(od, released, keep_empty=False) if v == flows.RELEASED
+                 else zone_frame)
         built = build(v, frame)
         column.caption(f"**{flows.VIEWS[v]}**: {len(selections[v].lines):,} lines drawn "
                        f"({built.flow_layers} grouped layers).")

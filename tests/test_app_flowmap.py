@@ -21,6 +21,7 @@ from ui import controls, leaflet_assets, state
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")
 EVIL = '<img src=x onerror=alert(1)>'
+TEMPLATE = '{{ "inj" ~ "ected" }}{% raw %}'
 
 
 def maps_of(at: AppTest) -> list[dict]:
@@ -176,13 +177,15 @@ def test_more_lines_on_request_with_a_warning():
     assert any("Up to 5,000 lines" in w.value for w in at.warning)
 
 
-def test_uploaded_zone_names_are_escaped_in_the_map():
-    zones = ZoneSet.from_ids(["a", "b", "c"], labels=[EVIL, "B", "C"], lat=[53.0, 53.2, 53.4],
-                             lon=[-7.0, -6.8, -6.6])
+def test_uploaded_zone_names_are_inert_in_the_map():
+    zones = ZoneSet.from_ids(["a", "b", "c"], labels=[EVIL, TEMPLATE, "C"],
+                             lat=[53.0, 53.2, 53.4], lon=[-7.0, -6.8, -6.6])
     upload = ODMatrix.from_dense("evil", zones, zones, np.array([50, 30, 20, 40, 60, 10, 5, 20, 90]))
     at = open_page(**{state.UPLOADED_MATRIX: upload, state.UPLOADED_FILENAME: "evil.csv",
                       state.CURRENT_DATASET: state.UPLOADED})
     [args] = maps_of(at)
     assert flow_layers(args) >= 1
     for part in ("script", "header", "html"):
-        assert "<img" not in args[part]
+        assert "<img" not in args[part] and "injected" not in args[part]
+    # The name as inert HTML (braces as character references), inside JSON ("&" as \u0026).
+    assert "\\u0026#123;\\u0026#123; \\u0026quot;inj\\u0026quot;" in args["script"]

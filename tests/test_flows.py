@@ -214,6 +214,10 @@ def test_zones_have_each_zone_once_with_its_totals(od):
     assert frame["residents"].tolist() == grid.sum(axis=1).tolist() + [0]
     assert frame["jobs"].tolist() == grid.sum(axis=0).tolist()
     assert frame["placed"].tolist() == [True, True, True, False, False]
+    only_b = np.zeros_like(true)
+    only_b[cell(od, "B", "Home")] = 4
+    assert flows.zones(od, only_b, keep_empty=False)["id"].tolist() == ["B", "Home"]
+    assert len(flows.zones(od, only_b)) == 5
 
 
 def test_zone_totals_in_out_and_within(od):

@@ -1,6 +1,7 @@
 """ui.maps and ui.leaflet_assets: offline maps, grouped layers, arc geometry, escaping, downloads."""
 
 import html
+import json
 import re
 
 import folium
@@ -27,6 +28,12 @@ def build(od, true, released, view=flows.DIFFERENCE, **options):
     breaks = flows.width_breaks(max(selection.lines["shown"].max(), 1))
     zones = flows.zones(od, true)
     return selection, maps.flow_map(selection, zones, breaks, **options)
+
+
+def json_text(text: str) -> str:
+    """How a string appears inside JSON embedded in the page (Jinja's tojson escaping)."""
+    return json.dumps(text)[1:-1].replace("<", "\\u003c").replace(">", "\\u003e").replace(
+        "&", "\\u0026").replace("'", "\\u0027")
 
 
 def polylines(m: folium.Map) -> list[folium.PolyLine]:
@@ -178,15 +185,31 @@ def test_zone_names_are_escaped_everywhere(evil_od):
     _, built = build(evil_od, true, true + 1.0)
     page = built.map.get_root().render()
     assert "<img" not in page and '<script>alert("x")' not in page
-    # Labels are set as text (textContent), their JSON has no raw "<".
-    assert "text.textContent = place[0];" in page
-    assert '"\\u003cimg src=x onerror=alert(1)\\u003e' in page
+    assert json_text(html.escape(EVIL)) in page  # the label, as inert HTML
     names = [f["properties"]["name"] for f in geojson(built.map, "Zones")["features"]]
     assert names == [html.escape(EVIL), "Bee &amp; Co (b)", "Bee &amp; Co (c)"]
     tips = [f["properties"]["tip"] for f in geojson(built.map, "Within zones")["features"]]
     assert any(html.escape(EVIL) in tip for tip in tips)
+    assert names[0] == maps.html_text(EVIL)
     standalone = maps.standalone_html(build(evil_od, true, true + 1.0)[1].map)
     assert "<img" not in standalone.replace(leaflet_assets.inline_js(), "")
+
+
+@pytest.mark.parametrize("template", ['{{ "inj" ~ "ected" }}', '{% raw %}', '{# x #}}}{{'])
+def test_zone_names_are_never_run_as_templates(template):
+    """folium re-reads rendered scripts as Jinja templates: a name must stay text, not run."""
+    zones = ZoneSet.from_ids(["a", "b"], labels=[template, "b"], lat=[53.0, 53.2],
+                             lon=[-7.0, -6.8])
+    od = ODMatrix.from_dense("jinja", zones, zones, np.array([5, 3, 2, 4]))
+    true = od.to_dense()
+    _, built = build(od, true, true)
+    page = built.map.get_root().render()     # '{% raw %}' unescaped would not even render
+    assert "injected" not in page
+    inert = maps.html_text(template)
+    assert "{" not in inert and "}" not in inert
+    assert json_text(inert) in page
+    assert built.tooltip_to_zone[template] == "a"   # the browser shows (and returns) the name
+    assert maps.standalone_html(build(od, true, true)[1].map).count(json_text(inert)) >= 2
 
 
 def test_clicks_identify_zones_by_their_unique_tooltip(evil_od):

@@ -11,8 +11,10 @@ What makes them work offline and quickly (see ``TESTING.md`` of the project refe
   so 1,000 flows make a few dozen Leaflet layers, not 1,000. Direction is drawn into the same
   groups: each flow is an arc bending to its right (A→B and B→A are separate arcs) with a
   chevron at its middle pointing to the destination.
-* **Escaped text.** Zone names come from uploads: every one is ``html.escape``-d before it reaches
-  a tooltip, label or legend, and JSON embedded in scripts is escaped by the templates.
+* **Inert text.** Zone names come from uploads. Every one goes through :func:`html_text` before it
+  reaches a tooltip, label or legend: HTML-escaped, and with ``{`` and ``}`` as character
+  references, because folium (through branca) re-reads each element's rendered script as a Jinja
+  template — a zone named ``{{ 7*7 }}`` would otherwise be *executed on the server*.
 
 :func:`flow_map` builds the whole map; :func:`standalone_html` makes a downloadable file with
 Leaflet inlined.
@@ -137,6 +139,15 @@ def outlines(zones) -> list[tuple[str, np.ndarray]]:
 
 
 # ---------------------------------------------------------------------------------- styling
+def html_text(text) -> str:
+    """Untrusted text as inert HTML for a map: escaped, braces as character references.
+
+    The browser shows the text exactly; neither it nor the template engine folium runs over
+    every rendered script (a server-side template injection otherwise) can interpret any of it.
+    """
+    return html.escape(str(text)).replace("{", "&#123;").replace("}", "&#125;")
+
+
 def line_widths(breaks) -> np.ndarray:
     """Pixel width of each width class: proportional to its upper bound, at least MIN_LINE_PX."""
     breaks = np.asarray(breaks, dtype=float)
@@ -201,7 +212,7 @@ class Legend(MacroElement):
 
 
 class ZoneLabels(MacroElement):
-    """Permanent place names, one DOM label each; set as text (``textContent``), never as HTML."""
+    """Permanent place names, one DOM label each (the text is :func:`html_text`, already inert)."""
 
     _template = Template("""
         {% macro script(this, kwargs) %}
@@ -209,7 +220,7 @@ class ZoneLabels(MacroElement):
         {{ this.places|tojson }}.forEach(function (place) {
             var text = document.createElement("div");
             text.className = "zone-label";
-            text.textContent = place[0];
+            text.innerHTML = place[0];
             L.marker([place[1], place[2]], {
                 icon: L.divIcon({html: text, className: "zone-label-icon", iconSize: [0, 0],
                                  iconAnchor: [-6, 7]}),
@@ -223,8 +234,8 @@ class ZoneLabels(MacroElement):
     def __init__(self, places: list[tuple[str, float, float]]):
         super().__init__()
         self._name = "ZoneLabels"
-        self.places = [[str(text), round(float(lat), PRECISION), round(float(lon), PRECISION)]
-                       for text, lat, lon in places]
+        self.places = [[html_text(text), round(float(lat), PRECISION),
+                        round(float(lon), PRECISION)] for text, lat, lon in places]
 
 
 def _points(frame: pd.DataFrame, properties: dict[str, list]) -> dict:
@@ -244,12 +255,12 @@ def legend_html(view: str, breaks, statuses=(), colour: str | None = None) -> st
     line_colour = _colour(view, flows.CLOSE_TO_TRUE, colour)
     sized = {flows.TRUE: "true count", flows.RELEASED: "released count",
              flows.DIFFERENCE: "larger of true and released"}[view]
-    parts = [f"<details open><summary>{html.escape(flows.VIEWS[view])}</summary>",
-             f"<b>Commuters per line ({html.escape(sized)})</b>"]
+    parts = [f"<details open><summary>{html_text(flows.VIEWS[view])}</summary>",
+             f"<b>Commuters per line ({html_text(sized)})</b>"]
     lower = 1.0
     for width, bound in zip(widths, breaks):
         parts.append(f'<div class="row"><span class="swatch" style="border-top:{width}px solid '
-                     f'{html.escape(line_colour)}"></span>{_count(lower)}–{_count(bound)}</div>')
+                     f'{html_text(line_colour)}"></span>{_count(lower)}–{_count(bound)}</div>')
         lower = bound + 1
     if view == flows.DIFFERENCE:
         parts.append("<b>What the release did</b>")
@@ -257,7 +268,7 @@ def legend_html(view: str, breaks, statuses=(), colour: str | None = None) -> st
             dash = "dashed" if status in DASHED else "solid"
             parts.append(f'<div class="row"><span class="swatch" style="border-top:3px {dash} '
                          f'{STATUS_COLOURS[status]}"></span>'
-                         f"{html.escape(flows.STATUSES[status])}</div>")
+                         f"{html_text(flows.STATUSES[status])}</div>")
     parts.append("</details>")
     return "".join(parts)
 
@@ -349,25 +360,25 @@ def _add_within(m: folium.Map, within: pd.DataFrame, view: str, shrink: float,
     largest = max(float(within["shown"].max()), 1.0)
     biggest = max(MAX_WITHIN_PX * shrink, 8.0)
     radii = np.maximum(biggest * np.sqrt(np.clip(within["shown"], 0, None) / largest), 4.0)
-    styles = [{"radius": float(r), "color": _colour(view, status, colour), "weight": 2,
-               "fill": True, "fillOpacity": 0.06, "dashArray": DASHED.get(status)}
+    styles = [{"radius": float(r), "color": _colour(view, status, colour),
+               **({"dashArray": DASHED[status]} if status in DASHED else {})}
               for r, status in zip(radii.round(1), within["status"])]
-    tips = [html.escape(f"Within {label}: true {_count(t)}, released {_count(r)}")
+    tips = [html_text(f"Within {label}: true {_count(t)}, released {_count(r)}")
             for label, t, r in zip(within["origin_label"], within["true"], within["released"])]
     frame = pd.DataFrame({"lat": within["origin_lat"], "lon": within["origin_lon"]})
     folium.GeoJson(_points(frame, {"tip": tips, "style": styles}), name="Within zones",
-                   marker=folium.CircleMarker(radius=4, fill=True),
+                   marker=folium.CircleMarker(radius=4, weight=2, fill=True, fill_opacity=0.06),
                    tooltip=folium.GeoJsonTooltip(["tip"], labels=False)).add_to(m)
 
 
 def _add_zones(m: folium.Map, frame: pd.DataFrame, size_by: str, tooltips: pd.Series,
                selected: str | None, shrink: float) -> None:
     radii = zone_radii(frame[size_by], shrink=shrink)
-    styles = [{"radius": float(r), "color": ZONE_STROKE, "weight": 1, "fill": True,
-               "fillColor": ZONE_FILL, "fillOpacity": 0.9} for r in radii]
-    names = [html.escape(text) for text in tooltips]
+    styles = [{"radius": float(r)} for r in radii]  # the rest is the same for every zone
+    names = [html_text(text) for text in tooltips]
     folium.GeoJson(_points(frame, {"name": names, "style": styles}), name="Zones",
-                   marker=folium.CircleMarker(radius=4, fill=True),
+                   marker=folium.CircleMarker(radius=4, color=ZONE_STROKE, weight=1,
+                                              fill_color=ZONE_FILL, fill_opacity=0.9),
                    tooltip=folium.GeoJsonTooltip(["name"], labels=False)).add_to(m)
     chosen = np.flatnonzero(frame["id"].to_numpy() == selected)
     if chosen.size:

@@ -1,0 +1,181 @@
+"""The flow map in Chromium with every request outside the app blocked: Leaflet must draw anyway.
+
+Every request to a host other than the app's (127.0.0.1) is recorded and aborted; the tests fail
+if any was attempted, if any request to the app failed, or if a page raised an error. Inside the
+map's iframe they check that Leaflet drew: the grouped flow layers exist (as many as the page says)
+and the canvas has paint on it. Then a click on a zone filters the flows, the view switches to
+released and difference, and the downloaded standalone HTML draws with no network at all.
+Screenshots: tests/artifacts/screenshots/flowmap-*.png.
+"""
+
+import re
+import time
+from urllib.parse import urlparse
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Frame, Page, expect
+
+from dpcore import datasets, flows
+from tests.browser.conftest import SCREENSHOTS
+from ui import maps
+
+pytestmark = pytest.mark.browser
+
+MAP_IFRAME = 'iframe[title="streamlit_folium.st_folium"]'
+#: Streamlit's frontend, opened at /Flow_map, first looks for its server under that path (404),
+#: then at the root: expected misses, not failures.
+BASE_PATH_PROBE = re.compile(r"/Flow_map/_stcore/(health|host-config)$")
+#: What Leaflet drew, or null before the map exists: the grouped flow layers (polylines but not
+#: polygons), the ringed zones, the legend's title and the share of the canvas with paint on it.
+DRAWN = """() => {
+    const canvas = document.querySelector(".leaflet-overlay-pane canvas");
+    const legend = document.querySelector(".flow-legend summary");
+    if (window.L === undefined || !canvas || !legend) return null;
+    // st_folium names the map window.map; a standalone folium file calls it map_<id>.
+    const map = window.map || Object.keys(window).filter(key => key.startsWith("map_"))
+        .map(key => window[key]).find(value => value instanceof L.Map);
+    if (!map) return null;
+    const layers = Object.values(map._layers);
+    const lines = layers.filter(l => l instanceof L.Polyline && !(l instanceof L.Polygon));
+    const rings = layers.filter(l => l instanceof L.CircleMarker && l.options.color === "SELECTED");
+    const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    let painted = 0;
+    for (let i = 3; i < pixels.length; i += 4) { if (pixels[i] > 0) painted++; }
+    return {lines: lines.length, rings: rings.length, legend: legend.textContent,
+            painted: painted / (canvas.width * canvas.height)};
+}""".replace("SELECTED", maps.SELECTED_COLOUR)
+
+
+@pytest.fixture
+def network(page: Page):
+    """Block and record requests to anyone but the app; record failures and page errors."""
+    record = {"outside": [], "failed": [], "errors": []}
+
+    def route(route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
+            route.continue_()
+        else:
+            record["outside"].append(route.request.url)
+            route.abort()
+    page.context.route("**/*", route)
+    page.on("requestfailed", lambda request: record["failed"].append(
+        f"{request.url} {request.failure}"))
+    page.on("response", lambda response: response.status >= 400
+            and not BASE_PATH_PROBE.search(response.url)
+            and record["failed"].append(f"{response.url} HTTP {response.status}"))
+    page.on("pageerror", lambda error: record["errors"].append(str(error)))
+    page.on("console", lambda message: message.type == "error"
+            and not BASE_PATH_PROBE.search(message.location.get("url", ""))
+            and record["errors"].append(f"{message.text} ({message.location})"))
+    yield record
+    assert record["outside"] == [], "requests to third parties were attempted"
+    assert record["failed"] == [], "requests failed"
+    assert record["errors"] == [], "the page reported errors"
+
+
+def layers_stated(page: Page, view: str) -> int:
+    """The number of grouped layers the page's caption states for a view's map."""
+    caption = page.get_by_text(re.compile(rf"{flows.VIEWS[view]}: [\d,]+ lines drawn")).first
+    expect(caption).to_be_visible()
+    return int(re.search(r"\((\d+) grouped layers\)", caption.inner_text()).group(1))
+
+
+def check_drawn(page: Page, view: str, index: int = 0, ringed: int = 0) -> dict:
+    """Wait until the index-th map shows ``view`` with the layer count its caption states (and
+    ``ringed`` chosen zones), then check that its canvas has paint on it.
+
+    A rerun replaces the map's iframe, so the old one can linger or vanish mid-check: retry.
+    """
+    deadline, drawn = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        layers = layers_stated(page, view)
+        try:
+            frame = page.locator(MAP_IFRAME).nth(index).element_handle(timeout=5_000).content_frame()
+            drawn = frame.evaluate(DRAWN) if frame else None
+        except PlaywrightError:
+            drawn = None
+        if drawn and (drawn["legend"], drawn["lines"], drawn["rings"]) == (
+                flows.VIEWS[view], layers, ringed):
+            assert drawn["lines"] >= 1 and drawn["painted"] > 0.01, drawn
+            return drawn
+        page.wait_for_timeout(250)
+    pytest.fail(f"map {index} never showed {view!r} as stated; last seen: {drawn}")
+
+
+def map_frame(page: Page, index: int = 0) -> Frame:
+    return page.locator(MAP_IFRAME).nth(index).element_handle().content_frame()
+
+
+def no_traceback(page: Page) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def choose(page: Page, label: str) -> None:
+    page.get_by_test_id("stRadio").get_by_text(label, exact=True).click()
+
+
+def test_flow_map_offline_click_a_zone_and_switch_views(page: Page, app_url, network, screenshot):
+    page.goto(f"{app_url}/Flow_map?dataset=ireland_county&mech=laplace&eps=1&seed=0")
+    expect(page.get_by_role("heading", name="Flow map")).to_be_visible()
+    check_drawn(page, flows.TRUE)
+    no_traceback(page)
+    screenshot("flowmap-true")
+
+    county = datasets.load("ireland_county").origins
+    at = int(county.index_of(["Cavan"])[0])
+    x, y = map_frame(page).evaluate(
+        "([lat, lon]) => { const p = window.map.latLngToContainerPoint([lat, lon]);"
+        " return [p.x, p.y]; }", [float(county.lat[at]), float(county.lon[at])])
+    box = page.locator(MAP_IFRAME).first.bounding_box()
+    page.mouse.click(box["x"] + x, box["y"] + y)
+    expect(page.get_by_text("Commuters of Cavan")).to_be_visible()
+    expect(page.get_by_role("combobox", name="Zone (or click one on the map)")).to_have_value(
+        "Cavan")
+    check_drawn(page, flows.TRUE, ringed=1)
+    screenshot("flowmap-zone-cavan")
+
+    choose(page, "Released")
+    check_drawn(page, flows.RELEASED, ringed=1)
+    expect(page.get_by_text("Commuters of Cavan")).to_be_visible()  # the zone filter stays
+    no_traceback(page)
+    screenshot("flowmap-released-cavan")
+
+    choose(page, "Difference")
+    check_drawn(page, flows.DIFFERENCE, ringed=1)
+    expect(page.frame_locator(MAP_IFRAME).locator(".flow-legend")).to_contain_text(
+        "What the release did")
+    no_traceback(page)
+    screenshot("flowmap-difference-cavan")
+
+
+def test_side_by_side_ed_rolled_up_and_standalone_download(page: Page, app_url, network,
+                                                           screenshot, tmp_path):
+    page.goto(f"{app_url}/Flow_map?dataset=ireland_ed&areas=Cavan&areas=Leitrim&mech=oue"
+              "&eps=2&seed=3")
+    expect(page.get_by_role("heading", name="Flow map")).to_be_visible()
+    check_drawn(page, flows.TRUE)
+    choose(page, "True | released side by side")
+    expect(page.locator(MAP_IFRAME)).to_have_count(2)
+    check_drawn(page, flows.TRUE, 0)
+    check_drawn(page, flows.RELEASED, 1)
+    no_traceback(page)
+    screenshot("flowmap-ed-cavan-leitrim-side-by-side")
+
+    page.get_by_text("Roll up", exact=True).click()
+    expect(page.get_by_text(re.compile(r"Released flows: [1-9] lines drawn"))).to_be_visible()
+    check_drawn(page, flows.RELEASED, 1)
+    screenshot("flowmap-ed-rolled-up-side-by-side")
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Map as HTML (released)").click()
+    saved = tmp_path / "released.html"
+    download.value.save_as(saved)
+    standalone = page.context.new_page()
+    standalone.goto(saved.as_uri())
+    drawn = standalone.wait_for_function(DRAWN).json_value()
+    assert drawn["legend"] == flows.VIEWS[flows.RELEASED] and drawn["lines"] >= 1
+    assert drawn["painted"] > 0.01
+    standalone.screenshot(path=str(SCREENSHOTS / "flowmap-standalone-download.png"))
+    standalone.close()
