@@ -66,15 +66,12 @@ charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released
             order, "ordering", "explore_ordering")
 
 st.subheader("The true top 10 and the rank each mechanism gave them")
-table = explore.rank_table(od, truth, released, 10, {k: charts.name(k) for k in released})
+table = explore.rank_table(od, truth, released, 10, {k: charts.short_name(k) for k in released})
 st.dataframe(table, hide_index=True, width="stretch")
 charts.table_download(table, "top10_ranks", "explore_top10")
 
 st.subheader("Scores")
-score = runs.scorecard(results)
-st.dataframe(score.assign(mechanism=score["mechanism"].map(charts.name)), hide_index=True,
-             width="stretch")
-charts.table_download(score, "scores", "explore_scores")
+charts.table_download(panels.scorecard(results), "scores", "explore_scores")
 for tab, key in zip(st.tabs([charts.name(k) for k in released]), released):
     with tab:
         panels.cards(results[key], 10)

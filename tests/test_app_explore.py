@@ -62,13 +62,14 @@ def test_default_page_draws_bars_ordering_table_and_checks():
 
     ordering = figure(at, ORDERING)
     assert len(traces(ordering, "Perfect order (y = x)")) == 2
-    (laplace,) = traces(ordering, "Laplace")
-    assert len(values(laplace["x"])) + sum(
-        len(values(t["x"])) for t in traces(ordering, "Released as zero")[:1]) == 100
+    markers = [t for t in ordering["data"] if t["type"] == "scattergl"]
+    assert sum(len(values(t["x"])) for t in markers) == 200  # top 100 × 2 mechanisms
+    zeros = traces(ordering, "Released as zero")
+    assert all(t["marker"]["color"] == "#BBBBBB" for t in zeros)
+    assert sum(t.get("showlegend", True) for t in zeros) <= 1
 
     table = at.dataframe[0].value
-    assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace",
-                                   mechanisms.get("grr").name]
+    assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace", "GRR"]
     assert list(table["Commute"]) == list(county.top(10)["commute"])
     sentences = [m.value for m in at.markdown if "busiest commutes kept their rank" in m.value]
     assert len(sentences) == 2

@@ -86,7 +86,7 @@ def test_metric_choice_and_bad_grid():
     at = tradeoffs_page(seed="104")
     at.selectbox(key="kept_widget_tradeoffs_metric").set_value("max_error").run()
     run_sweep(at, "tradeoffs_epsilon")
-    fig = figure(at, "Max error (L∞) against ε")
+    fig = figure(at, "Max error (L∞) against ε (")
     assert fig["layout"]["yaxis"]["title"]["text"] == "Max error (L∞) (commuters)"
     assert not [t for t in fig["data"] if "theory" in t["name"]]
     at.text_input(key=GRID).set_value("1, lots").run()

@@ -54,6 +54,18 @@ def symbol(key: str) -> str:
     return _SYMBOLS[keys.index(key) % len(_SYMBOLS)] if key in keys else "circle"
 
 
+#: Short names for table headers (the thesis's tables 5.1–5.4 use Lap, Stab H, RR, UE, …).
+SHORT_NAMES = {"laplace": "Laplace", "discrete_laplace": "Discrete Laplace",
+               "gaussian": "Gaussian", "stability_histogram": "Stability hist.", "topk": "Top-k",
+               "grr": "GRR", "sue": "SUE", "oue": "OUE", "blh": "BLH", "olh": "OLH",
+               "ss": "Subset selection", "dbitflip": "dBitFlip", "hr": "HR", "hm": "HM"}
+
+
+def short_name(key: str) -> str:
+    """A mechanism's short name, for table columns."""
+    return SHORT_NAMES.get(key, key)
+
+
 def name(key: str) -> str:
     """Legend name of a mechanism."""
     try:
@@ -67,14 +79,57 @@ def escape(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
-            log_x: bool = False, height: int = 460) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left"), font=FONT, height=height,
-                      template="plotly_white", legend=dict(title=None),
-                      margin=dict(l=70, r=20, t=60, b=60))
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else None)
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else None)
+def short(text, length: int = 32) -> str:
+    """Text cut to ``length`` characters with an ellipsis (tick labels; hover shows it whole)."""
+    text = str(text)
+    return text if len(text) <= length else text[:length - 1] + "…"
+
+
+#: Legend above the plot, left-aligned: the plot keeps the page's full width.
+LEGEND = dict(title=None, orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
+
+
+#: Assumed drawing width (px) when estimating how many rows the legend wraps into.
+LEGEND_WIDTH = 620
+TITLE_SPACE, LEGEND_ROW = 45, 22
+
+
+def _legend_rows(fig: go.Figure) -> int:
+    """Rows a horizontal legend needs: entries (≈ 40 px + 7 px per character) packed greedily."""
+    rows, used = 1, 0
+    for trace in fig.data:
+        if trace.showlegend is False or not trace.name:
+            continue
+        width = 45 + 7.5 * len(trace.name)
+        if used and used + width > LEGEND_WIDTH:
+            rows, used = rows + 1, 0
+        used += width
+    return rows
+
+
+def _title_and_legend(fig: go.Figure, title: str, plot_height: int, gap: int = 0) -> go.Figure:
+    """Title at the top, the legend in rows under it, ``gap`` px (e.g. for subplot titles), then a
+    plot area of ``plot_height`` px.
+
+    The top margin grows with the legend's rows, so a long legend never covers the title.
+    """
+    top = TITLE_SPACE + LEGEND_ROW * _legend_rows(fig) + 10 + gap
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", yref="container", y=1,
+                                 yanchor="top", pad=dict(t=12)),
+                      legend=LEGEND | dict(y=1.02 + gap / plot_height),
+                      height=plot_height + top + fig.layout.margin.b, margin=dict(t=top))
     return fig
+
+
+def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
+            log_x: bool = False, height: int = 360, bottom: int = 70) -> go.Figure:
+    fig.update_layout(font=FONT, template="plotly_white", margin=dict(l=70, r=20, b=bottom))
+    # On log axes, label 1-2-5 steps only (plotly's default labels every digit on short ranges).
+    fig.update_xaxes(title_text=x_title, type="log" if log_x else None,
+                     dtick="D2" if log_x else None)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else None,
+                     dtick="D2" if log_y else None)
+    return _title_and_legend(fig, title, height)
 
 
 # ----------------------------------------------------------------------------------- Explore
@@ -85,7 +140,8 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
     """
     fig = go.Figure()
     first = frame.drop_duplicates("rank")
-    ticks = [f"{rank}. {escape(commute)}" for rank, commute in zip(first["rank"], first["commute"])]
+    ticks = [f"{rank}. {escape(short(commute))}"
+             for rank, commute in zip(first["rank"], first["commute"])]
     names = [escape(c) for c in first["commute"]]
     fig.add_bar(x=ticks, y=first["true"], name="True count", marker_color=TRUE_COLOUR,
                 hovertext=names, hovertemplate="<b>%{hovertext}</b><br>True: %{y:,.0f} commuters"
@@ -99,7 +155,7 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
     fig.update_layout(barmode="group", bargap=0.15)
     fig.update_xaxes(tickangle=-45, automargin=True)
     return _layout(fig, title, "Commute (origin → destination), by true rank",
-                   "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y, height=520)
+                   "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y, height=330, bottom=200)
 
 
 def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
@@ -112,34 +168,38 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
     keys = list(pairs)
     columns = min(3, max(1, len(keys)))
     rows = -(-len(keys) // columns) if keys else 1
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[escape(name(k)) for k in keys],
-                        horizontal_spacing=0.07, vertical_spacing=0.12 if rows > 1 else 0.1)
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[escape(short(name(k), 40))
+                                                                 for k in keys],
+                        horizontal_spacing=0.08, vertical_spacing=0.16 if rows > 1 else 0.1)
+    zero_legend = True
     for i, key in enumerate(keys):
         frame = pairs[key]
         row, col = i // columns + 1, i % columns + 1
-        top = max(int(frame["true_rank"].max()), int(frame["released_rank"].max()), 1) \
-            if len(frame) else 1
+        top = max(int(frame["true_rank"].max()), 1) if len(frame) else 1
         fig.add_scatter(x=[1, top], y=[1, top], mode="lines", name="Perfect order (y = x)",
                         line=dict(color="black", width=1), legendgroup="diagonal",
                         showlegend=i == 0, hoverinfo="skip", row=row, col=col)
-        for zero, colour_, label in ((False, colour(key), name(key)),
-                                     (True, ZERO_COLOUR, "Released as zero")):
+        for zero in (False, True):
             part = frame[frame["released_zero"] == zero]
+            if zero and part.empty:
+                continue
             fig.add_trace(go.Scattergl(
-                x=part["true_rank"], y=part["released_rank"], mode="markers", name=escape(label),
-                legendgroup="zero" if zero else key, showlegend=not zero or i == 0,
-                marker=dict(color=colour_, size=6, symbol=symbol(key) if not zero else "x"),
+                x=part["true_rank"], y=part["released_rank"], mode="markers",
+                name="Released as zero" if zero else escape(name(key)),
+                legendgroup="zero" if zero else key, showlegend=not zero or zero_legend,
+                marker=dict(color=ZERO_COLOUR if zero else colour(key), size=6,
+                            symbol="x" if zero else symbol(key)),
                 hovertext=[escape(labels[j]) for j in part.index],
                 customdata=part[["true", "released"]].to_numpy(float),
                 hovertemplate="<b>%{hovertext}</b><br>True rank %{x:,}, released rank "
                               "%{y:,}<br>True %{customdata[0]:,.0f}, released "
                               "%{customdata[1]:,.1f}<extra></extra>"), row=row, col=col)
+            zero_legend = zero_legend and not zero
     kind = "log" if log_axes else "linear"
     fig.update_xaxes(title_text="True rank (1 = busiest)", type=kind)
     fig.update_yaxes(title_text="Released rank", type=kind)
-    fig.update_layout(title=dict(text=title, x=0), font=FONT, template="plotly_white",
-                      height=380 * rows + 80, margin=dict(l=70, r=20, t=80, b=60))
-    return fig
+    fig.update_layout(font=FONT, template="plotly_white", margin=dict(l=70, r=20, b=70))
+    return _title_and_legend(fig, title, 340 * rows, gap=28)
 
 
 def light(passed) -> str:

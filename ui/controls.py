@@ -306,7 +306,7 @@ def _epsilon_inputs() -> float:
     st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
     st.session_state[EPSILON_TYPED] = value
     st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
-                     on_change=_store, args=("epsilon",),
+                     on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
     epsilon_param = _param("laplace", "epsilon")
     st.number_input("ε, typed", min_value=1e-3, max_value=float(epsilon_param.high),

@@ -25,6 +25,16 @@ def _format(key: str, value: float) -> str:
     return f"{value:,.4g}"
 
 
+def scorecard(results: dict[str, runs.Release]) -> pd.DataFrame:
+    """The mechanisms side by side (one row each), numbers to 4 significant digits."""
+    frame = runs.scorecard(results)
+    shown = frame.assign(mechanism=frame["mechanism"].map(charts.name))
+    st.dataframe(shown, hide_index=True, width="stretch", column_config={
+        column: st.column_config.NumberColumn(format="%.4g")
+        for column in shown.columns if column != "mechanism"})
+    return frame
+
+
 def cards(result: runs.Release, k: int) -> None:
     """The headline metrics of one release as metric cards, with run time and communication."""
     items = [(metrics.METRICS[m].label.replace("Top-k", f"Top-{k}"),
@@ -73,7 +83,8 @@ def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
     """
     found = runs.sweep(spec)
     if not found.complete:
-        left, right, status = st.columns([2, 1, 4], vertical_alignment="center")
+        place = st.empty()  # emptied when the sweep has finished: no stale Run/Stop buttons
+        left, right, status = place.container().columns([2, 1, 4], vertical_alignment="center")
         remaining = found.total - found.done
         if left.button(f"Run {remaining:,} release{'s' * (remaining != 1)}", key=f"{key}_run",
                        type="primary", icon=":material/play_arrow:"):
@@ -82,10 +93,10 @@ def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
             bar = status.progress(found.done / found.total, "Starting…")
             found = runs.sweep(spec, compute=True, progress=lambda done, total: bar.progress(
                 done / total, f"{done:,} of {total:,} releases"))
-            bar.empty()
+            place.empty()
         elif found.done:
-            status.caption(f"{found.done:,} of {found.total:,} releases done: the sweep was "
-                           "stopped or changed. Run finishes it (finished ones are reused).")
+            status.caption(f"{found.done:,} of {found.total:,} releases are ready from earlier "
+                           f"runs; Run computes the other {remaining:,}.")
     for mechanism, message in found.errors.items():
         st.warning(f"**{charts.name(mechanism)}** left out: {message}")
     return found

@@ -311,7 +311,9 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
     jobs = spec.jobs()
     for job in jobs:
         key = job[1]
-        keys = {m: (spec.dataset, job, m, spec.seed, spec.k, spec.top_n) for m in spec.postprocess}
+        scenario = job[0]  # its label is for display: equal data share cached releases
+        where = (spec.dataset, scenario.level, scenario.areas, scenario.n, *job[1:])
+        keys = {m: (where, m, spec.seed, spec.k, spec.top_n) for m in spec.postprocess}
         found = {m: store.get(k) for m, k in keys.items()}
         missing = tuple(m for m, value in found.items() if value is None)
         if missing and compute and key not in errors:
@@ -329,7 +331,7 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
             if isinstance(value, str):
                 errors[key] = value
             else:
-                frames.append(value)
+                frames.append(value.assign(scenario=scenario.label))
         done += 1
         if progress is not None:
             progress(done, len(jobs))

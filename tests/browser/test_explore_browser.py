@@ -1,0 +1,109 @@
+"""Explore and Tradeoffs in Chromium: change ε and the mechanisms, wait for the new chart.
+
+Screenshots go to tests/artifacts/screenshots/explore-*.png and tradeoffs-*.png. Timings of the
+same interactions are measured by ``bench/bench_live.py``, not asserted here.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dpcore import mechanisms
+
+pytestmark = pytest.mark.browser
+
+
+def chart_title(page: Page, text: str):
+    """A plotly chart's title containing ``text`` (old and new titles coexist during a rerun)."""
+    return page.locator(".js-plotly-plot .gtitle", has_text=text).first
+
+
+def legend_entry(page: Page, text: str):
+    """A legend entry whose whole text is ``text``."""
+    return page.locator(".js-plotly-plot .legendtext",
+                        has_text=re.compile(f"^{re.escape(text)}$")).first
+
+
+def no_traceback(page: Page) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    assert "Traceback" not in page.content()
+
+
+def type_epsilon(page: Page, value: str) -> None:
+    box = page.get_by_role("spinbutton", name="ε, typed", exact=True)
+    box.fill(value)
+    box.press("Enter")
+
+
+def add_mechanism(page: Page, key: str) -> None:
+    """Pick one more mechanism in the sidebar multiselect."""
+    label = f"{mechanisms.get(key).name} · {mechanisms.get(key).model}"
+    page.get_by_test_id("stSidebar").get_by_role("combobox", name="Mechanisms").click()
+    page.keyboard.type(mechanisms.get(key).name)  # the list is virtualised: filter it first
+    page.get_by_role("option", name=label).click()
+    page.keyboard.press("Escape")
+
+
+def test_explore_reacts_to_epsilon_and_mechanism(page: Page, app_url, screenshot):
+    page.goto(f"{app_url}/Explore?mech=laplace&mech=grr&eps=1")
+    expect(page.get_by_role("heading", name="Explore a release")).to_be_visible()
+    expect(chart_title(page, "30 busiest commutes: true vs released (ε = 1)")).to_be_visible()
+    expect(chart_title(page, "Ordering: true rank vs released rank (ε = 1)")).to_be_visible()
+    expect(page.get_by_text("busiest commutes kept their rank").first).to_be_visible()
+    no_traceback(page)
+    screenshot("explore-county-eps1")
+
+    type_epsilon(page, "5")
+    expect(chart_title(page, "(ε = 5)")).to_be_visible()
+    expect(page.get_by_role("slider", name="ε (privacy budget, log scale)")).to_have_attribute("aria-valuetext", "5")
+    assert re.search(r"[?&]eps=5(&|$)", page.url)
+    no_traceback(page)
+
+    add_mechanism(page, "oue")
+    expect(legend_entry(page, mechanisms.get("oue").name)).to_be_visible()
+    assert "mech=oue" in page.url
+    expect(page.get_by_text("Optimised unary encoding:").first).to_be_visible()
+    no_traceback(page)
+    screenshot("explore-county-eps5-oue")
+
+
+def test_explore_ed_subset(page: Page, app_url, screenshot):
+    page.goto(f"{app_url}/Explore?dataset=ireland_ed&areas=Dublin+City&mech=laplace&mech=hm"
+              "&eps=5")
+    expect(page.get_by_text("26,244 possible commutes")).to_be_visible()
+    expect(chart_title(page, "(ε = 5)")).to_be_visible()
+    no_traceback(page)
+    screenshot("explore-ed-dublin")
+
+
+def test_tradeoffs_sweep_reacts_to_mechanism_and_epsilon(page: Page, app_url, screenshot):
+    page.goto(f"{app_url}/Tradeoffs?mech=laplace&mech=grr&mech=oue&eps=1&pp=base&seed=11")
+    expect(page.get_by_role("heading", name="Privacy–utility tradeoffs")).to_be_visible()
+    grid = page.get_by_role("textbox", name="ε grid", exact=True)
+    grid.fill("0.5, 1, 2, 5")
+    grid.press("Enter")
+    trials = page.get_by_role("spinbutton", name="Trials", exact=True)
+    trials.fill("3")
+    trials.press("Enter")
+    page.get_by_role("button", name="Run 36 releases").first.click()
+    expect(chart_title(page, "RMSE against ε (Base")).to_be_visible()
+    expect(legend_entry(page, "Laplace · theory")).to_be_visible()
+    no_traceback(page)
+    screenshot("tradeoffs-epsilon")
+
+    sizes = page.get_by_role("textbox", name="Population sizes n", exact=True)
+    sizes.fill("1000, 10000, 100000")
+    sizes.press("Enter")
+    page.get_by_role("button", name="Run 27 releases").click()
+    expect(chart_title(page, "against population size (ε = 1)")).to_be_visible()
+    type_epsilon(page, "5")
+    page.get_by_role("button", name="Run 27 releases").click()
+    expect(chart_title(page, "against population size (ε = 5)")).to_be_visible()
+
+    add_mechanism(page, "hm")
+    page.get_by_role("button", name="Run 12 releases").first.click()  # ε sweep: HM only
+    expect(legend_entry(page, mechanisms.get("hm").name)).to_be_visible()
+    expect(page.get_by_role("button", name="Run 12 releases")).to_have_count(0)
+    no_traceback(page)
+    screenshot("tradeoffs-with-hm")
