@@ -23,6 +23,7 @@ import numpy as np
 
 from dpcore.mechanisms import register
 from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param
+from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 
 #: Users per batch in ``release``: bounds the per-user temporaries (a few arrays of this length).
 RELEASE_CHUNK = 1 << 22
@@ -116,41 +117,6 @@ def force_parity(y: np.ndarray, row: np.ndarray, flip_bit: np.ndarray, parity: i
 def _next_pow2(value: int) -> int:
     """Smallest power of two ≥ value (value ≥ 1), in exact integer arithmetic."""
     return 1 << (int(value) - 1).bit_length()
-
-
-def _as_counts(counts) -> np.ndarray:
-    """True counts as int64, or a ValueError saying what is wrong with them."""
-    counts = np.asarray(counts)
-    if counts.ndim != 1 or counts.size == 0:
-        raise ValueError("counts must be a non-empty 1-D array over the domain, "
-                         f"got shape {counts.shape}")
-    if np.issubdtype(counts.dtype, np.integer):
-        bad = counts < 0
-    elif np.issubdtype(counts.dtype, np.floating):
-        bad = ~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))
-    else:
-        raise ValueError(f"counts must be numbers, got dtype {counts.dtype}")
-    if bad.any():
-        cell = int(np.flatnonzero(bad)[0])
-        raise ValueError("counts must be non-negative whole numbers; "
-                         f"cell {cell} holds {counts[cell]!r}")
-    return counts.astype(np.int64, copy=False)
-
-
-def _as_items(items, d: int) -> np.ndarray:
-    """One domain index per person as int64, or a ValueError naming the first bad one."""
-    items = np.asarray(items)
-    if items.ndim != 1:
-        raise ValueError("items must be a 1-D array (one cell index per person), "
-                         f"got shape {items.shape}")
-    if items.size and not np.issubdtype(items.dtype, np.integer):
-        raise ValueError(f"items must be whole-number cell indices, got dtype {items.dtype}")
-    items = items.astype(np.int64, copy=False)
-    bad = (items < 0) | (items >= d)
-    if bad.any():
-        person = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"item {items[person]} of person {person} is outside the domain [0, {d})")
-    return items
 
 
 def _exact_int(values: np.ndarray, bound: int) -> np.ndarray:
