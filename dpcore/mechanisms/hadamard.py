@@ -556,6 +556,15 @@ class HadamardMechanism(LocalMechanism):
         _, b = hm_probabilities(self.epsilon, t)
         return fwht(_exact_int(np.asarray(statistic), n * t), overwrite=True)[:d] / (t * b)
 
+    def simulate(self, items, d, rng, chunk=SIMULATION_CHUNK):
+        """The real protocol in batches of reports, tallied together (one D-long tally per
+        batch would dominate on large domains)."""
+        items, size = _as_items(items, d), self.padded(d)
+        batches = (self.perturb(items[start:start + chunk], d, rng)
+                   for start in range(0, len(items), chunk))
+        keys = (self._report_keys(np.asarray(r["j"]), np.asarray(r["s"]) < 0, size) for r in batches)
+        return self.estimate(self._column_sums(_histogram(keys, 2 * size), size), len(items), d)
+
     def release(self, counts, rng):
         """Exact fast path: every commuter's report drawn (vectorised, in batches), one FWHT."""
         counts = _as_counts(counts)
