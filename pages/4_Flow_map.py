@@ -125,7 +125,7 @@ with map_area:
                        f"({built.flow_layers} grouped layers).")
         with column:
             st_folium(built.map, key=f"{MAP}_{v}", height=maps.HEIGHT, use_container_width=True,
-                      returned_objects=RETURNED,
+                      returned_objects=RETURNED, render=False,  # one render pass, not two
                       on_change=partial(pick_zone, f"{MAP}_{v}", built.tooltip_to_zone))
         column.download_button(
             f"Map as HTML ({VIEW_NAMES[v].lower()})", partial(standalone, v, frame),
