@@ -43,8 +43,7 @@ released = {key: r.released for key, r in results.items() if not r.error}
 if not released:
     st.stop()
 truth = runs.true_counts(settings)
-pairs = {key: explore.rank_pairs(truth, values, min(scope, od.domain_size))
-         for key, values in released.items()}
+pairs = {key: runs.ordering(settings, key, min(scope, od.domain_size)) for key in released}
 
 st.subheader("What happened")
 for key, result in results.items():
@@ -66,7 +65,7 @@ charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released
             order, "ordering", "explore_ordering")
 
 st.subheader("The true top 10 and the rank each mechanism gave them")
-table = explore.rank_table(od, truth, released, 10, {k: charts.short_name(k) for k in released})
+table = explore.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
 st.dataframe(table, hide_index=True, width="stretch")
 charts.table_download(table, "top10_ranks", "explore_top10")
 

@@ -125,12 +125,15 @@ def test_rank_table_has_the_thesis_form(county):
     swapped = truth.astype(float)
     first, second = explore.top_cells(truth, 2)
     swapped[[first, second]] = swapped[[second, first]]
-    table = explore.rank_table(county, truth, {"laplace": truth, "grr": swapped}, 10,
-                               {"laplace": "Lap", "grr": "RR"})
+    pairs = {key: explore.rank_pairs(truth, values, 50)
+             for key, values in (("laplace", truth), ("grr", swapped))}
+    table = explore.rank_table(county, pairs, 10, {"laplace": "Lap", "grr": "RR"})
     assert list(table.columns) == ["Commute", "True count", "True rank", "Lap", "RR"]
     assert list(table["True rank"]) == list(range(1, 11)) == list(table["Lap"])
     assert list(table["RR"][:3]) == [2, 1, 3]
     assert table["Commute"][0] == county.top(1)["commute"][0]
+    assert list(table["True count"]) == list(county.top(10)["count"])
+    assert list(explore.rank_table(county, {}).columns) == ["Commute", "True count", "True rank"]
 
 
 def test_top_flows_errors_are_released_minus_true(county, rng):

@@ -164,6 +164,22 @@ def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, 
     return {key: release(settings, key, k, top_n) for key in settings.mechanisms}
 
 
+@st.cache_data(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
+def _bundled_ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
+    truth = _bundled_dense(settings.dataset, settings.level, settings.areas)
+    return explore.rank_pairs(truth, _bundled_release(settings, key, 10, 100).released, cells)
+
+
+def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
+    """True against released ranks of the top ``cells`` true commutes for mechanism ``key``
+    (:func:`dpcore.explore.rank_pairs`), cached like the release itself."""
+    single = _single(settings, key)
+    if not _uploaded(settings):
+        return _bundled_ordering(single, key, cells)
+    return _memo("ordering", (single, key, cells), lambda: explore.rank_pairs(
+        true_counts(settings), release(settings, key).released, cells))
+
+
 def scorecard(results: dict[str, Release]) -> pd.DataFrame:
     """One row per mechanism: the headline metrics, release time and bits per commuter."""
     rows = []
