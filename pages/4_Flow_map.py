@@ -57,14 +57,19 @@ if result.error:
     st.warning(f"**{charts.name(mechanism)}** could not run with these settings: {result.error} "
                "Only the true flows can be shown.")
 st.caption(f"{charts.name(mechanism)}, ε = {settings.epsilon:g}, seed {settings.seed}, "
-           f"post-processing: {postprocess.METHODS[settings.postprocess][0]}. Change them in the sidebar; every page "
-           "shares them.")
+           f"post-processing: {postprocess.METHODS[settings.postprocess][0]}. Change them in the "
+           "sidebar; every page shares them.")
 
 top = st.columns([3, 2, 3, 2])
 views = list(VIEW_NAMES) if released is not None else [flows.TRUE]
+if st.session_state.get(VIEW) not in views:
+    st.session_state[VIEW] = views[0]
 view = top[0].radio("Show", views, format_func=VIEW_NAMES.__getitem__, key=VIEW, horizontal=True)
 rule = top[1].radio("Which flows", ["top", "min"], key=RULE, horizontal=True,
-                    format_func={"top": "Largest k", "min": "At least"}.__getitem__)
+                    format_func={"top": "Largest k", "min": "At least"}.__getitem__,
+                    help="Applied separately to flows between zones (lines), within one zone "
+                         "(rings) and to or from places without a position (listed), by the "
+                         "count the view shows: true, released, or the larger of the two.")
 if rule == "top":
     top_k, min_count = top[1].number_input("k", 1, 100_000, 250, key=TOP_K), None
 else:
@@ -149,12 +154,13 @@ with side if view != SIDE_BY_SIDE else side[0]:
                      width="stretch", column_config=numbers)
 for place, (group, title) in zip(([side] * 2) if view != SIDE_BY_SIDE else side[1:], lists):
     with place:
-        st.markdown(f"**{title}**: {len(getattr(selection, group)):,} of "
-                    f"{selection.matched[group]:,}")
+        left_out = selection.truncated(group)
+        st.markdown(f"**{title}**: {len(getattr(selection, group)):,}"
+                    + (f" (the largest; {left_out:,} more beyond the limit)" if left_out else ""))
         st.dataframe(selection.listing(group), hide_index=True, width="stretch",
                      column_config=numbers)
 
-st.subheader("The flows shown")
+st.subheader("The flows shown" + (" on the released map" if view == SIDE_BY_SIDE else ""))
 table = selection.table()
 st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
              width="stretch", column_config=numbers)

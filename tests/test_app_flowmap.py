@@ -171,6 +171,19 @@ def test_ed_subset_roll_up_and_the_line_cap():
     assert flow_layers(maps_of(at)[0]) == 0
 
 
+def test_a_failed_release_leaves_the_true_map():
+    at = open_page()
+    at.radio(key="flowmap_view").set_value(flows.DIFFERENCE).run()
+    at.session_state[controls.KEYS["mechanisms"].value] = ("topk",)
+    at.session_state[controls.KEYS["postprocess"].value] = "base_cut"
+    at.run()
+    assert not at.exception
+    assert any("could not run with these settings" in w.value for w in at.warning)
+    assert at.radio(key="flowmap_view").options == ["True"]
+    [args] = maps_of(at)
+    assert flow_layers(args) >= 1 and "#555555" in args["script"]
+
+
 def test_more_lines_on_request_with_a_warning():
     at = open_page()
     at.checkbox(key="flowmap_more_lines").check().run()
@@ -180,7 +193,8 @@ def test_more_lines_on_request_with_a_warning():
 def test_uploaded_zone_names_are_inert_in_the_map():
     zones = ZoneSet.from_ids(["a", "b", "c"], labels=[EVIL, TEMPLATE, "C"],
                              lat=[53.0, 53.2, 53.4], lon=[-7.0, -6.8, -6.6])
-    upload = ODMatrix.from_dense("evil", zones, zones, np.array([50, 30, 20, 40, 60, 10, 5, 20, 90]))
+    upload = ODMatrix.from_dense("evil", zones, zones,
+                                 np.array([50, 30, 20, 40, 60, 10, 5, 20, 90]))
     at = open_page(**{state.UPLOADED_MATRIX: upload, state.UPLOADED_FILENAME: "evil.csv",
                       state.CURRENT_DATASET: state.UPLOADED})
     [args] = maps_of(at)

@@ -1,4 +1,4 @@
-"""ui.maps and ui.leaflet_assets: offline maps, grouped layers, arc geometry, escaping, downloads."""
+"""ui.maps and ui.leaflet_assets: offline maps, grouped layers, geometry, escaping, downloads."""
 
 import html
 import json

@@ -276,7 +276,8 @@ def legend_html(view: str, breaks, statuses=(), colour: str | None = None) -> st
 def reading_notes(size_by: str, within: bool) -> str:
     """How to read the map (plain text, for a caption under it)."""
     notes = [("Lines bend to their right, so A→B and B→A are separate arcs; the chevron on each "
-              "points to the destination."), f"Points are zones sized by {SIZE_BY[size_by].lower()}."]
+              "points to the destination."),
+             f"Points are zones sized by {SIZE_BY[size_by].lower()}."]
     if within:
         notes.append("Rings around a zone: commuters who live and work in that same zone.")
     return " ".join(notes)

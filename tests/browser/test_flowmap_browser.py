@@ -92,7 +92,8 @@ def check_drawn(page: Page, view: str, index: int = 0, ringed: int = 0) -> dict:
     while time.monotonic() < deadline:
         layers = layers_stated(page, view)
         try:
-            frame = page.locator(MAP_IFRAME).nth(index).element_handle(timeout=5_000).content_frame()
+            iframe = page.locator(MAP_IFRAME).nth(index).element_handle(timeout=5_000)
+            frame = iframe.content_frame()
             drawn = frame.evaluate(DRAWN) if frame else None
         except PlaywrightError:
             drawn = None
