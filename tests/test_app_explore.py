@@ -62,7 +62,7 @@ def test_default_page_draws_bars_ordering_table_and_checks():
 
     ordering = figure(at, ORDERING)
     assert len(traces(ordering, "Perfect order (y = x)")) == 2
-    markers = [t for t in ordering["data"] if t["type"] == "scattergl"]
+    markers = [t for t in ordering["data"] if t["mode"] == "markers"]
     assert sum(len(values(t["x"])) for t in markers) == 200  # top 100 × 2 mechanisms
     zeros = traces(ordering, "Released as zero")
     assert all(t["marker"]["color"] == "#BBBBBB" for t in zeros)
@@ -155,7 +155,7 @@ def test_k_log_scale_and_ordering_scope():
     assert all(len(values(t["y"])) == 12 for t in bars["data"])
     assert bars["layout"]["yaxis"]["type"] == "log"
     ordering = figure(at, ORDERING)
-    shown = sum(len(values(t["x"])) for t in ordering["data"] if t["type"] == "scattergl")
+    shown = sum(len(values(t["x"])) for t in ordering["data"] if t["mode"] == "markers")
     assert shown == 1085
 
 

@@ -158,6 +158,16 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
                    "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y, height=330, bottom=200)
 
 
+#: Above this many points a scatter is drawn with WebGL; below, SVG (no GL context to start,
+#: which costs far more than drawing a thousand points on machines without a GPU).
+WEBGL_ABOVE = 5000
+
+
+def marker_trace(points: int):
+    """``go.Scattergl`` for many points, ``go.Scatter`` otherwise."""
+    return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
+
+
 def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
                  log_axes: bool = False) -> go.Figure:
     """True rank against released rank, one panel per mechanism; released zeros in grey; y = x.
@@ -183,7 +193,7 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
             part = frame[frame["released_zero"] == zero]
             if zero and part.empty:
                 continue
-            fig.add_trace(go.Scattergl(
+            fig.add_trace(marker_trace(len(part))(
                 x=part["true_rank"], y=part["released_rank"], mode="markers",
                 name="Released as zero" if zero else escape(name(key)),
                 legendgroup="zero" if zero else key, showlegend=not zero or zero_legend,

@@ -17,7 +17,9 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -48,7 +50,7 @@ class Release:
 
     mechanism: str
     released: np.ndarray | None = None
-    metrics: dict = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
     seconds: float = float("nan")
     postprocess_seconds: float = float("nan")
     bits_per_user: float | None = None
@@ -131,12 +133,15 @@ def _release(od: ODMatrix, counts: np.ndarray, settings: RunSettings, key: str, 
     except ValueError as error:
         return Release(key, error=str(error))
     released.flags.writeable = False
-    return Release(key, released, values, seconds, post_seconds,
+    return Release(key, released, MappingProxyType(values), seconds, post_seconds,
                    mechanism.bits_per_user(od.domain_size))
 
 
-@st.cache_data(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
+@st.cache_resource(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
 def _bundled_release(settings: RunSettings, key: str, k: int, top_n: int) -> Release:
+    # A resource, not cache_data: at ED level a release is a 78 MB vector that cache_data would
+    # pickle on the way in and copy on every rerun (~0.3 s). The vector is read-only and the
+    # metrics a read-only mapping, so sessions can share the one object safely.
     od = _bundled_view(settings.dataset, settings.level, settings.areas)
     return _release(od, _bundled_dense(settings.dataset, settings.level, settings.areas),
                     settings, key, k, top_n)
