@@ -345,8 +345,8 @@ def parse_grid(text: str, what: str = "ε", low: float = 0.0, high: float = 20.0
 
 
 def format_grid(values) -> str:
-    """The inverse of :func:`parse_grid`: "0.5, 1, 1.5"."""
-    return ", ".join(f"{v:g}" for v in values)
+    """The inverse of :func:`parse_grid`: "0.5, 1, 1.5" (whole numbers in full: "2748530")."""
+    return ", ".join(str(int(v)) if float(v).is_integer() else f"{v:g}" for v in values)
 
 
 def population_grid(n: int, points: int = 5, smallest: int = 1000) -> tuple[int, ...]:

@@ -111,6 +111,7 @@ def test_post_processing_comparison_and_a_mechanism_left_out():
     names = {t["name"] for t in fig["data"]}
     assert {"Laplace · base", "Laplace · base_cut"} <= names
     assert any("left out" in w.value and "Base-Cut" in w.value for w in at.warning)
+    assert "tradeoffs_postprocess_run" not in {b.key for b in at.button}  # nothing left to run
 
 
 @pytest.mark.slow
@@ -127,3 +128,26 @@ def test_domain_comparison_of_the_thesis_subsets():
     times = figure(at, "release time")
     assert times["layout"]["yaxis"]["type"] == "log"
     assert {t["name"] for t in times["data"]} == {"Laplace", mechanisms.get("hm").name}
+
+
+def test_uploaded_data_sweeps_stay_in_the_session():
+    from dpcore.od import ODMatrix, ZoneSet
+    from ui import runs, state
+
+    zones = ZoneSet.from_ids(["A", "B", "C"])
+    upload = ODMatrix.from_pairs("mine", zones, zones, [0, 1, 2, 0], [0, 1, 2, 2],
+                                 [500, 300, 200, 50])
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.session_state[state.UPLOADED_MATRIX] = upload
+    at.session_state[state.UPLOADED_FILENAME] = "mine.csv"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.query_params["mech"] = ["laplace"]
+    at.query_params["seed"] = "108"
+    at.run()
+    at.text_input(key=GRID).set_value("1").run()
+    at.number_input(key=TRIALS).set_value(2).run()
+    run_sweep(at, "tradeoffs_epsilon")
+    assert list(mean_line(figure(at, "against ε ("), "Laplace")[0]) == [1.0]
+    shared = runs._shared_store().entries
+    assert not [key for key in shared if key[0][0] == state.UPLOADED]
+    assert at.session_state["run_session_memo"]["entries"]

@@ -263,6 +263,7 @@ def test_parse_grid_accepts_commas_spaces_and_sorts():
     assert explore.parse_grid("1000 100", "n", 0, 5000, whole=True) == (100, 1000)
     assert explore.parse_grid(explore.format_grid(explore.THESIS_EPSILONS)) == \
         explore.THESIS_EPSILONS
+    assert explore.format_grid((2700, 2_748_530)) == "2700, 2748530"
 
 
 @pytest.mark.parametrize("text, message", [("", "at least one"), ("1, x", "“x” is not a number"),

@@ -124,12 +124,22 @@ def _title_and_legend(fig: go.Figure, title: str, plot_height: int, gap: int = 0
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
             log_x: bool = False, height: int = 360, bottom: int = 70) -> go.Figure:
     fig.update_layout(font=FONT, template="plotly_white", margin=dict(l=70, r=20, b=bottom))
-    # On log axes, label 1-2-5 steps only (plotly's default labels every digit on short ranges).
     fig.update_xaxes(title_text=x_title, type="log" if log_x else None,
-                     dtick="D2" if log_x else None)
+                     dtick=_log_dtick(fig, "x") if log_x else None)
     fig.update_yaxes(title_text=y_title, type="log" if log_y else None,
-                     dtick="D2" if log_y else None)
+                     dtick=_log_dtick(fig, "y") if log_y else None)
     return _title_and_legend(fig, title, height)
+
+
+def _log_dtick(fig: go.Figure, axis: str) -> str | None:
+    """Label only 1-2-5 steps on a log axis spanning more than a decade (plotly labels every
+    digit there, which crowds the axis); shorter ranges keep plotly's labels."""
+    data = [np.asarray(getattr(trace, axis), dtype=float) for trace in fig.data
+            if getattr(trace, axis, None) is not None]
+    positive = np.concatenate([d[d > 0] for d in data]) if data else np.empty(0)
+    if positive.size and np.log10(positive.max() / positive.min()) > 1:
+        return "D2"
+    return None
 
 
 # ----------------------------------------------------------------------------------- Explore

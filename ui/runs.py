@@ -231,10 +231,11 @@ class SweepSpec:
     top_n: int = 100
 
     def jobs(self) -> list[tuple]:
-        """(scenario, mechanism, params, ε, trial) in a fixed order: one release each."""
-        return [(scenario, key, params, epsilon, trial) for scenario in self.scenarios
-                for key, params in self.mechanisms for epsilon in self.epsilons
-                for trial in range(self.trials)]
+        """(scenario, mechanism, params, ε, trial), one release each, trial by trial: a sweep
+        stopped early has every curve, with fewer trials."""
+        return [(scenario, key, params, epsilon, trial) for trial in range(self.trials)
+                for scenario in self.scenarios for key, params in self.mechanisms
+                for epsilon in self.epsilons]
 
 
 def mechanism_specs(settings: RunSettings, keys=None) -> tuple:
@@ -337,12 +338,15 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
         keys = {m: (where, m, spec.seed, spec.k, spec.top_n) for m in spec.postprocess}
         found = {m: store.get(k) for m, k in keys.items()}
         missing = tuple(m for m, value in found.items() if value is None)
-        if missing and compute and key not in errors:
-            try:
-                table = _run_job(spec, job, missing)
-                found.update({m: table[table["postprocess"] == m] for m in missing})
-            except ValueError as error:  # a setting this mechanism cannot run with
-                found.update(dict.fromkeys(missing, str(error)))
+        if missing and compute:
+            if key in errors:  # it failed on an earlier job: the same settings fail again
+                found.update(dict.fromkeys(missing, errors[key]))
+            else:
+                try:
+                    table = _run_job(spec, job, missing)
+                    found.update({m: table[table["postprocess"] == m] for m in missing})
+                except ValueError as error:  # a setting this mechanism cannot run with
+                    found.update(dict.fromkeys(missing, str(error)))
             for method in missing:
                 store.put(keys[method], found[method])
             missing = ()

@@ -107,3 +107,25 @@ def test_tradeoffs_sweep_reacts_to_mechanism_and_epsilon(page: Page, app_url, sc
     expect(page.get_by_role("button", name="Run 12 releases")).to_have_count(0)
     no_traceback(page)
     screenshot("tradeoffs-with-hm")
+
+
+def test_a_sweep_can_be_stopped_and_resumed(page: Page, app_url, screenshot):
+    page.goto(f"{app_url}/Tradeoffs?mech=laplace&mech=hm&eps=1&pp=base&seed=12")
+    grid = page.get_by_role("textbox", name="ε grid", exact=True)
+    grid.fill("0.5, 1, 2, 3, 4, 5")
+    grid.press("Enter")
+    trials = page.get_by_role("spinbutton", name="Trials", exact=True)
+    trials.fill("40")
+    trials.press("Enter")
+    page.get_by_role("button", name="Run 480 releases").first.click()
+    expect(page.get_by_text(re.compile(r"\d+ of 480 releases")).first).to_be_visible()
+    screenshot("tradeoffs-sweep-running")
+    page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop").click()
+    ready = page.get_by_text(re.compile(r"\d+ of 480 releases are ready from earlier runs")).first
+    expect(ready).to_be_visible()
+    done = int(re.match(r"(\d+)", ready.inner_text()).group(1))
+    assert 0 < done < 480
+    expect(page.get_by_role("button", name=f"Run {480 - done} releases").first).to_be_visible()
+    expect(chart_title(page, "RMSE against ε (Base")).to_be_visible()  # the partial curves
+    no_traceback(page)
+    screenshot("tradeoffs-sweep-stopped")
