@@ -26,9 +26,8 @@ from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS, VIEWPORT, _free_port  # noqa: E402
-
 from dpcore import mechanisms  # noqa: E402
+from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS, VIEWPORT, _free_port  # noqa: E402
 
 expect.set_options(timeout=120_000)
 

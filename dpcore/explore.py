@@ -176,7 +176,8 @@ def top_flows(od: ODMatrix, true_counts, released: dict[str, np.ndarray], k: int
               ) -> pd.DataFrame:
     """The true top-k commutes with each release's count and error, one row per (cell, release).
 
-    Only commutes someone makes are listed (fewer than k when fewer are non-empty). Columns: ``rank``, ``commute``, ``mechanism``, ``true``, ``released``, ``error`` (released −
+    Only commutes someone makes are listed (fewer than k when fewer are non-empty). Columns:
+    ``rank``, ``commute``, ``mechanism``, ``true``, ``released``, ``error`` (released −
     true, commuters): the data of the noisy-vs-true bars (thesis figures 5.1, 5.5, 5.6, 5.12).
     """
     t = np.asarray(true_counts)

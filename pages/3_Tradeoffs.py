@@ -12,8 +12,8 @@ from dpcore import explore, metrics, postprocess
 from ui import charts, controls, panels, runs
 from ui.controls import kept
 
-st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab", page_icon=":material/ssid_chart:",
-                   layout="wide")
+st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
+                   page_icon=":material/ssid_chart:", layout="wide")
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
 if not settings.mechanisms:
@@ -27,7 +27,8 @@ except ValueError as error:
 
 left, middle, right = st.columns([2, 3, 1])
 metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", options=list(metrics.METRICS),
-              format_func=lambda m: f"{metrics.METRICS[m].label} ({metrics.METRICS[m].unit or '—'})")
+              format_func=lambda m: f"{metrics.METRICS[m].label} "
+                                    f"({metrics.METRICS[m].unit or '—'})")
 grid_text = kept(middle.text_input, "ε grid", "tradeoffs_grid",
                  explore.format_grid(explore.THESIS_EPSILONS),
                  help="Any values in (0, 20], separated by commas; the thesis used 0.5 … 5.")

@@ -1,4 +1,4 @@
-"""Unit tests of dpcore.explore: views, ranks, tables, sentences, theory, pass rates, sweeps' helpers."""
+"""Unit tests of dpcore.explore: views, ranks, tables, sentences, theory, pass rates, helpers."""
 
 import math
 
@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpcore import datasets, experiment, explore, mechanisms, metrics, postprocess
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import datasets, experiment, explore, mechanisms, metrics
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +28,8 @@ def toy():
 def reference_ranks(values):
     """Rank by a stable descending sort: the definition ordinal_ranks must match."""
     ranks = np.empty(len(values), dtype=np.int64)
-    ranks[np.argsort(-np.asarray(values, dtype=float), kind="stable")] = np.arange(1, len(values) + 1)
+    order = np.argsort(-np.asarray(values, dtype=float), kind="stable")
+    ranks[order] = np.arange(1, len(values) + 1)
     return ranks
 
 

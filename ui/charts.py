@@ -79,7 +79,7 @@ def escape(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def short(text, length: int = 32) -> str:
+def short(text, length: int = 40) -> str:
     """Text cut to ``length`` characters with an ellipsis (tick labels; hover shows it whole)."""
     text = str(text)
     return text if len(text) <= length else text[:length - 1] + "…"
@@ -165,7 +165,8 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
     fig.update_layout(barmode="group", bargap=0.15)
     fig.update_xaxes(tickangle=-45, automargin=True)
     return _layout(fig, title, "Commute (origin → destination), by true rank",
-                   "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y, height=330, bottom=200)
+                   "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
+                   height=330, bottom=200)
 
 
 #: Above this many points a scatter is drawn with WebGL; below, SVG (no GL context to start,
@@ -223,7 +224,9 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
 
 
 def light(passed) -> str:
-    """A pass/fail light with its word (colour is never the only cue): True, False, "amber", None."""
+    """A pass/fail light with its word (colour is never the only cue).
+
+    ``passed`` is True, False, "amber" (uncertain) or None (does not apply)."""
     return {True: "🟢 pass", False: "🔴 fail", "amber": "🟠 uncertain"}.get(passed, "⚪ n/a")
 
 
@@ -289,7 +292,8 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
 def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
     """Two buttons under a chart: its data as CSV (formula-safe) and the figure as HTML."""
     left, right, _ = st.columns([1, 1, 3])
-    left.download_button("Data (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv", mime="text/csv",
+    left.download_button("Data (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv",
+                         mime="text/csv",
                          key=f"{key}_csv", on_click="ignore", icon=":material/download:")
     right.download_button("Figure (HTML)",
                           lambda: fig.to_html(include_plotlyjs=True, full_html=True),

@@ -168,16 +168,18 @@ def _from_url(query) -> dict:
 
 
 def _to_url(settings: RunSettings) -> dict[str, str | list[str]]:
-    options = [f"{key}.{name}={value}" for key, values in settings.options for name, value in values]
+    options = [f"{key}.{name}={value}"
+               for key, values in settings.options for name, value in values]
     return {DATASET_URL: settings.dataset, KEYS["level"].url: settings.level,
-            KEYS["areas"].url: list(settings.areas), KEYS["mechanisms"].url: list(settings.mechanisms),
+            KEYS["areas"].url: list(settings.areas),
+            KEYS["mechanisms"].url: list(settings.mechanisms),
             KEYS["epsilon"].url: f"{settings.epsilon:g}", KEYS["delta"].url: f"{settings.delta:g}",
             KEYS["neighbours"].url: settings.neighbours, KEYS["options"].url: options,
             KEYS["postprocess"].url: settings.postprocess, KEYS["seed"].url: str(settings.seed)}
 
 
 def init() -> None:
-    """Give every setting its value: the session's, else the URL's (first page only), else default."""
+    """Give every setting its value: the session's, else the URL's (first page), else default."""
     state.init()
     first = FROM_URL_DONE not in st.session_state
     from_url = _from_url(st.query_params) if first else {}

@@ -41,7 +41,8 @@ def cards(result: runs.Release, k: int) -> None:
               _format(m, result.metrics[m]), metrics.METRICS[m].description)
              for m in runs.SCORECARD]
     items.append(("Release time", f"{result.seconds:.3g} s",
-                  f"The mechanism's release; post-processing took {result.postprocess_seconds:.2g} s."))
+                  "The mechanism's release; post-processing took "
+                  f"{result.postprocess_seconds:.2g} s."))
     bits = result.bits_per_user
     items.append(("Bits per commuter", "— (central)" if bits is None else f"{bits:,.0f}",
                   "What each commuter sends (local mechanisms); central ones collect raw data."))

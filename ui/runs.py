@@ -32,7 +32,8 @@ from ui.controls import LEVEL_AS_LOADED, LEVEL_PARENT, RunSettings
 
 #: Single releases kept per server (bundled data). At ED level each holds a 78 MB vector.
 RELEASE_CACHE_ENTRIES = 24
-#: Sweep chunks (one mechanism × one ε) kept per server.
+#: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
+#: session for an upload.
 SWEEP_CACHE_ENTRIES = 2000
 #: Entries of the per-session memo used for an uploaded dataset.
 SESSION_MEMO_ENTRIES = 16
@@ -61,18 +62,33 @@ class Release:
         return metrics.planner_checks(self.metrics) if self.metrics else []
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """One version of the data a sweep runs on: a level/subset, optionally subsampled to n."""
+
+    label: str
+    level: str
+    areas: tuple[str, ...] = ()
+    n: int | None = None
+
+
 # ------------------------------------------------------------------------------------ plumbing
 def _uploaded(settings: RunSettings) -> bool:
     return settings.dataset == state.UPLOADED
 
 
+def _session_memo() -> dict:
+    """This session's memo for its upload; emptied when the upload changes."""
+    upload = st.session_state.get(state.UPLOADED_MATRIX)
+    memo = st.session_state.setdefault(_MEMO, {"upload": None})
+    if memo["upload"] is not upload or "entries" not in memo:  # forget the old upload
+        memo.update(upload=upload, entries=OrderedDict(), sweeps=_Store(SWEEP_CACHE_ENTRIES))
+    return memo
+
+
 def _memo(name: str, key: tuple, compute):
     """Session-only memo for uploaded data: the last few results, in this session alone."""
-    upload = st.session_state.get(state.UPLOADED_MATRIX)
-    memo = st.session_state.setdefault(_MEMO, {"upload": None, "entries": OrderedDict()})
-    if memo["upload"] is not upload:  # a new upload: forget everything about the old one
-        memo["upload"], memo["entries"] = upload, OrderedDict()
-    entries = memo["entries"]
+    entries = _session_memo()["entries"]
     full_key = (name, key)
     if full_key in entries:
         entries.move_to_end(full_key)
@@ -185,6 +201,11 @@ def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
         true_counts(settings), release(settings, key).released, cells))
 
 
+#: Metrics on the cards and in the scorecard, in display order.
+SCORECARD = ("rmse", "mae", "max_error", "topk_recall", "kendall_tau", "geh_pass_share",
+             "false_positive_cells", "false_zero_cells")
+
+
 def scorecard(results: dict[str, Release]) -> pd.DataFrame:
     """One row per mechanism: the headline metrics, release time and bits per commuter."""
     rows = []
@@ -199,22 +220,8 @@ def scorecard(results: dict[str, Release]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Metrics on the cards and in the scorecard, in display order.
-SCORECARD = ("rmse", "mae", "max_error", "topk_recall", "kendall_tau", "geh_pass_share",
-             "false_positive_cells", "false_zero_cells")
-
 
 # ------------------------------------------------------------------------------------- sweeps
-@dataclass(frozen=True)
-class Scenario:
-    """One version of the data a sweep runs on: a level/subset, optionally subsampled to n people."""
-
-    label: str
-    level: str
-    areas: tuple[str, ...] = ()
-    n: int | None = None
-
-
 @dataclass(frozen=True)
 class SweepSpec:
     """A sweep: scenarios × mechanisms (with their own parameters) × ε × trials, scored after each
@@ -284,9 +291,7 @@ def _shared_store() -> _Store:
 
 def _store(dataset: str) -> _Store:
     """Where finished jobs are kept: shared for bundled data, this session's own for an upload."""
-    if dataset != state.UPLOADED:
-        return _shared_store()
-    return _memo("sweep_store", (), lambda: _Store(SWEEP_CACHE_ENTRIES))
+    return _shared_store() if dataset != state.UPLOADED else _session_memo()["sweeps"]
 
 
 def _base_matrix(dataset: str, scenario: Scenario) -> ODMatrix:

@@ -56,7 +56,8 @@ def test_explore_reacts_to_epsilon_and_mechanism(page: Page, app_url, screenshot
 
     type_epsilon(page, "5")
     expect(chart_title(page, "(ε = 5)")).to_be_visible()
-    expect(page.get_by_role("slider", name="ε (privacy budget, log scale)")).to_have_attribute("aria-valuetext", "5")
+    slider = page.get_by_role("slider", name="ε (privacy budget, log scale)")
+    expect(slider).to_have_attribute("aria-valuetext", "5")
     assert re.search(r"[?&]eps=5(&|$)", page.url)
     no_traceback(page)
 
