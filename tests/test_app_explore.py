@@ -16,6 +16,7 @@ from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 BARS, ORDERING = "busiest commutes", "Ordering"
 
+
 @pytest.fixture(autouse=True)
 def keep_main_module():
     """AppTest leaves the page as ``sys.modules["__main__"]``; a later process pool (forkserver,
@@ -23,7 +24,6 @@ def keep_main_module():
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
-
 
 
 def explore_page(**query) -> AppTest:

@@ -14,6 +14,7 @@ from tests.plotly_spec import figure, figures, traces, values
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
 
+
 @pytest.fixture(autouse=True)
 def keep_main_module():
     """AppTest leaves the page as ``sys.modules["__main__"]``; a later process pool (forkserver,
@@ -21,7 +22,6 @@ def keep_main_module():
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
-
 
 
 def tradeoffs_page(grid="1, 5", trials=2, **query) -> AppTest:
