@@ -80,15 +80,11 @@ for tab, key in zip(st.tabs([charts.name(k) for k in released]), released):
 st.subheader("Planner's checks over repeated draws")
 draws = kept(st.number_input, "Draws", "explore_draws", 30, min_value=2, max_value=500,
              help="How often each check passes over this many independent releases.")
-spec = runs.repeated_draws(settings, draws)
-if st.button("Estimate the probability of passing", key="explore_run_draws"):
-    bar = st.progress(0.0, "Releasing…")
-    runs.sweep(spec, compute=True,
-               progress=lambda done, total: bar.progress(done / total, f"{done} of {total}"))
-found = runs.sweep(spec)
-if found.done:
-    st.caption(f"{found.done} of {found.total} releases done.")
-    for tab, (key, rates) in zip(st.tabs([charts.name(k) for k in released]),
-                                 runs.pass_rates(found).items()):
+found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
+rates = runs.pass_rates(found)
+if rates:
+    st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
+               "mechanism (same settings, fresh noise) that pass each check.")
+    for tab, (key, table) in zip(st.tabs([charts.name(k) for k in rates]), rates.items()):
         with tab:
-            panels.pass_probabilities(rates)
+            panels.pass_probabilities(table)

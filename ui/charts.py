@@ -223,11 +223,22 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
     return _title_and_legend(fig, title, 340 * rows, gap=28)
 
 
-def light(passed) -> str:
-    """A pass/fail light with its word (colour is never the only cue).
+#: Result words of the planner's checks and their background (Paul Tol's "light" scheme). The word
+#: carries the meaning; the colour only helps, and needs no emoji font.
+LIGHTS = {True: ("pass", "#44BB99"), False: ("fail", "#EE8866"),
+          "amber": ("uncertain", "#EEDD88"), None: ("n/a", "#DDDDDD")}
 
-    ``passed`` is True, False, "amber" (uncertain) or None (does not apply)."""
-    return {True: "🟢 pass", False: "🔴 fail", "amber": "🟠 uncertain"}.get(passed, "⚪ n/a")
+
+def light(passed) -> str:
+    """The result word of a check: True, False, "amber" (uncertain) or None (does not apply)."""
+    return LIGHTS.get(passed, LIGHTS[None])[0]
+
+
+def lit(frame: pd.DataFrame, column: str = "Result"):
+    """``frame`` styled so that ``column`` shows each result word on its colour."""
+    colours = {word: colour_ for word, colour_ in LIGHTS.values()}
+    return frame.style.map(lambda word: f"background-color: {colours.get(word, '')}; "
+                                        "color: #000000; font-weight: 600", subset=[column])
 
 
 # ---------------------------------------------------------------------------------- Tradeoffs

@@ -15,14 +15,26 @@ LIKELY, UNLIKELY = 0.95, 0.05
 
 
 def _format(key: str, value: float) -> str:
+    """A metric value with its unit: shares as %, percentages signed, counts whole."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    info = metrics.METRICS[key]
-    if info.unit in ("share", "share of n"):
+    unit = metrics.METRICS[key].unit
+    if unit in ("share", "share of n"):
         return f"{value:.1%}"
-    if info.unit == "cells":
+    if unit in ("cells", "zones"):
         return f"{value:,.0f}"
-    return f"{value:,.4g}"
+    if unit == "%":
+        return f"{value:+.2f} %" if metrics.METRICS[key].better == "zero" else f"{value:.2f} %"
+    return f"{value:,.4g}" + (f" {unit}" if unit and unit != "commuters" else "")
+
+
+def _rows(frame: pd.DataFrame) -> int:
+    """Table height (px) that shows every row without scrolling."""
+    return 35 * (len(frame) + 1) + 3
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.2g} ms" if value < 1 else f"{value:.2f} s"
 
 
 def scorecard(results: dict[str, runs.Release]) -> pd.DataFrame:
@@ -40,12 +52,13 @@ def cards(result: runs.Release, k: int) -> None:
     items = [(metrics.METRICS[m].label.replace("Top-k", f"Top-{k}"),
               _format(m, result.metrics[m]), metrics.METRICS[m].description)
              for m in runs.SCORECARD]
-    items.append(("Release time", f"{result.seconds:.3g} s",
-                  "The mechanism's release; post-processing took "
-                  f"{result.postprocess_seconds:.2g} s."))
+    items.append(("Release time", _seconds(result.seconds),
+                  f"The mechanism's release; post-processing took "
+                  f"{_seconds(result.postprocess_seconds)}."))
     bits = result.bits_per_user
-    items.append(("Bits per commuter", "— (central)" if bits is None else f"{bits:,.0f}",
-                  "What each commuter sends (local mechanisms); central ones collect raw data."))
+    items.append(("Bits per commuter", "—" if bits is None else f"{bits:,.0f}",
+                  "What each commuter sends to the server (local mechanisms). Central mechanisms "
+                  "(—) collect everyone's true commute instead."))
     for start in range(0, len(items), 5):
         for column, (label, value, help_text) in zip(st.columns(5), items[start:start + 5]):
             column.metric(label, value, help=help_text)
@@ -57,7 +70,7 @@ def checks(result: runs.Release) -> pd.DataFrame:
              "Value": _format(c.key, c.value), "Rule": c.threshold, "Source": c.source}
             for c in result.checks]
     frame = pd.DataFrame(rows)
-    st.dataframe(frame, hide_index=True, width="stretch")
+    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame), height=_rows(frame))
     return frame
 
 
@@ -70,7 +83,7 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame({"Check": table["label"], "Result": table["pass_rate"].map(light),
                           "P(pass)": table["pass_rate"], "Draws": table["draws"],
                           "Rule": table["threshold"], "Source": table["source"]})
-    st.dataframe(frame, hide_index=True, width="stretch",
+    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame),
                  column_config={"P(pass)": st.column_config.ProgressColumn(
                      "P(pass)", format="percent", min_value=0.0, max_value=1.0)})
     return frame

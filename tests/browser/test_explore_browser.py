@@ -68,6 +68,12 @@ def test_explore_reacts_to_epsilon_and_mechanism(page: Page, app_url, screenshot
     no_traceback(page)
     screenshot("explore-county-eps5-oue")
 
+    page.get_by_role("button", name="Run 90 releases").click()  # 30 draws × 3 mechanisms
+    expect(page.get_by_text("independent releases per mechanism").first).to_be_visible()
+    page.get_by_role("heading", name="Scores").scroll_into_view_if_needed()
+    no_traceback(page)
+    screenshot("explore-county-scores-and-checks")
+
 
 def test_explore_ed_subset(page: Page, app_url, screenshot):
     page.goto(f"{app_url}/Explore?dataset=ireland_ed&areas=Dublin+City&mech=laplace&mech=hm"
