@@ -70,7 +70,7 @@ def checks(result: runs.Release) -> pd.DataFrame:
              "Value": _format(c.key, c.value), "Rule": c.threshold, "Source": c.source}
             for c in result.checks]
     frame = pd.DataFrame(rows)
-    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame), height=_rows(frame))
+    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame))
     return frame
 
 
