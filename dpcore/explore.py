@@ -216,7 +216,8 @@ def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k
                  f"non-empty and {_plural(vanished, 'real commute', 'real commutes')} as empty")
     rmse = values.get("rmse", math.nan)
     if math.isfinite(rmse):
-        parts.append(f"a typical cell is off by {rmse:,.3g} commuters (RMSE)")
+        size = f"{rmse:,.0f}" if rmse >= 100 else f"{rmse:.3g}"
+        parts.append(f"a typical cell is off by {size} commuters (RMSE)")
     return "; ".join(parts) + "."
 
 

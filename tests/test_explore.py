@@ -165,6 +165,7 @@ def test_summary_sentence_counts_what_happened():
                                "stayed in the top 10;")
     assert "412 empty commutes were reported as non-empty and 1 real commute as empty" in sentence
     assert "3.14 commuters" in sentence and sentence.endswith(".")
+    assert "off by 24,213 commuters" in explore.summary_sentence("GRR", pairs, {"rmse": 24213.4})
 
 
 # ---------------------------------------------------------------------------------------- theory
