@@ -94,20 +94,26 @@ def time_simulation(mechanism, items: np.ndarray, d: int, budget: float, repeats
                     rng: np.random.Generator) -> Simulation:
     """Per-user simulation of all commuters, or its linear extrapolation if it would exceed budget.
 
-    Pilot runs on random subsamples of 1, 4, 16, … commuters until one takes PILOT_SECONDS;
-    its time × n / users is the projection (the server's per-domain work is counted in every pilot,
-    so the projection errs high).
+    Pilot runs on random subsamples of 1, 4, 16, … commuters fit time = fixed + per-user × users
+    from the last two pilots (the fixed part — the server's work over the domain — can dominate
+    small pilots). The projection is trusted once a pilot takes PILOT_SECONDS and at least half of
+    it is per-user work; a projection within budget is replaced by the full run, but only once
+    per-user work is visible or a sixteenth of the commuters has been simulated.
     """
     n = len(items)
-    users = min(n, FIRST_PILOT_USERS)
+    points: list[tuple[int, float]] = []
+    users = 1
     while users < n:
         sample = items[rng.choice(n, users, replace=False)]
-        seconds = timed(mechanism.simulate, sample, d, rng)
-        projected = seconds * n / users
-        if seconds >= PILOT_SECONDS or projected <= PILOT_SECONDS:
-            if projected > budget:
-                return Simulation(projected, users, True)
-            break
+        points.append((users, timed(mechanism.simulate, sample, d, rng)))
+        if len(points) >= 2:
+            (m1, t1), (m2, t2) = points[-2:]
+            projected = t2 + max(t2 - t1, 0.0) / (m2 - m1) * (n - m2)
+            per_user_seen = t2 >= 2 * t1     # else timing noise could hide the per-user cost
+            if projected <= budget and (per_user_seen or m2 * 16 >= n):
+                break
+            if per_user_seen and t2 >= PILOT_SECONDS:
+                return Simulation(projected, m2, True)
         users = min(n, users * 4)
     first = timed(mechanism.simulate, items, d, rng)
     if first > 2 or repeats == 1:
@@ -215,7 +221,9 @@ def main(argv=None) -> None:
 
 def print_report(levels, keys, matrices, releases, simulations, metric_times, peers, repeats,
                  budget, peer_share) -> None:
-    print(f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, NumPy "
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"Machine: {os.cpu_count()} cores (load average at the end {load}), Python "
+          f"{platform.python_version()}, NumPy "
           f"{np.__version__}; ε = {EPSILON:g}; d = |X| cells, n commuters; median of {repeats} "
           f"releases; per-user runs projected beyond {budget:g} s are extrapolated linearly from "
           f"a random subsample of commuters.\n")
