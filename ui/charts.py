@@ -121,8 +121,10 @@ def _title_and_legend(fig: go.Figure, title: str, plot_height: int, gap: int = 0
     return fig
 
 
-def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
-            log_x: bool = False, height: int = 360, bottom: int = 70) -> go.Figure:
+def layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
+           log_x: bool = False, height: int = 360, bottom: int = 70) -> go.Figure:
+    """The house style: font, white template, axis titles (with units), log axes, title and
+    legend above the plot."""
     fig.update_layout(font=FONT, template="plotly_white", margin=dict(l=70, r=20, b=bottom))
     fig.update_xaxes(title_text=x_title, type="log" if log_x else None,
                      dtick=_log_dtick(fig, "x") if log_x else None)
@@ -164,7 +166,7 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
                                   f"<extra>{escape(name(key))}</extra>")
     fig.update_layout(barmode="group", bargap=0.15)
     fig.update_xaxes(tickangle=-45, automargin=True)
-    return _layout(fig, title, "Commute (origin → destination), by true rank",
+    return layout(fig, title, "Commute (origin → destination), by true rank",
                    "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
                    height=330, bottom=200)
 
@@ -281,7 +283,7 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
                             line=dict(color=colour(key), dash="dot", width=2),
                             hovertemplate=f"<b>{escape(label)}</b><br>"
                                           "%{x:,.4g}: %{y:,.4g}<extra></extra>")
-    return _layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
+    return layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
 
 
 def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
@@ -296,20 +298,20 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
                     hovertemplate=f"<b>{escape(name(key))}</b><br>%{{x}}: %{{y:.3g}} s "
                                   "(mean of %{customdata[0]} releases)<extra></extra>")
     fig.update_layout(barmode="group")
-    return _layout(fig, title, "Data", "Release time (seconds, log scale)", log_y=True)
+    return layout(fig, title, "Data", "Release time (seconds, log scale)", log_y=True)
 
 
 # ---------------------------------------------------------------------------------- downloads
 def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
     """Two buttons under a chart: its data as CSV (formula-safe) and the figure as HTML."""
-    left, right, _ = st.columns([1, 1, 3])
-    left.download_button("Data (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv",
-                         mime="text/csv",
-                         key=f"{key}_csv", on_click="ignore", icon=":material/download:")
-    right.download_button("Figure (HTML)",
-                          lambda: fig.to_html(include_plotlyjs=True, full_html=True),
-                          file_name=f"{stem}.html", mime="text/html", key=f"{key}_html",
-                          on_click="ignore", icon=":material/download:")
+    row = st.container(horizontal=True)
+    row.download_button("Data (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv",
+                        mime="text/csv", key=f"{key}_csv", on_click="ignore",
+                        icon=":material/download:")
+    row.download_button("Figure (HTML)", lambda: fig.to_html(include_plotlyjs=True,
+                                                             full_html=True),
+                        file_name=f"{stem}.html", mime="text/html", key=f"{key}_html",
+                        on_click="ignore", icon=":material/download:")
 
 
 def table_download(frame: pd.DataFrame, stem: str, key: str) -> None:

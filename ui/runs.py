@@ -86,8 +86,9 @@ def _session_memo() -> dict:
     return memo
 
 
-def _memo(name: str, key: tuple, compute):
-    """Session-only memo for uploaded data: the last few results, in this session alone."""
+def session_memo(name: str, key: tuple, compute):
+    """Session-only memo for uploaded data: the last few results, in this session alone (every
+    page caches computations on an upload here, never in a global cache)."""
     entries = _session_memo()["entries"]
     full_key = (name, key)
     if full_key in entries:
@@ -176,7 +177,7 @@ def release(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> R
     single = _single(settings, key)
     if not _uploaded(settings):
         return _bundled_release(single, key, k, top_n)
-    return _memo("release", (single, key, k, top_n),
+    return session_memo("release", (single, key, k, top_n),
                  lambda: _release(view(settings), true_counts(settings), single, key, k, top_n))
 
 
@@ -197,7 +198,7 @@ def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
     single = _single(settings, key)
     if not _uploaded(settings):
         return _bundled_ordering(single, key, cells)
-    return _memo("ordering", (single, key, cells), lambda: explore.rank_pairs(
+    return session_memo("ordering", (single, key, cells), lambda: explore.rank_pairs(
         true_counts(settings), release(settings, key).released, cells))
 
 
@@ -298,7 +299,7 @@ def _base_matrix(dataset: str, scenario: Scenario) -> ODMatrix:
     if dataset != state.UPLOADED:
         return _bundled_view(dataset, scenario.level, scenario.areas)
     upload = st.session_state[state.UPLOADED_MATRIX]
-    return _memo("view", (scenario.level, scenario.areas),
+    return session_memo("view", (scenario.level, scenario.areas),
                  lambda: explore.view(upload, scenario.level == LEVEL_PARENT, scenario.areas))
 
 
@@ -401,7 +402,7 @@ def true_counts_of(dataset: str, scenario: Scenario) -> np.ndarray:
     """Dense true counts of a scenario's level/subset (read-only for bundled data)."""
     if dataset != state.UPLOADED:
         return _bundled_dense(dataset, scenario.level, scenario.areas)
-    return _memo("dense", (scenario.level, scenario.areas),
+    return session_memo("dense", (scenario.level, scenario.areas),
                  lambda: _base_matrix(dataset, scenario).to_dense())
 
 

@@ -1,0 +1,58 @@
+"""The Learn page in Chromium: every lesson draws, and moving the ε slider redraws the lesson.
+
+Screenshots: tests/artifacts/screenshots/learn-*.png.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from ui import lessons
+
+pytestmark = pytest.mark.browser
+
+
+def no_traceback(page: Page) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    assert "Traceback" not in page.content()
+
+
+def chart_text(page: Page, text: str):
+    """Text drawn inside a plotly chart (title or legend)."""
+    return page.locator(".js-plotly-plot text", has_text=text).first
+
+
+def test_moving_epsilon_redraws_the_lesson(page: Page, app_url, screenshot):
+    page.goto(f"{app_url}/Learn?lesson=epsilon")
+    expect(page.get_by_role("heading", name=re.compile("^Learn"))).to_be_visible()
+    expect(chart_text(page, "Highest belief after an ε = 1 release")).to_be_visible()
+    expect(page.get_by_text("at most 23.2% after an ε = 1 release")).to_be_visible()
+    no_traceback(page)
+
+    slider = page.get_by_role("slider", name="Privacy budget ε")
+    slider.focus()
+    for _ in range(3):          # 1 → 1.2 → 1.5 → 2 on the log steps
+        page.keyboard.press("ArrowRight")
+    expect(slider).to_have_attribute("aria-valuetext", "2")
+    expect(chart_text(page, "Highest belief after an ε = 2 release")).to_be_visible()
+    # prior 10 %: e²·0.1 / (1 + (e² − 1)·0.1) = 45.1 %
+    expect(page.get_by_text("at most 45.1% after an ε = 2 release")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"lesson=epsilon"))
+    no_traceback(page)
+    screenshot("learn-epsilon-2")
+
+
+@pytest.mark.parametrize("lesson, shown", [
+    ("why", "A differencing attack."),
+    ("phone", "On the phone"),
+    ("models", "Amplification by subsampling"),
+    ("choose", "Recommended local mechanism"),
+])
+def test_every_lesson_draws(page: Page, app_url, screenshot, lesson, shown):
+    page.goto(f"{app_url}/Learn")
+    page.get_by_role("radio", name=lessons.LESSONS[lesson], exact=True).click()
+    expect(page.get_by_text(shown).first).to_be_visible()
+    expect(page).to_have_url(re.compile(f"lesson={lesson}"))
+    no_traceback(page)
+    screenshot(f"learn-{lesson}")

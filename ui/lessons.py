@@ -1,0 +1,410 @@
+"""The Learn page's five lessons, one function each, drawn on the current dataset.
+
+Each lesson fits a projector screen: a few live numbers, one figure or table, a one-line reading
+and its formula, with details in expanders. Computations come from :mod:`dpcore.learn`,
+:mod:`dpcore.privacy_theory`, :mod:`dpcore.amplification` and :mod:`dpcore.accuracy`; zone names
+are escaped (:func:`ui.safe.markdown`) wherever they become Markdown.
+
+Heavier results (releases on the whole dataset) are cached like the other pages' (:mod:`ui.runs`):
+across sessions for bundled data, in this session only for an upload.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dpcore import accuracy, amplification, learn, mechanisms, privacy_theory
+from dpcore.mechanisms import LOCAL
+from dpcore.od import ODMatrix
+from ui import charts, data, learn_charts, runs, safe, state
+from ui.controls import EPSILON_STEPS, kept
+
+LESSONS = {
+    "why": "Why exact tables leak",
+    "phone": "One commuter's phone",
+    "epsilon": "What ε means",
+    "models": "Central, local, shuffled",
+    "choose": "Choosing a mechanism",
+}
+#: Session key of the Learn page's own draw counter ("Send again", "Draw again").
+DRAW = "learn_draw"
+DELTAS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+
+
+def _draw() -> int:
+    return st.session_state.get(DRAW, 0)
+
+
+def _rng(*parts, draw: int | None = None) -> np.random.Generator:
+    """The generator of one demonstration at the page's current draw (or at ``draw``)."""
+    codes = [zlib.crc32(str(part).encode()) for part in parts]
+    return np.random.default_rng([_draw() if draw is None else draw, *codes])
+
+
+def _draw_again(label: str, key: str) -> None:
+    """A button that draws fresh randomness for every demonstration on the page."""
+    if st.button(label, key=key, icon=":material/casino:"):
+        st.session_state[DRAW] = _draw() + 1
+
+
+def _trust(matrix: ODMatrix, epsilon: float, delta: float, draw: int) -> pd.DataFrame:
+    return learn.trust_models(matrix, epsilon, delta, _rng("trust", draw=draw))
+
+
+@st.cache_data(max_entries=32, show_spinner="Releasing under the three trust models…")
+def _bundled_trust(dataset: str, epsilon: float, delta: float, draw: int) -> pd.DataFrame:
+    return _trust(data.bundled(dataset), epsilon, delta, draw)
+
+
+def trust_table(current: data.Current, epsilon: float, delta: float) -> pd.DataFrame:
+    """:func:`dpcore.learn.trust_models` on the current dataset, cached for everyone (bundled
+    data) or in this session only (an upload)."""
+    if current.key == state.UPLOADED:
+        return runs.session_memo("learn_trust", (epsilon, delta, _draw()),
+                                 lambda: _trust(current.matrix, epsilon, delta, _draw()))
+    return _bundled_trust(current.key, epsilon, delta, _draw())
+
+
+def _tex(number: float) -> str:
+    """A whole number with thousands separators for LaTeX ({,} keeps the comma unspaced)."""
+    return f"{number:,.0f}".replace(",", "{,}")
+
+
+def _times(factor: float) -> str:
+    """A likelihood factor in words-friendly digits: 2.72×, 2,981×, 1.2 million×."""
+    if factor < 100:
+        return f"{factor:.3g}×"
+    return f"{factor:,.0f}×" if factor < 1e6 else f"{factor / 1e6:,.3g} million×"
+
+
+def _label(od: ODMatrix):
+    """Cell index → its "Origin → Destination" name, escaped for Markdown."""
+    return lambda cell: f"**{safe.markdown(od.cell_labels([cell])[0])}**"
+
+
+def epsilon_picker() -> float:
+    """The page's privacy budget (log steps 0.1–10, as on the other pages)."""
+    return kept(st.select_slider, "Privacy budget ε", "learn_epsilon", 1.0,
+                options=EPSILON_STEPS, format_func=lambda e: f"{e:g}",
+                help="Natural-log privacy loss bound: smaller is more private. Every lesson "
+                     "uses it.")
+
+
+# ----------------------------------------------------------------------------------- lesson 1
+def _row(od: ODMatrix, origin: int) -> np.ndarray:
+    """Counts from one origin to every destination."""
+    row = np.zeros(od.n_destinations, dtype=np.int64)
+    mine = od.rows == origin
+    row[od.cols[mine]] = od.counts[mine]
+    return row
+
+
+def why(current: data.Current, epsilon: float) -> None:
+    """Re-identification exposure, the example cell and the differencing attack."""
+    od = current.matrix
+    found = learn.exposure(od)
+    cols = st.columns(3)
+    cols[0].metric("Commutes made by exactly 1 person", f"{found.cells_single:,}")
+    cols[1].metric("Commutes made by fewer than 10", f"{found.cells_under_10:,}")
+    cols[2].metric("People in those small cells", f"{found.people_under_10:,}",
+                   help=f"{found.people_under_10 / max(found.n, 1):.3%} of all {found.n:,} "
+                        "commuters: each shares their commute with at most 8 others.")
+    if found.example is None:
+        st.info("No cell of this dataset holds a single commuter: the attack below still works, "
+                "on any cell, because it compares two releases.")
+        cell = int(od.flat_index[np.argmax(od.counts)])
+    else:
+        cell = found.example
+    origin, destination = divmod(cell, od.n_destinations)
+    name_o = safe.markdown(od.origins.labels[origin])
+    name_d = safe.markdown(od.destinations.labels[destination])
+    if found.example is not None:
+        st.markdown(
+            f"An exact table says that **1** person commutes from **{name_o}** to **{name_d}**. "
+            f"{found.origin_total:,} commuters live in {name_o} and {found.destination_total:,} "
+            "work or study in " + name_d + ": a crowd at each end, yet the *combination* is "
+            "unique (the thesis's example is Fermoy Urban → Clonakilty Urban).\n"
+            "- Anyone who knows one fact about that person — a neighbour who works in "
+            f"{name_d}, say — now knows that every other published figure about this cell "
+            "(mode of travel, departure time, age band) is about that person alone.\n"
+            "- Suppressing small cells does not help for long: totals and a second release can "
+            "be subtracted, as below.")
+    st.markdown(f"**A differencing attack.** The office publishes the commutes from **{name_o}** "
+                f"in one month and again the next, after one newcomer moved to {name_o}. The "
+                "attacker knows only that; subtracting the two tables finds the newcomer's "
+                "destination.")
+    attack = learn.differencing_attack(_row(od, origin), destination, epsilon,
+                                       _rng("attack", cell))
+    names = od.destinations.labels
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Exact tables**: the only change is")
+        st.dataframe(pd.DataFrame({"Destination": names[attack.exact_changed],
+                                   "Month 2 − month 1": [1] * len(attack.exact_changed)}),
+                     hide_index=True, width="stretch")
+        st.markdown("The attacker is **100 %** sure.")
+    with right:
+        st.markdown(f"**Both months through the Laplace mechanism** (ε = {epsilon:g} each, "
+                    f"noise scale {attack.scale:.3g}): the attacker's best guesses")
+        top = attack.top(5)
+        guesses = pd.DataFrame({"Destination": names[top],
+                                "Month 2 − month 1 (noisy)": attack.noisy_difference[top],
+                                "Attacker's belief": attack.posterior[top],
+                                "Truth": np.where(top == destination, "← the newcomer's", "")})
+        st.dataframe(guesses, hide_index=True, width="stretch",
+                     column_config={"Month 2 − month 1 (noisy)":
+                                    st.column_config.NumberColumn(format="%.2f"),
+                                    "Attacker's belief": st.column_config.NumberColumn(
+                                    format="percent")})
+    st.markdown(
+        f"The true destination ranks **{attack.true_rank:,}** of {attack.destinations:,} with a "
+        f"belief of **{attack.true_posterior:.1%}** (it started at {attack.prior:.2%}). Whatever "
+        f"the noise, two ε-DP releases cap that belief at **{attack.bound:.1%}**: "
+        "the Bayesian bound at 2ε.")
+    _draw_again("Draw the noise again", "learn_attack_again")
+    with st.expander("Why the belief is capped"):
+        st.latex(r"\frac{P[\text{newcomer in } v \mid D]}{P[\text{newcomer in } w \mid D]}"
+                 r"\le e^{2\varepsilon}\ \Rightarrow\ "
+                 r"P[v \mid D] \le \frac{e^{2\varepsilon}}{e^{2\varepsilon} + |D| - 1}")
+        st.markdown("Each release is ε-DP, so the two together are 2ε-DP (sequential "
+                    "composition): no outcome makes one destination more than e^{2ε} times as "
+                    "likely as another, relative to the prior. The belief shown is the exact "
+                    "posterior of an attacker with a uniform prior over destinations, from the "
+                    "density of the difference of two Laplace noises.")
+
+
+# ----------------------------------------------------------------------------------- lesson 2
+def _commute_options(od: ODMatrix, limit: int = 200) -> list[int]:
+    """The busiest commutes of the classroom matrix (cell indices), busiest first."""
+    order = np.lexsort((od.flat_index, -od.counts))[:limit]
+    return [int(c) for c in od.flat_index[order]]
+
+
+def phone(current: data.Current, epsilon: float) -> None:
+    """What one phone sends, and how a crowd of reports becomes an estimate."""
+    od, note = learn.classroom_matrix(current.matrix)
+    if note:
+        st.caption(f"Every phone is simulated here, so the data is {note}.")
+    left, middle, right = st.columns([3, 3, 2])
+    options = _commute_options(od)
+    names = dict(zip(options, od.cell_labels(options)))
+    cell = kept(left.selectbox, "Commute", "learn_commute", options[0], options=options,
+                format_func=lambda c: f"{names[c]} ({od.counts[od.flat_index == c][0]:,})")
+    local = mechanisms.names(LOCAL)
+    key = kept(middle.selectbox, "Local mechanism", "learn_mechanism", "oue", options=local,
+               format_func=lambda k: mechanisms.get(k).name)
+    with right:
+        st.write("")
+        _draw_again("Send again", "learn_send_again")
+    mech = mechanisms.build(key, epsilon=epsilon)
+    d = od.domain_size
+    report = learn.phone_report(mech, cell, d, _rng("phone", key, cell), label=_label(od))
+    steps = "\n".join(f"{i}. {step}" for i, step in enumerate(report.steps, 1))
+    st.markdown(f"**On the phone** ({mech.name}, ε = {epsilon:g})\n\n{steps}\n\n"
+                f"**Sent:** {report.sent} ({report.bits:,.0f} bits).")
+
+    st.markdown("**On the server**: a crowd of such reports")
+    people = kept(st.select_slider, "Commuters in the crowd", "learn_crowd", 10_000,
+                  options=[100, 300, 1_000, 3_000, 10_000],
+                  help="Drawn at random from the data; each runs the phone code above.")
+    crowd = learn.crowd_estimate(mech, od, people, cell, _rng("crowd", key, cell, people))
+    cols = st.columns(3)
+    cols[0].metric("True count in the crowd", f"{crowd.truth[cell]:,.0f}")
+    cols[1].metric("Server's estimate", f"{crowd.estimate[cell]:,.1f}",
+                   f"{crowd.estimate[cell] - crowd.truth[cell]:+,.1f}", delta_color="off")
+    if crowd.sd is not None:
+        cols[2].metric("Standard deviation (theory)", f"{crowd.sd:,.1f}")
+    if crowd.support is not None:
+        st.markdown(f"{crowd.support:,.0f} of the {crowd.people:,} reports support this commute. "
+                    "Some of that support is noise, and the server knows how much to expect, so "
+                    "it subtracts it and rescales:")
+        st.latex(rf"\hat c = \frac{{C - nq}}{{p - q}} = \frac{{{_tex(crowd.support)} - "
+                 rf"{_tex(crowd.people)} \times {report.q:.4g}}}{{{report.p:.4g} - "
+                 rf"{report.q:.4g}}} = {crowd.estimate[cell]:.1f}")
+    table = crowd.table(10)
+    table.insert(0, "commute", od.cell_labels(table["cell"].to_numpy()))
+    st.dataframe(table.drop(columns="cell"), hide_index=True, width="stretch",
+                 column_config={"estimate": st.column_config.NumberColumn(format="%.1f"),
+                                "error": st.column_config.NumberColumn(format="%+.1f")})
+    theory = "" if crowd.rmse_theory is None else f" (theory {crowd.rmse_theory:,.1f})"
+    st.caption(f"The crowd's 10 busiest commutes. Over all {d:,} cells the error is "
+               f"{crowd.rmse:,.1f} commuters per cell{theory}; it is unbiased: averaged over "
+               "many crowds, each estimate equals the truth.")
+    with st.expander("How it works (formulas)"):
+        st.markdown(mech.explain())
+
+
+# ----------------------------------------------------------------------------------- lesson 3
+def epsilon_meaning(current: data.Current, epsilon: float) -> None:
+    """Bayesian bound, hypothesis testing, privacy profiles, group privacy and composition."""
+    left, right = st.columns(2)
+    with left:
+        prior = kept(st.slider, "Adversary's prior belief that a person makes a given commute",
+                     "learn_prior", 0.10, min_value=0.01, max_value=0.99, step=0.01,
+                     format="%.2f")
+        fig, frame = learn_charts.posterior(epsilon, 0.0, prior)
+        charts.show(fig, frame, "posterior_bound", "learn_posterior")
+        top = privacy_theory.posterior_bound(prior, epsilon)
+        st.markdown(f"Sure to **{prior:.0%}** before, at most **{top:.1%}** after an "
+                    f"ε = {epsilon:g} release, whatever it shows.")
+        st.latex(r"P[\text{commute} \mid \text{release}] \le "
+                 r"\frac{e^\varepsilon p}{1 + (e^\varepsilon - 1)p}")
+    with right:
+        delta = kept(st.select_slider, "δ", "learn_delta", 0.0,
+                     options=(0.0, 1e-6, 1e-3, 0.01, 0.05, 0.1), format_func=lambda x: f"{x:g}")
+        fig, frame = learn_charts.test_region(epsilon, delta)
+        charts.show(fig, frame, "hypothesis_test_region", "learn_region")
+        at = privacy_theory.tpr_bound(0.05, epsilon, delta)
+        st.markdown(f"A test that wrongly accuses 5 % of outsiders catches the person at most "
+                    f"**{at:.1%}** of the time.")
+        st.latex(r"\mathrm{TPR} \le e^\varepsilon\,\mathrm{FPR} + \delta")
+        st.latex(r"1 - \mathrm{FPR} \le e^\varepsilon(1 - \mathrm{TPR}) + \delta")
+
+    st.markdown("**One mechanism, many guarantees: privacy profiles**")
+    sigma = kept(st.slider, "Gaussian noise σ (sensitivity 1)", "learn_sigma", 1.0,
+                 min_value=0.2, max_value=5.0, step=0.1)
+    fig, frame = learn_charts.profiles(epsilon, sigma, current.matrix.domain_size)
+    charts.show(fig, frame, "privacy_profiles", "learn_profiles")
+    st.caption(f"Each curve is every (ε, δ) pair the mechanism satisfies. Randomised response and "
+               f"Laplace reach δ = 0 at ε₀ = {epsilon:g} (pure ε-DP); the Gaussian never does.")
+
+    st.markdown("**Groups and budgets**")
+    cols = st.columns(3)
+    with cols[0]:
+        k = kept(st.number_input, "Group size (e.g. a household)", "learn_group", 4,
+                 min_value=1, max_value=50)
+        group_eps, _ = privacy_theory.group_privacy(epsilon, k)
+        st.markdown(f"A household of {k} commuting together is protected at "
+                    f"**kε = {group_eps:g}**: any release makes their combined commutes at most "
+                    f"{_times(math.exp(group_eps))} more (or less) likely.")
+    with cols[1]:
+        st.markdown(f"**Splitting ε = {epsilon:g}** over three tables of the same people "
+                    "(sequential composition: budgets add up)")
+        weights = {"Origin totals": 1, "Destination totals": 1, "OD matrix": 2}
+        split = privacy_theory.split_budget(epsilon, weights)
+        total, _ = privacy_theory.sequential_composition(list(split.values()))
+        st.dataframe(pd.DataFrame({"release": list(split), "ε": list(split.values())}),
+                     hide_index=True, width="stretch")
+        st.caption(f"Together: ε = {total:g}. The OD matrix gets half, so it is the least noisy.")
+    with cols[2]:
+        months = kept(st.number_input, "Monthly releases per year", "learn_months", 12,
+                      min_value=1, max_value=365)
+        basic = privacy_theory.per_query_epsilon(epsilon, months)
+        advanced = privacy_theory.per_query_epsilon(epsilon, months, delta_slack=1e-6)
+        st.markdown(f"To stay within ε = {epsilon:g} for the year, each release may use "
+                    f"**{basic:.3g}** (basic composition) or **{advanced:.3g}** (advanced, "
+                    "with δ′ = 10⁻⁶). Releases about *different* people (one per county) "
+                    f"compose in parallel: each may use the full {epsilon:g}.")
+    with st.expander("The composition formulas"):
+        st.latex(r"\text{sequential: } \Big(\sum_i \varepsilon_i, \sum_i \delta_i\Big)\qquad"
+                 r"\text{parallel: } (\max_i \varepsilon_i, \max_i \delta_i)\qquad"
+                 r"\text{group of } k: (k\varepsilon,\ k e^{(k-1)\varepsilon}\delta)")
+        st.latex(r"\text{advanced: } \varepsilon' = \varepsilon\sqrt{2k\ln(1/\delta')} + "
+                 r"k\varepsilon(e^\varepsilon - 1),\quad \delta_{\text{total}} = k\delta + \delta'")
+
+
+# ----------------------------------------------------------------------------------- lesson 4
+def _shuffle_rows(n: int, epsilon: float, delta: float, k: int) -> pd.DataFrame:
+    """Every amplification bound both ways: the ε₀ a phone may use for a central ``epsilon``
+    (inverse), and the central ε of phones using ε₀ = ``epsilon`` (forward); NaN with the reason
+    where a bound certifies nothing."""
+    rows = []
+    for bound, label in amplification.BOUNDS.items():
+        row, notes = {"bound": label}, []
+        for column, solve in (("phone_epsilon0", amplification.local_budget),
+                              ("central_epsilon", amplification.shuffle_guarantee)):
+            try:
+                found = solve(bound, n, epsilon, delta, k=k)
+                row[column] = found.epsilon0 if column == "phone_epsilon0" else found.epsilon
+            except amplification.NotCertified as reason:
+                row[column] = math.nan
+                notes.append(str(reason))
+        row["note"] = " ".join(dict.fromkeys(notes)) or found.note
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def models(current: data.Current, epsilon: float) -> None:
+    """The same ε under the three trust models, shuffling's inverse, and subsampling."""
+    od = current.matrix
+    delta = kept(st.select_slider, "δ of the shuffled guarantee", "learn_shuffle_delta", 1e-6,
+                 options=DELTAS, format_func=lambda x: f"{x:g}")
+    try:
+        frame = trust_table(current, epsilon, delta)
+    except ValueError as error:
+        st.warning(str(error))
+        return
+    central, local, shuffled = (frame.iloc[i] for i in range(3))
+    st.markdown(
+        f"At central ε = {epsilon:g}: the office adding Laplace noise errs by "
+        f"**{central.rmse:,.1f}** commuters per cell; if every phone randomises on its own "
+        f"({local.mechanism}, the best local choice here) the error is **{local.rmse:,.0f}**, "
+        f"{local.rmse / central.rmse:,.0f}× more. A shuffler that strips who sent what lets each "
+        f"phone use ε₀ = **{shuffled.epsilon_local:.3g}** with GRR and still give "
+        f"({epsilon:g}, {delta:g})-DP: error **{shuffled.rmse:,.0f}**.")
+    charts.show(learn_charts.trust_bars(frame, epsilon), frame, "trust_models", "learn_trust")
+    st.markdown(f"**Shuffling, both ways**, for {od.n:,} phones and δ = {delta:g}")
+    shuffle = _shuffle_rows(od.n, epsilon, delta, od.domain_size)
+    st.dataframe(shuffle, hide_index=True, width="stretch", column_config={
+        "bound": "Bound",
+        "phone_epsilon0": st.column_config.NumberColumn(
+            f"ε₀ a phone may use for central ε = {epsilon:g}", format="%.4g"),
+        "central_epsilon": st.column_config.NumberColumn(
+            f"Central ε if phones use ε₀ = {epsilon:g}", format="%.4g"),
+        "note": st.column_config.TextColumn("Note", width="large")})
+    st.caption("The numerical clone bound (Feldman, McMillan, Talwar, 'Hiding among the clones', "
+               "FOCS 2021) is used for the comparison above, with GRR's clone probability; the "
+               "closed forms are shown for reference and certify nothing outside their range.")
+    st.markdown("**Amplification by subsampling**: ask only a random share γ of commuters")
+    rate = kept(st.slider, "Sampling rate γ", "learn_rate", 0.05, min_value=0.01, max_value=1.0,
+                step=0.01, format="%.2f")
+    fig, table = learn_charts.subsampling(epsilon, delta, rate)
+    charts.show(fig, table, "subsampling", "learn_subsampling")
+    amplified, _ = amplification.subsampling_amplification(epsilon, delta, rate)
+    st.latex(rf"\varepsilon' = \ln\!\big(1 + \gamma(e^\varepsilon - 1)\big) = "
+             rf"\ln(1 + {rate:g}\,(e^{{{epsilon:g}}} - 1)) = {amplified:.3g}")
+
+
+# ----------------------------------------------------------------------------------- lesson 5
+def choose(current: data.Current, epsilon: float) -> None:
+    """Every mechanism's variance, max error, bits and decoding cost for this n, |X| and ε."""
+    od = current.matrix
+    busiest = int(od.counts.max()) if od.nonzero else 0
+    pick = accuracy.recommend_local(od.domain_size, epsilon, od.n)
+    st.success(f"**Recommended local mechanism: {pick.name}.** {pick.reason}",
+               icon=":material/recommend:")
+    table = accuracy.compare_mechanisms(od.n, od.domain_size, epsilon, cell_count=busiest)
+    number = st.column_config.NumberColumn
+    st.dataframe(
+        table, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 2,
+        column_order=("name", "model", "std_empty", "max_error", "bits_per_user", "server_cost",
+                      "variance_cell", "max_error_order", "guarantee"),
+        column_config={
+            "name": "Mechanism", "model": "Model", "guarantee": "Guarantee",
+            "std_empty": number("SD, empty cell", format="%.4g",
+                                help="Standard deviation of an empty cell's estimate "
+                                     "(commuters)."),
+            "max_error": number("Max error (95 %)", format="compact",
+                                help="Largest error over all cells, exceeded with probability "
+                                     "5 % (commuters)."),
+            "bits_per_user": number("Bits per person", format="compact"),
+            "server_cost": "Server cost",
+            "variance_cell": number(f"Variance, busiest cell ({busiest:,})", format="compact",
+                                    help="Commuters²."),
+            "max_error_order": "Max error order"})
+    charts.table_download(table, "choosing_a_mechanism", "learn_choose")
+    st.caption(f"For n = {od.n:,} commuters and |X| = {od.domain_size:,} cells at ε = "
+               f"{epsilon:g}; counts in commuters, variances in commuters². Central mechanisms "
+               "send people's true data to the office (no bits column). As in thesis tables "
+               "3.1–3.3, with every number evaluated for this dataset.")
+    with st.expander("How the recommendation is made"):
+        st.markdown(accuracy.recommend_local.__doc__.split("\n\n", 1)[1])
+
+
+SECTIONS = {"why": why, "phone": phone, "epsilon": epsilon_meaning, "models": models,
+            "choose": choose}
