@@ -1,0 +1,131 @@
+"""AppTest of the Learn page: each lesson draws from dpcore with the page's ε and draw, the URL
+picks the lesson, and an upload's zone names stay inert and its results in the session."""
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpcore import accuracy, datasets, learn, mechanisms, privacy_theory
+from dpcore.od import ODMatrix, ZoneSet
+from tests.plotly_spec import figure, traces, values
+from ui import lessons, state
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
+EPSILON = "kept_widget_learn_epsilon"
+
+
+@pytest.fixture(autouse=True)
+def keep_main_module():
+    """AppTest leaves the page as ``sys.modules["__main__"]``: put the real one back."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
+def learn_page(lesson: str, dataset: str = "ireland_county", **session) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["lesson"] = lesson
+    at.session_state[state.CURRENT_DATASET] = dataset
+    for key, value in session.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("lesson", list(lessons.LESSONS))
+@pytest.mark.parametrize("dataset", ["toy_town", "ireland_county"])
+def test_every_lesson_draws_on_small_data(lesson, dataset):
+    at = learn_page(lesson, dataset)
+    assert not at.warning and not at.error
+    assert at.query_params["lesson"] == lesson
+    assert at.get("button_group")[0].value == lesson
+
+
+def test_epsilon_slider_redraws_the_bayesian_bound():
+    at = learn_page("epsilon")
+    at.select_slider(key=EPSILON).set_value(2.0).run()
+    assert not at.exception
+    fig = figure(at, "What an adversary can learn")
+    (curve,) = traces(fig, "Highest belief after an ε = 2 release")
+    priors = values(curve["x"])
+    assert np.allclose(values(curve["y"]), privacy_theory.posterior_bound(priors, 2.0))
+    region = figure(at, "hypothesis test")
+    upper = [t for t in region["data"] if t.get("name", "").startswith("Reachable")][0]
+    assert np.allclose(values(upper["y"]),
+                       privacy_theory.tpr_bound(values(upper["x"]), 2.0, 0.0))
+    assert "at most **45.1%** after an ε = 2 release" in text(at)
+
+
+def expected_phone(key: str, epsilon: float, draw: int, od: ODMatrix, cell: int):
+    mech = mechanisms.build(key, epsilon=epsilon)
+    rng = lessons._rng("phone", key, cell, draw=draw)
+    return learn.phone_report(mech, cell, od.domain_size, rng, label=lessons._label(od))
+
+
+def test_phone_shows_the_mechanisms_own_report_and_send_again_redraws():
+    county = datasets.load("ireland_county")
+    at = learn_page("phone")
+    at.selectbox(key="kept_widget_learn_mechanism").set_value("olh").run()
+    cell = at.selectbox(key="kept_widget_learn_commute").value
+    assert cell == int(county.flat_index[np.argmax(county.counts)])  # busiest first
+    first = expected_phone("olh", 1.0, 0, county, cell)
+    assert all(step in text(at) for step in first.steps)
+    at.button(key="learn_send_again").click().run()
+    second = expected_phone("olh", 1.0, 1, county, cell)
+    assert second.steps != first.steps and all(step in text(at) for step in second.steps)
+    assert at.session_state[lessons.DRAW] == 1
+
+
+def test_phone_on_ed_data_runs_on_the_rolled_up_counties():
+    at = learn_page("phone", "ireland_ed")
+    assert any("rolled up to the parent level" in c.value for c in at.caption)
+    assert len(at.selectbox(key="kept_widget_learn_commute").options) == 200
+
+
+def test_models_lesson_draws_dpcores_trust_models():
+    at = learn_page("models")
+    county = datasets.load("ireland_county")
+    expected = learn.trust_models(county, 1.0, 1e-6, lessons._rng("trust", draw=0))
+    bars = figure(at, "Error per cell at the same central ε = 1")
+    (measured,) = traces(bars, "Measured (one release)")
+    assert np.allclose(values(measured["y"]), expected["rmse"])
+    shuffle = at.dataframe[0].value
+    assert len(shuffle) == 5 and shuffle["phone_epsilon0"].notna().all()
+
+
+def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
+    county = datasets.load("ireland_county")
+    at = learn_page("choose")
+    pick = accuracy.recommend_local(county.domain_size, 1.0, county.n)
+    assert pick.name in at.success[0].value
+    table = at.dataframe[0].value
+    assert len(table) == len(accuracy.compare_mechanisms(county.n, county.domain_size, 1.0))
+
+
+def hostile_upload() -> ODMatrix:
+    names = ["<img src=x onerror=alert(1)>", "[link](http://evil.example)", "Plain", "Other"]
+    zones = ZoneSet.from_ids(names)
+    return ODMatrix.from_pairs("hostile", zones, zones, [0, 0, 1, 2, 2, 3], [1, 2, 1, 2, 0, 3],
+                               [1, 20, 30, 40, 10, 5])
+
+
+@pytest.mark.parametrize("lesson", ["why", "phone", "models"])
+def test_uploaded_names_stay_inert_and_results_stay_in_the_session(lesson):
+    at = learn_page(lesson, state.UPLOADED, **{state.UPLOADED_MATRIX: hostile_upload(),
+                                               state.UPLOADED_FILENAME: "hostile.csv"})
+    shown = text(at)
+    assert not re.search(r"(?<!\\)<img|(?<!\\)\]\(http", shown)   # only escaped forms
+    if lesson == "why":
+        assert r"\<img src\=x onerror\=alert\(1\)\>" in shown   # the count-1 commute's origin
+    if lesson == "models":
+        entries = at.session_state["run_session_memo"]["entries"]
+        assert any(name == "learn_trust" for name, _ in entries)
