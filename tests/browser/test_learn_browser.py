@@ -39,20 +39,27 @@ def test_moving_epsilon_redraws_the_lesson(page: Page, app_url, screenshot):
     # prior 10 %: e²·0.1 / (1 + (e² − 1)·0.1) = 45.1 %
     expect(page.get_by_text("at most 45.1% after an ε = 2 release")).to_be_visible()
     expect(page).to_have_url(re.compile(r"lesson=epsilon"))
+    settled(page)
     no_traceback(page)
     screenshot("learn-epsilon-2")
 
 
-@pytest.mark.parametrize("lesson, shown", [
-    ("why", "A differencing attack."),
-    ("phone", "On the phone"),
-    ("models", "Amplification by subsampling"),
-    ("choose", "Recommended local mechanism"),
+def settled(page: Page) -> None:
+    """Wait until Streamlit has finished the rerun (its "running" indicator is gone)."""
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+
+
+@pytest.mark.parametrize("lesson, shown", [   # text each lesson draws last
+    ("why", "The true destination ranks"),
+    ("phone", "How it works (formulas)"),
+    ("models", "Guarantee of the whole ε′"),
+    ("choose", "How the recommendation is made"),
 ])
 def test_every_lesson_draws(page: Page, app_url, screenshot, lesson, shown):
     page.goto(f"{app_url}/Learn")
     page.get_by_role("radio", name=lessons.LESSONS[lesson], exact=True).click()
     expect(page.get_by_text(shown).first).to_be_visible()
     expect(page).to_have_url(re.compile(f"lesson={lesson}"))
+    settled(page)
     no_traceback(page)
     screenshot(f"learn-{lesson}")
