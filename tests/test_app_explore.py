@@ -239,3 +239,11 @@ def test_every_mechanism_runs_on_small_data(dataset):
     at = explore_page(mech=mechanisms.names(), dataset=dataset, pp="base")
     assert not at.warning
     assert len(figure(at, BARS)["data"]) == 1 + len(mechanisms.names())
+
+
+def test_approximate_fast_releases_are_labelled():
+    at = explore_page(mech=["ss", "dbitflip", "oue"], dataset="toy_town")
+    notes = [c.value for c in at.sidebar.caption if "approximate fast release" in c.value]
+    assert len(notes) == 2   # subset selection and dBitFlip; OUE's release is exact
+    assert all(mechanisms.get(k).approximation in note for k, note in zip(["ss", "dbitflip"],
+                                                                           notes))

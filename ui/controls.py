@@ -303,6 +303,14 @@ def _mechanism_picker(multi: bool) -> tuple[str, ...]:
                          format_func=mechanism_label),)
 
 
+def _approximation_notes(chosen: tuple[str, ...]) -> None:
+    """Say which chosen mechanisms' fast releases are not exact in distribution, and how."""
+    for key in chosen:
+        cls = mechanisms.get(key)
+        if cls.approximation:
+            st.caption(f"⚠ **{cls.name}: approximate fast release.** {cls.approximation}")
+
+
 def _epsilon_inputs() -> float:
     value = st.session_state[KEYS["epsilon"].value]
     st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
@@ -354,6 +362,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         current = widgets.dataset_picker()
         level, areas = _level_and_areas(current)
         chosen = _mechanism_picker(multi)
+        _approximation_notes(chosen)
         epsilon = _epsilon_inputs()
         if any(mechanisms.get(k).uses_delta for k in chosen):
             _restore("delta")
