@@ -75,7 +75,8 @@ def exposure(od: ODMatrix) -> Exposure:
     """
     single = od.counts == 1
     between = single & (od.origins.ids[od.rows] != od.destinations.ids[od.cols])
-    placed = between & od.origins.has_coordinates[od.rows] & od.destinations.has_coordinates[od.cols]
+    placed = (between & od.origins.has_coordinates[od.rows]
+              & od.destinations.has_coordinates[od.cols])
     candidates = np.flatnonzero(next((c for c in (placed, between, single) if c.any()), single))
     origin_totals, destination_totals = od.origin_totals(), od.destination_totals()
     example, o_total, d_total = None, 0, 0
@@ -222,7 +223,8 @@ def _grr_steps(mech: GRR, item, d, report, label):
     kept = y == item
     return ([f"Keep the true commute with probability $p = e^\\varepsilon/(e^\\varepsilon + d - 1) "
              f"= {p:.4g}$; otherwise pick one of the other $d - 1 = {d - 1:,}$ commutes, each with "
-             f"$q = {q:.4g}$. The truth gets a head start of $p/q = e^\\varepsilon$ over each other "
+             f"$q = {q:.4g}$. The truth gets a head start of $p/q = e^\\varepsilon$ over each "
+             "other "
              "commute, no more.",
              "This time the phone " + ("**kept the truth**." if kept else
                                        "**picked another commute** at random.")],
@@ -265,7 +267,8 @@ def _subset_steps(mech: SubsetSelection, item, d, report, label):
     p, q = mech.support_probabilities(d)
     k = mech.subset_size(d)
     own = bool(np.isin(item, subset))
-    return ([f"Choose a set of $k = {_tex(k)}$ commutes: with probability $p^* = {p:.4g}$ it contains "
+    return ([f"Choose a set of $k = {_tex(k)}$ commutes: with probability $p^* = {p:.4g}$ it "
+             "contains "
              "the true commute (plus others at random), otherwise it is $k$ other commutes. Each "
              f"other commute is in the set with probability $q^* = {q:.4g}$.",
              "This time the set " + ("**contains** the true commute: " if own else
@@ -303,7 +306,8 @@ def _hr_steps(mech: HadamardResponse, item, d, report, label, permutation):
                f"{lay.block_size:,} entries).",
              ("A public random permutation (drawn once for everyone) places the commute in "
               f"block {block}, row {row}." if lay.blocked else f"The commute owns row {row}."),
-             f"With probability {uniform:.4g} send a uniformly random number of all $K$, otherwise a "
+             f"With probability {uniform:.4g} send a uniformly random number of all $K$, "
+             "otherwise a "
              "random number from $C$: numbers in $C$ come out $e^\\varepsilon$ times as often.",
              f"This time it sent **{y:,}**, which is " + ("in" if in_set else "not in") + " $C$."]
     return steps, f"the number {y:,}", in_set, None
@@ -317,7 +321,8 @@ def _hm_steps(mech: HadamardMechanism, item, d, report, label):
     rows = "; ".join(f"column {int(j):,}: true {int(s):+d}, sent **{int(r):+d}**"
                      for j, s, r in zip(columns[:LISTED], true[:LISTED], signs[:LISTED]))
     kept = bool((true == signs).all())
-    return ([f"Pad the {d:,} cells to $D = {_tex(mech.padded(d))}$ and pick $t = {t}$ random columns "
+    return ([f"Pad the {d:,} cells to $D = {_tex(mech.padded(d))}$ and pick $t = {t}$ random "
+             "columns "
              "of the $D \\times D$ Hadamard table; the commute's row gives one true sign (±1) per "
              "column.",
              f"Keep the pattern of {t} signs with probability $e^\\varepsilon/(e^\\varepsilon + "

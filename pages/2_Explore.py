@@ -27,11 +27,12 @@ st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonze
            "from the seed, so the same settings always give the same release.")
 
 left, middle, right = st.columns(3)
-k = kept(left.slider, "Busiest commutes in the bars (k)", "explore_k", 30, min_value=5,
+k = kept(left.slider, "Busiest commutes in the bars (k)", "explore_k", 30, url="k", min_value=5,
          max_value=50)
-log_bars = kept(middle.toggle, "Log scale for the bars", "explore_log_bars", False)
+log_bars = kept(middle.toggle, "Log scale for the bars", "explore_log_bars", False,
+                url="log_bars")
 scopes = [100, 1000] + ([od.domain_size] if od.domain_size <= 50_000 else [])
-scope = kept(right.selectbox, "Ordering of", "explore_scope", 100, options=scopes,
+scope = kept(right.selectbox, "Ordering of", "explore_scope", 100, url="scope", options=scopes,
              format_func=lambda n: "all commutes" if n == od.domain_size
              else f"the top {n:,} true commutes")
 
@@ -58,7 +59,8 @@ if log_bars:
     st.caption("On the log scale, released counts of 0 or below are not drawn.")
 
 labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
-log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False)
+log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False,
+                 url="log_ranks")
 order = explore.long_pairs(od, pairs)
 charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
                                                 f"{settings.epsilon:g})", log_ranks),
@@ -78,7 +80,7 @@ for tab, key in zip(st.tabs([charts.name(k) for k in released]), released):
         panels.checks(results[key])
 
 st.subheader("Planner's checks over repeated draws")
-draws = kept(st.number_input, "Draws", "explore_draws", 30, min_value=2, max_value=500,
+draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2, max_value=500,
              help="How often each check passes over this many independent releases.")
 found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
 rates = runs.pass_rates(found)

@@ -26,15 +26,17 @@ except ValueError as error:
     st.stop()
 
 left, middle, right = st.columns([2, 3, 1])
-metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", options=list(metrics.METRICS),
+metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric",
+              options=list(metrics.METRICS),
               format_func=lambda m: f"{metrics.METRICS[m].label} "
                                     f"({metrics.METRICS[m].unit or '—'})")
 grid_text = kept(middle.text_input, "ε grid", "tradeoffs_grid",
-                 explore.format_grid(explore.THESIS_EPSILONS),
+                 explore.format_grid(explore.THESIS_EPSILONS), url="grid",
                  help="Any values in (0, 20], separated by commas; the thesis used 0.5 … 5.")
-trials = kept(right.number_input, "Trials", "tradeoffs_trials", 5, min_value=1, max_value=100,
+trials = kept(right.number_input, "Trials", "tradeoffs_trials", 5, url="trials", min_value=1,
+              max_value=100,
               help="Releases per point; the band is the 95 % confidence interval of the mean.")
-log_y = kept(st.toggle, "Log scale for the metric", "tradeoffs_log_y", True)
+log_y = kept(st.toggle, "Log scale for the metric", "tradeoffs_log_y", True, url="log_y")
 try:
     epsilons = explore.parse_grid(grid_text)
 except ValueError as error:

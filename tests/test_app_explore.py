@@ -247,3 +247,21 @@ def test_approximate_fast_releases_are_labelled():
     assert len(notes) == 2   # subset selection and dBitFlip; OUE's release is exact
     assert all(mechanisms.get(k).approximation in note for k, note in zip(["ss", "dbitflip"],
                                                                            notes))
+
+
+def test_view_settings_come_from_and_go_to_the_url():
+    at = explore_page(mech=["laplace"], k="12", log_bars="true", scope="1000")
+    assert len(values(figure(at, BARS)["data"][0]["y"])) == 12
+    assert figure(at, BARS)["layout"]["yaxis"]["type"] == "log"
+    assert (at.query_params["k"], at.query_params["log_bars"], at.query_params["scope"]) == (
+        "12", "true", "1000")
+    at.slider(key="kept_widget_explore_k").set_value(20).run()
+    assert at.query_params["k"] == "20"
+
+
+@pytest.mark.parametrize("query", [{"k": "999"}, {"k": "many"}, {"scope": "7"},
+                                   {"log_bars": "maybe"}])
+def test_invalid_view_settings_in_the_url_are_ignored(query):
+    at = explore_page(mech=["laplace"], **query)
+    assert len(values(figure(at, BARS)["data"][0]["y"])) == 30
+    assert figure(at, BARS)["layout"]["yaxis"].get("type") != "log"

@@ -193,13 +193,50 @@ def init() -> None:
 
 
 # ------------------------------------------------------------------------------------- widgets
-def kept(widget, label: str, key: str, default, **kwargs):
+def _from_query(text: list[str], default, kwargs: dict):
+    """A kept widget's value from its URL text, or None when it is not a valid value for it."""
+    try:
+        if isinstance(default, (list, tuple)):
+            value = [type(default[0])(t) if default else t for t in text]
+        elif isinstance(default, bool):
+            value = {"true": True, "false": False}[text[-1].lower()]
+        else:
+            value = type(default)(text[-1])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    options = kwargs.get("options")
+    if options is not None:
+        allowed = [o for o in options]
+        ok = all(v in allowed for v in value) if isinstance(value, list) else value in allowed
+        if not ok:   # numeric options compare by value ("1000" against 1000)
+            return None
+    low, high = kwargs.get("min_value"), kwargs.get("max_value")
+    if (low is not None and value < low) or (high is not None and value > high):
+        return None
+    return value
+
+
+def _to_query(value) -> str | list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return str(value).lower() if isinstance(value, bool) else f"{value:g}" \
+        if isinstance(value, float) else str(value)
+
+
+def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
     """Draw ``widget`` (e.g. ``st.slider``) so that its value survives page changes.
 
     The value lives under ``kept_<key>`` in the session; the widget itself under
     ``kept_widget_<key>``. Pass every argument except ``value``/``index``/``key``/``on_change``.
+    With ``url``, the value is also mirrored in the page URL under that name, and a session that
+    opens such a link starts from it (invalid values are ignored), so a shared link reproduces
+    the view.
     """
     value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
+    if url is not None and value_key not in st.session_state and url in st.query_params:
+        linked = _from_query(st.query_params.get_all(url), default, kwargs)
+        if linked is not None:
+            st.session_state[value_key] = linked
     st.session_state.setdefault(value_key, default)
     options = kwargs.get("options")
     if options is not None:  # options can change with the data: keep only what still exists
@@ -212,7 +249,13 @@ def kept(widget, label: str, key: str, default, **kwargs):
 
     def store():
         st.session_state[value_key] = st.session_state[widget_key]
-    return widget(label, key=widget_key, on_change=store, **kwargs)
+    result = widget(label, key=widget_key, on_change=store, **kwargs)
+    if url is not None:
+        text = _to_query(result)
+        if (st.query_params.get_all(url) if isinstance(text, list)
+                else st.query_params.get(url)) != text:
+            st.query_params[url] = text
+    return result
 
 
 def _store(name: str) -> None:

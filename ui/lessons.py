@@ -89,7 +89,7 @@ def _label(od: ODMatrix):
 
 def epsilon_picker() -> float:
     """The page's privacy budget (log steps 0.1–10, as on the other pages)."""
-    return kept(st.select_slider, "Privacy budget ε", "learn_epsilon", 1.0,
+    return kept(st.select_slider, "Privacy budget ε", "learn_epsilon", 1.0, url="eps",
                 options=EPSILON_STEPS, format_func=lambda e: f"{e:g}",
                 help="Natural-log privacy loss bound: smaller is more private. Every lesson "
                      "uses it.")
