@@ -2,7 +2,9 @@
 
 Modules: :mod:`dpcore.od` (the OD data model), :mod:`dpcore.datasets` (bundled data),
 :mod:`dpcore.importers` (CSV import and validation), :mod:`dpcore.mechanisms` (every DP mechanism),
-:mod:`dpcore.postprocess`, :mod:`dpcore.metrics`, :mod:`dpcore.experiment`, :mod:`dpcore.cli`.
+:mod:`dpcore.postprocess`, :mod:`dpcore.metrics`, :mod:`dpcore.experiment`, :mod:`dpcore.cli`;
+for the Learn page :mod:`dpcore.learn`, :mod:`dpcore.privacy_theory`, :mod:`dpcore.amplification`
+and :mod:`dpcore.accuracy`.
 """
 
 from dpcore.od import DENSE_CELL_LIMIT, DomainTooLargeError, ODMatrix, ZoneSet
