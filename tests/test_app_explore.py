@@ -265,3 +265,13 @@ def test_invalid_view_settings_in_the_url_are_ignored(query):
     at = explore_page(mech=["laplace"], **query)
     assert len(values(figure(at, BARS)["data"][0]["y"])) == 30
     assert figure(at, BARS)["layout"]["yaxis"].get("type") != "log"
+
+
+def test_bars_tell_mechanisms_apart_without_colour():
+    keys = mechanisms.names()
+    at = explore_page(mech=keys, dataset="toy_town", pp="base")
+    bars = figure(at, BARS)["data"][1:]
+    styles = {(t["marker"]["color"], t["marker"].get("pattern", {}).get("shape", "")) for t in bars}
+    assert len(styles) == len(keys)
+    shapes = [t["marker"].get("pattern", {}).get("shape", "") for t in bars]
+    assert len(set(shapes)) == min(len(keys), 8)   # every pattern in use

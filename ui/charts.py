@@ -1,10 +1,11 @@
 """Plotly figures for every page, and the downloads that go with them.
 
 Every figure has a title, axis titles with units and a legend, and draws each mechanism in the
-same colour (and marker) everywhere: :func:`colour` and :func:`symbol` are the only source of them.
-The palette is Paul Tol's colour-blind-safe "bright", "vibrant" and "muted" schemes; markers differ
-too, so no reading relies on colour alone. Zone names come from uploads and plotly renders a subset
-of HTML in hover text and tick labels, so every name is escaped (:func:`escape`) before it is drawn.
+same colour, marker and bar pattern everywhere: :func:`colour`, :func:`symbol` and :func:`pattern`
+are the only source of them. The palette is Paul Tol's colour-blind-safe "bright", "vibrant" and
+"muted" schemes; markers (scatters, curves) and fill patterns (bars) differ too, so no reading
+relies on colour alone. Zone names come from uploads and plotly renders a subset of HTML in hover
+text and tick labels, so every name is escaped (:func:`escape`) before it is drawn.
 
 :func:`downloads` puts the data behind a figure (formula-safe CSV) and the figure itself (a
 standalone HTML file with plotly.js inlined, which works offline) under the chart. PNG comes from
@@ -52,6 +53,16 @@ def symbol(key: str) -> str:
     """The marker of mechanism ``key`` (its position in the registry)."""
     keys = mechanisms.names()
     return _SYMBOLS[keys.index(key) % len(_SYMBOLS)] if key in keys else "circle"
+
+
+#: Bar fill patterns, one per mechanism (registry order): bars never rely on colour alone.
+_PATTERNS = ("", "/", "\\", "x", "-", "|", "+", ".")
+
+
+def pattern(key: str) -> str:
+    """The bar fill pattern of mechanism ``key`` (its position in the registry)."""
+    keys = mechanisms.names()
+    return _PATTERNS[keys.index(key) % len(_PATTERNS)] if key in keys else ""
 
 
 #: Short names for table headers (the thesis's tables 5.1–5.4 use Lap, Stab H, RR, UE, …).
@@ -160,7 +171,8 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
                                                "<extra>True count</extra>")
     for key, rows in frame.groupby("mechanism", sort=False):
         fig.add_bar(x=ticks, y=rows["released"], name=escape(name(key)), marker_color=colour(key),
-                    hovertext=names, customdata=rows[["true", "error"]].to_numpy(float),
+                    marker_pattern_shape=pattern(key), hovertext=names,
+                    customdata=rows[["true", "error"]].to_numpy(float),
                     hovertemplate="<b>%{hovertext}</b><br>True: %{customdata[0]:,.0f}"
                                   "<br>Released: %{y:,.1f}<br>Error: %{customdata[1]:+,.1f}"
                                   f"<extra>{escape(name(key))}</extra>")
@@ -294,7 +306,8 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
     fig = go.Figure()
     for key, rows in frame.groupby("mechanism", sort=False):
         fig.add_bar(x=[escape(s) for s in rows["scenario"]], y=rows["seconds"], name=name(key),
-                    marker_color=colour(key), customdata=rows[["releases"]].to_numpy(),
+                    marker_color=colour(key), marker_pattern_shape=pattern(key),
+                    customdata=rows[["releases"]].to_numpy(),
                     hovertemplate=f"<b>{escape(name(key))}</b><br>%{{x}}: %{{y:.3g}} s "
                                   "(mean of %{customdata[0]} releases)<extra></extra>")
     fig.update_layout(barmode="group")

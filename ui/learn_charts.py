@@ -119,6 +119,7 @@ def trust_bars(frame: pd.DataFrame, epsilon: float) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(x=labels, y=frame["rmse"], name="Measured (one release)",
                 marker_color=[charts.colour(k) for k in frame["key"]],
+                marker_pattern_shape=[charts.pattern(k) for k in frame["key"]],
                 hovertemplate="%{x}: RMSE %{y:,.4g} commuters<extra></extra>")
     fig.add_scatter(x=labels, y=frame["rmse_theory"], mode="markers", name="Theory",
                     marker=dict(color="#000000", symbol="line-ew-open", size=40,
