@@ -127,6 +127,14 @@ def _log_difference_density(z: np.ndarray, scale: float) -> np.ndarray:
     return np.log1p(u) - u - math.log(4 * scale)
 
 
+def origin_row(od: ODMatrix, origin: int) -> np.ndarray:
+    """Counts from one origin (position) to every destination: what the attack's tables publish."""
+    row = np.zeros(od.n_destinations, dtype=np.int64)
+    mine = od.rows == origin
+    row[od.cols[mine]] = od.counts[mine]
+    return row
+
+
 def differencing_attack(row_before, destination: int, epsilon: float,
                         rng: np.random.Generator) -> DifferencingAttack:
     """The differencing attack on one origin's row of counts (length = number of destinations).
@@ -183,6 +191,13 @@ def classroom_matrix(od: ODMatrix) -> tuple[ODMatrix, str | None]:
                    f"{small.n:,} commuters)")
 
 
+def busiest_commutes(od: ODMatrix, limit: int = 200) -> dict[int, int]:
+    """Cell index → count of the ``limit`` busiest commutes, busiest first (ties by index): the
+    commutes a class picks from."""
+    order = np.lexsort((od.flat_index, -od.counts))[:limit]
+    return {int(cell): int(count) for cell, count in zip(od.flat_index[order], od.counts[order])}
+
+
 # ------------------------------------------------------------------------------ one phone
 @dataclass(frozen=True)
 class PhoneReport:
@@ -204,9 +219,9 @@ class PhoneReport:
     support_size: int | None
 
 
-def _tex(number: int) -> str:
+def tex_number(number: float) -> str:
     """A whole number with thousands separators for LaTeX ({,} keeps the comma unspaced)."""
-    return f"{int(number):,}".replace(",", "{,}")
+    return f"{number:,.0f}".replace(",", "{,}")
 
 
 def _named(cells, label: Label) -> str:
@@ -235,7 +250,7 @@ def _unary_steps(mech: UnaryEncoding, item, d, report, label):
     bits = report["bits"][0]
     p, q = mech.support_probabilities(d)
     ones = np.flatnonzero(bits)
-    return ([f"Write the commute as $d = {_tex(d)}$ bits, all 0 except bit #{item}.",
+    return ([f"Write the commute as $d = {tex_number(d)}$ bits, all 0 except bit #{item}.",
              f"Randomise every bit independently: the commute's own bit is 1 with probability "
              f"$p = {p:.4g}$, every other bit with probability $q = {q:.4g}$ (about "
              f"{(d - 1) * q:,.1f} of them are expected to be 1).",
@@ -250,8 +265,9 @@ def _hashing_steps(mech: LocalHashing, item, d, report, label):
     p, q = mech.support_probabilities(d)
     bucket = int(universal_hash(a, b, item, g))
     supported = np.flatnonzero(universal_hash(a, b, np.arange(d), g) == y)
-    return ([f"Draw a personal hash function with seed $(a, b) = ({_tex(a)}, {_tex(b)})$: "
-             f"$H(x) = ((a x + b) \\bmod {_tex(HASH_PRIME)}) \\bmod g$ with $g = {g}$ buckets.",
+    return ([f"Draw a personal hash function with seed $(a, b) = ({tex_number(a)}, "
+             f"{tex_number(b)})$: $H(x) = ((a x + b) \\bmod {tex_number(HASH_PRIME)}) \\bmod g$ "
+             f"with $g = {g}$ buckets.",
              f"Hash the commute: $H({item}) = {bucket}$.",
              f"Randomised response over the {g} buckets: keep bucket {bucket} with probability "
              f"$p = {p:.4g}$, otherwise send one of the other {g - 1} uniformly. This time it "
@@ -267,7 +283,7 @@ def _subset_steps(mech: SubsetSelection, item, d, report, label):
     p, q = mech.support_probabilities(d)
     k = mech.subset_size(d)
     own = bool(np.isin(item, subset))
-    return ([f"Choose a set of $k = {_tex(k)}$ commutes: with probability $p^* = {p:.4g}$ it "
+    return ([f"Choose a set of $k = {tex_number(k)}$ commutes: with probability $p^* = {p:.4g}$ it "
              "contains "
              "the true commute (plus others at random), otherwise it is $k$ other commutes. Each "
              f"other commute is in the set with probability $q^* = {q:.4g}$.",
@@ -298,7 +314,7 @@ def _hr_steps(mech: HadamardResponse, item, d, report, label, permutation):
     block, row = divmod(symbol, lay.items_per_block)
     row += 1
     in_set = y // lay.block_size == block and bin(row & (y % lay.block_size)).count("1") % 2 == 0
-    steps = [f"The answers are $K = {_tex(lay.outputs)}$ numbers"
+    steps = [f"The answers are $K = {tex_number(lay.outputs)}$ numbers"
              + (f" in {lay.blocks:,} blocks of {lay.block_size:,}" if lay.blocked else "")
              + f". Each commute owns one row of a {lay.block_size:,} × {lay.block_size:,} Hadamard "
              "(±1) table" + (" inside its block" if lay.blocked else "")
@@ -321,7 +337,7 @@ def _hm_steps(mech: HadamardMechanism, item, d, report, label):
     rows = "; ".join(f"column {int(j):,}: true {int(s):+d}, sent **{int(r):+d}**"
                      for j, s, r in zip(columns[:LISTED], true[:LISTED], signs[:LISTED]))
     kept = bool((true == signs).all())
-    return ([f"Pad the {d:,} cells to $D = {_tex(mech.padded(d))}$ and pick $t = {t}$ random "
+    return ([f"Pad the {d:,} cells to $D = {tex_number(mech.padded(d))}$ and pick $t = {t}$ random "
              "columns "
              "of the $D \\times D$ Hadamard table; the commute's row gives one true sign (±1) per "
              "column.",
@@ -357,7 +373,7 @@ def phone_report(mech: LocalMechanism, item: int, d: int, rng: np.random.Generat
             raise ValueError(f"no step-by-step walkthrough for {mech.name}.")
         steps, sent, own, size = explain[kind](mech, item, d, report, label)
     p, q = mech.support_probabilities(d) if isinstance(mech, PureProtocol) else (None, None)
-    first = f"The commute is cell #{item} of $d = {_tex(d)}$: {label(item)}."
+    first = f"The commute is cell #{item} of $d = {tex_number(d)}$: {label(item)}."
     return PhoneReport(mech.key, item, (first, *steps), sent, float(mech.bits_per_user(d)),
                        p, q, own, size)
 
@@ -424,6 +440,26 @@ def shuffled_local_epsilon(n: int, epsilon: float, delta: float) -> float:
     bound of FMT21 with GRR's clone probability). Never below ε: without amplification a phone may
     still spend ε, since the shuffled view is at least as private as one report."""
     return max(epsilon, amplification.local_budget(SHUFFLE_BOUND, n, epsilon, delta).epsilon0)
+
+
+def shuffle_table(n: int, epsilon: float, delta: float, k: int) -> pd.DataFrame:
+    """Every amplification bound both ways: the ε₀ a phone may use for a central ``epsilon``
+    (inverse), and the central ε of phones using ε₀ = ``epsilon`` (forward); NaN with the reason
+    where a bound certifies nothing. Columns: bound, phone_epsilon0, central_epsilon, note."""
+    rows = []
+    for bound, label in amplification.BOUNDS.items():
+        row, notes, found = {"bound": label}, [], None
+        for column, solve in (("phone_epsilon0", amplification.local_budget),
+                              ("central_epsilon", amplification.shuffle_guarantee)):
+            try:
+                found = solve(bound, n, epsilon, delta, k=k)
+                row[column] = found.epsilon0 if column == "phone_epsilon0" else found.epsilon
+            except amplification.NotCertified as reason:
+                row[column] = math.nan
+                notes.append(str(reason))
+        row["note"] = " ".join(dict.fromkeys(notes)) or found.note
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def trust_models(od: ODMatrix, epsilon: float, delta: float,

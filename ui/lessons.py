@@ -70,11 +70,6 @@ def trust_table(current: data.Current, epsilon: float, delta: float) -> pd.DataF
     return _bundled_trust(current.key, epsilon, delta, _draw())
 
 
-def _tex(number: float) -> str:
-    """A whole number with thousands separators for LaTeX ({,} keeps the comma unspaced)."""
-    return f"{number:,.0f}".replace(",", "{,}")
-
-
 def _times(factor: float) -> str:
     """A likelihood factor in words-friendly digits: 2.72×, 2,981×, 1.2 million×."""
     if factor < 100:
@@ -96,14 +91,6 @@ def epsilon_picker() -> float:
 
 
 # ----------------------------------------------------------------------------------- lesson 1
-def _row(od: ODMatrix, origin: int) -> np.ndarray:
-    """Counts from one origin to every destination."""
-    row = np.zeros(od.n_destinations, dtype=np.int64)
-    mine = od.rows == origin
-    row[od.cols[mine]] = od.counts[mine]
-    return row
-
-
 def why(current: data.Current, epsilon: float) -> None:
     """Re-identification exposure, the example cell and the differencing attack."""
     od = current.matrix
@@ -138,7 +125,7 @@ def why(current: data.Current, epsilon: float) -> None:
                 f"in one month and again the next, after one newcomer moved to {name_o}. The "
                 "attacker knows only that; subtracting the two tables finds the newcomer's "
                 "destination.")
-    attack = learn.differencing_attack(_row(od, origin), destination, epsilon,
+    attack = learn.differencing_attack(learn.origin_row(od, origin), destination, epsilon,
                                        _rng("attack", cell))
     names = od.destinations.labels
     left, right = st.columns(2)
@@ -179,22 +166,16 @@ def why(current: data.Current, epsilon: float) -> None:
 
 
 # ----------------------------------------------------------------------------------- lesson 2
-def _commute_options(od: ODMatrix, limit: int = 200) -> list[int]:
-    """The busiest commutes of the classroom matrix (cell indices), busiest first."""
-    order = np.lexsort((od.flat_index, -od.counts))[:limit]
-    return [int(c) for c in od.flat_index[order]]
-
-
 def phone(current: data.Current, epsilon: float) -> None:
     """What one phone sends, and how a crowd of reports becomes an estimate."""
     od, note = learn.classroom_matrix(current.matrix)
     if note:
         st.caption(f"Every phone is simulated here, so the data is {note}.")
     left, middle, right = st.columns([3, 3, 2])
-    options = _commute_options(od)
-    names = dict(zip(options, od.cell_labels(options)))
-    cell = kept(left.selectbox, "Commute", "learn_commute", options[0], options=options,
-                format_func=lambda c: f"{names[c]} ({od.counts[od.flat_index == c][0]:,})")
+    busiest = learn.busiest_commutes(od)
+    names = dict(zip(busiest, od.cell_labels(list(busiest))))
+    cell = kept(left.selectbox, "Commute", "learn_commute", next(iter(busiest)),
+                options=list(busiest), format_func=lambda c: f"{names[c]} ({busiest[c]:,})")
     local = mechanisms.names(LOCAL)
     key = kept(middle.selectbox, "Local mechanism", "learn_mechanism", "oue", options=local,
                format_func=lambda k: mechanisms.get(k).name)
@@ -223,8 +204,8 @@ def phone(current: data.Current, epsilon: float) -> None:
         st.markdown(f"{crowd.support:,.0f} of the {crowd.people:,} reports support this commute. "
                     "Some of that support is noise, and the server knows how much to expect, so "
                     "it subtracts it and rescales:")
-        st.latex(rf"\hat c = \frac{{C - nq}}{{p - q}} = \frac{{{_tex(crowd.support)} - "
-                 rf"{_tex(crowd.people)} \times {report.q:.4g}}}{{{report.p:.4g} - "
+        st.latex(rf"\hat c = \frac{{C - nq}}{{p - q}} = \frac{{{learn.tex_number(crowd.support)} - "
+                 rf"{learn.tex_number(crowd.people)} \times {report.q:.4g}}}{{{report.p:.4g} - "
                  rf"{report.q:.4g}}} = {crowd.estimate[cell]:.1f}")
     table = crowd.table(10)
     table.insert(0, "commute", od.cell_labels(table["cell"].to_numpy()))
@@ -309,26 +290,6 @@ def epsilon_meaning(current: data.Current, epsilon: float) -> None:
 
 
 # ----------------------------------------------------------------------------------- lesson 4
-def _shuffle_rows(n: int, epsilon: float, delta: float, k: int) -> pd.DataFrame:
-    """Every amplification bound both ways: the ε₀ a phone may use for a central ``epsilon``
-    (inverse), and the central ε of phones using ε₀ = ``epsilon`` (forward); NaN with the reason
-    where a bound certifies nothing."""
-    rows = []
-    for bound, label in amplification.BOUNDS.items():
-        row, notes = {"bound": label}, []
-        for column, solve in (("phone_epsilon0", amplification.local_budget),
-                              ("central_epsilon", amplification.shuffle_guarantee)):
-            try:
-                found = solve(bound, n, epsilon, delta, k=k)
-                row[column] = found.epsilon0 if column == "phone_epsilon0" else found.epsilon
-            except amplification.NotCertified as reason:
-                row[column] = math.nan
-                notes.append(str(reason))
-        row["note"] = " ".join(dict.fromkeys(notes)) or found.note
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def models(current: data.Current, epsilon: float) -> None:
     """The same ε under the three trust models, shuffling's inverse, and subsampling."""
     od = current.matrix
@@ -349,7 +310,7 @@ def models(current: data.Current, epsilon: float) -> None:
         f"({epsilon:g}, {delta:g})-DP: error **{shuffled.rmse:,.0f}**.")
     charts.show(learn_charts.trust_bars(frame, epsilon), frame, "trust_models", "learn_trust")
     st.markdown(f"**Shuffling, both ways**, for {od.n:,} phones and δ = {delta:g}")
-    shuffle = _shuffle_rows(od.n, epsilon, delta, od.domain_size)
+    shuffle = learn.shuffle_table(od.n, epsilon, delta, od.domain_size)
     st.dataframe(shuffle, hide_index=True, width="stretch", column_config={
         "bound": "Bound",
         "phone_epsilon0": st.column_config.NumberColumn(
