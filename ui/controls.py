@@ -205,11 +205,9 @@ def _from_query(text: list[str], default, kwargs: dict):
     except (ValueError, KeyError, IndexError, TypeError):
         return None
     options = kwargs.get("options")
-    if options is not None:
-        allowed = [o for o in options]
-        ok = all(v in allowed for v in value) if isinstance(value, list) else value in allowed
-        if not ok:   # numeric options compare by value ("1000" against 1000)
-            return None
+    if options is not None and not all(v in options for v in
+                                       (value if isinstance(value, list) else [value])):
+        return None
     low, high = kwargs.get("min_value"), kwargs.get("max_value")
     if (low is not None and value < low) or (high is not None and value > high):
         return None
@@ -217,10 +215,12 @@ def _from_query(text: list[str], default, kwargs: dict):
 
 
 def _to_query(value) -> str | list[str]:
+    """A kept widget's value as URL text (lists as repeated parameters)."""
     if isinstance(value, (list, tuple)):
         return [str(v) for v in value]
-    return str(value).lower() if isinstance(value, bool) else f"{value:g}" \
-        if isinstance(value, float) else str(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
