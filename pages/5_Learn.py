@@ -6,7 +6,7 @@ URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in 
 
 import streamlit as st
 
-from ui import data, lessons, state, widgets
+from ui import data, lessons, safe, state, widgets
 
 st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon=":material/school:",
                    layout="wide")
@@ -20,7 +20,7 @@ lesson = st.segmented_control("Lesson", list(lessons.LESSONS), key="learn_lesson
                               format_func=lessons.LESSONS.__getitem__, required=True)
 epsilon = lessons.epsilon_picker()
 st.query_params["lesson"] = lesson
-st.caption(f"On **{current.title}** ({current.matrix.n:,} commuters, "
+st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commuters, "
            f"{current.matrix.domain_size:,} possible commutes). Choose another dataset on the "
            "home page.")
 if current.synthetic:
