@@ -237,6 +237,11 @@ METHODS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "round": ("Rounded (whole numbers, total n)", round_total),
 }
 
+#: Methods that are Euclidean projections onto a convex set holding every possible true table
+#: (cells ≥ 0, or Σ = n, or both), so they never increase a release's squared error: the
+#: raw release's expected RMSE is an upper bound on theirs. Base is the raw release itself.
+NEVER_WORSE_THAN_RAW = frozenset({"base", "base_pos", "post_pos", "norm", "norm_sub"})
+
 
 def apply(key: str, estimates, n, variance=None) -> np.ndarray:
     """Post-process ``estimates`` (never modified) with method ``key``; returns a new float64 array.

@@ -49,7 +49,7 @@ here = runs.Scenario("chosen data", settings.level, settings.areas)
 
 
 def sweep_chart(spec, key, title, x="epsilon", x_title="ε (privacy budget)", style=None,
-                theory=None, log_x=False):
+                theory=None, theory_label="theory", log_x=False):
     """Run/peek a sweep and draw its mean curves with bands and downloads."""
     found = panels.sweep_runner(spec, key)
     if found.table.empty:
@@ -57,7 +57,7 @@ def sweep_chart(spec, key, title, x="epsilon", x_title="ε (privacy budget)", st
     by = ["mechanism", x] + ([style] if style else [])
     summary = explore.summarise(found.table, metric, by=by)
     fig = charts.curves(summary, x, title, x_title, y_title, style=style, theory=theory,
-                        log_x=log_x, log_y=log_y)
+                        theory_label=theory_label, log_x=log_x, log_y=log_y)
     charts.show(fig, summary, key, key)
     return found
 
@@ -65,14 +65,24 @@ def sweep_chart(spec, key, title, x="epsilon", x_title="ε (privacy budget)", st
 st.header("Error against ε")
 main = runs.SweepSpec(settings.dataset, (here,), mechanism_specs, epsilons,
                       (settings.postprocess,), trials, settings.seed)
-with_theory = settings.postprocess == "base" and metric in ("rmse", "rmse_freq")
+with_theory = (settings.postprocess in postprocess.NEVER_WORSE_THAN_RAW
+               and metric in ("rmse", "rmse_freq"))
+exact_theory = settings.postprocess == "base"
 main_found = sweep_chart(main, "tradeoffs_epsilon", f"{info.label} against ε "
                          f"({postprocess.METHODS[settings.postprocess][0]})",
-                         theory=runs.theory(main, metric) if with_theory else None)
-st.caption("Dotted: the expected RMSE from each mechanism's closed-form variance (raw releases, "
-           "post-processing Base; none for mechanisms without a closed form)."
-           if with_theory else "Theory curves are drawn for RMSE with post-processing Base (raw "
-           "releases), where the variance gives them in closed form.")
+                         theory=runs.theory(main, metric) if with_theory else None,
+                         theory_label="theory" if exact_theory else "theory bound")
+if not with_theory:
+    st.caption("Theory curves are drawn for RMSE when the post-processing is Base, Base-Pos, "
+               "Post-Pos, Norm or Norm-Sub, where the variance gives them in closed form.")
+elif exact_theory:
+    st.caption("Dotted: the expected RMSE from each mechanism's closed-form variance (none for "
+               "mechanisms without a closed form).")
+else:
+    st.caption(f"Dotted: the expected RMSE of the *raw* release from each mechanism's closed-form "
+               f"variance — an upper bound here, because "
+               f"{postprocess.METHODS[settings.postprocess][0]} projects the release onto a set "
+               "holding every possible true table and so can only shrink its error.")
 
 st.header("Post-processing compared (thesis figure 5.10)")
 methods = kept(st.multiselect, "Post-processing methods", "tradeoffs_methods",

@@ -78,6 +78,24 @@ def test_epsilon_sweep_curves_bands_and_theory_match_dpcore():
     assert any("release time" in f["layout"]["title"]["text"] for f in figures(at))
 
 
+def test_default_post_processing_draws_the_raw_theory_as_an_upper_bound():
+    at = run_sweep(tradeoffs_page(seed="106"), "tradeoffs_epsilon")  # default: Base-Pos
+    fig = figure(at, "against ε (Base-Pos")
+    county = datasets.load("ireland_county").to_dense()
+    for key in ("laplace", "grr"):
+        name = mechanisms.get(key).name
+        theory_x, bound = mean_line(fig, f"{name} · theory bound")
+        expected = [explore.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
+                    for e in (1.0, 5.0)]
+        assert list(theory_x) == [1.0, 5.0] and np.allclose(bound, expected)
+    # a bound on the expectation: 2 trials of Laplace may exceed it by sampling noise (s.e. 2.4 %)
+    bound = mean_line(fig, "Laplace · theory bound")[1]
+    assert np.all(mean_line(fig, "Laplace")[1] <= 1.15 * bound)
+    assert any("upper bound" in c.value for c in at.caption)
+    at = run_sweep(tradeoffs_page(pp="base_cut", seed="106"), "tradeoffs_epsilon")
+    assert not [t for t in figure(at, "against ε (Base-Cut")["data"] if "theory" in t["name"]]
+
+
 def test_returning_and_shrinking_reuse_the_cached_releases():
     at = run_sweep(tradeoffs_page(seed="103"), "tradeoffs_epsilon")
     first = mean_line(figure(at, "against ε ("), "Laplace")

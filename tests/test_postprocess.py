@@ -236,3 +236,33 @@ def test_round_leaves_integer_tables_alone_and_needs_whole_n(rng):
     np.testing.assert_array_equal(pp.apply("round", np.array([1.5, -2.0]), 0), [0.0, 0.0])
     with pytest.raises(ValueError, match="whole number"):
         pp.apply("round", np.array([1.0, 2.0]), 2.5)
+
+
+# ------------------------------------------------------------- never worse than the raw release
+def _errors(key, x, truth, n):
+    """(raw, post-processed) Euclidean error of one release against a possible true table."""
+    return (np.linalg.norm(x - truth),
+            np.linalg.norm(pp.apply(key, x, n, variance=VAR_STAR) - truth))
+
+
+@pytest.mark.parametrize("key", sorted(pp.NEVER_WORSE_THAN_RAW))
+def test_projections_never_increase_the_error(key, cases, rng):
+    """What lets Tradeoffs draw the raw theory curve as an upper bound for these methods."""
+    for name, x, n in cases:
+        for _ in range(50):
+            truth = rng.multinomial(n, rng.dirichlet(np.full(x.size, 0.3))).astype(float)
+            raw, post = _errors(key, x, truth, n)
+            assert post <= raw * (1 + 1e-12) + 1e-9, name
+
+
+@pytest.mark.parametrize("key", sorted(set(KEYS) - pp.NEVER_WORSE_THAN_RAW))
+def test_other_methods_can_increase_the_error(key, rng):
+    """The set is exact: each method outside it makes some release worse than raw."""
+    worse = 0
+    for _ in range(500):
+        n = int(rng.integers(1, 30))
+        truth = rng.multinomial(n, rng.dirichlet(np.full(6, 0.5))).astype(float)
+        x = truth + rng.normal(0, 2, truth.size)
+        raw, post = _errors(key, x, truth, n)
+        worse += post > raw * (1 + 1e-9)
+    assert worse > 0

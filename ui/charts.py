@@ -258,12 +258,13 @@ def lit(frame: pd.DataFrame, column: str = "Result"):
 # ---------------------------------------------------------------------------------- Tradeoffs
 def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str, *,
            group: str = "mechanism", style: str | None = None, theory: pd.DataFrame | None = None,
-           log_x: bool = False, log_y: bool = False) -> go.Figure:
+           theory_label: str = "theory", log_x: bool = False, log_y: bool = False) -> go.Figure:
     """Mean curves with a shaded confidence band, one per (mechanism, ``style`` value).
 
     ``summary`` is :func:`dpcore.explore.summarise` output (``mean``, ``low``, ``high``);
     ``style`` (e.g. post-processing or data subset) varies the dash. ``theory`` (columns
-    ``mechanism``, ``x``, ``value``) is drawn as thin dotted lines of the same colour.
+    ``mechanism``, ``x``, ``value``) is drawn as thin dotted lines of the same colour, named
+    with ``theory_label`` (e.g. "theory bound").
     """
     fig = go.Figure()
     variants = summary[style].astype(str) if style else pd.Series("", index=summary.index)
@@ -290,7 +291,7 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
         by = ["mechanism"] + ([style] if style and style in theory.columns else [])
         for keys, rows in theory.groupby(by, sort=False):
             key, *variant = keys
-            label = " · ".join([name(key), *map(str, variant), "theory"])
+            label = " · ".join([name(key), *map(str, variant), theory_label])
             fig.add_scatter(x=rows["x"], y=rows["value"], mode="lines", name=escape(label),
                             line=dict(color=colour(key), dash="dot", width=2),
                             hovertemplate=f"<b>{escape(label)}</b><br>"
