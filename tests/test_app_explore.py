@@ -69,6 +69,8 @@ def test_default_page_draws_bars_ordering_table_and_checks():
     county = datasets.load("ireland_county")
     assert np.array_equal(values(bars["data"][0]["y"]), county.top(30)["count"])
     assert bars["layout"]["yaxis"]["title"]["text"] == "Commuters (count)"
+    for fig in (bars, figure(at, ORDERING)):  # the house template, set once in ui.charts
+        assert fig["layout"]["template"]["layout"]["plot_bgcolor"] == "white"
 
     ordering = figure(at, ORDERING)
     assert len(traces(ordering, "Perfect order (y = x)")) == 2
