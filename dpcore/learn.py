@@ -308,12 +308,12 @@ def _dbitflip_steps(mech: DBitFlip, item, d, report, label):
 
 
 def _hr_steps(mech: HadamardResponse, item, d, report, label, permutation):
-    lay, uniform, _ = mech._constants(d)
+    lay, uniform, _ = mech.constants(d)
     y = int(report["y"][0])
     symbol = item if permutation is None else int(permutation[item])
     block, row = divmod(symbol, lay.items_per_block)
     row += 1
-    in_set = y // lay.block_size == block and bin(row & (y % lay.block_size)).count("1") % 2 == 0
+    in_set = lay.supports(symbol, y)
     steps = [f"The answers are $K = {tex_number(lay.outputs)}$ numbers"
              + (f" in {lay.blocks:,} blocks of {lay.block_size:,}" if lay.blocked else "")
              + f". Each commute owns one row of a {lay.block_size:,} × {lay.block_size:,} Hadamard "

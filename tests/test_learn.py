@@ -144,7 +144,7 @@ def test_pure_protocol_reports_support_the_truth_at_rate_p(key):
 
 def test_hadamard_response_report_lands_in_its_set_at_the_promised_rate():
     mech, reports = _reports("hr", epsilon=2.0)   # the blocked form
-    lay, uniform, _ = mech._constants(D)
+    lay, uniform, _ = mech.constants(D)
     expected = (1 - uniform) + uniform * (lay.block_size / 2) / lay.outputs
     own = np.array([r.supports_own for r in reports], dtype=float)
     assert isinstance(mech, HadamardResponse)

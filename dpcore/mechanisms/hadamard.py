@@ -211,6 +211,12 @@ class HRLayout:
         row += 1
         return np.stack([block * self.block_size, row, row & -row])
 
+    def supports(self, symbol: int, output: int) -> bool:
+        """Whether ``output`` lies in C_symbol: in the symbol's block, where its row is +1."""
+        block, row = divmod(int(symbol), self.items_per_block)
+        offset = int(output) - block * self.block_size
+        return 0 <= offset < self.block_size and ((row + 1) & offset).bit_count() % 2 == 0
+
     def sample_support(self, code: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """A uniform element of C_s for each encoded symbol: a uniform offset in the block, its
         parity forced so that H_b[row, offset] = +1 (see :func:`force_parity`)."""
@@ -286,7 +292,7 @@ class HadamardResponse(LocalMechanism):
         block_size = _next_pow2(-(-d // blocks) + 1)                  # smallest b with (b−1)B ≥ d
         return HRLayout(d, True, blocks, block_size)
 
-    def _constants(self, d: int) -> tuple[HRLayout, float, float]:
+    def constants(self, d: int) -> tuple[HRLayout, float, float]:
         """(layout, probability of a uniform report over all K outputs, scale Z/(e^ε−1))."""
         lay = self.layout(d)
         e = math.exp(self.epsilon)
@@ -333,7 +339,7 @@ class HadamardResponse(LocalMechanism):
         return {"y": self._reports(_as_items(items, d), d, rng, permutation)}
 
     def _reports(self, items, d, rng, permutation):
-        lay, uniform, _ = self._constants(d)
+        lay, uniform, _ = self.constants(d)
         y = rng.integers(0, lay.outputs, size=len(items), dtype=_index_dtype(lay.outputs))
         inside = rng.random(len(items)) >= uniform
         symbols = items[inside] if permutation is None else permutation[items[inside]]
@@ -350,7 +356,7 @@ class HadamardResponse(LocalMechanism):
         return self._decode(statistic, n, d, self._check_permutation(permutation, d))
 
     def _decode(self, statistic, n, d, permutation):
-        lay, _, scale = self._constants(d)
+        lay, _, scale = self.constants(d)
         hist = _exact_int(np.asarray(statistic), n).reshape(lay.blocks, lay.block_size)
         by_row = fwht(hist, overwrite=True)[:, 1:]                  # drop each block's all-ones row
         by_symbol = np.multiply(by_row, scale, dtype=float).reshape(-1)[:d]
@@ -375,7 +381,7 @@ class HadamardResponse(LocalMechanism):
         counts = _as_counts(counts)
         d = len(counts)
         permutation = self._run_permutation(permutation, d, rng)
-        lay, uniform, _ = self._constants(d)
+        lay, uniform, _ = self.constants(d)
         present = np.flatnonzero(counts)
         people = counts[present]
         code = lay.encode(present if permutation is None else permutation[present])
@@ -403,7 +409,7 @@ class HadamardResponse(LocalMechanism):
         """
         counts = _as_counts(counts).astype(float)
         d, n = len(counts), counts.sum()
-        lay, _, scale = self._constants(d)
+        lay, _, scale = self.constants(d)
         e = math.exp(self.epsilon)
         if not lay.blocked:
             c_blk = np.full(d, n)

@@ -196,6 +196,18 @@ def test_hr_layout_matches_the_definition():
                 assert lay.items_per_block * lay.blocks >= d
 
 
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("d", [1, 5, 11])
+def test_hr_supports_is_the_set_of_likelier_outputs(epsilon, d):
+    """C_s by the definition: the outputs symbol s sends e^ε times as often as the others."""
+    mech = HadamardResponse(epsilon=epsilon)
+    P = (hr_block_matrix(d, epsilon, np.arange(d)) if mech.blocked
+         else hr_small_matrix(d, epsilon))
+    lay = mech.layout(d)
+    found = np.array([[lay.supports(x, y) for y in range(lay.outputs)] for x in range(d)])
+    np.testing.assert_array_equal(found, P == P.max())
+
+
 def test_hr_describe_and_explain_name_the_form():
     assert "ε ≤ 1 form" in HadamardResponse(epsilon=1.0).describe()
     assert "blocked form" in HadamardResponse(epsilon=1.5).describe()
