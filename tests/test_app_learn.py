@@ -71,6 +71,29 @@ def expected_phone(key: str, epsilon: float, draw: int, od: ODMatrix, cell: int)
     return learn.phone_report(mech, cell, od.domain_size, rng, label=lessons._label(od))
 
 
+def test_budgets_lesson_shows_dpcores_profiles_groups_and_compositions():
+    at = learn_page("budgets")
+    at.select_slider(key=EPSILON).set_value(2.0).run()
+    at.slider(key="kept_widget_learn_sigma").set_value(1.5).run()
+    at.number_input(key="kept_widget_learn_group").set_value(3).run()
+    at.number_input(key="kept_widget_learn_months").set_value(24).run()
+    assert not at.exception
+    fig = figure(at, "Privacy profiles")
+    (gaussian,) = traces(fig, "Gaussian, σ = 1.5")
+    assert np.allclose(values(gaussian["y"]),
+                       privacy_theory.gaussian_profile(values(gaussian["x"]), 1.5))
+    (grr,) = traces(fig, "GRR over 1,085 cells, ε₀ = 2")
+    assert np.allclose(values(grr["y"]), privacy_theory.grr_profile(values(grr["x"]), 2.0, 1085))
+    shown = text(at)
+    assert f"**kε = {privacy_theory.group_privacy(2.0, 3)[0]:g}**" in shown
+    basic = privacy_theory.per_query_epsilon(2.0, 24)
+    advanced = privacy_theory.per_query_epsilon(2.0, 24, delta_slack=1e-6)
+    assert f"**{basic:.3g}** (basic composition) or **{advanced:.3g}**" in shown
+    split = [d.value for d in at.dataframe if "release" in d.value.columns][0]
+    assert np.allclose(split["ε"], [0.5, 0.5, 1.0])  # weights 1 : 1 : 2 of ε = 2
+    assert not [f for f in at.get("plotly_chart") if "What an adversary" in f.proto.spec]
+
+
 def test_phone_shows_the_mechanisms_own_report_and_send_again_redraws():
     county = datasets.load("ireland_county")
     at = learn_page("phone")

@@ -1,4 +1,4 @@
-"""The Learn page's five lessons, one function each, drawn on the current dataset.
+"""The Learn page's six lessons, one function each, drawn on the current dataset.
 
 Each lesson fits a projector screen: a few live numbers, one figure or table, a one-line reading
 and its formula, with details in expanders. Computations come from :mod:`dpcore.learn`,
@@ -28,6 +28,7 @@ LESSONS = {
     "why": "Why exact tables leak",
     "phone": "One commuter's phone",
     "epsilon": "What ε means",
+    "budgets": "Groups and budgets",
     "models": "Central, local, shuffled",
     "choose": "Choosing a mechanism",
 }
@@ -222,7 +223,7 @@ def phone(current: data.Current, epsilon: float) -> None:
 
 # ----------------------------------------------------------------------------------- lesson 3
 def epsilon_meaning(current: data.Current, epsilon: float) -> None:
-    """Bayesian bound, hypothesis testing, privacy profiles, group privacy and composition."""
+    """What one ε promises: the Bayesian bound and the hypothesis-testing region."""
     left, right = st.columns(2)
     with left:
         prior = kept(st.slider, "Adversary's prior belief that a person makes a given commute",
@@ -246,6 +247,10 @@ def epsilon_meaning(current: data.Current, epsilon: float) -> None:
         st.latex(r"\mathrm{TPR} \le e^\varepsilon\,\mathrm{FPR} + \delta")
         st.latex(r"1 - \mathrm{FPR} \le e^\varepsilon(1 - \mathrm{TPR}) + \delta")
 
+
+# ----------------------------------------------------------------------------------- lesson 4
+def budgets(current: data.Current, epsilon: float) -> None:
+    """Privacy profiles, group privacy, and how budgets split and compose."""
     st.markdown("**One mechanism, many guarantees: privacy profiles**")
     sigma = kept(st.slider, "Gaussian noise σ (sensitivity 1)", "learn_sigma", 1.0,
                  min_value=0.2, max_value=5.0, step=0.1)
@@ -289,7 +294,7 @@ def epsilon_meaning(current: data.Current, epsilon: float) -> None:
                  r"k\varepsilon(e^\varepsilon - 1),\quad \delta_{\text{total}} = k\delta + \delta'")
 
 
-# ----------------------------------------------------------------------------------- lesson 4
+# ----------------------------------------------------------------------------------- lesson 5
 def models(current: data.Current, epsilon: float) -> None:
     """The same ε under the three trust models, shuffling's inverse, and subsampling."""
     od = current.matrix
@@ -331,7 +336,7 @@ def models(current: data.Current, epsilon: float) -> None:
              rf"\ln(1 + {rate:g}\,(e^{{{epsilon:g}}} - 1)) = {amplified:.3g}")
 
 
-# ----------------------------------------------------------------------------------- lesson 5
+# ----------------------------------------------------------------------------------- lesson 6
 def choose(current: data.Current, epsilon: float) -> None:
     """Every mechanism's variance, max error, bits and decoding cost for this n, |X| and ε."""
     od = current.matrix
@@ -367,5 +372,5 @@ def choose(current: data.Current, epsilon: float) -> None:
         st.markdown(accuracy.recommend_local.__doc__.split("\n\n", 1)[1])
 
 
-SECTIONS = {"why": why, "phone": phone, "epsilon": epsilon_meaning, "models": models,
-            "choose": choose}
+SECTIONS = {"why": why, "phone": phone, "epsilon": epsilon_meaning, "budgets": budgets,
+            "models": models, "choose": choose}

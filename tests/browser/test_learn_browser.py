@@ -52,6 +52,7 @@ def settled(page: Page) -> None:
 @pytest.mark.parametrize("lesson, shown", [   # text each lesson draws last
     ("why", "The true destination ranks"),
     ("phone", "How it works (formulas)"),
+    ("budgets", "The composition formulas"),
     ("models", "Guarantee of the whole ε′"),
     ("choose", "How the recommendation is made"),
 ])
