@@ -50,6 +50,16 @@ def mean_line(fig: dict, label: str) -> tuple[np.ndarray, np.ndarray]:
     return values(trace["x"]).astype(float), values(trace["y"]).astype(float)
 
 
+def assert_theory_from_dpcore(fig: dict, label: str) -> None:
+    """Laplace's and GRR's dotted ``label`` curves at ε = 1, 5 are dpcore's theoretical RMSE."""
+    county = datasets.load("ireland_county").to_dense()
+    for key in ("laplace", "grr"):
+        theory_x, theory_y = mean_line(fig, f"{mechanisms.get(key).name} · {label}")
+        expected = [explore.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
+                    for e in (1.0, 5.0)]
+        assert list(theory_x) == [1.0, 5.0] and np.allclose(theory_y, expected)
+
+
 def test_nothing_runs_until_asked():
     at = tradeoffs_page(seed="101")
     assert not figures(at)
@@ -64,13 +74,7 @@ def test_epsilon_sweep_curves_bands_and_theory_match_dpcore():
     x, y = mean_line(fig, "Laplace")
     assert list(x) == [1.0, 5.0]
     assert len(traces(fig, "Laplace (95 % band)")) == 1
-    county = datasets.load("ireland_county").to_dense()
-    for key in ("laplace", "grr"):
-        name = mechanisms.get(key).name
-        theory_x, theory_y = mean_line(fig, f"{name} · theory")
-        expected = [explore.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
-                    for e in (1.0, 5.0)]
-        assert list(theory_x) == [1.0, 5.0] and np.allclose(theory_y, expected)
+    assert_theory_from_dpcore(fig, "theory")
     # the empirical Laplace RMSE is within a few percent of its theory (1,085 cells, 2 trials)
     assert np.allclose(y, mean_line(fig, "Laplace · theory")[1], rtol=0.15)
     assert fig["layout"]["xaxis"]["title"]["text"] == "ε (privacy budget)"
@@ -81,13 +85,7 @@ def test_epsilon_sweep_curves_bands_and_theory_match_dpcore():
 def test_default_post_processing_draws_the_raw_theory_as_an_upper_bound():
     at = run_sweep(tradeoffs_page(seed="106"), "tradeoffs_epsilon")  # default: Base-Pos
     fig = figure(at, "against ε (Base-Pos")
-    county = datasets.load("ireland_county").to_dense()
-    for key in ("laplace", "grr"):
-        name = mechanisms.get(key).name
-        theory_x, bound = mean_line(fig, f"{name} · theory bound")
-        expected = [explore.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
-                    for e in (1.0, 5.0)]
-        assert list(theory_x) == [1.0, 5.0] and np.allclose(bound, expected)
+    assert_theory_from_dpcore(fig, "theory bound")
     # a bound on the expectation: 2 trials of Laplace may exceed it by sampling noise (s.e. 2.4 %)
     bound = mean_line(fig, "Laplace · theory bound")[1]
     assert np.all(mean_line(fig, "Laplace")[1] <= 1.15 * bound)
