@@ -184,8 +184,8 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
     fig.update_layout(barmode="group", bargap=0.15)
     fig.update_xaxes(tickangle=-45, automargin=True)
     return layout(fig, title, "Commute (origin → destination), by true rank",
-                   "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
-                   height=330, bottom=200)
+                  "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
+                  height=330, bottom=200)
 
 
 #: Above this many points a scatter is drawn with WebGL; below, SVG (no GL context to start,

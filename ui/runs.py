@@ -177,8 +177,8 @@ def release(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> R
     single = _single(settings, key)
     if not _uploaded(settings):
         return _bundled_release(single, key, k, top_n)
-    return session_memo("release", (single, key, k, top_n),
-                 lambda: _release(view(settings), true_counts(settings), single, key, k, top_n))
+    return session_memo("release", (single, key, k, top_n), lambda: _release(
+        view(settings), true_counts(settings), single, key, k, top_n))
 
 
 def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, Release]:
@@ -299,8 +299,8 @@ def _base_matrix(dataset: str, scenario: Scenario) -> ODMatrix:
     if dataset != state.UPLOADED:
         return _bundled_view(dataset, scenario.level, scenario.areas)
     upload = st.session_state[state.UPLOADED_MATRIX]
-    return session_memo("view", (scenario.level, scenario.areas),
-                 lambda: explore.view(upload, scenario.level == LEVEL_PARENT, scenario.areas))
+    return session_memo("view", (scenario.level, scenario.areas), lambda: explore.view(
+        upload, scenario.level == LEVEL_PARENT, scenario.areas))
 
 
 def _seed(*parts) -> int:
@@ -403,7 +403,7 @@ def true_counts_of(dataset: str, scenario: Scenario) -> np.ndarray:
     if dataset != state.UPLOADED:
         return _bundled_dense(dataset, scenario.level, scenario.areas)
     return session_memo("dense", (scenario.level, scenario.areas),
-                 lambda: _base_matrix(dataset, scenario).to_dense())
+                        lambda: _base_matrix(dataset, scenario).to_dense())
 
 
 def repeated_draws(settings: RunSettings, draws: int) -> SweepSpec:
