@@ -10,7 +10,8 @@ Examples::
     python -m dpcore datasets
     python -m dpcore datasets --file flows.csv --format long
     python -m dpcore mechanisms
-    python -m dpcore release --dataset ireland_county --mechanism oue --epsilon 1 --out oue.csv
+    python -m dpcore release --dataset ireland_county --mechanism oue --epsilon 1 --seed 7 \\
+        --out oue.csv
     python -m dpcore sweep --dataset ireland_county --mechanisms laplace,oue --epsilons 0.5,1,5 \\
         --trials 10 --jobs 2 --out sweep.csv
 """
@@ -23,9 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from dpcore import datasets, experiment, export, importers, mechanisms, postprocess
+from dpcore import datasets, experiment, export, importers, mechanisms, postprocess, release, views
 from dpcore.od import DomainTooLargeError, ODMatrix
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -180,38 +180,31 @@ def _cmd_mechanisms(args) -> int:
     return 0
 
 
+def _view(args) -> views.View:
+    return views.View(views.LEVEL_PARENT if args.roll_up else views.LEVEL_AS_LOADED,
+                      tuple(args.area))
+
+
 def _cmd_release(args) -> int:
-    settings = _params(args.param, [args.mechanism])[args.mechanism]
-    if args.delta is not None and not mechanisms.get(args.mechanism).uses_delta:
-        raise ValueError(f"{args.mechanism} is ε-DP and has no δ; leave out --delta")
-    mechanism = mechanisms.build(args.mechanism, epsilon=args.epsilon, delta=args.delta,
-                                 **settings)
+    params = _params(args.param, [args.mechanism])[args.mechanism]
+    if args.delta is not None:
+        if not mechanisms.get(args.mechanism).uses_delta:
+            raise ValueError(f"{args.mechanism} is ε-DP and has no δ; leave out --delta")
+        params["delta"] = args.delta
+    seed = args.seed if args.seed is not None else release.fresh_seed()
+    spec = release.ReleaseSpec(args.mechanism, args.epsilon, params, (args.postprocess,), seed)
+    spec.build()  # a bad parameter fails before the data is loaded
     if args.postprocess not in postprocess.METHODS:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
-    od = _load(args)
+    od = views.select(_load(args), _view(args))
     true = od.to_dense()
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
-    rng = np.random.default_rng(seed)
-    started = time.perf_counter()
-    raw = mechanism.release(true, rng)
-    seconds = time.perf_counter() - started
-    variance = (postprocess.zero_cell_variance(mechanism, od.n, od.domain_size)
-                if args.postprocess == "base_cut" else None)
-    released = postprocess.apply(args.postprocess, raw, od.n, variance)
-
-    cells = np.arange(od.domain_size)
-    if args.only_nonzero:
-        cells = np.flatnonzero((true != 0) | (np.rint(released) != 0))
-    frame = pd.DataFrame({
-        "origin": pd.Categorical.from_codes(cells // od.n_destinations, od.origins.ids),
-        "destination": pd.Categorical.from_codes(cells % od.n_destinations, od.destinations.ids),
-        "true_count": true[cells],
-        "released_count": released[cells],
-    })
+    result = release.run(od, spec, true_counts=true, score=False)
+    frame = release.release_table(od, true, result.released, args.only_nonzero)
     export.write_safe_csv(frame, args.out)
     print(f"{args.mechanism} eps={args.epsilon:g}: released {od.domain_size} cells in "
-          f"{_duration(seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → {args.out})")
+          f"{_duration(result.seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → "
+          f"{args.out})")
     return 0
 
 
@@ -242,6 +235,7 @@ def _cmd_sweep(args) -> int:
     started = time.perf_counter()
     table = experiment.run(od, specs, epsilons, postprocess=methods, trials=args.trials,
                            seed=args.seed, n_jobs=args.jobs, k=args.k, top_n=args.top_n,
+                           scenarios=[experiment.Scenario("all", _view(args))],
                            progress=progress)
     export.write_safe_csv(table, args.out)
     print(f"sweep: {len(keys)} mechanism(s) × {len(epsilons)} ε × {args.trials} trial(s) = "
@@ -251,6 +245,14 @@ def _cmd_sweep(args) -> int:
 
 
 # -------------------------------------------------------------------------------------- parsing
+def _add_view(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--roll-up", action="store_true",
+                        help="roll the data up to its parent zones (e.g. ED → county)")
+    parser.add_argument("--area", action="append", default=[], metavar="ID",
+                        help="keep only commutes within this area: a parent zone id when the "
+                             "data has a parent level, else a zone id (repeatable)")
+
+
 def _add_input(parser: argparse.ArgumentParser, required: bool) -> None:
     source = parser.add_mutually_exclusive_group(required=required)
     source.add_argument("--dataset", choices=list(datasets.DATASETS), help="a bundled dataset")
@@ -277,6 +279,7 @@ def _parser() -> argparse.ArgumentParser:
 
     release = commands.add_parser("release", help="release one matrix with one mechanism")
     _add_input(release, required=True)
+    _add_view(release)
     release.add_argument("--mechanism", required=True, help="a key from `mechanisms`")
     release.add_argument("--epsilon", type=float, required=True)
     release.add_argument("--delta", type=float, help="for (ε, δ) mechanisms (default theirs)")
@@ -292,6 +295,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sweep = commands.add_parser("sweep", help="run the experiment runner over a grid")
     _add_input(sweep, required=True)
+    _add_view(sweep)
     sweep.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
     sweep.add_argument("--epsilons", required=True, metavar="E1,E2,…")
     sweep.add_argument("--delta", type=float, help="δ for the mechanisms that use one")

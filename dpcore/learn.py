@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpcore import accuracy, amplification, explore, mechanisms
+from dpcore import accuracy, amplification, mechanisms, ranks, views
 from dpcore.mechanisms.base import ADD_REMOVE, LocalMechanism, Mechanism
 from dpcore.mechanisms.hadamard import HadamardMechanism, HadamardResponse, hm_probabilities
 from dpcore.mechanisms.local import (GRR, HASH_PRIME, DBitFlip, LocalHashing, PureProtocol,
@@ -118,7 +118,7 @@ class DifferencingAttack:
 
     def top(self, k: int = 5) -> np.ndarray:
         """The k destinations the attacker believes most, most believed first."""
-        return explore.top_cells(self.posterior, k)
+        return ranks.top_cells(self.posterior, k)
 
 
 def _log_difference_density(z: np.ndarray, scale: float) -> np.ndarray:
@@ -178,13 +178,13 @@ def classroom_matrix(od: ODMatrix) -> tuple[ODMatrix, str | None]:
     """
     if od.domain_size <= CLASSROOM_CELLS:
         return od, None
-    if explore.roll_up_possible(od) and od.aggregate().domain_size <= CLASSROOM_CELLS:
+    if od.has_parent_level and od.aggregate().domain_size <= CLASSROOM_CELLS:
         rolled = od.aggregate()
         return rolled, (f"rolled up to the parent level ({rolled.n_origins:,} × "
                         f"{rolled.n_destinations:,} = {rolled.domain_size:,} cells)")
     side = max(2, math.isqrt(CLASSROOM_CELLS))
-    origins = od.origins.ids[explore.top_cells(od.origin_totals(), side)]
-    destinations = od.destinations.ids[explore.top_cells(od.destination_totals(), side)]
+    origins = od.origins.ids[ranks.top_cells(od.origin_totals(), side)]
+    destinations = od.destinations.ids[ranks.top_cells(od.destination_totals(), side)]
     small = od.subset(origins, destinations, name=f"{od.name} (busiest zones)")
     return small, (f"restricted to the {small.n_origins:,} busiest origins and "
                    f"{small.n_destinations:,} busiest destinations ({small.domain_size:,} cells, "
@@ -399,7 +399,7 @@ class CrowdEstimate:
 
     def table(self, k: int = 10) -> pd.DataFrame:
         """The k busiest commutes of the crowd: cell, true count, estimate, error."""
-        cells = explore.top_cells(self.truth, k)
+        cells = ranks.top_cells(self.truth, k)
         return pd.DataFrame({"cell": cells, "true": self.truth[cells],
                              "estimate": self.estimate[cells],
                              "error": self.estimate[cells] - self.truth[cells]})
@@ -415,7 +415,7 @@ def crowd_estimate(mech: LocalMechanism, od: ODMatrix, people: int, cell: int,
     people = min(int(people), od.n, CROWD_MAX)
     if people < 1:
         raise ValueError("the crowd needs at least one commuter.")
-    crowd = explore.subsample(od, people, rng) if people < od.n else od
+    crowd = views.subsample(od, people, rng) if people < od.n else od
     d = od.domain_size
     truth = crowd.to_dense()
     estimate = mech.simulate(crowd.to_items(), d, rng)

@@ -62,11 +62,10 @@ from scipy import sparse, stats
 
 from dpcore import geo
 from dpcore.od import ODMatrix
+from dpcore.ranks import PRESENT_AT, top_cells
 
 #: Width of the length bins on which the trip-length W1 is computed (its error is below this).
 FINE_BIN_KM = 0.1
-#: A released cell is a flow when it rounds to at least one commuter.
-PRESENT_AT = 0.5
 #: Travel-to-work-area self-containment thresholds (ONS): 75 %, and 66.7 % for large areas.
 SELF_CONTAINMENT_THRESHOLDS = (0.75, 2 / 3)
 GEH_LIMIT = 5.0
@@ -200,8 +199,7 @@ def _layout(od: ODMatrix) -> _Layout:
     n_fine = int(lengths.max() // FINE_BIN_KM) + 1 if known.any() else 0
     fine_bin = np.where(known, lengths // FINE_BIN_KM, n_fine).astype(np.int32)
     sector_rows = sector_cols = None
-    if od.has_parent_level and od.origins.parent_zones is not None \
-            and od.destinations.parent_zones is not None:
+    if od.has_parent_level:
         o_parent = od.origins.parent_zones.index_of(od.origins.parent)
         d_parent = od.destinations.parent_zones.index_of(od.destinations.parent)
         sector_rows = _indicator(o_parent, len(od.origins.parent_zones))
@@ -220,16 +218,6 @@ def _layout(od: ODMatrix) -> _Layout:
 # ------------------------------------------------------------------------------------- helpers
 def _ratio(numerator, denominator) -> float:
     return float(numerator / denominator) if denominator else math.nan
-
-
-def _top_indices(values: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k largest values, largest first, ties broken by position (deterministic)."""
-    k = min(k, values.size)
-    if k <= 0:
-        return np.empty(0, dtype=np.int64)
-    kth = np.partition(values, values.size - k)[values.size - k]
-    candidates = np.flatnonzero(values >= kth)
-    return candidates[np.lexsort((candidates, -values[candidates]))[:k]]
 
 
 def _slope_r2(x: np.ndarray, y: np.ndarray, residual_ss: float | None = None) -> tuple[float, float]:
@@ -348,10 +336,10 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
 
     # top-k and ranks: the k-th largest released value is at least the smallest released value
     # of any k cells, so only cells above that can be in the released top-k.
-    true_top = observed[_top_indices(t_obs, max(k, top_n))]
+    true_top = observed[top_cells(t_obs, max(k, top_n))]
     floor = max(PRESENT_AT, float(r[true_top[:k]].min())) if true_top.size >= k else PRESENT_AT
     candidates = np.flatnonzero(r >= floor)
-    released_top = candidates[_top_indices(r[candidates], k)]
+    released_top = candidates[top_cells(r[candidates], k)]
     hits = np.intersect1d(true_top[:k], released_top).size
     out["topk_precision"] = _ratio(hits, released_top.size)
     out["topk_recall"] = _ratio(hits, min(k, true_top.size))

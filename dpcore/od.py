@@ -219,7 +219,11 @@ class ODMatrix:
 
     @property
     def has_parent_level(self) -> bool:
-        return self.origins.parent is not None and self.destinations.parent is not None
+        """Whether the matrix can roll up to a coarser level (e.g. EDs within counties): every
+        zone names its parent and the parent zones are known. The one test of this, everywhere."""
+        return all(value is not None for value in (
+            self.origins.parent, self.destinations.parent, self.origins.parent_zones,
+            self.destinations.parent_zones))
 
     def count_at_most(self, k: int) -> int:
         """Number of non-zero cells with count ≤ k (the re-identification exposure)."""
@@ -288,8 +292,6 @@ class ODMatrix:
             raise ValueError(f"{self.name} has no parent level to aggregate to")
         o_parents = self.origins.parent_zones
         d_parents = self.destinations.parent_zones
-        if o_parents is None or d_parents is None:
-            raise ValueError(f"{self.name}: parent zone sets are missing")
         o_map = o_parents.index_of(self.origins.parent)
         d_map = d_parents.index_of(self.destinations.parent)
         return ODMatrix.from_pairs(name or f"{self.name} (rolled up)", o_parents, d_parents,

@@ -1,14 +1,15 @@
 """Explore one release: which commutes survive each mechanism at your privacy budget.
 
-Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs`, computations in
-:mod:`dpcore.explore`, figures from :mod:`ui.charts`.
+Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs` (dpcore's one
+release pipeline), ranks and summaries from :mod:`dpcore.ranks` and :mod:`dpcore.summaries`,
+figures from :mod:`ui.charts`.
 """
 
 import streamlit as st
 
-from dpcore import explore
+from dpcore import ranks, summaries
 from ui import charts, controls, panels, runs
-from ui.controls import kept
+from ui.viewstate import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon=":material/insights:",
                    layout="wide")
@@ -24,7 +25,8 @@ except ValueError as error:
     st.stop()
 st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
            f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "
-           "from the seed, so the same settings always give the same release.")
+           "from the seed, so the same settings always give the same release — here, in the "
+           "other pages and on the command line (see “Download the releases” below).")
 
 left, middle, right = st.columns(3)
 k = kept(left.slider, "Busiest commutes in the bars (k)", "explore_k", 30, url="k", min_value=5,
@@ -49,9 +51,9 @@ pairs = {key: runs.ordering(settings, key, min(scope, od.domain_size)) for key i
 st.subheader("What happened")
 for key, result in results.items():
     if not result.error:
-        st.markdown("- " + explore.summary_sentence(charts.name(key), pairs[key], result.metrics))
+        st.markdown("- " + summaries.summary_sentence(charts.name(key), pairs[key], result.metrics))
 
-bars = explore.top_flows(od, truth, released, k)
+bars = ranks.top_flows(od, truth, released, k)
 charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (ε = "
                                   f"{settings.epsilon:g})", log_bars), bars, "top_flows",
             "explore_bars")
@@ -61,15 +63,18 @@ if log_bars:
 labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
 log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False,
                  url="log_ranks")
-order = explore.long_pairs(od, pairs)
+order = ranks.long_pairs(od, pairs)
 charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
                                                 f"{settings.epsilon:g})", log_ranks),
             order, "ordering", "explore_ordering")
 
 st.subheader("The true top 10 and the rank each mechanism gave them")
-table = explore.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
+table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
 st.dataframe(table, hide_index=True, width="stretch")
 charts.table_download(table, "top10_ranks", "explore_top10")
+
+st.subheader("Download the releases")
+panels.release_downloads(settings, od, truth, results)
 
 st.subheader("Scores")
 charts.table_download(panels.scorecard(results), "scores", "explore_scores")
@@ -83,7 +88,7 @@ st.subheader("Planner's checks over repeated draws")
 draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2, max_value=500,
              help="How often each check passes over this many independent releases.")
 found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
-rates = runs.pass_rates(found)
+rates = summaries.pass_rates_by_mechanism(found.table)
 if rates:
     st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
                "mechanism (same settings, fresh noise) that pass each check.")

@@ -1,16 +1,15 @@
 """Tradeoffs: how error falls with ε, population size and domain size, per mechanism.
 
 Thin page: sweeps are specified here, run and cached by :mod:`ui.runs` (one cached job per
-release, so Stop, a smaller grid and coming back all reuse them), summarised by
-:mod:`dpcore.explore` and drawn by :mod:`ui.charts`.
+release, so Stop, a smaller grid and coming back all reuse them) and drawn by :mod:`ui.tradeoffs`.
 """
 
-import pandas as pd
 import streamlit as st
 
-from dpcore import explore, metrics, postprocess
-from ui import charts, controls, panels, runs
-from ui.controls import kept
+from dpcore import grids, metrics, postprocess, views
+from dpcore.experiment import Scenario
+from ui import controls, runs, tradeoffs
+from ui.viewstate import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
                    page_icon=":material/ssid_chart:", layout="wide")
@@ -31,81 +30,52 @@ metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric"
               format_func=lambda m: f"{metrics.METRICS[m].label} "
                                     f"({metrics.METRICS[m].unit or '—'})")
 grid_text = kept(middle.text_input, "ε grid", "tradeoffs_grid",
-                 explore.format_grid(explore.THESIS_EPSILONS), url="grid",
+                 grids.format_grid(grids.THESIS_EPSILONS), url="grid",
                  help="Any values in (0, 20], separated by commas; the thesis used 0.5 … 5.")
 trials = kept(right.number_input, "Trials", "tradeoffs_trials", 5, url="trials", min_value=1,
               max_value=100,
               help="Releases per point; the band is the 95 % confidence interval of the mean.")
 log_y = kept(st.toggle, "Log scale for the metric", "tradeoffs_log_y", True, url="log_y")
 try:
-    epsilons = explore.parse_grid(grid_text)
+    epsilons = grids.parse_grid(grid_text)
 except ValueError as error:
     st.error(str(error))
     st.stop()
-info = metrics.METRICS[metric]
-y_title = f"{info.label} ({info.unit})" if info.unit else info.label
-mechanism_specs = runs.mechanism_specs(settings)
-here = runs.Scenario("chosen data", settings.level, settings.areas)
+specs = runs.mechanism_specs(settings)
+here = Scenario("chosen data", settings.view)
 
 
-def sweep_chart(spec, key, title, x="epsilon", x_title="ε (privacy budget)", style=None,
-                theory=None, theory_label="theory", log_x=False):
-    """Run/peek a sweep and draw its mean curves with bands and downloads."""
-    found = panels.sweep_runner(spec, key)
-    if found.table.empty:
-        return found
-    by = ["mechanism", x] + ([style] if style else [])
-    summary = explore.summarise(found.table, metric, by=by)
-    fig = charts.curves(summary, x, title, x_title, y_title, style=style, theory=theory,
-                        theory_label=theory_label, log_x=log_x, log_y=log_y)
-    charts.show(fig, summary, key, key)
-    return found
+def sweep(scenarios, grid, methods) -> runs.SweepSpec:
+    return runs.SweepSpec(settings.dataset, tuple(scenarios), specs, tuple(grid), tuple(methods),
+                          trials, settings.seed)
 
 
 st.header("Error against ε")
-main = runs.SweepSpec(settings.dataset, (here,), mechanism_specs, epsilons,
-                      (settings.postprocess,), trials, settings.seed)
-with_theory = (settings.postprocess in postprocess.NEVER_WORSE_THAN_RAW
-               and metric in ("rmse", "rmse_freq"))
-exact_theory = settings.postprocess == "base"
-main_found = sweep_chart(main, "tradeoffs_epsilon", f"{info.label} against ε "
-                         f"({postprocess.METHODS[settings.postprocess][0]})",
-                         theory=runs.theory(main, metric) if with_theory else None,
-                         theory_label="theory" if exact_theory else "theory bound")
-if not with_theory:
-    st.caption("Theory curves are drawn for RMSE when the post-processing is Base, Base-Pos, "
-               "Post-Pos, Norm or Norm-Sub, where the variance gives them in closed form.")
-elif exact_theory:
-    st.caption("Dotted: the expected RMSE from each mechanism's closed-form variance (none for "
-               "mechanisms without a closed form).")
-else:
-    st.caption(f"Dotted: the expected RMSE of the *raw* release from each mechanism's closed-form "
-               f"variance — an upper bound here, because "
-               f"{postprocess.METHODS[settings.postprocess][0]} projects the release onto a set "
-               "holding every possible true table and so can only shrink its error.")
+main = tradeoffs.epsilon_section(sweep([here], epsilons, [settings.postprocess]),
+                                 settings.postprocess, metric, log_y)
 
 st.header("Post-processing compared (thesis figure 5.10)")
 methods = kept(st.multiselect, "Post-processing methods", "tradeoffs_methods",
                ["base", "base_pos", "base_cut"], options=list(postprocess.METHODS),
                format_func=lambda k: postprocess.METHODS[k][0])
 if methods:
-    sweep_chart(runs.SweepSpec(settings.dataset, (here,), mechanism_specs, epsilons,
-                               tuple(methods), trials, settings.seed), "tradeoffs_postprocess",
-                f"{info.label} against ε by post-processing", style="postprocess")
+    tradeoffs.sweep_chart(sweep([here], epsilons, methods), "tradeoffs_postprocess",
+                          f"{metrics.METRICS[metric].label} against ε by post-processing", metric,
+                          log_y, style="postprocess")
 
-st.header("Error against population size n (as seed 000)")
+st.header("Error against population size n (as in the low-population telemetry experiments)")
 sizes_text = kept(st.text_input, "Population sizes n", "tradeoffs_sizes",
-                  explore.format_grid(explore.population_grid(od.n)),
+                  grids.format_grid(grids.population_grid(od.n)),
                   help=f"Commuters drawn at random without replacement from the {od.n:,}; "
                        f"ε is the sidebar's ({settings.epsilon:g}).")
 try:
-    sizes = explore.parse_grid(sizes_text, "n", 0, od.n, whole=True)
-    scenarios = tuple(runs.Scenario(f"n = {n:,}", settings.level, settings.areas, n)
-                      for n in sizes)
-    sweep_chart(runs.SweepSpec(settings.dataset, scenarios, mechanism_specs, (settings.epsilon,),
-                               (settings.postprocess,), trials, settings.seed), "tradeoffs_n",
-                f"{info.label} against population size (ε = {settings.epsilon:g})", x="n",
-                x_title="Commuters n (log scale)", log_x=True)
+    sizes = grids.parse_grid(sizes_text, "n", 0, od.n, whole=True)
+    scenarios = [Scenario(f"n = {n:,}", views.View(settings.level, settings.areas, n))
+                 for n in sizes]
+    tradeoffs.sweep_chart(sweep(scenarios, [settings.epsilon], [settings.postprocess]),
+                          "tradeoffs_n", f"{metrics.METRICS[metric].label} against population "
+                          f"size (ε = {settings.epsilon:g})", metric, log_y, x="n",
+                          x_title="Commuters n (log scale)", log_x=True)
 except ValueError as error:
     st.error(str(error))
 
@@ -113,16 +83,10 @@ st.header("Error against domain size and subset (thesis figures 5.13, 5.17)")
 options = runs.scenario_options(settings)
 chosen = kept(st.multiselect, "Data to compare", "tradeoffs_scenarios",
               list(options)[:3], options=list(options))
-domain = runs.SweepSpec(settings.dataset, tuple(options[c] for c in chosen if c in options),
-                        mechanism_specs, epsilons, (settings.postprocess,), trials, settings.seed)
-domain_found = sweep_chart(domain, "tradeoffs_domain", f"{info.label} against ε by data",
-                           style="scenario") if chosen else None
+domain = (tradeoffs.sweep_chart(sweep([options[c] for c in chosen if c in options], epsilons,
+                                      [settings.postprocess]), "tradeoffs_domain",
+                                f"{metrics.METRICS[metric].label} against ε by data", metric,
+                                log_y, style="scenario") if chosen else None)
 
 st.header("Release time per mechanism")
-times = explore.release_times(pd.concat(
-    [found.table for found in (main_found, domain_found) if found is not None]))
-if len(times):
-    charts.show(charts.runtime_bars(times, "Mean release time per mechanism"), times,
-                "release_times", "tradeoffs_times")
-else:
-    st.caption("Run a sweep above to measure release times.")
+tradeoffs.release_times([main, domain])

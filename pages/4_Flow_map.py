@@ -9,7 +9,7 @@ from functools import partial
 import streamlit as st
 from streamlit_folium import st_folium
 
-from dpcore import explore, flows, postprocess
+from dpcore import flows, postprocess
 from dpcore.export import safe_csv
 from ui import charts, controls, data, leaflet_assets, maps, runs, safe
 
@@ -51,7 +51,7 @@ except ValueError as error:
     st.warning(str(error))
     st.stop()
 mechanism = settings.mechanisms[0]
-result = runs.release(settings, mechanism)
+result = runs.release_of(settings, mechanism)
 truth, released = runs.true_counts(settings), result.released
 if result.error:
     st.warning(f"**{charts.name(mechanism)}** could not run with these settings: {result.error} "
@@ -74,7 +74,7 @@ if rule == "top":
     top_k, min_count = top[1].number_input("k", 1, 100_000, 250, key=TOP_K), None
 else:
     top_k, min_count = None, top[1].number_input("Commuters", 1, 10**7, 100, key=MIN_COUNT)
-if explore.roll_up_possible(od) and top[3].toggle(
+if od.has_parent_level and top[3].toggle(
         "Roll up", key=ROLL_UP,
         help="Roll the flows up to parent zones (e.g. ED → county): sum each pair of parents' "
              "flows, true and released alike. The noise of many small cells adds up in each "

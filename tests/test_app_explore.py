@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, explore, mechanisms, postprocess
+from dpcore import datasets, mechanisms, postprocess, ranks, release
 from dpcore.od import ODMatrix, ZoneSet
 from tests.plotly_spec import figure, figures, traces, values
 from ui import state
@@ -41,7 +41,7 @@ def expected_release(key: str, epsilon: float, seed: int, post: str = "base_pos"
     od = datasets.load(dataset)
     counts = od.to_dense()
     mechanism = mechanisms.build(key, epsilon=epsilon, **params)
-    raw = mechanism.release(counts, explore.rng_for(seed, key))
+    raw = mechanism.release(counts, release.generator(seed, "release", key, float(epsilon), 0))
     return postprocess.apply(post, raw, od.n)
 
 
@@ -57,7 +57,7 @@ def bar_values(at: AppTest, key: str) -> np.ndarray:
 
 
 def top_cells(k: int, dataset: str = "ireland_county") -> np.ndarray:
-    return explore.top_cells(datasets.load(dataset).to_dense(), k)
+    return ranks.top_cells(datasets.load(dataset).to_dense(), k)
 
 
 def test_default_page_draws_bars_ordering_table_and_checks():

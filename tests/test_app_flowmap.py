@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, explore, flows, mechanisms, postprocess
+from dpcore import datasets, flows, mechanisms, postprocess, release
 from dpcore.od import ODMatrix, ZoneSet
 from ui import controls, leaflet_assets, state
 
@@ -42,7 +42,8 @@ def shown_table(at: AppTest):
 def released_like_the_page(od: ODMatrix, key="laplace", epsilon=1.0, seed=0, post="base_pos"):
     """The release the shared controls make by default (see ui.runs): own stream per mechanism."""
     true = od.to_dense()
-    raw = mechanisms.build(key, epsilon=epsilon).release(true, explore.rng_for(seed, key))
+    rng = release.generator(seed, "release", key, float(epsilon), 0)
+    raw = mechanisms.build(key, epsilon=epsilon).release(true, rng)
     return true, postprocess.apply(post, raw, od.n)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, explore, mechanisms
+from dpcore import datasets, mechanisms, summaries
 from tests.plotly_spec import figure, figures, traces, values
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
@@ -55,7 +55,7 @@ def assert_theory_from_dpcore(fig: dict, label: str) -> None:
     county = datasets.load("ireland_county").to_dense()
     for key in ("laplace", "grr"):
         theory_x, theory_y = mean_line(fig, f"{mechanisms.get(key).name} · {label}")
-        expected = [explore.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
+        expected = [summaries.theoretical_rmse(mechanisms.build(key, epsilon=e), county)
                     for e in (1.0, 5.0)]
         assert list(theory_x) == [1.0, 5.0] and np.allclose(theory_y, expected)
 

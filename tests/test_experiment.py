@@ -1,12 +1,13 @@
 """Experiment runner: tidy output, determinism across seeds and n_jobs, progress, cancellation."""
 
 import threading
+import zlib
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import datasets, experiment, mechanisms, metrics, postprocess
+from dpcore import datasets, experiment, mechanisms, metrics, postprocess, views
 
 GRID = dict(mechanism_specs=["laplace", ("gaussian", {"delta": 1e-8}), "oue"],
             epsilons=[0.5, 2], postprocess=["base", "norm_sub"], trials=2)
@@ -35,20 +36,35 @@ def test_tidy_table_has_one_row_per_job_postprocessing_and_metric(serial):
     assert (per_job == 1).all() and (serial["seconds"] > 0).all()
 
 
-def test_each_job_uses_its_own_spawned_seed(toy, serial):
-    """Job i draws from default_rng(SeedSequence(seed).spawn(jobs)[i]), in the fixed order."""
-    jobs = experiment.plan(GRID["mechanism_specs"], GRID["epsilons"], GRID["trials"], seed=11)
-    job = jobs[7]  # gaussian, ε = 2, trial 1
-    assert (job.mechanism, job.epsilon, job.trial) == ("gaussian", 2.0, 1)
-    seed = np.random.SeedSequence(11).spawn(len(jobs))[7]
+def test_each_job_draws_from_the_seeding_rule(toy, serial):
+    """Job (gaussian, ε = 2, trial 1) draws from release.generator(seed, "release", key, ε,
+    trial): the rule every page and command uses, whatever the job's position."""
+    jobs = experiment.plan(GRID["mechanism_specs"], GRID["epsilons"], trials=GRID["trials"],
+                           postprocess=GRID["postprocess"], seed=11)
+    assert [(j.spec.trial, j.spec.mechanism, j.spec.epsilon) for j in jobs[:7]] == [
+        (0, "laplace", 0.5), (0, "laplace", 2.0), (0, "gaussian", 0.5), (0, "gaussian", 2.0),
+        (0, "oue", 0.5), (0, "oue", 2.0), (1, "laplace", 0.5)]
+    rng = np.random.default_rng(np.random.SeedSequence(11, spawn_key=(
+        zlib.crc32(b"release"), zlib.crc32(b"gaussian"), int(np.float64(2.0).view(np.uint64)), 1)))
     mechanism = mechanisms.build("gaussian", epsilon=2.0, delta=1e-8)
     true = toy.to_dense()
-    released = postprocess.apply("norm_sub", mechanism.release(true, np.random.default_rng(seed)),
-                                 toy.n)
+    released = postprocess.apply("norm_sub", mechanism.release(true, rng), toy.n)
     expected = metrics.compute(true, released, toy)
     rows = serial[(serial["mechanism"] == "gaussian") & (serial["epsilon"] == 2.0)
                   & (serial["trial"] == 1) & (serial["postprocess"] == "norm_sub")]
     assert dict(zip(rows["metric"], rows["value"])) == pytest.approx(expected, nan_ok=True)
+
+
+def test_scenarios_subsample_per_trial_and_share_the_sample_across_mechanisms(toy):
+    view = views.View(n=100)
+    table = experiment.run(toy, ["laplace", "grr"], [1.0], trials=2, seed=3,
+                           scenarios=[experiment.Scenario("small", view)])
+    assert set(table["n"]) == {100} and set(table["scenario"]) == {"small"}
+    first = experiment.subsampled(toy, view, 3, 0)
+    assert first.n == 100
+    np.testing.assert_array_equal(first.to_dense(), experiment.subsampled(toy, view, 3, 0)
+                                  .to_dense())
+    assert not np.array_equal(first.to_dense(), experiment.subsampled(toy, view, 3, 1).to_dense())
 
 
 def test_same_seed_same_table_different_seed_different_table(toy, serial):
@@ -104,7 +120,7 @@ def test_progress_to_the_end_is_not_a_cancellation(toy):
     (dict(mechanism_specs=["nope"], epsilons=[1]), "unknown mechanism 'nope'"),
     (dict(mechanism_specs=["laplace"], epsilons=[0]), "'epsilon' parameter"),
     (dict(mechanism_specs=[("gaussian", {"delta": 2})], epsilons=[1]), "'delta' parameter"),
-    (dict(mechanism_specs=[("laplace", {"delta": 1e-6})], epsilons=[1]), "no parameter"),
+    (dict(mechanism_specs=[("laplace", {"delta": 1e-6})], epsilons=[1]), "unknown parameter"),
     (dict(mechanism_specs=[("laplace", {"epsilon": 1})], epsilons=[1]), "epsilons="),
     (dict(mechanism_specs=["laplace"], epsilons=[]), "at least one ε"),
     (dict(mechanism_specs=["laplace"], epsilons=[1], trials=0), "trials"),
@@ -113,5 +129,5 @@ def test_progress_to_the_end_is_not_a_cancellation(toy):
     (dict(mechanism_specs=["laplace"], epsilons=[1], n_jobs=0), "n_jobs"),
 ])
 def test_invalid_runs_fail_before_running_with_a_clear_message(toy, kwargs, message):
-    with pytest.raises((ValueError, KeyError), match=message):
+    with pytest.raises((ValueError, KeyError, TypeError), match=message):
         experiment.run(toy, **kwargs)

@@ -9,7 +9,7 @@ frozen :class:`RunSettings`::
     settings = controls.run_controls()              # sidebar; several mechanisms
     settings = controls.run_controls(multi=False)   # one mechanism (the first of the selection)
     matrix = runs.view(settings)                    # the chosen level/subset of the dataset
-    result = runs.release(settings, settings.mechanisms[0])   # see ui.runs
+    result = runs.release_of(settings, settings.mechanisms[0])   # see ui.runs
 
 Settings survive page changes: each value lives under a plain session-state key of :data:`KEYS`
 (Streamlit deletes a *widget's* state when a page does not draw it, so widgets have their own keys
@@ -28,18 +28,17 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dpcore import mechanisms, postprocess
-from dpcore.explore import roll_up_possible, view_areas
+from dpcore import mechanisms, postprocess, views
 from dpcore.mechanisms import CENTRAL, SUBSTITUTION
-from ui import data, state, widgets
+from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
+from dpcore.release import SHARED_PARAMS, RunSettings
+from dpcore.views import LEVEL_AS_LOADED, LEVEL_PARENT
+from ui import data, state, viewstate, widgets
 
 #: ε steps of the slider: roughly log-spaced from 0.1 to 10, with every point of the thesis grid
 #: 0.5, 1, …, 5. Any other ε (0, 20] can be typed.
 EPSILON_STEPS = (0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5,
                  3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 10.0)
-LEVEL_AS_LOADED, LEVEL_PARENT = "as_loaded", "parent"
-#: Parameters every mechanism shares, drawn once for all; the others are drawn per mechanism.
-SHARED_PARAMS = ("epsilon", "delta", "neighbours")
 DEFAULT_MECHANISMS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")
 DEFAULT_POSTPROCESS = "base_pos"  # the thesis's "Base-Pro"
 
@@ -70,42 +69,6 @@ def option_widget(mechanism: str, name: str) -> str:
     return f"run_widget_opt_{mechanism}_{name}"
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """Everything that determines a release, hashable (a cache key) and serialisable to a URL.
-
-    ``areas`` restricts the data to zones in these areas: parent zones (e.g. counties) when the
-    chosen level has a parent level, otherwise the zones themselves; empty means everything.
-    ``options`` holds each mechanism's own parameters as ``((key, ((name, value), …)), …)``.
-    """
-
-    dataset: str
-    level: str
-    areas: tuple[str, ...]
-    mechanisms: tuple[str, ...]
-    epsilon: float
-    delta: float
-    neighbours: str
-    options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...]
-    postprocess: str
-    seed: int
-
-    def params(self, key: str, epsilon: float | None = None) -> dict:
-        """Every parameter of mechanism ``key`` (shared ones included), ready for ``build``."""
-        declared = {p.name for p in mechanisms.get(key).params}
-        values = {"epsilon": self.epsilon if epsilon is None else epsilon, "delta": self.delta,
-                  "neighbours": self.neighbours, **dict(dict(self.options).get(key, ()))}
-        return {name: value for name, value in values.items() if name in declared}
-
-    def own_params(self, key: str) -> dict:
-        """Parameters of ``key`` other than ε (for sweeps over ε)."""
-        return {k: v for k, v in self.params(key).items() if k != "epsilon"}
-
-    def build(self, key: str, epsilon: float | None = None) -> mechanisms.Mechanism:
-        """The mechanism ``key`` with these settings (ValueError names a bad parameter)."""
-        return mechanisms.build(key, **self.params(key, epsilon))
-
-
 # ------------------------------------------------------------------------------ parsing values
 def _defaults() -> dict:
     return {"level": LEVEL_AS_LOADED, "areas": (), "mechanisms": DEFAULT_MECHANISMS,
@@ -128,33 +91,35 @@ def _parse_param(key: str, name: str, text: str):
     return param.check(param.kind(float(text)), key)
 
 
-def _from_url(query) -> dict:
+def _from_url() -> dict:
     """Settings found in the URL; anything unknown or invalid is left out (keeps the default)."""
+    def last(name: str) -> str | None:
+        values = viewstate.read(KEYS[name].url)
+        return values[-1] if values else None
+
     found = {}
-    url = {name: keys.url for name, keys in KEYS.items()}
-    if query.get(url["level"]) in (LEVEL_AS_LOADED, LEVEL_PARENT):
-        found["level"] = query[url["level"]]
-    if url["areas"] in query:
-        found["areas"] = tuple(a for a in query.get_all(url["areas"]) if a)
-    if url["mechanisms"] in query:
-        keys = tuple(k for k in query.get_all(url["mechanisms"]) if k in mechanisms.names())
-        if keys:
-            found["mechanisms"] = keys
+    if last("level") in views.LEVELS:
+        found["level"] = last("level")
+    if viewstate.read(KEYS["areas"].url):
+        found["areas"] = tuple(a for a in viewstate.read(KEYS["areas"].url) if a)
+    keys = tuple(k for k in viewstate.read(KEYS["mechanisms"].url) if k in mechanisms.names())
+    if keys:
+        found["mechanisms"] = keys
     for name, parse in (("epsilon", float), ("delta", float), ("seed", int)):
         try:
-            value = parse(query[url[name]])
+            value = parse(last(name))
             if name == "seed":
                 found[name] = value if value >= 0 else None
-            else:  # ε and δ are declared alike by every mechanism that has them
-                found[name] = _param("gaussian", name).check(value, "the URL")
-        except (KeyError, ValueError, TypeError):
+            else:
+                found[name] = {"epsilon": EPSILON, "delta": DELTA}[name].check(value, "the URL")
+        except (ValueError, TypeError):
             pass
-    if query.get(url["neighbours"]) in _param("laplace", "neighbours").choices:
-        found["neighbours"] = query[url["neighbours"]]
-    if query.get(url["postprocess"]) in postprocess.METHODS:
-        found["postprocess"] = query[url["postprocess"]]
+    if last("neighbours") in NEIGHBOURS.choices:
+        found["neighbours"] = last("neighbours")
+    if last("postprocess") in postprocess.METHODS:
+        found["postprocess"] = last("postprocess")
     options: dict = {}
-    for item in query.get_all(url["options"]):  # "hm.t=4"
+    for item in viewstate.read(KEYS["options"].url):  # "hm.t=4"
         try:
             target, text = item.split("=", 1)
             key, name = target.split(".", 1)
@@ -173,7 +138,8 @@ def _to_url(settings: RunSettings) -> dict[str, str | list[str]]:
     return {DATASET_URL: settings.dataset, KEYS["level"].url: settings.level,
             KEYS["areas"].url: list(settings.areas),
             KEYS["mechanisms"].url: list(settings.mechanisms),
-            KEYS["epsilon"].url: f"{settings.epsilon:g}", KEYS["delta"].url: f"{settings.delta:g}",
+            KEYS["epsilon"].url: viewstate.number_text(settings.epsilon),
+            KEYS["delta"].url: viewstate.number_text(settings.delta),
             KEYS["neighbours"].url: settings.neighbours, KEYS["options"].url: options,
             KEYS["postprocess"].url: settings.postprocess, KEYS["seed"].url: str(settings.seed)}
 
@@ -182,10 +148,10 @@ def init() -> None:
     """Give every setting its value: the session's, else the URL's (first page), else default."""
     state.init()
     first = FROM_URL_DONE not in st.session_state
-    from_url = _from_url(st.query_params) if first else {}
+    from_url = _from_url() if first else {}
     if first:
         st.session_state[FROM_URL_DONE] = True
-        dataset = st.query_params.get(DATASET_URL)
+        dataset = (viewstate.read(DATASET_URL) or [None])[-1]
         if dataset in data.choices() and dataset != state.UPLOADED:
             data.select(dataset)
     for name, value in _defaults().items():
@@ -193,71 +159,6 @@ def init() -> None:
 
 
 # ------------------------------------------------------------------------------------- widgets
-def _from_query(text: list[str], default, kwargs: dict):
-    """A kept widget's value from its URL text, or None when it is not a valid value for it."""
-    try:
-        if isinstance(default, (list, tuple)):
-            value = [type(default[0])(t) if default else t for t in text]
-        elif isinstance(default, bool):
-            value = {"true": True, "false": False}[text[-1].lower()]
-        else:
-            value = type(default)(text[-1])
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None
-    options = kwargs.get("options")
-    if options is not None and not all(v in options for v in
-                                       (value if isinstance(value, list) else [value])):
-        return None
-    low, high = kwargs.get("min_value"), kwargs.get("max_value")
-    if (low is not None and value < low) or (high is not None and value > high):
-        return None
-    return value
-
-
-def _to_query(value) -> str | list[str]:
-    """A kept widget's value as URL text (lists as repeated parameters)."""
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    if isinstance(value, bool):
-        return str(value).lower()
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
-    """Draw ``widget`` (e.g. ``st.slider``) so that its value survives page changes.
-
-    The value lives under ``kept_<key>`` in the session; the widget itself under
-    ``kept_widget_<key>``. Pass every argument except ``value``/``index``/``key``/``on_change``.
-    With ``url``, the value is also mirrored in the page URL under that name, and a session that
-    opens such a link starts from it (invalid values are ignored), so a shared link reproduces
-    the view.
-    """
-    value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
-    if url is not None and value_key not in st.session_state and url in st.query_params:
-        linked = _from_query(st.query_params.get_all(url), default, kwargs)
-        if linked is not None:
-            st.session_state[value_key] = linked
-    st.session_state.setdefault(value_key, default)
-    options = kwargs.get("options")
-    if options is not None:  # options can change with the data: keep only what still exists
-        value = st.session_state[value_key]
-        if isinstance(value, list):
-            st.session_state[value_key] = [v for v in value if v in options]
-        elif value not in options:
-            st.session_state[value_key] = default if default in options else options[0]
-    st.session_state[widget_key] = st.session_state[value_key]
-
-    def store():
-        st.session_state[value_key] = st.session_state[widget_key]
-    result = widget(label, key=widget_key, on_change=store, **kwargs)
-    if url is not None:
-        text = _to_query(result)
-        if (st.query_params.get_all(url) if isinstance(text, list)
-                else st.query_params.get(url)) != text:
-            st.query_params[url] = text
-    return result
-
-
 def _store(name: str) -> None:
     """Callback: copy a widget's new value into its persistent key."""
     st.session_state[KEYS[name].value] = st.session_state[KEYS[name].widget]
@@ -307,7 +208,7 @@ def mechanism_label(key: str) -> str:
 def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
     matrix = current.matrix
     level = st.session_state[KEYS["level"].value]
-    if roll_up_possible(matrix):
+    if matrix.has_parent_level:
         _restore("level")
         level = st.radio("Level", [LEVEL_AS_LOADED, LEVEL_PARENT], key=KEYS["level"].widget,
                          on_change=_store, args=("level",), horizontal=True,
@@ -317,7 +218,7 @@ def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
                               "county), a much smaller domain.")
     else:
         level = LEVEL_AS_LOADED
-    areas = view_areas(matrix, rolled_up=level == LEVEL_PARENT)
+    areas = views.areas(matrix, rolled_up=level == LEVEL_PARENT)
     chosen = tuple(a for a in st.session_state[KEYS["areas"].value] if a in areas)
     st.session_state[KEYS["areas"].value] = chosen
     _restore("areas", list(chosen))
@@ -361,10 +262,9 @@ def _epsilon_inputs() -> float:
     st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
                      on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
-    epsilon_param = _param("laplace", "epsilon")
-    st.number_input("ε, typed", min_value=1e-3, max_value=float(epsilon_param.high),
+    st.number_input("ε, typed", min_value=1e-3, max_value=float(EPSILON.high),
                     key=EPSILON_TYPED, on_change=_store_epsilon_typed, format="%.4g",
-                    help=f"Any ε in {epsilon_param.interval()}; the slider shows the nearest step.")
+                    help=f"Any ε in {EPSILON.interval()}; the slider shows the nearest step.")
     return st.session_state[KEYS["epsilon"].value]
 
 
@@ -415,11 +315,11 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
                                  f"1/n = {1 / max(current.matrix.n, 1):.2e}.")
         if any(mechanisms.get(k).model == CENTRAL for k in chosen):
             _restore("neighbours")
-            st.radio("Neighbouring datasets (central)", _param("laplace", "neighbours").choices,
+            st.radio("Neighbouring datasets (central)", NEIGHBOURS.choices,
                      key=KEYS["neighbours"].widget, on_change=_store, args=("neighbours",),
                      format_func=lambda v: {"substitution": "Substitution (sensitivity 2)",
                                             "add_remove": "Add/remove (sensitivity 1)"}.get(v, v),
-                     help=_param("laplace", "neighbours").help)
+                     help=NEIGHBOURS.help)
         options = _mechanism_options(chosen)
         _restore("postprocess")
         st.selectbox("Post-processing", list(postprocess.METHODS), key=KEYS["postprocess"].widget,
@@ -449,7 +349,4 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
 def _mirror_to_url(settings: RunSettings) -> None:
     """Write the settings into the page URL (only what changed, to avoid needless updates)."""
     for name, value in _to_url(settings).items():
-        current = st.query_params.get_all(name) if isinstance(value, list) else \
-            st.query_params.get(name)
-        if current != value:
-            st.query_params[name] = value
+        viewstate.write(name, value)

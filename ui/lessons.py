@@ -12,17 +12,17 @@ across sessions for bundled data, in this session only for an upload.
 from __future__ import annotations
 
 import math
-import zlib
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore import accuracy, amplification, learn, mechanisms, privacy_theory
+from dpcore import accuracy, amplification, learn, mechanisms, privacy_theory, release
 from dpcore.mechanisms import LOCAL
 from dpcore.od import ODMatrix
 from ui import charts, data, learn_charts, runs, safe, state
-from ui.controls import EPSILON_STEPS, kept
+from ui.controls import EPSILON_STEPS
+from ui.viewstate import kept
 
 LESSONS = {
     "why": "Why exact tables leak",
@@ -42,9 +42,10 @@ def _draw() -> int:
 
 
 def _rng(*parts, draw: int | None = None) -> np.random.Generator:
-    """The generator of one demonstration at the page's current draw (or at ``draw``)."""
-    codes = [zlib.crc32(str(part).encode()) for part in parts]
-    return np.random.default_rng([_draw() if draw is None else draw, *codes])
+    """The generator of one demonstration at the page's current draw (or at ``draw``), by the
+    seeding rule of :mod:`dpcore.release`."""
+    return release.generator(_draw() if draw is None else draw, "lesson",
+                             *(str(part) for part in parts))
 
 
 def _draw_again(label: str, key: str) -> None:

@@ -1,4 +1,4 @@
-"""Sections of the Explore page that repeat per mechanism: metric cards and planner's checks."""
+"""Sections of the analysis pages: metric cards, planner's checks, release downloads, sweeps."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dpcore import metrics
-from ui import charts, runs
+from dpcore import metrics, summaries
+from dpcore.export import safe_csv
+from dpcore.release import ReleaseResult, RunSettings, release_table
+from ui import charts, runs, state
 
 #: Pass probability at or above which a check shows green, at or below which red (amber between).
 LIKELY, UNLIKELY = 0.95, 0.05
@@ -37,9 +39,9 @@ def _seconds(value: float) -> str:
     return f"{value * 1000:.2g} ms" if value < 1 else f"{value:.2f} s"
 
 
-def scorecard(results: dict[str, runs.Release]) -> pd.DataFrame:
+def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
     """The mechanisms side by side (one row each), numbers to 4 significant digits."""
-    frame = runs.scorecard(results)
+    frame = summaries.scorecard(results)
     shown = frame.assign(mechanism=frame["mechanism"].map(charts.name))
     st.dataframe(shown, hide_index=True, width="stretch", column_config={
         column: st.column_config.NumberColumn(format="%.4g")
@@ -47,11 +49,11 @@ def scorecard(results: dict[str, runs.Release]) -> pd.DataFrame:
     return frame
 
 
-def cards(result: runs.Release, k: int) -> None:
+def cards(result: ReleaseResult, k: int) -> None:
     """The headline metrics of one release as metric cards, with run time and communication."""
     items = [(metrics.METRICS[m].label.replace("Top-k", f"Top-{k}"),
               _format(m, result.metrics[m]), metrics.METRICS[m].description)
-             for m in runs.SCORECARD]
+             for m in summaries.SCORECARD]
     items.append(("Release time", _seconds(result.seconds),
                   f"The mechanism's release; post-processing took "
                   f"{_seconds(result.postprocess_seconds)}."))
@@ -64,7 +66,7 @@ def cards(result: runs.Release, k: int) -> None:
             column.metric(label, value, help=help_text)
 
 
-def checks(result: runs.Release) -> pd.DataFrame:
+def checks(result: ReleaseResult) -> pd.DataFrame:
     """The planner's checks of one release: a light, the value, the rule and its source."""
     rows = [{"Check": c.label, "Result": charts.light(c.passed),
              "Value": _format(c.key, c.value), "Rule": c.threshold, "Source": c.source}
@@ -75,7 +77,7 @@ def checks(result: runs.Release) -> pd.DataFrame:
 
 
 def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
-    """Pass rates over repeated draws (:func:`dpcore.explore.pass_rates`) with a light each."""
+    """Pass rates over repeated draws (:func:`dpcore.summaries.pass_rates`) with a light each."""
     def light(rate):
         if math.isnan(rate):
             return charts.light(None)
@@ -114,3 +116,36 @@ def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
     for mechanism, message in found.errors.items():
         st.warning(f"**{charts.name(mechanism)}** left out: {message}")
     return found
+
+
+#: Largest domain whose release download lists every cell; beyond it only the cells whose true or
+#: rounded released count is not 0 (``--only-nonzero`` on the command line).
+ALL_CELLS_DOWNLOAD = 1_000_000
+
+
+def release_downloads(settings: RunSettings, od, truth, results: dict[str, ReleaseResult]) -> None:
+    """Each release as a CSV (formula-safe) and the command line that makes the same numbers."""
+    only_nonzero = od.domain_size > ALL_CELLS_DOWNLOAD
+    done = {key: result for key, result in results.items() if not result.error}
+    row = st.container(horizontal=True)
+    for key, result in done.items():
+        row.download_button(
+            f"{charts.short_name(key)} (CSV)",
+            lambda result=result: safe_csv(release_table(od, truth, result.released,
+                                                         only_nonzero)),
+            file_name=f"release_{key}_eps{settings.epsilon:g}_seed{settings.seed}.csv",
+            mime="text/csv", key=f"release_download_{key}", on_click="ignore",
+            icon=":material/download:")
+    uploaded = settings.dataset == state.UPLOADED
+    source = "--file YOUR_FILE.csv" if uploaded else None
+    extra = " --only-nonzero" if only_nonzero else ""
+    st.caption("Columns: origin, destination (zone ids), true_count, released_count"
+               + (f"; only cells whose true or rounded released count is not 0 (the domain has "
+                  f"{od.domain_size:,} cells)." if only_nonzero else "."))
+    with st.expander("The same releases from the command line"):
+        st.code("\n".join(settings.command(key, source, f"release_{key}.csv") + extra
+                          for key in done), language="bash")
+        st.caption("Every release is fixed by the dataset and its view, the mechanism and its "
+                   "parameters, ε, the post-processing and the seed."
+                   + (" Use the file you uploaded, with the format, level and zones file you "
+                      "chose on the Data page." if uploaded else ""))

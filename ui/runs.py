@@ -1,36 +1,33 @@
-"""Cached dpcore calls for the pages: the chosen view of the data, single releases, sweeps.
+"""Caches in front of :mod:`dpcore.release` and :mod:`dpcore.experiment`: nothing else.
 
-Bundled datasets are public and the same for everyone, so their results are cached across sessions
-(``st.cache_data``/``st.cache_resource`` with ``max_entries``), keyed by dataset key, settings and
-seed. An uploaded dataset is never put in a global cache: its results are memoised in this
-session's ``st.session_state`` only (a few entries, dropped with the session), so one user's upload
-can never be seen by another session.
+The pages ask for views of the data, single releases and sweeps; this module makes them through
+dpcore's one pipeline and keeps them. Bundled datasets are public and the same for everyone, so
+their results are cached across sessions (``st.cache_resource`` with ``max_entries``), keyed by the
+release's settings. An uploaded dataset is never put in a global cache: its results are memoised
+in this session's ``st.session_state`` only (a few entries, dropped with the session), so one
+user's upload can never be seen by another session.
 
-Every function takes a :class:`ui.controls.RunSettings` (hashable) and returns plain data; errors a
-user can cause (a subset with nothing in it, Base-Cut for a mechanism without a closed-form
-variance, k larger than the domain) come back as messages, never as tracebacks.
+Errors a user can cause (a subset with nothing in it, Base-Cut for a mechanism without a
+closed-form variance, a parameter out of range) come back as messages, never as tracebacks.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-import zlib
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore import experiment, explore, mechanisms, metrics, postprocess
+from dpcore import experiment, ranks, release, summaries, views
+from dpcore.experiment import Scenario
 from dpcore.od import ODMatrix
+from dpcore.release import ReleaseResult, RunSettings
 from ui import data, state
-from ui.controls import LEVEL_AS_LOADED, LEVEL_PARENT, RunSettings
 
-#: Single releases kept per server (bundled data). At ED level each holds a 78 MB vector.
+#: Single releases kept per server (bundled data). At ED level each holds two 78 MB vectors.
 RELEASE_CACHE_ENTRIES = 24
 #: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
 #: session for an upload.
@@ -40,41 +37,9 @@ SESSION_MEMO_ENTRIES = 16
 _MEMO = "run_session_memo"
 
 
-@dataclass(frozen=True)
-class Release:
-    """One mechanism's release with these settings, scored.
-
-    ``released`` is the post-processed vector over the view's domain (read-only); ``seconds`` the
-    mechanism's release time and ``postprocess_seconds`` that of the post-processing; ``error`` a
-    message instead of everything else when the release could not be made.
-    """
-
-    mechanism: str
-    released: np.ndarray | None = None
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    seconds: float = float("nan")
-    postprocess_seconds: float = float("nan")
-    bits_per_user: float | None = None
-    error: str | None = None
-
-    @property
-    def checks(self) -> list[metrics.PlannerCheck]:
-        return metrics.planner_checks(self.metrics) if self.metrics else []
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One version of the data a sweep runs on: a level/subset, optionally subsampled to n."""
-
-    label: str
-    level: str
-    areas: tuple[str, ...] = ()
-    n: int | None = None
-
-
 # ------------------------------------------------------------------------------------ plumbing
-def _uploaded(settings: RunSettings) -> bool:
-    return settings.dataset == state.UPLOADED
+def _uploaded(dataset: str) -> bool:
+    return dataset == state.UPLOADED
 
 
 def _session_memo() -> dict:
@@ -108,118 +73,84 @@ def _freeze(matrix: ODMatrix) -> ODMatrix:
 
 
 @st.cache_resource(max_entries=16, show_spinner="Preparing the data…")
-def _bundled_view(dataset: str, level: str, areas: tuple[str, ...]) -> ODMatrix:
+def _bundled_view(dataset: str, view: views.View) -> ODMatrix:
     """A level/subset of a bundled dataset, shared read-only (one object, so metrics reuse the
     trip lengths they measured on it)."""
-    return _freeze(explore.view(data.bundled(dataset), level == LEVEL_PARENT, areas))
-
-
-def view(settings: RunSettings) -> ODMatrix:
-    """The matrix the settings select (ValueError with a message when the subset is empty)."""
-    return _base_matrix(settings.dataset, Scenario("", settings.level, settings.areas))
+    return _freeze(views.select(data.bundled(dataset), view))
 
 
 @st.cache_resource(max_entries=8)
-def _bundled_dense(dataset: str, level: str, areas: tuple[str, ...]) -> np.ndarray:
-    dense = _bundled_view(dataset, level, areas).to_dense()
+def _bundled_dense(dataset: str, view: views.View) -> np.ndarray:
+    dense = _bundled_view(dataset, view).to_dense()
     dense.flags.writeable = False
     return dense
 
 
+def matrix_of(dataset: str, view: views.View) -> ODMatrix:
+    """The matrix of a view (before any subsampling); ValueError with a message when empty."""
+    if not _uploaded(dataset):
+        return _bundled_view(dataset, view.whole)
+    upload = st.session_state[state.UPLOADED_MATRIX]
+    return session_memo("view", view.whole, lambda: views.select(upload, view.whole))
+
+
+def true_counts_of(dataset: str, view: views.View) -> np.ndarray:
+    """Dense true counts of a view (read-only for bundled data)."""
+    if not _uploaded(dataset):
+        return _bundled_dense(dataset, view.whole)
+    return session_memo("dense", view.whole, lambda: matrix_of(dataset, view).to_dense())
+
+
+def view(settings: RunSettings) -> ODMatrix:
+    """The matrix the settings select (ValueError with a message when the subset is empty)."""
+    return matrix_of(settings.dataset, settings.view)
+
+
 def true_counts(settings: RunSettings) -> np.ndarray:
     """Dense true counts of the view (read-only for bundled data)."""
-    return true_counts_of(settings.dataset, Scenario("", settings.level, settings.areas))
+    return true_counts_of(settings.dataset, settings.view)
 
 
 # ------------------------------------------------------------------------------ single release
-def _release(od: ODMatrix, counts: np.ndarray, settings: RunSettings, key: str, k: int,
-             top_n: int) -> Release:
-    try:
-        mechanism = settings.build(key)
-        rng = explore.rng_for(settings.seed, key)
-        started = time.perf_counter()
-        raw = mechanism.release(counts, rng)
-        seconds = time.perf_counter() - started
-        variance = (postprocess.zero_cell_variance(mechanism, od.n, od.domain_size)
-                    if settings.postprocess == "base_cut" else None)
-        started = time.perf_counter()
-        released = postprocess.apply(settings.postprocess, raw, od.n, variance)
-        post_seconds = time.perf_counter() - started
-        values = metrics.compute(counts, released, od, k=k, top_n=top_n,
-                                 raw=raw if settings.postprocess == "post_pos" else None)
-    except ValueError as error:
-        return Release(key, error=str(error))
-    released.flags.writeable = False
-    return Release(key, released, MappingProxyType(values), seconds, post_seconds,
-                   mechanism.bits_per_user(od.domain_size))
-
-
 @st.cache_resource(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
-def _bundled_release(settings: RunSettings, key: str, k: int, top_n: int) -> Release:
+def _bundled_release(dataset: str, view: views.View, spec: release.ReleaseSpec, k: int,
+                     top_n: int) -> ReleaseResult:
     # A resource, not cache_data: at ED level a release is a 78 MB vector that cache_data would
-    # pickle on the way in and copy on every rerun (~0.3 s). The vector is read-only and the
+    # pickle on the way in and copy on every rerun (~0.3 s). The vectors are read-only and the
     # metrics a read-only mapping, so sessions can share the one object safely.
-    od = _bundled_view(settings.dataset, settings.level, settings.areas)
-    return _release(od, _bundled_dense(settings.dataset, settings.level, settings.areas),
-                    settings, key, k, top_n)
+    return release.attempt(_bundled_view(dataset, view), spec,
+                           true_counts=_bundled_dense(dataset, view), k=k, top_n=top_n)
 
 
-def _single(settings: RunSettings, key: str) -> RunSettings:
-    """Settings with only what matters to one mechanism's release (a sharper cache key)."""
-    own = tuple((k, v) for k, v in settings.options if k == key)
-    return RunSettings(settings.dataset, settings.level, settings.areas, (key,), settings.epsilon,
-                       settings.delta, settings.neighbours, own, settings.postprocess,
-                       settings.seed)
-
-
-def release(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> Release:
+def release_of(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> ReleaseResult:
     """Mechanism ``key`` released with these settings and scored (cached per seed)."""
-    single = _single(settings, key)
-    if not _uploaded(settings):
-        return _bundled_release(single, key, k, top_n)
-    return session_memo("release", (single, key, k, top_n), lambda: _release(
-        view(settings), true_counts(settings), single, key, k, top_n))
+    spec = settings.spec(key)
+    if not _uploaded(settings.dataset):
+        return _bundled_release(settings.dataset, settings.view, spec, k, top_n)
+    return session_memo("release", (settings.view, spec, k, top_n), lambda: release.attempt(
+        view(settings), spec, true_counts=true_counts(settings), k=k, top_n=top_n))
 
 
-def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, Release]:
+def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, ReleaseResult]:
     """Every chosen mechanism's release, in the order chosen."""
-    return {key: release(settings, key, k, top_n) for key in settings.mechanisms}
+    return {key: release_of(settings, key, k, top_n) for key in settings.mechanisms}
 
 
 @st.cache_data(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
-def _bundled_ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
-    truth = _bundled_dense(settings.dataset, settings.level, settings.areas)
-    return explore.rank_pairs(truth, _bundled_release(settings, key, 10, 100).released, cells)
+def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
+                      cells: int) -> pd.DataFrame:
+    released = _bundled_release(dataset, view, spec, 10, 100).released
+    return ranks.rank_pairs(_bundled_dense(dataset, view), released, cells)
 
 
 def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
     """True against released ranks of the top ``cells`` true commutes for mechanism ``key``
-    (:func:`dpcore.explore.rank_pairs`), cached like the release itself."""
-    single = _single(settings, key)
-    if not _uploaded(settings):
-        return _bundled_ordering(single, key, cells)
-    return session_memo("ordering", (single, key, cells), lambda: explore.rank_pairs(
-        true_counts(settings), release(settings, key).released, cells))
-
-
-#: Metrics on the cards and in the scorecard, in display order.
-SCORECARD = ("rmse", "mae", "max_error", "topk_recall", "kendall_tau", "geh_pass_share",
-             "false_positive_cells", "false_zero_cells")
-
-
-def scorecard(results: dict[str, Release]) -> pd.DataFrame:
-    """One row per mechanism: the headline metrics, release time and bits per commuter."""
-    rows = []
-    for key, result in results.items():
-        if result.error:
-            continue
-        row = {"mechanism": key}
-        row.update({metrics.METRICS[m].label: result.metrics[m] for m in SCORECARD})
-        row["Release time (s)"] = result.seconds
-        row["Bits per commuter"] = result.bits_per_user
-        rows.append(row)
-    return pd.DataFrame(rows)
-
+    (:func:`dpcore.ranks.rank_pairs`), cached like the release itself."""
+    spec = settings.spec(key)
+    if not _uploaded(settings.dataset):
+        return _bundled_ordering(settings.dataset, settings.view, spec, cells)
+    return session_memo("ordering", (settings.view, spec, cells), lambda: ranks.rank_pairs(
+        true_counts(settings), release_of(settings, key).released, cells))
 
 
 # ------------------------------------------------------------------------------------- sweeps
@@ -238,12 +169,10 @@ class SweepSpec:
     k: int = 10
     top_n: int = 100
 
-    def jobs(self) -> list[tuple]:
-        """(scenario, mechanism, params, ε, trial), one release each, trial by trial: a sweep
-        stopped early has every curve, with fewer trials."""
-        return [(scenario, key, params, epsilon, trial) for trial in range(self.trials)
-                for scenario in self.scenarios for key, params in self.mechanisms
-                for epsilon in self.epsilons]
+    def jobs(self) -> list[experiment.Job]:
+        return experiment.plan([(key, dict(params)) for key, params in self.mechanisms],
+                               self.epsilons, postprocess=self.postprocess, trials=self.trials,
+                               seed=self.seed, scenarios=self.scenarios)
 
 
 def mechanism_specs(settings: RunSettings, keys=None) -> tuple:
@@ -292,38 +221,37 @@ def _shared_store() -> _Store:
 
 def _store(dataset: str) -> _Store:
     """Where finished jobs are kept: shared for bundled data, this session's own for an upload."""
-    return _shared_store() if dataset != state.UPLOADED else _session_memo()["sweeps"]
+    return _shared_store() if not _uploaded(dataset) else _session_memo()["sweeps"]
 
 
-def _base_matrix(dataset: str, scenario: Scenario) -> ODMatrix:
-    if dataset != state.UPLOADED:
-        return _bundled_view(dataset, scenario.level, scenario.areas)
-    upload = st.session_state[state.UPLOADED_MATRIX]
-    return session_memo("view", (scenario.level, scenario.areas), lambda: explore.view(
-        upload, scenario.level == LEVEL_PARENT, scenario.areas))
+def _execute(spec: SweepSpec, job: experiment.Job, methods: tuple[str, ...],
+             samples: dict) -> pd.DataFrame:
+    """One job through dpcore's pipeline, on its scenario's (cached) matrix."""
+    scenario_view = job.scenario.view
+    whole = matrix_of(spec.dataset, scenario_view)
+    key = (scenario_view, job.spec.trial)
+    if scenario_view.n is not None and scenario_view.n < whole.n:
+        if key not in samples:  # the subsample of this trial, shared by its jobs
+            samples.clear()
+            matrix = experiment.subsampled(whole, scenario_view, spec.seed, job.spec.trial)
+            samples[key] = (matrix, matrix.to_dense())
+        matrix, dense = samples[key]
+    else:
+        matrix, dense = whole, true_counts_of(spec.dataset, scenario_view)
+    return experiment.execute(job, matrix, dense, k=spec.k, top_n=spec.top_n)
 
 
-def _seed(*parts) -> int:
-    """A 63-bit seed derived from the sweep seed and a job's coordinates."""
-    words = [zlib.crc32(str(p).encode()) for p in parts]
-    return int(np.random.SeedSequence(words).generate_state(2, np.uint64)[0] >> np.uint64(1))
-
-
-def _scenario_matrix(spec: SweepSpec, scenario: Scenario, trial: int) -> ODMatrix:
-    od = _base_matrix(spec.dataset, scenario)
-    if scenario.n is None or scenario.n >= od.n:
-        return od
-    rng = np.random.default_rng(_seed(spec.seed, "subsample", scenario.n, trial))
-    return explore.subsample(od, scenario.n, rng)
-
-
-def _run_job(spec: SweepSpec, job: tuple, methods: tuple[str, ...]) -> pd.DataFrame:
-    scenario, key, params, epsilon, trial = job
-    od = _scenario_matrix(spec, scenario, trial)
-    table = experiment.run(od, [(key, dict(params))], [epsilon], postprocess=methods, trials=1,
-                           seed=_seed(spec.seed, key, f"{epsilon:.12g}", trial), k=spec.k,
-                           top_n=spec.top_n)
-    return table.assign(trial=trial, scenario=scenario.label, n=od.n)
+def _unusable(spec: SweepSpec) -> dict[str, str]:
+    """Mechanisms whose parameters cannot be used at some ε of the sweep, with the reason."""
+    errors = {}
+    for key, params in spec.mechanisms:
+        for epsilon in spec.epsilons:
+            try:
+                release.ReleaseSpec(key, epsilon, params).build()
+            except (ValueError, TypeError) as error:
+                errors[key] = str(error)
+                break
+    return errors
 
 
 def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
@@ -331,25 +259,29 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
 
     ``progress(done, total)`` is called after each job (a page updates its progress bar there;
     Streamlit stops the script at that call when the user presses Stop, and every job finished
-    so far stays cached). Jobs are cached individually, so a smaller grid, fewer trials or a
-    return to the page reuses them.
+    so far stays cached). Jobs are cached one per post-processing, so a smaller grid, fewer
+    trials, another post-processing or a return to the page reuses them.
     """
     store = _store(spec.dataset)
-    frames, errors, done = [], {}, 0
-    jobs = spec.jobs()
+    frames, done, samples = [], 0, {}
+    errors = _unusable(spec)
+    runnable = tuple(m for m in spec.mechanisms if m[0] not in errors)
+    jobs = replace(spec, mechanisms=runnable).jobs() if runnable else []
     for job in jobs:
-        key = job[1]
-        scenario = job[0]  # its label is for display: equal data share cached releases
-        where = (spec.dataset, scenario.level, scenario.areas, scenario.n, *job[1:])
-        keys = {m: (where, m, spec.seed, spec.k, spec.top_n) for m in spec.postprocess}
+        mechanism = job.spec.mechanism
+        # The scenario's label is for display: equal data share cached releases.
+        keys = {m: (spec.dataset, job.scenario.view, job.spec.with_postprocess((m,)), spec.k,
+                    spec.top_n) for m in job.spec.postprocess}
         found = {m: store.get(k) for m, k in keys.items()}
         missing = tuple(m for m, value in found.items() if value is None)
         if missing and compute:
-            if key in errors:  # it failed on an earlier job: the same settings fail again
-                found.update(dict.fromkeys(missing, errors[key]))
+            if mechanism in errors:  # it failed on an earlier job: the same settings fail again
+                found.update(dict.fromkeys(missing, errors[mechanism]))
             else:
                 try:
-                    table = _run_job(spec, job, missing)
+                    table = _execute(spec, experiment.Job(job.index, job.scenario,
+                                                          job.spec.with_postprocess(missing)),
+                                     missing, samples)
                     found.update({m: table[table["postprocess"] == m] for m in missing})
                 except ValueError as error:  # a setting this mechanism cannot run with
                     found.update(dict.fromkeys(missing, str(error)))
@@ -360,84 +292,42 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
             continue
         for value in found.values():
             if isinstance(value, str):
-                errors[key] = value
+                errors[mechanism] = value
             else:
-                frames.append(value.assign(scenario=scenario.label))
+                frames.append(value.assign(scenario=job.scenario.label))
         done += 1
         if progress is not None:
             progress(done, len(jobs))
-    columns = experiment.COLUMNS + ["scenario", "n"]
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    table = (pd.concat(frames, ignore_index=True) if frames
+             else pd.DataFrame(columns=experiment.COLUMNS))
     return Sweep(table, done, len(jobs), errors)
 
 
 def theory(spec: SweepSpec, metric: str) -> pd.DataFrame:
-    """Expected RMSE of each mechanism at each ε of the sweep (raw releases), where it exists.
-
-    Columns ``scenario``, ``mechanism``, ``x`` (ε), ``value`` (commuters, or share of n for
-    ``rmse_freq``). Empty for other metrics.
-    """
-    if metric not in ("rmse", "rmse_freq"):
-        return pd.DataFrame(columns=["scenario", "mechanism", "x", "value"])
-    rows = []
-    for scenario in spec.scenarios:
-        od = _base_matrix(spec.dataset, scenario)
-        counts = (true_counts_of(spec.dataset, scenario) if scenario.n is None else None)
-        if counts is None:
-            continue
-        for key, params in spec.mechanisms:
-            for epsilon in spec.epsilons:
-                try:
-                    value = explore.theoretical_rmse(
-                        mechanisms.build(key, epsilon=epsilon, **dict(params)), counts)
-                except ValueError:
-                    value = None
-                if value is not None:
-                    rows.append((scenario.label, key, epsilon,
-                                 value / od.n if metric == "rmse_freq" else value))
-    return pd.DataFrame(rows, columns=["scenario", "mechanism", "x", "value"])
-
-
-def true_counts_of(dataset: str, scenario: Scenario) -> np.ndarray:
-    """Dense true counts of a scenario's level/subset (read-only for bundled data)."""
-    if dataset != state.UPLOADED:
-        return _bundled_dense(dataset, scenario.level, scenario.areas)
-    return session_memo("dense", (scenario.level, scenario.areas),
-                        lambda: _base_matrix(dataset, scenario).to_dense())
+    """Expected RMSE of each mechanism at each ε of the sweep (raw releases), where it exists
+    (:func:`dpcore.summaries.theory_curves` on the scenarios' cached counts)."""
+    truths = {scenario.label: true_counts_of(spec.dataset, scenario.view)
+              for scenario in spec.scenarios if scenario.view.n is None}
+    return summaries.theory_curves(truths, spec.mechanisms, spec.epsilons, metric)
 
 
 def repeated_draws(settings: RunSettings, draws: int) -> SweepSpec:
     """Independent releases of every chosen mechanism with these settings (for pass rates)."""
-    return SweepSpec(settings.dataset, (Scenario("current", settings.level, settings.areas),),
+    return SweepSpec(settings.dataset, (Scenario("current", settings.view),),
                      mechanism_specs(settings), (settings.epsilon,), (settings.postprocess,),
                      int(draws), settings.seed)
 
 
-def pass_rates(found: Sweep) -> dict[str, pd.DataFrame]:
-    """Per mechanism: the share of the finished draws that pass each planner check."""
-    return {key: explore.pass_rates(draws)
-            for key, draws in explore.checks_by_draw(found.table).items()}
-
-
 def scenario_options(settings: RunSettings) -> dict[str, Scenario]:
-    """Versions of the current dataset to compare: rolled up, the thesis's subsets, the chosen
-    areas, and everything as loaded — each labelled with its domain size d."""
-    base = _base_matrix(settings.dataset, Scenario("", LEVEL_AS_LOADED))
-    candidates = []
-    if explore.roll_up_possible(base):  # subsets of fine zones within parent areas
-        candidates.append(("Rolled up to parent zones", LEVEL_PARENT, ()))
-        areas = explore.view_areas(base)
-        candidates += [(" + ".join(group), LEVEL_AS_LOADED, group)
-                       for group in explore.THESIS_SUBSETS if all(a in areas for a in group)]
-    if settings.areas:
-        candidates.append(("Chosen areas", settings.level, settings.areas))
-    candidates.append(("Everything as loaded", LEVEL_AS_LOADED, ()))
+    """Versions of the current dataset to compare (:func:`dpcore.views.comparisons`) that are not
+    empty, each labelled with its domain size d and population n."""
+    base = matrix_of(settings.dataset, views.View())
     out = {}
-    for label, level, chosen in candidates:
+    for label, candidate in views.comparisons(base, settings.view):
         try:
-            od = _base_matrix(settings.dataset, Scenario(label, level, chosen))
+            od = matrix_of(settings.dataset, candidate)
         except ValueError:
             continue
         full = f"{label} (d = {od.domain_size:,}, n = {od.n:,})"
-        out[full] = Scenario(full, level, chosen)
+        out[full] = Scenario(full, candidate)
     return out

@@ -34,14 +34,20 @@ def names(model: str | None = None) -> list[str]:
 
 
 def build(key: str, **values) -> Mechanism:
-    """Build a mechanism by key, passing only the parameters it declares (handy for UI and CLI)."""
-    cls = get(key)
-    accepted = {p.name for p in cls.params}
-    return cls(**{k: v for k, v in values.items() if k in accepted and v is not None})
+    """Build a mechanism by key. Every parameter is checked against the class's declarations:
+    an unknown or ill-typed one is an error naming it (never silently dropped)."""
+    return get(key)(**values)
+
+
+def applicable(key: str, shared: dict) -> dict:
+    """Those of ``shared`` that mechanism ``key`` declares: for settings given once to several
+    mechanisms (one δ for all that use one, one neighbouring relation for the central ones)."""
+    declared = {p.name for p in get(key).params}
+    return {name: value for name, value in shared.items() if name in declared}
 
 
 # Importing the modules registers their mechanisms (order = display order).
 from dpcore.mechanisms import central, local, hadamard  # noqa: E402,F401
 
 __all__ = ["ADD_REMOVE", "CENTRAL", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
-           "LocalMechanism", "Mechanism", "Param", "build", "get", "names", "register"]
+           "LocalMechanism", "Mechanism", "Param", "applicable", "build", "get", "names", "register"]

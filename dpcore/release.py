@@ -1,0 +1,320 @@
+"""The release pipeline: settings in, one release out — released, post-processed and scored.
+
+Every page, download, sweep and command that makes a release goes through :func:`run`, so the same
+settings and seed give the same numbers everywhere (the Explore page, a sweep's trial 0, the Flow
+map, ``python3 -m dpcore release`` and ``python3 -m dpcore sweep --trials 1``).
+
+**What makes a release reproducible** is a :class:`ReleaseSpec` and the matrix it is made of:
+the mechanism key, ε, the mechanism's other parameters (δ, neighbouring relation, its own options),
+the post-processing, the seed and the trial number. The matrix is the dataset at the chosen
+:class:`dpcore.views.View` (level, areas, population size).
+
+**The seeding rule** (the only place in the product where a seed becomes random numbers): the
+generator of a purpose is ``numpy.random.default_rng(SeedSequence(seed, spawn_key=key))`` with
+``key = (crc32(purpose), *coordinates)``, where a text coordinate enters as its CRC-32, a whole
+number as itself and a float as the 64 bits of its IEEE-754 pattern. A release uses the purpose
+``"release"`` and the coordinates (mechanism key, ε, trial); a subsample the purpose
+``"subsample"`` and (level, areas…, n, trial). So a mechanism's noise depends only on the seed,
+its key, ε and the trial: not on which other mechanisms run beside it, on the order jobs run in,
+on the number of worker processes, or on parameters such as δ (two δ values at one seed share
+their underlying random numbers, which makes their comparison sharper). ``SeedSequence`` hashes
+the key into independent, well-mixed streams (O'Neill, "PCG: a family of simple fast
+space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` documentation).
+
+Post-processing needs two things beyond the estimates, both handled here and nowhere else:
+Base-Cut needs the noise variance of an empty cell (public: it depends on ε, n and d only), and
+Post-Pos answers aggregate queries from the raw estimates, so its metrics see the raw release too.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from dpcore import mechanisms, metrics, postprocess, views
+from dpcore.od import ODMatrix
+
+#: Columns of the tidy table a scored release contributes to (one row per post-processing and
+#: metric): the experiment runner's table and the command line's sweep file.
+TIDY_COLUMNS = ["mechanism", "params", "epsilon", "postprocess", "trial", "metric", "value",
+                "seconds"]
+
+
+# -------------------------------------------------------------------------------------- seeding
+def _words(coordinate) -> int:
+    if isinstance(coordinate, str):
+        return zlib.crc32(coordinate.encode())
+    if isinstance(coordinate, (bool, np.bool_)):
+        return int(coordinate)
+    if isinstance(coordinate, (int, np.integer)):
+        if coordinate < 0:
+            raise ValueError(f"seed coordinates must be ≥ 0; got {coordinate}")
+        return int(coordinate)
+    if isinstance(coordinate, (float, np.floating)):
+        return int(np.float64(coordinate).view(np.uint64))
+    raise TypeError(f"cannot key a random stream by {coordinate!r}")
+
+
+def generator(seed: int, purpose: str, *coordinates) -> np.random.Generator:
+    """The random generator for ``purpose`` at these coordinates (the seeding rule above)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"the seed must be a whole number ≥ 0; got {seed!r}")
+    key = tuple(_words(c) for c in (purpose, *coordinates))
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
+
+
+def fresh_seed() -> int:
+    """A seed from the operating system's entropy (printed, so the release can be repeated)."""
+    return int(np.random.SeedSequence().entropy % 2**32)
+
+
+# ------------------------------------------------------------------------------------- settings
+def _frozen_params(params) -> tuple[tuple[str, object], ...]:
+    items = params.items() if isinstance(params, Mapping) else params
+    return tuple(sorted((str(name), value) for name, value in items))
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """Everything that determines one release of a given matrix (hashable: a cache key).
+
+    ``params`` are the mechanism's parameters other than ε (δ, neighbours, its own options) as
+    sorted ``(name, value)`` pairs; unknown names are an error when the mechanism is built.
+    ``postprocess`` lists the post-processings to score the release after (the first is the one
+    shown as "the" release).
+    """
+
+    mechanism: str
+    epsilon: float
+    params: tuple[tuple[str, object], ...] = ()
+    postprocess: tuple[str, ...] = ("base",)
+    seed: int = 0
+    trial: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "params", _frozen_params(self.params))
+        methods = ((self.postprocess,) if isinstance(self.postprocess, str)
+                   else tuple(self.postprocess))
+        object.__setattr__(self, "postprocess", methods)
+
+    @property
+    def params_label(self) -> str:
+        """``delta=1e-06, neighbours=substitution``: the parameters as one readable string."""
+        return ", ".join(f"{name}={value}" for name, value in self.params)
+
+    def build(self) -> mechanisms.Mechanism:
+        """The mechanism (ValueError/TypeError name a bad or unknown parameter)."""
+        if "epsilon" in dict(self.params):
+            raise ValueError(f"give ε as the release's epsilon, not among the parameters of "
+                             f"{self.mechanism!r}")
+        return mechanisms.build(self.mechanism, epsilon=self.epsilon, **dict(self.params))
+
+    def generator(self) -> np.random.Generator:
+        return generator(self.seed, "release", self.mechanism, self.epsilon, self.trial)
+
+    def with_postprocess(self, methods) -> ReleaseSpec:
+        return replace(self, postprocess=methods)
+
+
+#: Parameters every mechanism that has them shares on a page (one ε, δ and neighbouring relation
+#: for all the mechanisms compared); the others are each mechanism's own.
+SHARED_PARAMS = ("epsilon", "delta", "neighbours")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a page's run controls choose: the data, several mechanisms and one set of shared
+    parameters (hashable: a cache key; plain data: it goes into URLs and onto the command line).
+
+    ``areas`` restricts the data to zones in these areas (see :class:`dpcore.views.View`).
+    ``options`` holds each mechanism's own parameters as ``((key, ((name, value), …)), …)``.
+    ``spec(key)`` is the release of one of them.
+    """
+
+    dataset: str
+    level: str
+    areas: tuple[str, ...]
+    mechanisms: tuple[str, ...]
+    epsilon: float
+    delta: float
+    neighbours: str
+    options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...]
+    postprocess: str
+    seed: int
+
+    @property
+    def view(self) -> views.View:
+        return views.View(self.level, self.areas)
+
+    def own_params(self, key: str) -> dict:
+        """Parameters of mechanism ``key`` other than ε: the shared δ and neighbouring relation
+        where it declares them, and its own options."""
+        shared = mechanisms.applicable(key, {"delta": self.delta, "neighbours": self.neighbours})
+        return {**shared, **dict(dict(self.options).get(key, ()))}
+
+    def spec(self, key: str, trial: int = 0) -> ReleaseSpec:
+        """Mechanism ``key``'s release with these settings."""
+        return ReleaseSpec(key, self.epsilon, self.own_params(key), (self.postprocess,),
+                           self.seed, trial)
+
+    def command(self, key: str, source: str | None = None, out: str = "release.csv") -> str:
+        """The command line that makes the same release; ``source`` replaces ``--dataset KEY``
+        (e.g. ``--file flows.csv`` for an uploaded file)."""
+        spec = self.spec(key)
+        parts = ["python3 -m dpcore release", source or f"--dataset {self.dataset}"]
+        if self.level == views.LEVEL_PARENT:
+            parts.append("--roll-up")
+        parts += [f"--area {shlex.quote(area)}" for area in self.areas]
+        parts += [f"--mechanism {key}", f"--epsilon {spec.epsilon!r}"]
+        parts += [f"--delta {value!r}" if name == "delta" else f"--param {name}={value}"
+                  for name, value in spec.params]
+        parts += [f"--postprocess {self.postprocess}", f"--seed {self.seed}", f"--out {out}"]
+        return " ".join(parts)
+
+
+def check(spec: ReleaseSpec, od: ODMatrix) -> mechanisms.Mechanism:
+    """Build the mechanism and check the post-processings against it, before anything runs."""
+    if not spec.postprocess:
+        raise ValueError("choose at least one post-processing method (e.g. 'base')")
+    unknown = [m for m in spec.postprocess if m not in postprocess.METHODS]
+    if unknown:
+        raise ValueError(f"unknown post-processing {unknown}; valid keys: "
+                         f"{', '.join(postprocess.METHODS)}")
+    mechanism = spec.build()
+    if "base_cut" in spec.postprocess:
+        _empty_cell_variance(mechanism, od)
+    return mechanism
+
+
+def _empty_cell_variance(mechanism: mechanisms.Mechanism, od: ODMatrix) -> float:
+    variance = postprocess.zero_cell_variance(mechanism, od.n, od.domain_size)
+    if variance is None:
+        raise ValueError(f"Base-Cut needs a closed-form noise variance, which {mechanism.name} "
+                         f"[{mechanism.key}] does not have; choose another post-processing for it")
+    return variance
+
+
+# -------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Scored:
+    """One post-processing of a release: the published vector (read-only) and its metrics."""
+
+    released: np.ndarray
+    metrics: Mapping[str, float]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    """A release made with ``spec``: the raw estimates and each post-processing, scored.
+
+    ``error`` replaces everything else when a setting the user chose cannot be used (a
+    parameter out of range, Base-Cut for a mechanism without a closed-form variance): see
+    :func:`attempt`.
+    """
+
+    spec: ReleaseSpec
+    raw: np.ndarray | None = None
+    outputs: Mapping[str, Scored] = field(default_factory=dict)
+    seconds: float = float("nan")
+    bits_per_user: float | None = None
+    error: str | None = None
+
+    @property
+    def mechanism(self) -> str:
+        return self.spec.mechanism
+
+    @property
+    def first(self) -> Scored | None:
+        return self.outputs.get(self.spec.postprocess[0]) if self.outputs else None
+
+    @property
+    def released(self) -> np.ndarray | None:
+        """The release after the first post-processing: what the pages show and download."""
+        return None if self.first is None else self.first.released
+
+    @property
+    def metrics(self) -> Mapping[str, float]:
+        return {} if self.first is None else self.first.metrics
+
+    @property
+    def postprocess_seconds(self) -> float:
+        return float("nan") if self.first is None else self.first.seconds
+
+    @property
+    def checks(self) -> list[metrics.PlannerCheck]:
+        return metrics.planner_checks(dict(self.metrics)) if self.metrics else []
+
+    def tidy(self) -> pd.DataFrame:
+        """One row per (post-processing, metric), columns :data:`TIDY_COLUMNS`."""
+        rows = [(self.spec.mechanism, self.spec.params_label, self.spec.epsilon, method,
+                 self.spec.trial, name, value, self.seconds)
+                for method, scored in self.outputs.items()
+                for name, value in scored.metrics.items()]
+        return pd.DataFrame(rows, columns=TIDY_COLUMNS)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None, k: int = 10,
+        top_n: int = 100, score: bool = True) -> ReleaseResult:
+    """Release ``od`` with ``spec``, post-process it each way asked and score each.
+
+    ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
+    ``score=False`` skips the metrics (a release for download only). Raises ValueError for
+    settings that cannot be used, with a message for the user.
+    """
+    mechanism = check(spec, od)
+    truth = od.to_dense() if true_counts is None else true_counts
+    started = time.perf_counter()
+    raw = mechanism.release(truth, spec.generator())
+    seconds = time.perf_counter() - started
+    variance = (_empty_cell_variance(mechanism, od) if "base_cut" in spec.postprocess else None)
+    outputs = {}
+    for method in spec.postprocess:
+        started = time.perf_counter()
+        released = postprocess.apply(method, raw, od.n, variance)
+        post_seconds = time.perf_counter() - started
+        values = (metrics.compute(truth, released, od, k=k, top_n=top_n,
+                                  raw=raw if method == "post_pos" else None) if score else {})
+        outputs[method] = Scored(_read_only(released), MappingProxyType(values), post_seconds)
+    return ReleaseResult(spec, _read_only(raw), MappingProxyType(outputs), seconds,
+                         mechanism.bits_per_user(od.domain_size))
+
+
+def attempt(od: ODMatrix, spec: ReleaseSpec, **options) -> ReleaseResult:
+    """:func:`run`, with a setting the user cannot use returned as ``error`` instead of raised."""
+    try:
+        return run(od, spec, **options)
+    except (ValueError, TypeError) as error:
+        return ReleaseResult(spec, error=str(error))
+
+
+# ------------------------------------------------------------------------------------- download
+def release_table(od: ODMatrix, true_counts, released, only_nonzero: bool = False
+                  ) -> pd.DataFrame:
+    """A release as a table: ``origin``, ``destination`` (zone ids), ``true_count``,
+    ``released_count``, one row per cell (``only_nonzero``: cells whose true or rounded
+    released count is not 0). The page's download and the command line write this same table."""
+    true_counts = np.asarray(true_counts)
+    released = np.asarray(released, dtype=float)
+    cells = np.arange(od.domain_size)
+    if only_nonzero:
+        cells = np.flatnonzero((true_counts != 0) | (np.rint(released) != 0))
+    return pd.DataFrame({
+        "origin": pd.Categorical.from_codes(cells // od.n_destinations, od.origins.ids),
+        "destination": pd.Categorical.from_codes(cells % od.n_destinations, od.destinations.ids),
+        "true_count": true_counts[cells],
+        "released_count": released[cells],
+    })

@@ -1,0 +1,136 @@
+"""The release pipeline: the seeding rule, the settings, one release scored, the command line."""
+
+import shlex
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore import cli, datasets, mechanisms, metrics, postprocess, release, views
+from dpcore.release import ReleaseSpec, RunSettings
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return datasets.load("toy_town")
+
+
+@pytest.fixture(scope="module")
+def ed():
+    return datasets.load("ireland_ed")
+
+
+# -------------------------------------------------------------------------------------- seeding
+def test_a_stream_depends_on_seed_purpose_and_every_coordinate():
+    first = release.generator(3, "release", "laplace", 1.0, 0).random(4)
+    assert np.array_equal(first, release.generator(3, "release", "laplace", 1.0, 0).random(4))
+    for other in [(4, "release", "laplace", 1.0, 0), (3, "subsample", "laplace", 1.0, 0),
+                  (3, "release", "grr", 1.0, 0), (3, "release", "laplace", 1.0 + 2**-52, 0),
+                  (3, "release", "laplace", 1.0, 1)]:
+        assert not np.array_equal(first, release.generator(*other).random(4)), other
+
+
+def test_the_stream_is_the_documented_seed_sequence():
+    import zlib
+    expected = np.random.default_rng(np.random.SeedSequence(7, spawn_key=(
+        zlib.crc32(b"release"), zlib.crc32(b"oue"), int(np.float64(0.5).view(np.uint64)), 2)))
+    assert np.array_equal(release.generator(7, "release", "oue", 0.5, 2).random(3),
+                          expected.random(3))
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3"])
+def test_a_seed_must_be_a_whole_number_at_least_zero(seed):
+    with pytest.raises(ValueError, match="seed"):
+        release.generator(seed, "release")
+
+
+# ------------------------------------------------------------------------------------- settings
+def test_unknown_or_misplaced_parameters_are_errors_naming_them():
+    with pytest.raises(TypeError, match="threshold"):
+        ReleaseSpec("laplace", 1.0, {"threshold": "tight"}).build()
+    with pytest.raises(ValueError, match="'delta' parameter"):
+        ReleaseSpec("gaussian", 1.0, {"delta": 2.0}).build()
+    with pytest.raises(ValueError, match="ε"):
+        ReleaseSpec("laplace", 1.0, {"epsilon": 2.0}).build()
+
+
+def test_run_settings_give_each_mechanism_only_what_it_declares():
+    settings = RunSettings("toy_town", views.LEVEL_AS_LOADED, (), ("laplace", "gaussian", "hm"),
+                           2.0, 1e-7, "add_remove", (("hm", (("t", 2),)),), "base_pos", 5)
+    assert settings.spec("laplace") == ReleaseSpec("laplace", 2.0, {"neighbours": "add_remove"},
+                                                   ("base_pos",), 5, 0)
+    assert dict(settings.spec("gaussian").params) == {"delta": 1e-7, "neighbours": "add_remove"}
+    assert dict(settings.spec("hm").params) == {"t": 2}
+
+
+# -------------------------------------------------------------------------------------- release
+def test_a_release_is_post_processed_and_scored_in_one_place(toy):
+    spec = ReleaseSpec("oue", 1.0, postprocess=("base", "post_pos", "base_cut"), seed=4)
+    result = release.run(toy, spec)
+    truth = toy.to_dense()
+    raw = mechanisms.build("oue", epsilon=1.0).release(truth, spec.generator())
+    np.testing.assert_array_equal(result.raw, raw)
+    variance = postprocess.zero_cell_variance(spec.build(), toy.n, toy.domain_size)
+    for method in spec.postprocess:
+        expected = postprocess.apply(method, raw, toy.n, variance)
+        np.testing.assert_array_equal(result.outputs[method].released, expected)
+        # Post-Pos answers aggregate queries from the raw release
+        score = metrics.compute(truth, expected, toy, raw=raw if method == "post_pos" else None)
+        assert dict(result.outputs[method].metrics) == pytest.approx(score, nan_ok=True)
+    assert result.released is result.outputs["base"].released
+    assert not result.released.flags.writeable and not result.raw.flags.writeable
+    tidy = result.tidy()
+    assert list(tidy.columns) == release.TIDY_COLUMNS
+    assert len(tidy) == 3 * len(metrics.METRICS) and set(tidy["trial"]) == {0}
+
+
+def test_base_cut_needs_a_closed_form_variance_and_attempt_says_so(toy):
+    spec = ReleaseSpec("topk", 1.0, postprocess=("base_cut",))
+    with pytest.raises(ValueError, match="Base-Cut"):
+        release.run(toy, spec)
+    failed = release.attempt(toy, spec)
+    assert "Base-Cut" in failed.error and failed.released is None and not failed.checks
+
+
+def test_the_same_spec_gives_the_same_release_on_any_trial_other_trials_differ(toy):
+    spec = ReleaseSpec("laplace", 0.5, seed=9)
+    again = release.run(toy, spec, score=False)
+    np.testing.assert_array_equal(release.run(toy, spec).released, again.released)
+    other = release.run(toy, ReleaseSpec("laplace", 0.5, seed=9, trial=1), score=False)
+    assert not np.array_equal(again.released, other.released)
+    assert dict(again.metrics) == {}
+
+
+def test_release_table_lists_every_cell_or_only_non_zero_ones(toy):
+    truth = toy.to_dense()
+    released = np.where(np.arange(truth.size) % 2 == 0, 0.2, 3.0)
+    full = release.release_table(toy, truth, released)
+    assert len(full) == toy.domain_size
+    assert list(full.columns) == ["origin", "destination", "true_count", "released_count"]
+    some = release.release_table(toy, truth, released, only_nonzero=True)
+    expected = np.flatnonzero((truth != 0) | (np.rint(released) != 0))
+    assert len(some) == expected.size
+
+
+# ---------------------------------------------------------------------------------- command line
+@pytest.mark.parametrize("key, level, areas", [
+    ("gaussian", views.LEVEL_AS_LOADED, ("Dublin City",)), ("hm", views.LEVEL_PARENT, ()),
+    ("laplace", views.LEVEL_AS_LOADED, ("Cavan", "Leitrim"))])
+def test_the_command_a_page_shows_makes_the_same_release(ed, tmp_path, capsys, key, level,
+                                                         areas):
+    """What Explore prints under "The same releases from the command line" runs and gives the
+    release the pipeline makes for the page's settings (ED data: levels and areas included)."""
+    settings = RunSettings("ireland_ed", level, areas, (key,), 0.7, 1e-8, "substitution",
+                           (("hm", (("t", 2),)),), "base_pos", 12)
+    out = tmp_path / "r.csv"
+    command = settings.command(key, out=str(out))
+    argv = shlex.split(command)
+    assert argv[:3] == ["python3", "-m", "dpcore"]
+    assert cli.main(argv[3:] + ["--only-nonzero"]) == 0
+    od = views.select(ed, settings.view)
+    expected = release.run(od, settings.spec(key), score=False).released
+    table = pd.read_csv(out, keep_default_na=False)
+    cells = (od.origins.index_of(table["origin"].astype(str)) * od.n_destinations
+             + od.destinations.index_of(table["destination"].astype(str)))
+    np.testing.assert_allclose(table["released_count"], expected[cells], rtol=1e-9, atol=1e-12)
+    capsys.readouterr()

@@ -1,0 +1,103 @@
+"""Unit tests of dpcore.summaries: sentences, theory, pass rates, summaries over trials."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpcore import datasets, experiment, mechanisms, metrics, summaries
+
+
+@pytest.fixture(scope="module")
+def county():
+    return datasets.load("ireland_county")
+
+
+@pytest.fixture(scope="module")
+def ed():
+    return datasets.load("ireland_ed")
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return datasets.load("toy_town")
+
+
+# ------------------------------------------------------------------------------ plain language
+def test_summary_sentence_counts_what_happened():
+    pairs = pd.DataFrame({"true_rank": range(1, 11),
+                          "released_rank": [1, 2, 3, 4, 5, 6, 7, 9, 8, 412]})
+    values = {"false_positive_cells": 412.0, "false_zero_cells": 1.0, "rmse": 3.14159}
+    sentence = summaries.summary_sentence("Laplace", pairs, values)
+    assert sentence.startswith("Laplace: 7 of the 10 busiest commutes kept their rank and 9 "
+                               "stayed in the top 10;")
+    assert "412 empty commutes were reported as non-empty and 1 real commute as empty" in sentence
+    assert "3.14 commuters" in sentence and sentence.endswith(".")
+    assert "off by 24,213 commuters" in summaries.summary_sentence("GRR", pairs, {"rmse": 24213.4})
+
+
+# ---------------------------------------------------------------------------------------- theory
+def test_laplace_theory_is_its_closed_form(county):
+    laplace = mechanisms.build("laplace", epsilon=0.5)
+    assert summaries.theoretical_rmse(laplace, county.to_dense()) == pytest.approx(
+        math.sqrt(2) * 2 / 0.5)
+    assert summaries.theoretical_rmse(mechanisms.build("topk", epsilon=1), county.to_dense()) is None
+
+
+@pytest.mark.parametrize("key, epsilon", [("laplace", 1.0), ("stability_histogram", 0.5),
+                                          ("oue", 2.0), ("grr", 4.0)])
+def test_theory_matches_repeated_releases(county, key, epsilon, seed):
+    """Mean squared error over releases against the theory, within 5 standard errors."""
+    truth = county.to_dense()
+    mechanism = mechanisms.build(key, epsilon=epsilon)
+    rng = np.random.default_rng(seed)
+    mse = np.array([np.mean((mechanism.release(truth, rng) - truth) ** 2) for _ in range(40)])
+    expected = summaries.theoretical_rmse(mechanism, truth) ** 2
+    assert abs(mse.mean() - expected) < 5 * mse.std(ddof=1) / math.sqrt(mse.size)
+
+
+# ------------------------------------------------------------------------------ repeated draws
+def check(key, passed):
+    return metrics.PlannerCheck(key, key.title(), 0.0, "rule", passed, "source")
+
+
+def test_pass_rates_count_only_draws_where_a_check_applies():
+    draws = [[check("a", True), check("b", None)], [check("a", False), check("b", None)],
+             [check("a", True), check("b", None)]]
+    table = summaries.pass_rates(draws).set_index("key")
+    assert table.loc["a", "pass_rate"] == pytest.approx(2 / 3) and table.loc["a", "draws"] == 3
+    assert math.isnan(table.loc["b", "pass_rate"]) and table.loc["b", "draws"] == 0
+
+
+def test_checks_by_draw_groups_an_experiment_by_trial(toy):
+    table = experiment.run(toy, ["laplace", "grr"], [1.0], trials=3, seed=1)
+    grouped = summaries.checks_by_draw(table)
+    assert set(grouped) == {"laplace", "grr"} and all(len(v) == 3 for v in grouped.values())
+    first = table[(table["mechanism"] == "grr") & (table["trial"] == 0)]
+    expected = metrics.planner_checks(dict(zip(first["metric"], first["value"])))
+    assert [(c.key, c.passed) for c in grouped["grr"][0]] == [(c.key, c.passed) for c in expected]
+    assert np.allclose([c.value for c in grouped["grr"][0]], [c.value for c in expected],
+                       equal_nan=True)
+
+
+# ----------------------------------------------------------------------------------- summaries
+def test_summarise_gives_the_student_t_interval():
+    table = pd.DataFrame({"mechanism": "a", "epsilon": 1.0, "metric": "rmse",
+                          "value": [1.0, 2.0, 4.0]})
+    row = summaries.summarise(table, "rmse").iloc[0]
+    half = stats.t.ppf(0.975, 2) * np.std([1, 2, 4], ddof=1) / math.sqrt(3)
+    assert row["mean"] == pytest.approx(7 / 3) and row["trials"] == 3
+    assert row["low"] == pytest.approx(7 / 3 - half) and row["high"] == pytest.approx(7 / 3 + half)
+    single = summaries.summarise(table.head(1), "rmse").iloc[0]
+    assert single["low"] == single["high"] == single["mean"] == 1.0
+
+
+def test_release_times_count_each_release_once(toy):
+    table = experiment.run(toy, ["laplace"], [1.0, 2.0], postprocess=("base", "norm_sub"),
+                           trials=2, seed=0).assign(scenario="s", n=toy.n)
+    times = summaries.release_times(table)
+    assert list(times["releases"]) == [4]
+    unique = table.drop_duplicates(["epsilon", "trial"])["seconds"]
+    assert times["seconds"][0] == pytest.approx(unique.mean())

@@ -1,0 +1,71 @@
+"""The Tradeoffs page's sections: sweeps drawn as curves, with theory where it exists.
+
+Each section specifies a sweep (:class:`ui.runs.SweepSpec`), runs or peeks it with the shared
+runner (progress, Stop, cached jobs) and draws the mean over trials with its confidence band
+(:func:`dpcore.summaries.summarise`), with the data behind the figure to download.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dpcore import metrics, postprocess, summaries
+from ui import charts, panels, runs
+
+
+def sweep_chart(spec: runs.SweepSpec, key: str, title: str, metric: str, log_y: bool, *,
+                x: str = "epsilon", x_title: str = "ε (privacy budget)", style: str | None = None,
+                theory: pd.DataFrame | None = None, theory_label: str = "theory",
+                log_x: bool = False) -> runs.Sweep:
+    """Run/peek a sweep and draw its mean curves with bands and downloads (the summary, and
+    every release's metrics one row per trial)."""
+    found = panels.sweep_runner(spec, key)
+    if found.table.empty:
+        return found
+    info = metrics.METRICS[metric]
+    y_title = f"{info.label} ({info.unit})" if info.unit else info.label
+    by = ["mechanism", x] + ([style] if style else [])
+    summary = summaries.summarise(found.table, metric, by=by)
+    fig = charts.curves(summary, x, title, x_title, y_title, style=style, theory=theory,
+                        theory_label=theory_label, log_x=log_x, log_y=log_y)
+    charts.show(fig, summary, key, key)
+    charts.table_download(found.table, f"{key}_every_release", f"{key}_every_release",
+                          "Every release (CSV)")
+    return found
+
+
+def epsilon_section(spec: runs.SweepSpec, method: str, metric: str, log_y: bool) -> runs.Sweep:
+    """Error against ε with each mechanism's theoretical RMSE: exact for raw releases, an upper
+    bound after a projection that can only shrink the error (:data:`NEVER_WORSE_THAN_RAW`)."""
+    name = postprocess.METHODS[method][0]
+    with_theory = (method in postprocess.NEVER_WORSE_THAN_RAW
+                   and metric in ("rmse", "rmse_freq"))
+    exact = method == "base"
+    found = sweep_chart(spec, "tradeoffs_epsilon",
+                        f"{metrics.METRICS[metric].label} against ε ({name})", metric, log_y,
+                        theory=runs.theory(spec, metric) if with_theory else None,
+                        theory_label="theory" if exact else "theory bound")
+    if not with_theory:
+        st.caption("Theory curves are drawn for RMSE when the post-processing is Base, Base-Pos, "
+                   "Post-Pos, Norm or Norm-Sub, where the variance gives them in closed form.")
+    elif exact:
+        st.caption("Dotted: the expected RMSE from each mechanism's closed-form variance (none "
+                   "for mechanisms without a closed form).")
+    else:
+        st.caption(f"Dotted: the expected RMSE of the *raw* release from each mechanism's "
+                   f"closed-form variance — an upper bound here, because {name} projects the "
+                   "release onto a set holding every possible true table and so can only shrink "
+                   "its error.")
+    return found
+
+
+def release_times(found: list[runs.Sweep | None]) -> None:
+    """Mean release time per mechanism over the sweeps run on this page."""
+    tables = [f.table for f in found if f is not None and not f.table.empty]
+    times = summaries.release_times(pd.concat(tables)) if tables else pd.DataFrame()
+    if len(times):
+        charts.show(charts.runtime_bars(times, "Mean release time per mechanism"), times,
+                    "release_times", "tradeoffs_times")
+    else:
+        st.caption("Run a sweep above to measure release times.")

@@ -1,0 +1,95 @@
+"""View state kept across pages and in the page URL: the one way every page does it.
+
+A value the user chose lives under a plain session-state key (Streamlit deletes a *widget's* state
+when a page does not draw it), and may be mirrored in ``st.query_params`` so that a link
+reproduces the view: a session that opens such a link starts from it, and invalid values in a
+link are ignored (the default is kept), never an error.
+
+* :func:`kept` — a widget whose value survives page changes and, with ``url=``, lives in the URL;
+* :func:`read` / :func:`write` — the URL itself, for settings drawn by several widgets (the run
+  controls of :mod:`ui.controls`).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def number_text(value: float) -> str:
+    """A number as short URL text that reads back as the same float ("1", "0.25", "1e-06")."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
+def read(name: str) -> list[str]:
+    """Every value of URL parameter ``name`` (empty when absent)."""
+    return st.query_params.get_all(name)
+
+
+def write(name: str, value: str | list[str]) -> None:
+    """Set URL parameter ``name`` (a list: repeated), only when it changes (no needless update)."""
+    current = read(name) if isinstance(value, list) else st.query_params.get(name)
+    if current != value:
+        st.query_params[name] = value
+
+
+def _from_text(text: list[str], default, kwargs: dict):
+    """A kept widget's value from its URL text, or None when it is not a valid value for it."""
+    try:
+        if isinstance(default, (list, tuple)):
+            value = [type(default[0])(t) if default else t for t in text]
+        elif isinstance(default, bool):
+            value = {"true": True, "false": False}[text[-1].lower()]
+        else:
+            value = type(default)(text[-1])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    options = kwargs.get("options")
+    if options is not None and not all(v in options for v in
+                                       (value if isinstance(value, list) else [value])):
+        return None
+    low, high = kwargs.get("min_value"), kwargs.get("max_value")
+    if (low is not None and value < low) or (high is not None and value > high):
+        return None
+    return value
+
+
+def _to_text(value) -> str | list[str]:
+    """A kept widget's value as URL text (lists as repeated parameters)."""
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    if isinstance(value, bool):
+        return str(value).lower()
+    return number_text(value) if isinstance(value, float) else str(value)
+
+
+def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
+    """Draw ``widget`` (e.g. ``st.slider``) so that its value survives page changes.
+
+    The value lives under ``kept_<key>`` in the session; the widget itself under
+    ``kept_widget_<key>``. Pass every argument except ``value``/``index``/``key``/``on_change``.
+    With ``url``, the value is also mirrored in the page URL under that name, and a session that
+    opens such a link starts from it (invalid values are ignored), so a shared link reproduces
+    the view.
+    """
+    value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
+    if url is not None and value_key not in st.session_state and read(url):
+        linked = _from_text(read(url), default, kwargs)
+        if linked is not None:
+            st.session_state[value_key] = linked
+    st.session_state.setdefault(value_key, default)
+    options = kwargs.get("options")
+    if options is not None:  # options can change with the data: keep only what still exists
+        value = st.session_state[value_key]
+        if isinstance(value, list):
+            st.session_state[value_key] = [v for v in value if v in options]
+        elif value not in options:
+            st.session_state[value_key] = default if default in options else options[0]
+    st.session_state[widget_key] = st.session_state[value_key]
+
+    def store():
+        st.session_state[value_key] = st.session_state[widget_key]
+    result = widget(label, key=widget_key, on_change=store, **kwargs)
+    if url is not None:
+        write(url, _to_text(result))
+    return result
