@@ -10,9 +10,10 @@ central and local mechanism with
 * bits each commuter sends (``bits_per_user()``) and the server's decoding cost, as an order and as
   an operation count.
 
-:func:`recommend_local` picks the local mechanism for this d and ε and says why, following Wang et
-al. [WBLJ17] (GRR for small domains, OUE/OLH otherwise) and the thesis (Hadamard when decoding
-O(n·d) is out of reach).
+:func:`recommend_local` picks the local mechanism for this d and ε and says why, following [WBLJ17]
+(GRR for small domains, OUE/OLH otherwise) and the thesis (Hadamard when decoding O(n·d) is out of
+reach). [WBLJ17] T. Wang, J. Blocki, N. Li, S. Jha, "Locally differentially private protocols for
+frequency estimation", USENIX Security 2017.
 
 Units: counts are commuters per cell, variances commuters². The thesis states its orders for
 frequencies (counts / n); here they are for counts, so they carry one more factor n.

@@ -267,8 +267,10 @@ def pass_rates(draws: list[list[PlannerCheck]]) -> pd.DataFrame:
 def subsample(od: ODMatrix, n: int, rng: np.random.Generator) -> ODMatrix:
     """``n`` commuters drawn without replacement from the matrix (same zones and domain).
 
-    The population-size experiment of seed 000: fewer people, same map. Multivariate
-    hypergeometric over the non-zero cells, so every commuter is equally likely to be kept.
+    The population-size experiment of a thesis draft that tested Microsoft's dBitFlip (Ding,
+    Kulkarni, Yekhanin, NeurIPS 2017) below the paper's populations: fewer people, same map.
+    Multivariate hypergeometric over the non-zero cells, so every commuter is equally likely to be
+    kept.
     """
     n = int(n)
     if not 0 < n <= od.n:

@@ -93,7 +93,7 @@ if methods:
                                tuple(methods), trials, settings.seed), "tradeoffs_postprocess",
                 f"{info.label} against ε by post-processing", style="postprocess")
 
-st.header("Error against population size n (as seed 000)")
+st.header("Error against population size n (as in low-population telemetry experiments)")
 sizes_text = kept(st.text_input, "Population sizes n", "tradeoffs_sizes",
                   explore.format_grid(explore.population_grid(od.n)),
                   help=f"Commuters drawn at random without replacement from the {od.n:,}; "
