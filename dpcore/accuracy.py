@@ -10,9 +10,10 @@ central and local mechanism with
 * bits each commuter sends (``bits_per_user()``) and the server's decoding cost, as an order and as
   an operation count.
 
-:func:`recommend_local` picks the local mechanism for this d and ε and says why, following Wang et
-al. [WBLJ17] (GRR for small domains, OUE/OLH otherwise) and the thesis (Hadamard when decoding
-O(n·d) is out of reach).
+:func:`recommend_local` picks the local mechanism for this d and ε and says why, following [WBLJ17]
+(GRR for small domains, OUE/OLH otherwise) and the thesis (Hadamard when decoding O(n·d) is out of
+reach). [WBLJ17] T. Wang, J. Blocki, N. Li, S. Jha, "Locally differentially private protocols for
+frequency estimation", USENIX Security 2017.
 
 Units: counts are commuters per cell, variances commuters². The thesis states its orders for
 frequencies (counts / n); here they are for counts, so they carry one more factor n.
@@ -37,6 +38,22 @@ FAILURE = 0.05
 #: Decoding work (elementary operations) beyond which O(n·d) decoders are not recommended: about a
 #: minute of compiled code, and hours for the thesis's NumPy implementation at ED level (≈ 3·10¹³).
 DECODE_BUDGET = 1e11
+
+#: The rule :func:`recommend_local` follows, in words for the Learn page (markdown). It is written
+#: here as data, not read from the docstring, so that developer notes never become page text.
+RECOMMENDATION_RULE = (
+    "1. **Small domains: GRR.** When the number of cells d is below 3e^ε + 2, generalised "
+    "randomised response is the most accurate local mechanism: its variance n(e^ε+d−2)/(e^ε−1)² "
+    "is then below the 4ne^ε/(e^ε−1)² of optimised unary encoding (OUE) and optimised local "
+    "hashing (OLH). It also sends only ⌈log₂ d⌉ bits per person and the server decodes in "
+    "O(n + d) (Wang, Blocki, Li, Jha, USENIX Security 2017).\n"
+    "2. **Otherwise, if the server can afford to decode: OUE or OLH.** Decoding checks each of "
+    f"the n reports against each of the d cells, n·d operations; up to {DECODE_BUDGET:,.0f} "
+    "(about a minute of compiled code) that is affordable. The two have the same variance; OLH "
+    "is chosen when its hashed report is shorter than OUE's d bits, else OUE.\n"
+    "3. **Otherwise (huge domains):** the Hadamard mechanism or Hadamard response, whichever has "
+    "the smaller variance. Both are slightly noisier, but the server decodes them with one fast "
+    "Walsh–Hadamard transform.")
 
 # Max-error orders for counts (thesis Tables 3.1–3.2 times n). The thesis's RR row, |X|√(log|X|)/ε√n
 # in frequency, comes from a Hoeffding bound; the variance n(e^ε+d−2)/(e^ε−1)² gives √(n d log d)/ε.
@@ -181,6 +198,8 @@ def recommend_local(d: int, epsilon: float, n: int) -> Recommendation:
        OLH when its hash report is shorter than OUE's d bits, else OUE.
     3. Otherwise (huge domains): the Hadamard mechanism or Hadamard response, whichever has the
        smaller variance — slightly noisier, but decoded with a fast Walsh–Hadamard transform.
+
+    The same rule for users is :data:`RECOMMENDATION_RULE`; keep the two in step.
     """
     n, d, epsilon, _ = _check(n, d, epsilon)
     e = math.exp(epsilon)

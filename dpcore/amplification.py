@@ -1,4 +1,4 @@
-"""Privacy amplification: the central privacy shuffling or subsampling buys (MECHANISMS.md §5, §6).
+"""Privacy amplification: the central privacy shuffling or subsampling buys.
 
 Shuffle model: n people each send one ε₀-LDP report; a shuffler hides who sent which, so the
 server's view is only the multiset of reports. That view is (ε, δ)-DP (substitution) for an ε far
@@ -11,7 +11,7 @@ Four upper bounds on that ε, each named by its key in :data:`BOUNDS`:
   checked with ln(4/δ));
 * ``clone`` — FMT21's numerical bound for any ε₀-LDP randomiser (clone probability e^{−ε₀});
 * ``clone_grr`` — the same computation with the clone probability 2/(e^{ε₀}+1) that k-ary randomised
-  response admits (a derivation in §5.2, not a statement of FMT21);
+  response admits (derived here, see :func:`clone_probability`; not a statement of FMT21);
 * ``blanket`` — the privacy-blanket closed form for k-RR of Balle, Bell, Gascón, Nissim [BBGN19],
   stated for ε ≤ 1.
 
@@ -23,9 +23,11 @@ that looks like a guarantee.
 Poisson subsampling: a γ-subsample fed to an (ε, δ)-DP mechanism is (ln(1 + γ(e^ε − 1)), γδ)-DP
 [BBG18], and the inverse.
 
-References: [FMT21] FOCS 2021, arXiv 2012.12803 (and apple/ml-shuffling-amplification).
-[BBGN19] The privacy blanket of the shuffle model, CRYPTO 2019. [BBG18] Balle, Barthe, Gaboardi,
-Privacy amplification by subsampling, NeurIPS 2018.
+References: [FMT21] Feldman, McMillan, Talwar, "Hiding among the clones: a simple and nearly
+optimal analysis of privacy amplification by shuffling", FOCS 2021, arXiv 2012.12803 (official code:
+apple/ml-shuffling-amplification). [BBGN19] Balle, Bell, Gascón, Nissim, "The privacy blanket of
+the shuffle model", CRYPTO 2019, arXiv 1903.02837. [BBG18] Balle, Barthe, Gaboardi, "Privacy
+amplification by subsampling: tight analyses via couplings and divergences", NeurIPS 2018.
 """
 
 from __future__ import annotations
@@ -100,8 +102,8 @@ def _variant(variant: str) -> str:
 
 
 def fmt21_epsilon(n: int, epsilon0, delta: float, variant: str = "theorem"):
-    """Central ε from the FMT21 closed form (§5.1: the theorem as reproduced in third-party code,
-    paper text unchecked); NaN where its validity condition fails.
+    """Central ε from the FMT21 closed form (the theorem as reproduced in third-party code, paper
+    text unchecked); NaN where its validity condition fails.
 
     Theorem: ``ε = ln(1 + (e^{ε₀}−1)/(e^{ε₀}+1) · (8√(e^{ε₀} ln(4/δ))/√n + 8e^{ε₀}/n))``.
     Official code: ``ε = ln(1 + (b/d)(a + c))`` with ``a = 8√(e^{ε₀} ln(4/δ)/n)``,
@@ -123,7 +125,8 @@ def fmt21_epsilon(n: int, epsilon0, delta: float, variant: str = "theorem"):
 
 
 def fmt21_max_epsilon0(n: int, epsilon: float, delta: float, variant: str = "theorem") -> tuple:
-    """Largest ε₀ the FMT21 closed form certifies for a target central (ε, δ) (§5.4).
+    """Largest ε₀ the FMT21 closed form certifies for a target central (ε, δ): the bound increases
+    in ε₀, so a root search on ε₀ solves it.
 
     Returns ``(ε₀, capped)``: ``capped`` is True when the validity condition, not the target, is the
     binding constraint (a numeric bound may then allow more). Raises NotCertified when n is too
@@ -148,7 +151,7 @@ def fmt21_max_epsilon0(n: int, epsilon: float, delta: float, variant: str = "the
 
 # ------------------------------------------------------------------------ numerical clone bound
 def clone_probability(epsilon0, grr: bool = False):
-    """p_c: each other report is a 'clone' of user 1's with this probability (§5.2).
+    """p_c: each other report is a 'clone' of user 1's with this probability [FMT21].
 
     Any ε₀-LDP randomiser: ``e^{−ε₀}`` [FMT21]. k-ary randomised response: ``2/(e^{ε₀}+1)`` (the
     decomposition ``R(x) ≥ (p_c/2)(R(x¹⁰) + R(x¹¹))`` holds pointwise for every x with this p_c).
@@ -185,7 +188,8 @@ class _CloneSum:
                         + (special.bdtrc(hi, m, p_clone) if hi < m else 0.0))
 
     def _divergence(self, c: np.ndarray, epsilon: float) -> np.ndarray:
-        """f_c(ε) = [P_c(A′ ≥ a₀) − e^ε Q_c(A′ ≥ a₀)]₊, optimal threshold a₀(c) (§5.2 step 2)."""
+        """f_c(ε) = [P_c(A′ ≥ a₀) − e^ε Q_c(A′ ≥ a₀)]₊, with the optimal threshold a₀(c): the
+        likelihood ratio grows with a/(c − a + 1), so the worst event is {A′ ≥ a₀}."""
         a, e = self.alpha, math.exp(epsilon)
         if a - e * (1.0 - a) <= 0.0:        # e^ε ≥ e^ε₀: no output has a larger likelihood ratio
             return np.zeros(c.shape)
@@ -216,7 +220,7 @@ class _CloneSum:
 
 def clone_delta_interval(n: int, epsilon0: float, epsilon: float, grr: bool = False,
                          block_fraction: float = BLOCK_FRACTION) -> tuple[float, float]:
-    """(lower, upper) bounds on the clone bound's δ(ε) for n shuffled ε₀-LDP reports (§5.2).
+    """(lower, upper) bounds on the clone bound's δ(ε) for n shuffled ε₀-LDP reports [FMT21].
 
     The upper value is what every guarantee here uses; the lower one shows how tight the block
     summation is. ``block_fraction`` trades speed for tightness (0 sums every count exactly).
@@ -230,7 +234,7 @@ def clone_delta_interval(n: int, epsilon0: float, epsilon: float, grr: bool = Fa
 
 
 def clone_delta(n: int, epsilon0: float, epsilon: float, grr: bool = False) -> float:
-    """Upper bound on δ at central ε from FMT21's numerical clone analysis (§5.2, step 4)."""
+    """Upper bound on δ at central ε from FMT21's numerical clone analysis."""
     return clone_delta_interval(n, epsilon0, epsilon, grr)[1]
 
 
@@ -241,7 +245,7 @@ def _log_ratio(value: float, delta: float) -> float:
 
 
 def clone_epsilon(n: int, epsilon0: float, delta: float, grr: bool = False) -> float:
-    """Smallest central ε whose clone-bound δ(ε) is ≤ ``delta`` (§5.2 step 5). At most ε₀."""
+    """Smallest central ε whose clone-bound δ(ε) is ≤ ``delta`` (root search on ε). At most ε₀."""
     n, delta = _people(n), _delta(delta)
     eps0 = float(checked_array("epsilon0", epsilon0, low=0.0))
     terms = _CloneSum(n, eps0, clone_probability(eps0, grr))
@@ -255,7 +259,8 @@ def clone_epsilon(n: int, epsilon0: float, delta: float, grr: bool = False) -> f
 
 
 def clone_max_epsilon0(n: int, epsilon: float, delta: float, grr: bool = False) -> float:
-    """Largest ε₀ whose clone-bound δ at the target central ε is ≤ ``delta`` (§5.4). At least ε."""
+    """Largest ε₀ whose clone-bound δ at the target central ε is ≤ ``delta`` (root search on ε₀,
+    as δ increases with ε₀). At least ε."""
     n, delta = _people(n), _delta(delta)
     target = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
 
@@ -275,7 +280,7 @@ def clone_max_epsilon0(n: int, epsilon: float, delta: float, grr: bool = False) 
 
 # ---------------------------------------------------------------------- privacy blanket (k-RR)
 def blanket_epsilon(n: int, epsilon0, delta: float, k: int):
-    """Central ε of shuffled k-RR from the blanket closed form [BBGN19; §5.3]; NaN where ε > 1.
+    """Central ε of shuffled k-RR from the blanket closed form [BBGN19]; NaN where ε > 1.
 
     The blanket has weight ``γ = k/(e^{ε₀}+k−1)``; the condition ``γ ≥ max{14k ln(2/δ)/((n−1)ε²),
     27k/((n−1)ε)}`` solved for the smallest ε gives ``ε = max{√(14 ln(2/δ)(e^{ε₀}+k−1)/(n−1)),
@@ -292,7 +297,7 @@ def blanket_epsilon(n: int, epsilon0, delta: float, k: int):
 
 
 def blanket_max_epsilon0(n: int, epsilon: float, delta: float, k: int) -> float:
-    """Largest ε₀ for k-RR from the blanket closed form at target (ε, δ) (§5.4, direct formula).
+    """Largest ε₀ for k-RR from the blanket closed form at target (ε, δ), solved directly.
 
     ``γ = max{14k ln(2/δ)/((n−1)ε²), 27k/((n−1)ε)}``, ``ε₀ = ln(k/γ − k + 1)``. Raises NotCertified
     when ε > 1 (outside the theorem) or γ ≥ 1 (no local randomisation is weak enough to help).
@@ -358,7 +363,7 @@ def shuffle_guarantee(bound: str, n: int, epsilon0: float, delta: float,
 
 def local_budget(bound: str, n: int, epsilon: float, delta: float,
                  k: int | None = None) -> ShuffleGuarantee:
-    """Inverse problem (§5.4): the largest ε₀ each phone may use so that shuffling n reports is
+    """Inverse problem: the largest ε₀ each phone may use so that shuffling n reports is
     (ε, δ)-DP by the named bound. The answer is the ``epsilon0`` of the returned guarantee."""
     _check_bound(bound)
     n, delta = _people(n), _delta(delta)

@@ -28,11 +28,13 @@ Definitions (t = true count, r = released count of a cell, n = Σt, d = |X| cell
   would pass a matrix that is off by a constant factor; this one does not.
 * **Trip lengths** (zone-to-zone great-circle km; cells to zones without coordinates are excluded and
   reported): mean and standard deviation with the released values as published (negatives
-  included — clipping them is what inflates the mean, PLANNERS.md §1), relative to the truth; the
-  *distributions* use max(r, 0) as weights: Wasserstein-1 in km (scipy, on 0.1 km length bins, so
-  within 0.1 km of the unbinned value) and the coincidence ratio Σmin/Σmax of the two normalised
-  distributions in ``bin_km`` bins.
-* **wasserstein_hist**: seed 000's Wasserstein distance between the true and the released histogram
+  included — clipping them turns the noise on the many empty cells into extra trips and inflates
+  the mean), relative to the truth; the *distributions* use max(r, 0) as weights: Wasserstein-1 in
+  km (scipy, on 0.1 km length bins, so within 0.1 km of the unbinned value) and the coincidence
+  ratio Σmin/Σmax of the two normalised distributions in ``bin_km`` bins.
+* **wasserstein_hist**: the whole-histogram metric of a thesis draft's low-population experiments
+  with Microsoft's dBitFlip (Ding, Kulkarni, Yekhanin, "Collecting telemetry data privately",
+  NeurIPS 2017): the Wasserstein distance between the true and the released histogram
   (negatives truncated to 0, both normalised) with the buckets on a line — here the cells in flat
   index order, one unit per cell. Cells of an OD domain have no natural order, so this compares
   releases of the same dataset; the trip-length W1 is the geographic version.
@@ -145,7 +147,7 @@ METRICS: dict[str, MetricInfo] = {
                                         "True flows to or from zones without coordinates."),
     "trip_length_excluded_share": _INFO("Trips without a length", "share of n", "lower",
                                         "Share of true trips excluded from trip-length metrics."),
-    "wasserstein_hist": _INFO("Histogram W1 (seed 000)", "cells", "lower",
+    "wasserstein_hist": _INFO("Histogram W1 over cell index", "cells", "lower",
                               "Wasserstein distance between the histograms over the cell index."),
     "sector_wape": _INFO("Sector flows: weighted % error", "%", "lower",
                          "Σ|R−T|/ΣT over the parent-level (sector) matrix."),
@@ -386,7 +388,7 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
     out.update(_trip_length_metrics(t, observed, positive, query, n, layout, bin_km,
                                     raw is not None))
 
-    # seed 000's histogram distance over the cell index ----------------------------------------
+    # histogram Wasserstein distance over the cell index ---------------------------------------
     positive_mass = float(positive.sum())
     if n > 0 and positive_mass > 0:
         difference = positive * (-1.0 / positive_mass)
@@ -492,7 +494,8 @@ class PlannerCheck:
 
 
 _TAG = "UK DfT TAG M3.1"
-#: (metric, label, rule text, test, source) in display order; thresholds from PLANNERS.md §1–2.
+#: (metric, label, rule text, test, source) in display order; each row's source names the guide
+#: its threshold comes from (UK DfT TAG unit M3.1, TxDOT, ONS travel-to-work areas).
 _CHECKS = (
     ("geh_pass_share", "Cells with GEH < 5", "≥ 85 %", lambda v: v >= 0.85,
      f"{_TAG} Table 2; TxDOT"),

@@ -1,6 +1,9 @@
-"""Consistency post-processing of released counts (Wang et al., NDSS 2020 [WLLSL20]).
+"""Consistency post-processing of released counts [WLLSL20].
 
-Formulas and provenance: MECHANISMS.md §7.
+[WLLSL20] T. Wang, M. Lopuhaä-Zwakenberg, Z. Li, B. Škorić, N. Li, "Locally differentially private
+frequency estimation with consistency", NDSS 2020 (arXiv 1905.08320). Most definitions here follow
+the authors' released code (github.com/vvv214/LDP_Protocols); the paper text beyond its abstract
+was not checked.
 
 Raw DP estimates can be negative and need not add up to the number of commuters ``n``. These methods
 turn them into something that looks like a count table. All of them are *post-processing*: they see
@@ -33,7 +36,7 @@ from scipy import stats
 
 #: Family-wise false-positive rate of Base-Cut: under Gaussian noise of variance Var*, the chance
 #: that *any* of the d true-zero cells survives the cut is at most α (Bonferroni). The exact α of
-#: WLLSL20 was not verified (MECHANISMS.md §11); 0.05 is the conventional choice.
+#: WLLSL20 was not checked against the paper text; 0.05 is the conventional choice.
 BASE_CUT_ALPHA = 0.05
 
 #: Relative slack when Norm-Cut looks for the running sum first exceeding n, so that an already
@@ -151,7 +154,7 @@ def norm_mul(estimates, n, variance=None) -> np.ndarray:
 
 def norm_cut(estimates, n, variance=None) -> np.ndarray:
     """Norm-Cut: keep the largest estimates until their running sum first exceeds n, zero the rest,
-    and scale the kept ones to total n (the authors' code, MECHANISMS.md §7).
+    and scale the kept ones to total n (as in the authors' released code for [WLLSL20]).
 
     The cell at which the sum crosses n is kept. If even all positive estimates together do not
     exceed n, the authors' code would rescale everything, negatives included; here negatives are

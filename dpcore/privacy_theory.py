@@ -1,4 +1,4 @@
-"""What ε and δ mean, and how budgets add up: the Learn page's formulas (MECHANISMS.md §8, §9).
+"""What ε and δ mean, and how budgets add up: the Learn page's formulas.
 
 * Bayesian reading: how far an adversary's belief can move after one release [KS14].
 * Hypothesis-testing reading: the (FPR, TPR) pairs any test of "D or D′?" can reach [WZ10, KOV15].
@@ -149,9 +149,10 @@ def hypothesis_test_region(epsilon: float, delta: float = 0.0) -> HypothesisTest
 
 # ---------------------------------------------------------------------------- privacy profiles
 def rr_profile(epsilon, epsilon0):
-    """δ(ε) of binary randomised response with P[truth] = e^{ε₀}/(1 + e^{ε₀}) (§8; seed 003).
+    """δ(ε) of binary randomised response with P[truth] = e^{ε₀}/(1 + e^{ε₀}).
 
-    ``δ(ε) = [e^{ε₀} − e^ε]₊ / (1 + e^{ε₀})``: ε₀-DP, and (ε, δ(ε))-DP for every smaller ε.
+    ``δ(ε) = [e^{ε₀} − e^ε]₊ / (1 + e^{ε₀})``, the hockey-stick divergence between the output laws
+    of the two inputs: ε₀-DP, and (ε, δ(ε))-DP for every smaller ε.
     """
     return grr_profile(epsilon, epsilon0, 2)
 
@@ -168,7 +169,7 @@ def grr_profile(epsilon, epsilon0, k):
 
 
 def laplace_profile(epsilon, epsilon0):
-    """δ(ε) of the Laplace mechanism with ε₀ = Δ/b (sensitivity over scale) (§8).
+    """δ(ε) of the Laplace mechanism with ε₀ = Δ/b (sensitivity over scale).
 
     ``δ(ε) = 1 − e^{(ε − ε₀)/2}`` for 0 ≤ ε ≤ ε₀, and 0 beyond. At ε = 0 this is the total-variation
     distance between the two noisy answers.
@@ -179,7 +180,7 @@ def laplace_profile(epsilon, epsilon0):
 
 
 def gaussian_profile(epsilon, sigma, l2_sensitivity=1.0):
-    """δ(ε) of ``f(D) + N(0, σ²I)`` with L2 sensitivity Δ: eq. (2) of §2.3 [BW18, Thm 8].
+    """δ(ε) of ``f(D) + N(0, σ²I)`` with L2 sensitivity Δ: the exact profile of [BW18, Thm 8].
 
     ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)``, positive for every ε: the Gaussian
     mechanism is never pure ε-DP. Valid for any real ε (computed with log Φ so that large ε does
@@ -222,7 +223,7 @@ def _budget_lists(epsilons, deltas):
 
 def sequential_composition(epsilons: Sequence[float],
                            deltas: Sequence[float] | None = None) -> tuple:
-    """Several releases about the same people: budgets add, ``(Σεᵢ, Σδᵢ)`` (§9; seed 002)."""
+    """Several releases about the same people: budgets add, ``(Σεᵢ, Σδᵢ)`` (basic composition)."""
     eps, dl = _budget_lists(epsilons, deltas)
     return float(eps.sum()), float(min(dl.sum(), 1.0))
 

@@ -1,9 +1,9 @@
 """Which part of a matrix a release is made of: the level, an area subset, a population size.
 
 A planner rarely releases a whole national table at its finest level: the thesis compares counties
-with electoral divisions, Dublin City with Cavan + Leitrim (its figure 5.17), and the low-population
-telemetry experiments of Ding, Kulkarni and Yekhanin ("Collecting telemetry data privately",
-NeurIPS 2017) shrink the population while keeping the domain. A :class:`View` names such a choice as
+with electoral divisions, Dublin City with Cavan + Leitrim (its figure 5.17), and low-population
+experiments with Microsoft's dBitFlip (Ding, Kulkarni, Yekhanin, "Collecting telemetry data
+privately", NeurIPS 2017) shrink the population while keeping the domain. A :class:`View` names such a choice as
 plain data, so that it can key caches, travel in URLs and be replayed on the command line;
 :func:`select` applies it.
 """
@@ -95,9 +95,10 @@ def select(od: ODMatrix, view: View) -> ODMatrix:
 def subsample(od: ODMatrix, n: int, rng: np.random.Generator) -> ODMatrix:
     """``n`` commuters drawn without replacement from the matrix (same zones and domain).
 
-    The population-size experiment of Ding, Kulkarni and Yekhanin (NeurIPS 2017): fewer people,
-    same map. Multivariate hypergeometric over the non-zero cells, so every commuter is equally
-    likely to be kept.
+    The population-size experiment of a thesis draft that tested Microsoft's dBitFlip (Ding,
+    Kulkarni, Yekhanin, NeurIPS 2017) below the paper's populations: fewer people, same map.
+    Multivariate hypergeometric over the non-zero cells, so every commuter is equally likely to be
+    kept.
     """
     n = int(n)
     if not 0 < n <= od.n:

@@ -63,7 +63,7 @@ if methods:
                           f"{metrics.METRICS[metric].label} against ε by post-processing", metric,
                           log_y, style="postprocess")
 
-st.header("Error against population size n (as in the low-population telemetry experiments)")
+st.header("Error against population size n (as in low-population telemetry experiments)")
 sizes_text = kept(st.text_input, "Population sizes n", "tradeoffs_sizes",
                   grids.format_grid(grids.population_grid(od.n)),
                   help=f"Commuters drawn at random without replacement from the {od.n:,}; "

@@ -1,5 +1,6 @@
-"""Amplification by shuffling and subsampling: the reference values of MECHANISMS.md §5–§6, limiting
-cases, monotonicity, and the numerical clone bound against brute-force enumeration."""
+"""Amplification by shuffling and subsampling: reference values (some from the official code
+of Feldman, McMillan, Talwar, FOCS 2021: apple/ml-shuffling-amplification), limiting cases,
+monotonicity, and the numerical clone bound against brute-force enumeration."""
 
 import math
 
@@ -27,7 +28,8 @@ from dpcore.amplification import (
     subsampling_inverse,
 )
 
-# (n, ε₀, δ, closed form, numeric) — the table of §5.2, to the digits it gives.
+# (n, ε₀, δ, FMT21 closed form, clone numeric) — independently computed values, to the digits
+# they were given in; the numeric ones fall inside the official code's brackets (test below).
 SHUFFLE_TABLE = [
     (10_000, 1.0, 1e-6, 0.214, 0.0530),
     (100_000, 4.0, 1e-6, 0.535, 0.170),
@@ -52,7 +54,8 @@ def test_clone_numeric_reference_values(n, eps0, delta, closed, numeric):
 
 
 def test_clone_numeric_inside_official_code_intervals():
-    # The authors' code brackets the truth: [0.0530, 0.0550] and [0.1695, 0.1751] (§5.2).
+    # The authors' code (apple/ml-shuffling-amplification) brackets the truth: [0.0530, 0.0550]
+    # and [0.1695, 0.1751].
     assert 0.0530 - 5e-5 <= clone_epsilon(10_000, 1.0, 1e-6) <= 0.0550
     assert 0.1695 <= clone_epsilon(100_000, 4.0, 1e-6) <= 0.1751
 
@@ -68,7 +71,7 @@ def test_grr_clone_probability_reference_value():
 @pytest.mark.parametrize("bound, expected", [
     ("fmt21", 3.84), ("blanket", 4.74), ("clone", 5.92), ("clone_grr", 6.60)])
 def test_inverse_reference_values(bound, expected):
-    # §5.4: target ε = 0.5, δ = 1e-6, n = 1e5 (k = 10 for the blanket).
+    # Independently computed: target ε = 0.5, δ = 1e-6, n = 1e5 (k = 10 for the blanket).
     result = local_budget(bound, 100_000, 0.5, 1e-6, k=10)
     assert result.epsilon0 == pytest.approx(expected, abs=0.005)
     assert result.bound == bound and result.name == BOUNDS[bound]
@@ -107,7 +110,7 @@ def test_clone_probabilities():
 
 
 def _clone_pair(n, eps0, p_clone):
-    """Exact P and Q of §5.2 over (c, first count), enumerated."""
+    """Exact P and Q of FMT21's clone reduction over (c, first count), enumerated."""
     alpha = math.exp(eps0) / (math.exp(eps0) + 1)
     P, Q = [], []
     for c in range(n):
@@ -128,7 +131,7 @@ def test_clone_delta_matches_brute_force_enumeration(n, eps0, grr):
         lower, upper = clone_delta_interval(n, eps0, eps, grr, block_fraction=0)
         assert upper == pytest.approx(exact, rel=1e-9, abs=1e-15)
         assert lower == pytest.approx(exact, rel=1e-9, abs=1e-15)
-        assert reverse == pytest.approx(exact, rel=1e-9, abs=1e-15)  # symmetric, as §5.2 says
+        assert reverse == pytest.approx(exact, rel=1e-9, abs=1e-15)  # symmetric in P and Q
 
 
 def test_block_summation_brackets_the_exact_sum():

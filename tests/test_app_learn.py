@@ -132,6 +132,9 @@ def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
     assert pick.name in at.success[0].value
     table = at.dataframe[0].value
     assert len(table) == len(accuracy.compare_mechanisms(county.n, county.domain_size, 1.0))
+    # The rule is user-facing text kept as data, not the developers' docstring.
+    assert accuracy.RECOMMENDATION_RULE in text(at)
+    assert ":data:" not in text(at) and "[WBLJ17]" not in text(at)
 
 
 def hostile_upload() -> ODMatrix:

@@ -268,7 +268,8 @@ def test_a_matrix_off_by_a_constant_factor_fails_slope_and_total_but_keeps_trip_
 
 
 def test_clipping_negatives_inflates_total_and_mean_trip_length():
-    """PLANNERS.md §1: setting negatives to zero biases totals; keeping them does not."""
+    """Setting negatives to zero biases totals (the noise on empty cells becomes trips); keeping
+    them does not."""
     rng = np.random.default_rng(7)
     zones = 30
     z = ZoneSet.from_ids([f"z{i}" for i in range(zones)], lat=rng.uniform(51, 55, zones),

@@ -148,8 +148,9 @@ def _hockey_stick(P, Q, eps):
     return np.maximum(P - math.exp(eps) * Q, 0).sum()
 
 
-def test_rr_profile_matches_seed_formula_and_enumeration():
-    # Seed 003: δ(ε) = [p − e^ε(1 − p)]₊ for RR keeping the truth w.p. p (Figure: p = 0.8).
+def test_rr_profile_matches_textbook_formula_and_enumeration():
+    # A textbook chapter's form: δ(ε) = [p − e^ε(1 − p)]₊ for RR keeping the truth w.p. p
+    # (its figure draws p = 0.8).
     p = 0.8
     eps0 = math.log(p / (1 - p))
     np.testing.assert_allclose(rr_profile(EPS_GRID, eps0),

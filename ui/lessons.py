@@ -370,7 +370,7 @@ def choose(current: data.Current, epsilon: float) -> None:
                "send people's true data to the office (no bits column). As in thesis tables "
                "3.1–3.3, with every number evaluated for this dataset.")
     with st.expander("How the recommendation is made"):
-        st.markdown(accuracy.recommend_local.__doc__.split("\n\n", 1)[1])
+        st.markdown(accuracy.RECOMMENDATION_RULE)
 
 
 SECTIONS = {"why": why, "phone": phone, "epsilon": epsilon_meaning, "budgets": budgets,

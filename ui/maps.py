@@ -1,6 +1,6 @@
 """Folium maps of commuting flows that draw without internet and stay fast with 1,000 lines.
 
-What makes them work offline and quickly (see ``TESTING.md`` of the project reference):
+What makes them work offline and quickly:
 
 * **No third party.** ``folium.Map(tiles=None, prefer_canvas=True)`` with the map's ``default_js``
   and ``default_css`` replaced by Leaflet alone, served by the app (:mod:`ui.leaflet_assets`);

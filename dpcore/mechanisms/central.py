@@ -1,6 +1,7 @@
 """Central mechanisms: a trusted curator counts every commute exactly, then randomises the counts.
 
-Five mechanisms, all over the dense domain of origin × destination cells (MECHANISMS.md §2):
+Five mechanisms, all over the dense domain of origin × destination cells (each class lists its
+papers in ``references``):
 
 * :class:`Laplace` — ``c + Lap(Δ₁/ε)`` on every cell, ε-DP (the thesis's central baseline);
 * :class:`DiscreteLaplace` — the same with two-sided geometric noise, so outputs stay integers;
@@ -43,12 +44,14 @@ _NEIGHBOURS_TEXT = {SUBSTITUTION: "one person's commute is replaced by another (
 
 
 def l1_sensitivity(neighbours: str) -> float:
-    """L1 sensitivity of the count vector: 2 under substitution, 1 under add/remove (§0.1)."""
+    """L1 sensitivity of the count vector: 2 under substitution (one cell −1, another +1), 1 under
+    add/remove (one cell ±1)."""
     return 2.0 if neighbours == SUBSTITUTION else 1.0
 
 
 def l2_sensitivity(neighbours: str) -> float:
-    """L2 sensitivity of the count vector: √2 under substitution, 1 under add/remove (§0.1)."""
+    """L2 sensitivity of the count vector: √2 under substitution (one cell −1, another +1), 1 under
+    add/remove (one cell ±1)."""
     return float(np.sqrt(2.0)) if neighbours == SUBSTITUTION else 1.0
 
 
@@ -71,7 +74,8 @@ def _as_counts(counts) -> np.ndarray:
 def analytic_gaussian_sigma(epsilon: float, delta: float, l2: float = 1.0) -> float:
     """Smallest σ for which ``f(D) + N(0, σ²)`` is (ε, δ)-DP at L2 sensitivity ``l2`` [BW18].
 
-    Solves eq. (2) of MECHANISMS.md §2.3, ``Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) = δ``, whose
+    Solves the exact privacy profile of Balle, Wang, "Improving the Gaussian mechanism for
+    differential privacy", ICML 2018, Thm 8: ``Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) = δ``, whose
     left side decreases in σ, by Brent's method, then nudges σ up until the inequality holds in
     floating point, so the returned σ is never below the exact requirement.
     """
@@ -202,7 +206,7 @@ class DiscreteLaplace(_NeighbourAware):
 class Gaussian(_NeighbourAware):
     """Gaussian mechanism with the analytic calibration of Balle & Wang [BW18]: (ε, δ)-DP.
 
-    ``σ`` is the smallest value satisfying the exact privacy profile (eq. (2) of MECHANISMS.md §2.3)
+    ``σ`` is the smallest value satisfying the exact privacy profile [BW18, Thm 8]
     at L2 sensitivity ``Δ₂ = √2`` (substitution) or 1 (add/remove). It is valid for every ε, unlike
     the classic ``Δ₂√(2 ln(1.25/δ))/ε`` (only for ε < 1, and loose there). ``Var = σ²``, unbiased.
     The same floating-point caveat as :class:`Laplace` applies.
@@ -278,7 +282,9 @@ class StabilityHistogram(_NeighbourAware):
     name = "Stability histogram"
     uses_delta = True
     params = (EPSILON, DELTA, NEIGHBOURS, THRESHOLD_RULE)
-    references = ("[BNS16] Bun, Nissim, Stemmer. Simultaneous private learning of multiple "
+    references = ("[KKMN09] Korolova, Kenthapadi, Mishra, Ntoulas. Releasing search queries and "
+                  "clicks privately. WWW 2009.",
+                  "[BNS16] Bun, Nissim, Stemmer. Simultaneous private learning of multiple "
                   "concepts. ITCS 2016.",
                   "[Vad17] Vadhan. The complexity of differential privacy. 2017, §3.")
 
@@ -386,7 +392,8 @@ class TopK(_NeighbourAware):
       (in order) has exactly the distribution of k rounds of the exponential mechanism with
       ``P[i] ∝ exp(c_i/b_sel)``, removing each winner [DR19]. Each round gets ε/(2k), so
       ``b_sel = d_range·2k/ε`` with range sensitivity ``d_range`` = 1 (add/remove) or 2
-      (substitution) (§2.5). Only the chosen indices are used, never the Gumbel scores.
+      (substitution, which moves one count up and another down, so two scores' gap can change
+      by 2). Only the chosen indices are used, never the Gumbel scores.
     * ε/2 publishes the counts of the k chosen cells with ``Lap(b_cnt)``, ``b_cnt = 2Δ₁/ε``
       (the restricted count vector has L1 sensitivity ≤ Δ₁ whatever cells were chosen).
 

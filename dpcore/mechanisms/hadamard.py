@@ -3,8 +3,9 @@ Walsh–Hadamard transform (FWHT) both servers need.
 
 Both are local mechanisms whose server decodes with one FWHT, so the fast ``release`` is the real
 protocol itself: every commuter's report is sampled (vectorised), the reports are histogrammed and
-transformed once. That is exact in distribution — unlike aggregate-count shortcuts, which are not
-for these mechanisms (MECHANISMS.md §4) — and costs O(n + K log K).
+transformed once. That is exact in distribution — unlike aggregate-count shortcuts, which for these
+mechanisms get each count's law right but not the joint law (one report's support indicators are
+tied together by the Hadamard structure) — and costs O(n + K log K).
 
 The Sylvester–Hadamard matrix is never built: its entry H[i, j] = (−1)^popcount(i & j).
 

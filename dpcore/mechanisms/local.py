@@ -1,6 +1,7 @@
 """Local frequency oracles: every commuter randomises their own cell before it leaves the phone.
 
-Seven mechanisms over the dense domain of d origin × destination cells (MECHANISMS.md §3):
+Seven mechanisms over the dense domain of d origin × destination cells (each class lists its
+papers in ``references``):
 
 * :class:`GRR` — generalised randomised response (direct encoding): report the true cell or another;
 * :class:`SUE`, :class:`OUE` — unary encoding: a d-bit vector with every bit flipped independently
@@ -17,9 +18,12 @@ counts the reports supporting v. Each class derives (p*, q*) in exactly one plac
 :meth:`support_probabilities`, which the client (``perturb``), the server (``estimate``), the fast
 release and the variance all read.
 
-The fast ``release`` draws the server's support counts directly (§4): exact in distribution for GRR
-(the "keep or uniform" sampler), SUE, OUE and — under an idealised, fully random hash family — BLH
-and OLH; marginally exact only for subset selection and dBitFlip (see their ``approximation``).
+The fast ``release`` draws the server's support counts directly instead of simulating every person.
+Because people randomise independently, each count is a sum of independent Bernoulli indicators, so
+every cell's law is exact; the joint law is exact only when one report's indicators are independent
+across cells, or when a mechanism-specific sampler restores the dependence. That holds for GRR (the
+"keep or uniform" sampler), SUE, OUE and — under an idealised, fully random hash family — BLH and
+OLH; for subset selection and dBitFlip only each cell's law is exact (see their ``approximation``).
 """
 
 from __future__ import annotations
@@ -95,7 +99,8 @@ def universal_hash(a, b, x, g: int) -> np.ndarray:
     With a uniform in [1, P) and b in [0, P) the family is universal: for x ≠ v the pair
     (a·x + b, a·v + b) mod P is uniform over distinct pairs, so (H(x), H(v)) is uniform over [g]²
     up to O(g/P). It is only pairwise independent — three or more hash values of one function are
-    structured — which is all the marginal law of every support count needs (MECHANISMS.md §3.4).
+    structured — which is all the marginal law of every support count needs: for x ≠ v, H(v) is
+    then uniform and independent of the report, which is local hashing's q* = 1/g [WBLJ17].
     """
     h = np.multiply(np.asarray(a, dtype=np.int64), np.asarray(x, dtype=np.int64))
     h += np.asarray(b, dtype=np.int64)
@@ -154,7 +159,8 @@ class PureProtocol(LocalOracle):
     """A pure LDP protocol [WBLJ17]: reports support cells with probability p* (the sender's own
     cell) or q* (any other), so ``C_v ~ Bin(c_v, p*) + Bin(n − c_v, q*)`` and
     ``ĉ_v = (C_v − n q*)/(p* − q*)`` is unbiased with the exact variance
-    ``n q*(1−q*)/(p*−q*)² + c_v (1−p*−q*)/(p*−q*)`` (MECHANISMS.md §0.1, eq. (1))."""
+    ``n q*(1−q*)/(p*−q*)² + c_v (1−p*−q*)/(p*−q*)``: the variance of the two independent binomials
+    divided by (p* − q*)²."""
 
     @abstractmethod
     def support_probabilities(self, d: int) -> tuple[float, float]:
@@ -197,7 +203,7 @@ class GRR(PureProtocol):
 
     Client: report the true cell with probability ``p = e^ε/(e^ε + d − 1)``, otherwise one of the
     other d − 1 cells uniformly (each ``q = 1/(e^ε + d − 1)``); p* = p, q* = q. The estimates sum to
-    exactly n. The fast release uses the equivalent "keep or uniform" form (MECHANISMS.md §4): keep
+    exactly n. The fast release uses the equivalent "keep or uniform" form: keep
     the true cell with probability p − q, otherwise report a uniform cell of all d — so
     ``K_v ~ Bin(c_v, p − q)``, ``R = n − ΣK``, ``U ~ Multinomial(R, 1/d…)``, ``C = K + U``: exactly
     the joint (multinomial) law of per-user GRR, including the negative covariance between cells
@@ -243,7 +249,8 @@ class GRR(PureProtocol):
         return self.estimate(support, n, d)
 
     def covariance(self, counts, u: int, v: int) -> float:
-        """Cov(ĉ_u, ĉ_v) for u ≠ v: −[c_u p q + c_v p q + (n − c_u − c_v) q²]/(p − q)² (§3.1)."""
+        """Cov(ĉ_u, ĉ_v) for u ≠ v: −[c_u p q + c_v p q + (n − c_u − c_v) q²]/(p − q)², the sum of
+        each person's multinomial covariance −P[report u]·P[report v], divided by (p − q)²."""
         counts = _as_counts(counts).astype(np.float64)
         _, p, q = self._probabilities(len(counts))
         cu, cv, n = counts[u], counts[v], counts.sum()
@@ -340,7 +347,8 @@ class SUE(UnaryEncoding):
 class OUE(UnaryEncoding):
     """Optimised unary encoding [WBLJ17]: ``p = 1/2``, ``q = 1/(e^ε + 1)``;
     ``Var[ĉ_v] = 4n e^ε/(e^ε − 1)² + c_v``. The true bit is drawn afresh (not OR-ed with the noise
-    bit — the pre-fc622e3 pure-LDP bug of MECHANISMS.md §3.3)."""
+    bit: the pure-LDP library's ``UEClient`` did that before its commit fc622e3, "Fix perturb bug
+    in UEClient", which raised the true privacy loss to ln(e^ε + 2))."""
 
     key = "oue"
     name = "Optimised unary encoding"
@@ -366,10 +374,10 @@ class LocalHashing(PureProtocol):
 
     Exactness. ``release`` draws ``Bin(c_v, p) + Bin(n − c_v, 1/g)`` independently per cell, which is
     the exact joint law under an *idealised, fully random* hash family drawn independently by each
-    person (one report's support indicators are then independent, §4). ``perturb``/``simulate`` use
+    person (one report's support indicators are then independent). ``perturb``/``simulate`` use
     a real seeded family, :func:`universal_hash` with per-person (a, b): it is only (approximately)
     pairwise independent, so the per-user simulation reproduces every cell's law (up to O(g/2³¹))
-    but not the higher-order dependence of the idealised protocol (MECHANISMS.md §3.4) — it is the
+    but not the higher-order dependence of the idealised protocol — it is the
     protocol as deployable, the fast release the protocol as analysed.
     """
 
@@ -560,7 +568,10 @@ class DBitFlip(LocalOracle):
     Each person samples d_b distinct cells uniformly and sends, for each, a bit that is 1 with
     probability a/(a + 1) (a = e^{ε/2}) for their own cell and 1/(a + 1) for any other. The
     server estimates ``ĉ_v = (d/d_b) Σ_{reports sampling v} (b(a+1) − 1)/(a − 1)``, unbiased with
-    ``Var = n (d/d_b) a/(a − 1)² + c_v (d/d_b − 1)`` (MECHANISMS.md §3.8). d_b = d is SUE.
+    ``Var = n (d/d_b) a/(a − 1)² + c_v (d/d_b − 1)``: one sampled bit's term (b(a+1) − 1)/(a − 1)
+    has variance a/(a − 1)² and mean 1 for the person's own cell, 0 otherwise; sampling the cell
+    with probability d_b/d and scaling by d/d_b multiplies the variance by d/d_b and adds
+    d/d_b − 1 for each owner. d_b = d is SUE.
     With d_b = 1 only one bit can ever depend on the commute, so the loss is ε/2, not ε.
 
     Statistic: ``[ones, sampled]`` (shape (2, d)), the 1-bits and the reports per cell.
@@ -572,7 +583,8 @@ class DBitFlip(LocalOracle):
               Param("d_b", "Cells reported per commuter (d_b)", 1, int, low=1, high=10_000_000,
                     help="How many randomly chosen cells each commuter reports one bit for "
                          "(1 ≤ d_b ≤ d). Variance scales with d/d_b; d_b = d is symmetric unary "
-                         "encoding. Microsoft's deployment and seed 000 use d_b of 1 to 4."))
+                         "encoding. Low-population experiments with dBitFlip used d_b = 1, 2 "
+                         "and 4."))
     approximation = ("The fast release draws each cell's counts independently: every cell's estimate "
                      "has exactly the right distribution, but the correlation between cells (each "
                      "commuter samples exactly d_b cells) is not reproduced, so sums over several "
@@ -618,7 +630,8 @@ class DBitFlip(LocalOracle):
 
     def release(self, counts, rng):
         """Per cell: reports sampling it ``Bin(c_v, d_b/d) + Bin(n − c_v, d_b/d)``, and their 1s
-        ``Bin(N_own, a/(a+1)) + Bin(N_other, 1/(a+1))`` — exact marginals (§4)."""
+        ``Bin(N_own, a/(a+1)) + Bin(N_other, 1/(a+1))`` — exact marginals, not the joint law (each
+        person samples exactly d_b cells)."""
         counts = _as_counts(counts)
         d, rate = self._sampling(len(counts))
         own, other = self.bit_probabilities()
