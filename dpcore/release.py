@@ -76,6 +76,17 @@ def fresh_seed() -> int:
 
 
 # ------------------------------------------------------------------------------------- settings
+def _with_defaults(key: str, params) -> dict:
+    """Every declared parameter other than ε, defaults filled in: one spec, one way to write it
+    (so equal releases have equal specs, and every table states the full settings)."""
+    given = dict(params.items() if isinstance(params, Mapping) else params)
+    try:
+        declared = mechanisms.get(key).params
+    except KeyError:  # an unknown mechanism: building the spec says so
+        return given
+    return {**{p.name: p.default for p in declared if p.name != "epsilon"}, **given}
+
+
 def _frozen_params(params) -> tuple[tuple[str, object], ...]:
     items = params.items() if isinstance(params, Mapping) else params
     return tuple(sorted((str(name), value) for name, value in items))
@@ -86,7 +97,8 @@ class ReleaseSpec:
     """Everything that determines one release of a given matrix (hashable: a cache key).
 
     ``params`` are the mechanism's parameters other than ε (δ, neighbours, its own options) as
-    sorted ``(name, value)`` pairs; unknown names are an error when the mechanism is built.
+    sorted ``(name, value)`` pairs, declared defaults filled in; unknown names are an error when
+    the mechanism is built.
     ``postprocess`` lists the post-processings to score the release after (the first is the one
     shown as "the" release).
     """
@@ -100,7 +112,8 @@ class ReleaseSpec:
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", float(self.epsilon))
-        object.__setattr__(self, "params", _frozen_params(self.params))
+        object.__setattr__(self, "params", _frozen_params(_with_defaults(self.mechanism,
+                                                                        self.params)))
         methods = ((self.postprocess,) if isinstance(self.postprocess, str)
                    else tuple(self.postprocess))
         object.__setattr__(self, "postprocess", methods)

@@ -219,8 +219,9 @@ def test_sweep_writes_the_tidy_table(capsys, tmp_path):
             "seconds"} <= set(table.columns)
     assert {"rmse", "mae", "max_error", "topk_recall", "kendall_tau"} <= set(table["metric"])
     assert len(table) == 2 * 3 * 2 * 2 * len(metrics.METRICS)
-    assert set(table.loc[table["mechanism"] == "gaussian", "params"]) == {"delta=1e-08"}
-    assert set(table.loc[table["mechanism"] == "laplace", "params"]) == {""}
+    assert set(table.loc[table["mechanism"] == "gaussian", "params"]) == {
+        "delta=1e-08, neighbours=substitution"}
+    assert set(table.loc[table["mechanism"] == "laplace", "params"]) == {"neighbours=substitution"}
     again = tmp_path / "again.csv"
     assert run(capsys, "sweep", "--dataset", "toy_town", "--mechanisms", "laplace,gaussian",
                "--epsilons", "0.5,1,5", "--delta", 1e-8, "--postprocess", "base,norm_sub",

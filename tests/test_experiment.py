@@ -29,7 +29,8 @@ def test_tidy_table_has_one_row_per_job_postprocessing_and_metric(serial):
     assert len(serial) == jobs * 2 * len(metrics.METRICS)
     assert serial.attrs == {"jobs_done": jobs, "jobs_total": jobs, "cancelled": False}
     assert set(serial["mechanism"]) == {"laplace", "gaussian", "oue"}
-    assert set(serial.loc[serial["mechanism"] == "gaussian", "params"]) == {"delta=1e-08"}
+    assert set(serial.loc[serial["mechanism"] == "gaussian", "params"]) == {
+        "delta=1e-08, neighbours=substitution"}
     assert set(serial["metric"]) == set(metrics.METRICS)
     # one release per job: its time is shared by all its rows and is positive
     per_job = serial.groupby(["mechanism", "epsilon", "trial"])["seconds"].nunique()
