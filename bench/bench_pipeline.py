@@ -1,0 +1,54 @@
+"""The release pipeline costs nothing over calling its parts by hand (issue 10).
+
+For Laplace, OUE and HM at county and ED level, median seconds of (a) the parts called directly —
+``mechanism.release``, ``postprocess.apply``, ``metrics.compute`` — and (b) ``release.run`` with the
+same settings, in the same process, alternating so that load on the machine hits both alike. Also
+the mechanism's release alone and ``metrics.compute`` alone, the two figures the README quotes.
+
+Run from the repository root: ``python bench/bench_pipeline.py [repeats]``.
+"""
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dpcore import datasets, metrics, postprocess, release  # noqa: E402
+
+
+def _timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def main(repeats: int = 5) -> None:
+    print(f"{'data':8} {'mechanism':9} {'release':>9} {'scoring':>9} {'by hand':>9} "
+          f"{'pipeline':>9} {'ratio':>6}   (median s of {repeats})")
+    for dataset in ("ireland_county", "ireland_ed"):
+        od = datasets.load(dataset)
+        truth = od.to_dense()
+        metrics.compute(truth, truth.astype(float), od)  # measures trip lengths once, as pages do
+        for key in ("laplace", "oue", "hm"):
+            spec = release.ReleaseSpec(key, 1.0, postprocess=("base_pos",), seed=1)
+            mechanism = spec.build()
+            parts, hand, pipe = [], [], []
+            for trial in range(repeats):
+                rng = release.generator(1, "bench", trial)
+                start = time.perf_counter()
+                raw = mechanism.release(truth, rng)
+                parts.append(time.perf_counter() - start)
+                released = postprocess.apply("base_pos", raw, od.n)
+                metrics.compute(truth, released, od)
+                hand.append(time.perf_counter() - start)
+                pipe.append(_timed(lambda: release.run(od, spec, true_counts=truth)))
+            scoring = statistics.median(h - p for h, p in zip(hand, parts))  # post + metrics
+            by_hand, pipeline = statistics.median(hand), statistics.median(pipe)
+            print(f"{dataset[8:]:8} {key:9} {statistics.median(parts):9.4f} {scoring:9.4f} "
+                  f"{by_hand:9.4f} {pipeline:9.4f} {pipeline / by_hand:6.2f}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
