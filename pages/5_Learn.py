@@ -7,6 +7,7 @@ URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in 
 import streamlit as st
 
 from ui import data, lessons, safe, state, widgets
+from ui.viewstate import kept
 
 st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon=":material/school:",
                    layout="wide")
@@ -14,12 +15,10 @@ state.init()
 current = data.current()
 st.title("Learn: what differential privacy does to commuting data")
 
-linked = st.query_params.get("lesson")
-st.session_state.setdefault("learn_lesson", linked if linked in lessons.LESSONS else "why")
-lesson = st.segmented_control("Lesson", list(lessons.LESSONS), key="learn_lesson",
-                              format_func=lessons.LESSONS.__getitem__, required=True)
+lesson = kept(st.segmented_control, "Lesson", "learn_lesson", "why", url="lesson",
+              options=list(lessons.LESSONS), format_func=lessons.LESSONS.__getitem__,
+              required=True)
 epsilon = lessons.epsilon_picker()
-st.query_params["lesson"] = lesson
 st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commuters, "
            f"{current.matrix.domain_size:,} possible commutes). Choose another dataset on the "
            "home page.")
