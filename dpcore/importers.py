@@ -29,6 +29,7 @@ from dpcore.importing.matrix import import_matrix
 from dpcore.importing.notices import UNEXPECTED, ImportFailed, Notice, Report, quoted
 from dpcore.importing.powscar import import_powscar, looks_like_powscar
 from dpcore.importing.reading import MAX_UPLOAD_BYTES, Table, read_table
+from dpcore.importing.values import parse_numbers
 from dpcore.importing.zones import apply_zones
 from dpcore.od import ODMatrix
 
@@ -169,10 +170,10 @@ def _numeric(table: Table, names: list[str], whole: bool, sample: int = 500) -> 
     aside; one parse of the whole sample, so wide files cost no more per cell than narrow ones."""
     if not names:
         return np.zeros(0, dtype=bool)
+    sample = max(20, min(sample, 50_000 // len(names)))  # fewer rows of wide files
     positions = [table.position(name) for name in names]
-    text = pd.Series(table.data[positions].iloc[:sample].to_numpy(dtype=object).ravel()).str.strip()
-    numbers = np.array(pd.to_numeric(text, errors="coerce"), dtype=float)
-    numbers = numbers.reshape(-1, len(names))
+    text = pd.Series(table.data.iloc[:sample, positions].to_numpy(dtype=object).ravel()).str.strip()
+    numbers = parse_numbers(text).reshape(-1, len(names))
     blank = (text == "").to_numpy().reshape(-1, len(names))
     good = np.isfinite(numbers) & ((not whole) | (numbers == np.floor(numbers)))
     return (good | blank).all(axis=0) & ~blank.all(axis=0)

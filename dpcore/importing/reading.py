@@ -124,13 +124,13 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     stripped = text.lstrip("\n")
     lines_before_header = len(text) - len(stripped)
+    delimiter, stripped = _separator_line(stripped, lines_before_header + 1, report)
+    if delimiter is not None:
+        lines_before_header += 1
     if not stripped.strip():
         report.fail("empty_file", "The file is empty (it contains no header and no data).",
                     fix="Choose the right file, or export the data again: the first line should "
                         "name the columns, e.g. “origin,destination,count”.")
-    delimiter, stripped = _separator_line(stripped, lines_before_header + 1, report)
-    if delimiter is not None:
-        lines_before_header += 1
     delimiter, header_fields = _sniff(stripped, delimiter, lines_before_header, report)
     header_row = 1 + lines_before_header
     if header_fields > MAX_COLUMNS:
