@@ -124,9 +124,10 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     stripped = text.lstrip("\n")
     lines_before_header = len(text) - len(stripped)
-    delimiter, stripped = _separator_line(stripped, lines_before_header + 1, report)
+    delimiter, rest = _separator_line(stripped, lines_before_header + 1, report)
     if delimiter is not None:
-        lines_before_header += 1
+        stripped = rest.lstrip("\n")
+        lines_before_header += 1 + len(rest) - len(stripped)
     if not stripped.strip():
         report.fail("empty_file", "The file is empty (it contains no header and no data).",
                     fix="Choose the right file, or export the data again: the first line should "
