@@ -35,6 +35,7 @@ VALUES = ["", "0", "1", "7", "-3", "2.000", "2.5", "2.0", "1e3", "1e400", "nan",
           "53.38", "-6.59", "91", "01001020100100", "010010201001000", "٠١", '"', '""', "\n",
           "a,b", "x;y", "\t", "sep=,", "\x1b[2J", "\x00", "N" * 201, "9" * 400, "Work/school from home"]
 DELIMITERS = [",", ";", "\t", "|"]
+EXAMPLE_HEADERS = [example.split("\n", 1)[0].split(",") for example in EXAMPLES.values()]
 
 cell = st.one_of(st.sampled_from(VALUES), st.text(max_size=8))
 
@@ -43,9 +44,12 @@ cell = st.one_of(st.sampled_from(VALUES), st.text(max_size=8))
 def csv_files(draw) -> bytes:
     """A small delimited file: a header of known (or random) names and rows of tricky values."""
     delimiter = draw(st.sampled_from(DELIMITERS))
-    width = draw(st.integers(1, 6))
-    header = draw(st.lists(st.one_of(st.sampled_from(HEADER_NAMES), st.text(max_size=6)),
-                           min_size=width, max_size=width))
+    if draw(st.booleans()):  # a real format's header, so its own checks run on the values
+        header = draw(st.sampled_from(EXAMPLE_HEADERS))
+    else:
+        header = draw(st.lists(st.one_of(st.sampled_from(HEADER_NAMES), st.text(max_size=6)),
+                               min_size=1, max_size=6))
+    width = len(header)
     rows = draw(st.lists(st.lists(cell, min_size=max(width - 1, 0), max_size=width + 1),
                          max_size=8))
     lines = [delimiter.join(header)] + [delimiter.join(row) for row in rows]
