@@ -33,7 +33,8 @@ HEADER_NAMES = ["origin", "destination", "count", "from", "to", "n", "flow", "or
 VALUES = ["", "0", "1", "7", "-3", "2.000", "2.5", "2.0", "1e3", "1e400", "nan", "inf", "+4",
           "12,5", "Total", "Maynooth", "maynooth", "Ｍaynooth", "May\u200bnooth", "\u202eNaas",
           "53.38", "-6.59", "91", "01001020100100", "010010201001000", "٠١", '"', '""', "\n",
-          "a,b", "x;y", "\t", "sep=,", "\x1b[2J", "\x00", "N" * 201, "9" * 400, "Work/school from home"]
+          "a,b", "x;y", "\t", "sep=,", "\x1b[2J", "\x00", "N" * 201, "9" * 400,
+          "Work/school from home"]
 DELIMITERS = [",", ";", "\t", "|"]
 EXAMPLE_HEADERS = [example.split("\n", 1)[0].split(",") for example in EXAMPLES.values()]
 

@@ -173,6 +173,14 @@ def test_a_long_count_further_down_is_quoted_short():
     assert err.code == "count_not_numeric" and len(str(err)) < 1000  # too long to be a float
 
 
+@pytest.mark.parametrize("line, separator", [("sep=\t", "\t"), ('"sep=;"', ";"), ("SEP=,", ",")])
+def test_excel_separator_lines_name_the_separator_even_a_tab(line, separator):
+    data = f"{line}\norigin,destination,count\nA,B,-1\n".replace(",", separator).encode()
+    err = failure(data)
+    assert (err.code, err.errors[0].row) == ("count_negative", 3)
+    assert [n.code for n in err.notices][0] == "separator_line_skipped"
+
+
 # --------------------------------------------------------------------------------- codes
 def test_every_code_the_importer_can_fail_with_is_documented():
     source = "\n".join(p.read_text(encoding="utf-8") for p in

@@ -38,7 +38,7 @@ _GUNZIP_CHUNK = 1 << 20
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 #: Excel's first line naming the separator ("sep=;"), optionally in quotes.
-_SEPARATOR_LINE = re.compile(r'"?sep=(.?)"?', re.IGNORECASE)
+_SEPARATOR_LINE = re.compile(r'"?sep=(.)"?', re.IGNORECASE)
 
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
 
@@ -176,7 +176,7 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
 def _separator_line(text: str, row: int, report: Report) -> tuple[str | None, str]:
     """Excel's optional first line "sep=;": the delimiter it names and the text after it."""
     first, _, rest = text.partition("\n")
-    declared = _SEPARATOR_LINE.fullmatch(first.strip())
+    declared = _SEPARATOR_LINE.fullmatch(first.strip(" "))  # not a tab: it may be the separator
     if declared is None:
         return None, text
     delimiter = declared.group(1)
@@ -187,7 +187,7 @@ def _separator_line(text: str, row: int, report: Report) -> tuple[str | None, st
                     f"separators.", row=row,
                     fix="Save the file again as CSV with commas, semicolons or tabs.")
     report.info("separator_line_skipped",
-                f"The first line “{first.strip()}” only names the separator (Excel writes it); "
+                f"The first line “{first.strip(' ')}” only names the separator (Excel writes it); "
                 f"it was skipped, and the file read as {DELIMITERS[delimiter]}-separated.",
                 row=row)
     return delimiter, rest
