@@ -50,9 +50,10 @@ def _escaped(text, keep: str = "") -> str:
         str(text))
 
 
-def _say(text, *, error: bool = False) -> None:
-    """Print one message or table (lines kept) to stdout, or stderr; never a raw control."""
-    print(_escaped(text, keep="\n"), file=sys.stderr if error else sys.stdout)
+def _say(text, *, error: bool = False, lines: bool = False) -> None:
+    """Print to stdout (stderr for errors) with every terminal control escaped; a message stays
+    on one line, a table (``lines``) keeps its line breaks."""
+    print(_escaped(text, keep="\n" if lines else ""), file=sys.stderr if error else sys.stdout)
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
@@ -103,10 +104,10 @@ def _import_file(args) -> importers.ImportResult:
                                      format=args.format, level=args.level, zones=zones)
     except importers.ImportFailed as failure:
         for notice in sorted(failure.notices, key=lambda n: _SEVERITY[n.level]):
-            _say(_escaped(notice), error=True)
+            _say(notice, error=True)
         raise _InvalidInput from None
     for notice in sorted(result.notices, key=lambda n: _SEVERITY[n.level]):
-        _say(_escaped(notice))
+        _say(notice)
     return result
 
 
@@ -175,11 +176,11 @@ def _cmd_datasets(args) -> int:
         result = _import_file(args)
         _say(_table(_FIGURE_HEADERS, [_figures_row(Path(args.file).name,
                                                     importers.FORMATS[result.format],
-                                                    result.matrix)]))
+                                                    result.matrix)]), lines=True)
         return 0
     chosen = [datasets.DATASETS[args.dataset]] if args.dataset else datasets.list_datasets()
     rows = [_figures_row(info.key, info.title, datasets.load(info.key)) for info in chosen]
-    _say(_table(_FIGURE_HEADERS, rows))
+    _say(_table(_FIGURE_HEADERS, rows), lines=True)
     return 0
 
 
@@ -194,7 +195,8 @@ def _cmd_mechanisms(args) -> int:
         rows.append([key, cls.name, cls.model, cls().guarantee,
                      "exact" if cls.approximation is None else "approximate",
                      "; ".join(_describe_param(p) for p in cls.params)])
-    _say(_table(["key", "name", "model", "guarantee", "fast release", "parameters"], rows))
+    _say(_table(["key", "name", "model", "guarantee", "fast release", "parameters"], rows),
+         lines=True)
     return 0
 
 
@@ -341,5 +343,5 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVALID_INPUT
     except (ValueError, TypeError, KeyError, OSError, DomainTooLargeError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        _say(_escaped(f"error: {message}"), error=True)
+        _say(f"error: {message}", error=True)
         return EXIT_USAGE
