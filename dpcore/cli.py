@@ -19,6 +19,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -37,12 +38,30 @@ class _InvalidInput(Exception):
 
 
 # ----------------------------------------------------------------------------------------- output
+#: Characters that drive a terminal (C0/C1 controls, e.g. ESC) or reorder text (bidirectional
+#: overrides and isolates); uploaded names may hold them.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(text, keep: str = "") -> str:
+    """``text`` with terminal controls written as escapes (ESC → ``\\x1b``), except ``keep``."""
+    return _TERMINAL_CONTROLS.sub(
+        lambda m: m.group() if m.group() in keep else m.group().encode("unicode_escape").decode(),
+        str(text))
+
+
+def _say(text, *, error: bool = False, lines: bool = False) -> None:
+    """Print to stdout (stderr for errors) with every terminal control escaped; a message stays
+    on one line, a table (``lines``) keeps its line breaks."""
+    print(_escaped(text, keep="\n" if lines else ""), file=sys.stderr if error else sys.stdout)
+
+
 def _table(headers: list[str], rows: list[list]) -> str:
     """Aligned plain-text table; numbers right-aligned with thousands separators."""
     def cell(value):
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return f"{value:,}"
-        return str(value)
+        return _escaped(value)
 
     cells = [[cell(v) for v in row] for row in rows]
     numeric = [all(isinstance(row[i], (int, np.integer)) for row in rows) for i in
@@ -85,10 +104,10 @@ def _import_file(args) -> importers.ImportResult:
                                      format=args.format, level=args.level, zones=zones)
     except importers.ImportFailed as failure:
         for notice in sorted(failure.notices, key=lambda n: _SEVERITY[n.level]):
-            print(notice, file=sys.stderr)
+            _say(notice, error=True)
         raise _InvalidInput from None
     for notice in sorted(result.notices, key=lambda n: _SEVERITY[n.level]):
-        print(notice)
+        _say(notice)
     return result
 
 
@@ -155,13 +174,13 @@ def _cmd_datasets(args) -> int:
     _check_file_options(args)
     if args.file:
         result = _import_file(args)
-        print(_table(_FIGURE_HEADERS, [_figures_row(Path(args.file).name,
-                                                     importers.FORMATS[result.format],
-                                                     result.matrix)]))
+        _say(_table(_FIGURE_HEADERS, [_figures_row(Path(args.file).name,
+                                                    importers.FORMATS[result.format],
+                                                    result.matrix)]), lines=True)
         return 0
     chosen = [datasets.DATASETS[args.dataset]] if args.dataset else datasets.list_datasets()
     rows = [_figures_row(info.key, info.title, datasets.load(info.key)) for info in chosen]
-    print(_table(_FIGURE_HEADERS, rows))
+    _say(_table(_FIGURE_HEADERS, rows), lines=True)
     return 0
 
 
@@ -176,7 +195,8 @@ def _cmd_mechanisms(args) -> int:
         rows.append([key, cls.name, cls.model, cls().guarantee,
                      "exact" if cls.approximation is None else "approximate",
                      "; ".join(_describe_param(p) for p in cls.params)])
-    print(_table(["key", "name", "model", "guarantee", "fast release", "parameters"], rows))
+    _say(_table(["key", "name", "model", "guarantee", "fast release", "parameters"], rows),
+         lines=True)
     return 0
 
 
@@ -327,5 +347,5 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVALID_INPUT
     except (ValueError, TypeError, KeyError, OSError, DomainTooLargeError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"error: {message}", file=sys.stderr)
+        _say(f"error: {message}", error=True)
         return EXIT_USAGE

@@ -26,6 +26,17 @@ DENSE_CELL_LIMIT = 50_000_000
 ARROW = " → "
 
 
+def text_array(values) -> np.ndarray:
+    """Python strings in an object array: memory proportional to the text.
+
+    A fixed-width NumPy string array (``'<U…'``) gives every entry the width of the longest, so
+    one long uploaded label would multiply the memory of every zone.
+    """
+    out = np.empty(len(values), dtype=object)
+    out[:] = [str(value) for value in values]
+    return out
+
+
 class DomainTooLargeError(ValueError):
     """The domain is too large for a dense vector; roll up to a coarser level or take a subset."""
 
@@ -36,7 +47,7 @@ class ZoneSet:
 
     Parameters
     ----------
-    ids : array of str
+    ids : array of str (stored as an object array of Python strings, see :func:`text_array`)
         Unique zone identifiers, in a fixed order (the order defines the flat cell index).
     labels : array of str
         Human-readable names (may contain anything a user uploaded: escape before making HTML).
@@ -57,13 +68,13 @@ class ZoneSet:
     _position: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        ids = np.asarray(self.ids, dtype=object).astype(str)
+        ids = text_array(self.ids)
         object.__setattr__(self, "ids", ids)
-        object.__setattr__(self, "labels", np.asarray(self.labels, dtype=object).astype(str))
+        object.__setattr__(self, "labels", text_array(self.labels))
         object.__setattr__(self, "lat", np.asarray(self.lat, dtype=float))
         object.__setattr__(self, "lon", np.asarray(self.lon, dtype=float))
         if self.parent is not None:
-            object.__setattr__(self, "parent", np.asarray(self.parent, dtype=object).astype(str))
+            object.__setattr__(self, "parent", text_array(self.parent))
         n = len(ids)
         for name in ("labels", "lat", "lon") + (("parent",) if self.parent is not None else ()):
             if len(getattr(self, name)) != n:
@@ -77,7 +88,7 @@ class ZoneSet:
     @classmethod
     def from_ids(cls, ids, labels=None, lat=None, lon=None, parent=None, parent_zones=None) -> ZoneSet:
         """Build a zone set, filling missing labels with the ids and missing coordinates with NaN."""
-        ids = np.asarray(ids, dtype=object).astype(str)
+        ids = text_array(ids)
         n = len(ids)
         return cls(
             ids=ids,
@@ -234,7 +245,7 @@ class ODMatrix:
         flat = self.flat_index if flat_index is None else np.asarray(flat_index, dtype=np.int64)
         o = self.origins.labels[flat // self.n_destinations]
         d = self.destinations.labels[flat % self.n_destinations]
-        return np.char.add(np.char.add(o.astype(str), ARROW), d.astype(str)).astype(object)
+        return o + ARROW + d  # object arrays of str: concatenated element by element
 
     # ----------------------------------------------------------------------------------- conversion
     def to_dense(self, dtype=np.int64, limit: int = DENSE_CELL_LIMIT) -> np.ndarray:

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore import importers
+from tests.test_import_limits import gzip_bomb
 from ui import state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,6 +170,18 @@ def test_an_unexpected_crash_becomes_a_friendly_message(data_page, monkeypatch):
     [message] = boxes(data_page, "error")
     assert "any.csv could not be imported" in message and "RuntimeError" in message
     assert "How to fix" in message and "Traceback" not in message and "boom" not in message
+
+
+def test_a_gzip_bomb_is_refused_on_the_page_with_the_upload_limit(data_page):
+    """Generated (the corpus holds small files only): 1 MB of gzip inflating past 100 MB."""
+    bomb = gzip_bomb(importers.MAX_UPLOAD_BYTES + 2**20)
+    notices, imported = outcome(bomb, "bomb.csv.gz")
+    assert not imported and notices[-1].code == "file_too_large"
+    upload(data_page, "bomb.csv.gz", bomb)
+    assert_every_notice_shown(data_page, notices)
+    assert any("Decompressed, the file is larger than 100 MB" in box
+               for box in boxes(data_page, "error"))
+    assert not data_page.metric
 
 
 def test_unrecognised_columns_are_mapped_by_the_user(data_page):

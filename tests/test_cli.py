@@ -79,6 +79,22 @@ def test_datasets_passes_format_and_level_to_the_importer(capsys):
     assert code == cli.EXIT_INVALID_INPUT and "tract" in err
 
 
+def test_terminal_controls_in_uploaded_names_are_printed_escaped(capsys, tmp_path):
+    """A zone named ESC[2J would clear the user's terminal if printed raw."""
+    path = tmp_path / "esc\x1b]0;title\x07.csv"
+    path.write_bytes('origin,destination,count\n"A\x1b[2J",B,2\n"A\x1b[2J",B,1\n'
+                     '"C\x1b[31m",B,-1\n'.encode())
+    outputs = run(capsys, "datasets", "--file", path)
+    assert outputs[0] == cli.EXIT_INVALID_INPUT
+    assert r"Error in esc\x1b]0;title\x07.csv, row 4" in outputs[2]
+    path.write_bytes(path.read_bytes().replace(b"-1", b"1"))
+    code, out, err = run(capsys, "datasets", "--file", path)
+    assert code == 0
+    assert r"“A\x1b[2J → B” is on 2 rows" in out and r"esc\x1b]0;title\x07.csv  " in out
+    for text in (*outputs[1:], out, err):
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), repr(text)
+
+
 def test_file_options_without_a_file_are_rejected(capsys):
     code, _, err = run(capsys, "datasets", "--format", "powscar")
     assert code == cli.EXIT_USAGE and "use them with --file" in err

@@ -19,6 +19,8 @@ import pytest
 import dpcore.importers as importers
 from dpcore.importers import (EXAMPLES, FORMATS, LEVELS, MAX_UPLOAD_BYTES, ImportFailed,
                               ImportResult, Notice, describe_formats, import_od)
+from dpcore.importing.names import MAX_NAME_CHARS
+from dpcore.importing.reading import MAX_COLUMNS
 from dpcore.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 
 HERE = Path(__file__).parent
@@ -433,6 +435,8 @@ def test_describe_formats_shows_every_example_and_the_limits():
     for example in EXAMPLES.values():
         assert example in text
     assert f"{MAX_UPLOAD_BYTES // 2**20} MB" in text and f"{DENSE_CELL_LIMIT:,}" in text
+    assert f"at most {MAX_COLUMNS:,} columns" in text
+    assert f"at most {MAX_NAME_CHARS} characters" in text
 
 
 def test_zones_file_with_a_county_column_uses_it_as_parent():

@@ -7,8 +7,9 @@ import re
 import numpy as np
 import pandas as pd
 
+from dpcore.importing.names import clean_names
 from dpcore.importing.notices import Report, plural, quoted, rows_phrase
-from dpcore.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+from dpcore.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet, text_array
 
 _TOTAL = re.compile(r"^(grand\s*)?(totals?|sum|all( zones)?)$", re.IGNORECASE)
 
@@ -22,9 +23,14 @@ def zone_set(ids: pd.Series, rows: np.ndarray, column: str, report: Report, *,
     position among them.
 
     Labels and coordinates, when given per row, must agree between rows naming the same zone.
+    Ids and labels are respelled in one standard form and their length is checked
+    (:func:`~dpcore.importing.names.clean_names`).
     """
+    ids = clean_names(ids, rows, column, report)
+    if labels is not None:
+        labels = clean_names(labels, rows, label_column, report)
     codes, uniques = pd.factorize(ids, sort=sort)
-    uniques = np.asarray(uniques, dtype=object).astype(str)
+    uniques = text_array(uniques)
     _check_zone_names(uniques, codes, rows, column, report)
     zone_labels = uniques
     if labels is not None:

@@ -9,6 +9,7 @@ user, who then passes ``columns={"origin": "From zone", ...}``.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 from dpcore.importing.notices import Report, quoted
@@ -109,7 +110,7 @@ def resolve(header: list[str], required: tuple[str, ...], optional: tuple[str, .
     for role in roles:
         if role not in mapping and role in found:
             mapping[role] = found[role]
-    duplicated = sorted({name for name in header if header.count(name) > 1})
+    duplicated = sorted(name for name, times in Counter(header).items() if times > 1)
     used_twice = [name for name in mapping.values() if name in duplicated]
     if used_twice:
         report.fail("duplicate_column_names",

@@ -5,7 +5,8 @@ The examples are imported by the test suite, so what the help shows is known to 
 
 from __future__ import annotations
 
-from dpcore.importing.reading import MAX_UPLOAD_BYTES
+from dpcore.importing.names import MAX_NAME_CHARS
+from dpcore.importing.reading import MAX_COLUMNS, MAX_UPLOAD_BYTES
 from dpcore.od import DENSE_CELL_LIMIT
 
 #: Format key → one-line description (the keys are what ``import_od(format=...)`` accepts).
@@ -101,9 +102,11 @@ def describe_formats() -> str:
     parts = [
         "Files are comma-, semicolon- or tab-separated text in UTF-8 (with or without BOM), "
         "UTF-16 or Latin-1; gzip-compressed files (.csv.gz) are accepted. "
-        f"The size limit is {MAX_UPLOAD_BYTES // 2**20} MB per file, and the domain "
-        f"(origins × destinations) may have at most {DENSE_CELL_LIMIT:,} cells. Messages "
-        "number rows as a spreadsheet does: the header is row 1."]
+        f"The size limit is {MAX_UPLOAD_BYTES // 2**20} MB per file (decompressed, for a "
+        f"compressed one); a file may have at most {MAX_COLUMNS:,} columns, a zone name at "
+        f"most {MAX_NAME_CHARS} characters, and the domain (origins × destinations) at most "
+        f"{DENSE_CELL_LIMIT:,} cells. Messages number rows as a spreadsheet does: the header "
+        "is row 1."]
     for key, example in EXAMPLES.items():
         parts.append(f"**{_TITLES[key]}.** {_HELP[key]}\n\n```csv\n{example}```")
     return "\n\n".join(parts)

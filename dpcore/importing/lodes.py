@@ -13,6 +13,7 @@ import pandas as pd
 
 from dpcore.importing.building import (build_matrix, check_domain, pair_keys,
                                       warn_duplicates, with_parents, zone_set)
+from dpcore.importing.names import visible
 from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
@@ -78,16 +79,19 @@ def _geocodes(values: pd.Series, rows: np.ndarray, column: str, report: Report) 
     """15-digit block GEOIDs as text; 14 digits means a lost leading zero, restored (reported)."""
     require_present(values, rows, column, "census block code", report)
     present = (values != "").to_numpy()
-    digits = values.str.fullmatch(r"\d+").to_numpy(dtype=bool)
+    digits = values.str.fullmatch(r"[0-9]+").to_numpy(dtype=bool)  # ASCII only, unlike \d
     bad = present & ~digits
     if bad.any():
         example = values.to_numpy()[bad][0]
         spreadsheet = "e+" in example.lower() or "." in example
+        foreign = any(ch.isdigit() and not ch.isascii() for ch in example[:100])
         report.error("bad_geocode",
-                     f"The census block code is not a string of digits on "
-                     f"{rows_phrase(rows[bad])} (e.g. “{example}”)."
+                     f"The census block code is not a string of digits 0–9 on "
+                     f"{rows_phrase(rows[bad])} (e.g. “{visible(example[:40])}”)."
                      + (" A spreadsheet has turned the codes into numbers." if spreadsheet
-                        else ""), row=rows[bad][0], column=column,
+                        else "")
+                     + (" It has digits of another script; GEOIDs use the digits 0–9 only."
+                        if foreign else ""), row=rows[bad][0], column=column,
                      fix="Use the file as downloaded from LODES, or import the column as text "
                          "so every code keeps its 15 digits.")
     length = values.str.len().to_numpy()

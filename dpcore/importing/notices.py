@@ -19,6 +19,55 @@ _LEVEL_WORD = {"error": "Error", "warning": "Warning", "info": "Note"}
 EXAMPLES_SHOWN = 5
 
 
+#: Every code an import can stop with (a notice of level "error"), and what it means. Whatever
+#: bytes are uploaded, the import either succeeds or fails with codes from this list (the
+#: property-based tests in tests/test_import_fuzz.py check it).
+PROBLEMS = {
+    "file_too_large": "over the upload limit, compressed or decompressed",
+    "empty_file": "no bytes, or no header and no data",
+    "not_text": "binary data: a known binary format, a zero byte, or many control codes",
+    "bad_gzip": "looks gzip-compressed but cannot be decompressed",
+    "bad_encoding": "announces UTF-8/UTF-16 by its byte-order mark but is not valid in it",
+    "unsupported_encoding": "UTF-32 text",
+    "unsupported_separator": "Excel's “sep=” line names an unsupported separator",
+    "line_too_long": "a value longer than the CSV field limit in the first rows",
+    "too_many_columns": "more columns than the limit",
+    "one_column": "the header has a single column",
+    "too_many_fields": "a row has more values than the header",
+    "unclosed_quote": "a double quote is never closed",
+    "malformed_csv": "the CSV parser refused the file for another reason",
+    "no_data_rows": "a header but no data",
+    "unknown_format": "the format asked for does not exist",
+    "bad_level": "the level asked for is not a level of the format",
+    "bad_column_mapping": "the user's column mapping names unknown roles or columns",
+    "duplicate_column_names": "a column used by the import is named twice",
+    "ambiguous_columns": "several columns could play a required role",
+    "unmapped_columns": "a required role was not recognised",
+    "missing_columns": "a POWSCAR or LODES column is missing",
+    "missing_value": "an empty zone, count or coordinate",
+    "name_too_long": "a zone name longer than the limit",
+    "count_not_numeric": "a count that is not a number",
+    "count_ambiguous": "a count such as “2.000”: decimal point or thousands separator",
+    "count_negative": "a negative count",
+    "count_fractional": "a count that is not whole",
+    "count_too_large": "a count too large to be people (a code column?)",
+    "coordinate_not_numeric": "a latitude or longitude that is not a number",
+    "coordinate_out_of_range": "a latitude or longitude outside its range",
+    "coordinates_conflict": "one zone at two positions",
+    "total_row": "a zone named like a total",
+    "inconsistent_zone": "a POWSCAR ED in two counties",
+    "bad_geocode": "a LODES code that is not 15 ASCII digits",
+    "domain_too_large": "more origin × destination cells than the limit",
+    "no_commuters": "every count is 0",
+    "duplicate_zone": "a zone listed twice in the zones file",
+    "zones_unknown": "none of the zones file's zones is in the data",
+    "zones_nothing_to_add": "the zones file has nothing but zone ids",
+}
+
+#: The code of a failure the importer did not anticipate: a bug, never expected.
+UNEXPECTED = "unexpected_error"
+
+
 @dataclass(frozen=True)
 class Notice:
     """One message about an uploaded file.
@@ -157,8 +206,18 @@ def rows_phrase(rows: np.ndarray) -> str:
     return prefix + list_some(rows[:EXAMPLES_SHOWN], len(rows))
 
 
+#: Longest value quoted in a message; longer ones are cut with "…".
+QUOTE_CHARS = 60
+
+
 def quoted(values, total: int | None = None) -> str:
-    """Values in quotes for a message, e.g. “Cork”, “cork”."""
+    """Values in quotes for a message, e.g. “Cork”, “cork” (long values cut short)."""
     values = list(values)
-    return list_some([f"“{v}”" for v in values[:EXAMPLES_SHOWN]],
+    return list_some([f"“{shorten(v)}”" for v in values[:EXAMPLES_SHOWN]],
                      len(values) if total is None else total)
+
+
+def shorten(value) -> str:
+    """A value as text, at most :data:`QUOTE_CHARS` characters (cut with "…")."""
+    text = str(value)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS - 1] + "…"

@@ -15,6 +15,7 @@ import pandas as pd
 
 from dpcore.importing.building import (build_matrix, ordered_zones, pair_keys,
                                       warn_duplicates, with_parents, zone_set)
+from dpcore.importing.names import clean_names
 from dpcore.importing.notices import Report, plural, quoted
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
@@ -66,6 +67,8 @@ def import_powscar(table: Table, report: Report, level: str | None = None
                     row=1)
     frame, rows = table.take([by_name[c] for c in used], report)
     frame.columns = list(used)
+    for name in (c for c in used if c != "COUNT"):  # zone names and codes
+        frame[name] = clean_names(frame[name], rows, by_name[name], report)
 
     res_county, pow_county = frame["RESIDENCE_COUNTY_LABEL"], frame["POWSC_COUNTY_LABEL"]
     require_present(res_county, rows, by_name["RESIDENCE_COUNTY_LABEL"], "residence county",

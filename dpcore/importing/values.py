@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dpcore.importing.notices import Report, plural, quoted, rows_phrase
+from dpcore.importing.notices import Report, plural, quoted, rows_phrase, shorten
 
 #: A count above this is certainly not a number of commuters (the world has ~8 billion people);
 #: it usually means a code column was taken for the count.
@@ -54,7 +54,7 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
                         fix="Nothing to do if empty means nobody.", **where(blank))
         else:
             require_present(values, rows, column, "count", report)
-    numbers = _numbers(values.where(~blank, "0") if blank.any() else values)
+    numbers = parse_numbers(values.where(~blank, "0") if blank.any() else values)
     bad = ~np.isfinite(numbers)
     if bad.any():
         examples = values.to_numpy()[bad]
@@ -66,6 +66,18 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
                      fix="Write counts as plain whole numbers such as 12, without thousands "
                          "separators, units or text.", **where(bad))
     numbers[bad] = 0
+    ambiguous = _dot_thousands(values)
+    if ambiguous.any():
+        example = values.to_numpy()[ambiguous][0]
+        whole, _, thousands = example.lstrip("+").partition(".")
+        report.error("count_ambiguous",
+                     f"The count “{shorten(example)}” on {rows_phrase(rows[ambiguous])} can be "
+                     f"read two ways: as {float(example):g} (a decimal point) or as "
+                     f"{int(whole + thousands):,} (a dot separating thousands, as in many "
+                     f"European countries).",
+                     fix="Write counts as plain whole numbers without separators, e.g. "
+                         f"{int(whole + thousands)} or {float(example):g}.", **where(ambiguous))
+        numbers[ambiguous] = 0
     negative = numbers < 0
     if negative.any():
         report.error("count_negative",
@@ -91,6 +103,24 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
     return numbers.astype(np.int64)
 
 
+def _dot_thousands(values: pd.Series) -> np.ndarray:
+    """Counts such as “2.000” or “12.500”, ambiguous between a decimal point and a thousands dot.
+
+    The rule: one dot, one to three digits before it and exactly three after it, in a column
+    where no count has a dot followed by some other number of digits (“2.5”, “3.0”, “1234.000”
+    show that the dot is a decimal point, so “2.000” then means 2).
+    """
+    dotted = values.str.contains(".", regex=False).to_numpy(dtype=bool)
+    ambiguous = np.zeros(len(values), dtype=bool)
+    if dotted.any():
+        text = values[dotted]
+        grouped = text.str.fullmatch(r"\+?\d{1,3}\.\d{3}").to_numpy(dtype=bool)
+        decimal = text.str.fullmatch(r"[+-]?\d*\.\d*").to_numpy(dtype=bool) & ~grouped
+        if not decimal.any():
+            ambiguous[dotted] = grouped
+    return ambiguous
+
+
 def parse_coordinates(values: pd.Series, rows: np.ndarray, column: str, kind: str,
                       report: Report) -> np.ndarray:
     """Latitudes (kind "lat", −90…90) or longitudes ("lon", −180…180) in WGS84 degrees.
@@ -99,7 +129,7 @@ def parse_coordinates(values: pd.Series, rows: np.ndarray, column: str, kind: st
     reported.
     """
     blank = (values == "").to_numpy()
-    numbers = _numbers(values.where(~blank) if blank.any() else values)
+    numbers = parse_numbers(values.where(~blank) if blank.any() else values)
     failed = np.isnan(numbers) & ~blank
     if failed.any():
         comma = values[failed].str.fullmatch(r"-?\d+,\d+").to_numpy(dtype=bool)
@@ -133,7 +163,7 @@ def parse_coordinates(values: pd.Series, rows: np.ndarray, column: str, kind: st
 _NAMES = {"lat": "latitude", "lon": "longitude"}
 
 
-def _numbers(values: pd.Series) -> np.ndarray:
+def parse_numbers(values: pd.Series) -> np.ndarray:
     """Text to float64, NaN where not a number (or empty).
 
     Arrow's strict parser handles clean columns ten times faster than ``pd.to_numeric``, which
@@ -147,4 +177,4 @@ def _numbers(values: pd.Series) -> np.ndarray:
 
 
 def _first(values: pd.Series, mask: np.ndarray) -> str:
-    return f"“{values.to_numpy()[mask][0]}”"
+    return f"“{shorten(values.to_numpy()[mask][0])}”"

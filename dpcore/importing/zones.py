@@ -14,6 +14,7 @@ import pandas as pd
 
 from dpcore.importing.building import with_parents
 from dpcore.importing.columns import recognise, report_mapping, resolve, words, zone_role
+from dpcore.importing.names import clean_names
 from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import read_table
 from dpcore.importing.values import parse_coordinates, require_present
@@ -41,6 +42,9 @@ def apply_zones(matrix: ODMatrix, data: bytes, filename: str, report: Report) ->
                     row=1, fix="Use a header such as “zone,lat,lon,parent”.")
     report_mapping(mapping, table.header, report)
     frame, rows = table.take(list(mapping.values()), report)
+    for role in ("zone", "label", "parent"):
+        if role in mapping:
+            frame[mapping[role]] = clean_names(frame[mapping[role]], rows, mapping[role], report)
     zones = frame[mapping["zone"]]
     require_present(zones, rows, mapping["zone"], "zone id", report)
     repeated = zones.duplicated(keep=False).to_numpy() & (zones != "").to_numpy()
@@ -191,4 +195,4 @@ def _nest(zones: ZoneSet, lookup: pd.DataFrame, side: str, report: Report) -> Zo
     lat[unplaced] = centres["lat"].to_numpy()[unplaced]
     lon[unplaced] = centres["lon"].to_numpy()[unplaced]
     parents = ZoneSet(ids=parents.ids, labels=parents.labels, lat=lat, lon=lon)
-    return with_parents(zones, parent.astype(str), parents)
+    return with_parents(zones, parent, parents)
