@@ -222,9 +222,9 @@ def _cmd_release(args) -> int:
     result = release.run(od, spec, true_counts=true, score=False)
     frame = release.release_table(od, true, result.released, args.only_nonzero)
     export.write_safe_csv(frame, args.out)
-    print(f"{args.mechanism} eps={args.epsilon:g}: released {od.domain_size} cells in "
-          f"{_duration(result.seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → "
-          f"{args.out})")
+    _say(f"{args.mechanism} eps={args.epsilon:g}: released {od.domain_size} cells in "
+         f"{_duration(result.seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → "
+         f"{args.out})")
     return 0
 
 
@@ -258,9 +258,9 @@ def _cmd_sweep(args) -> int:
                            scenarios=[experiment.Scenario("all", _view(args))],
                            progress=progress)
     export.write_safe_csv(table, args.out)
-    print(f"sweep: {len(keys)} mechanism(s) × {len(epsilons)} ε × {args.trials} trial(s) = "
-          f"{table.attrs['jobs_done']} releases, {len(methods)} post-processing: {len(table):,} "
-          f"rows in {_duration(time.perf_counter() - started)} → {args.out}")
+    _say(f"sweep: {len(keys)} mechanism(s) × {len(epsilons)} ε × {args.trials} trial(s) = "
+         f"{table.attrs['jobs_done']} releases, {len(methods)} post-processing: {len(table):,} "
+         f"rows in {_duration(time.perf_counter() - started)} → {args.out}")
     return 0
 
 
