@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import explore, metrics, postprocess
+from dpcore.mechanisms.base import EPSILON
 from ui import charts, controls, panels, runs
 from ui.controls import kept
 
@@ -32,7 +33,8 @@ metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric"
                                     f"({metrics.METRICS[m].unit or '—'})")
 grid_text = kept(middle.text_input, "ε grid", "tradeoffs_grid",
                  explore.format_grid(explore.THESIS_EPSILONS), url="grid",
-                 help="Any values in (0, 20], separated by commas; the thesis used 0.5 … 5.")
+                 help=f"Any values in {EPSILON.interval()}, separated by commas; the thesis used "
+                      "0.5 … 5.")
 trials = kept(right.number_input, "Trials", "tradeoffs_trials", 5, url="trials", min_value=1,
               max_value=100,
               help="Releases per point; the band is the 95 % confidence interval of the mean.")
