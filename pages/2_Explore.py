@@ -7,7 +7,7 @@ Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs`
 import streamlit as st
 
 from dpcore import explore
-from ui import charts, controls, panels, runs
+from ui import budget, charts, controls, panels, runs
 from ui.controls import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="🔍",
@@ -22,6 +22,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
+budget.stop_if_too_big(od.domain_size, len(settings.mechanisms))
 st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
            f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "
            "from the seed, so the same settings always give the same release.")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dpcore import explore, metrics, postprocess
 from dpcore.mechanisms.base import EPSILON
-from ui import charts, controls, panels, runs
+from ui import budget, charts, controls, panels, runs
 from ui.controls import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
@@ -25,6 +25,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
+budget.stop_if_too_big(od.domain_size, 1)  # sweeps release one at a time
 
 left, middle, right = st.columns([2, 3, 1])
 metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric",

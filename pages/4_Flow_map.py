@@ -11,7 +11,7 @@ from streamlit_folium import st_folium
 
 from dpcore import explore, flows, postprocess
 from dpcore.export import safe_csv
-from ui import charts, controls, data, leaflet_assets, maps, runs, safe
+from ui import budget, charts, controls, data, leaflet_assets, maps, runs, safe
 
 VIEW, SIDE_BY_SIDE = "flowmap_view", "side_by_side"
 RULE, TOP_K, MIN_COUNT = "flowmap_rule", "flowmap_top_k", "flowmap_min_count"
@@ -50,6 +50,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
+budget.stop_if_too_big(od.domain_size, 1)
 mechanism = settings.mechanisms[0]
 result = runs.release(settings, mechanism)
 truth, released = runs.true_counts(settings), result.released

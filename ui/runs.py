@@ -27,11 +27,11 @@ import streamlit as st
 
 from dpcore import experiment, explore, mechanisms, metrics, postprocess
 from dpcore.od import ODMatrix
-from ui import data, state
+from ui import budget, data, state
 from ui.controls import LEVEL_AS_LOADED, LEVEL_PARENT, RunSettings
 
-#: Single releases kept per server (bundled data). At ED level each holds a 78 MB vector.
-RELEASE_CACHE_ENTRIES = 24
+#: Single releases kept per server (bundled data): bounded in bytes by ui/budget.py.
+RELEASE_CACHE_ENTRIES = budget.RELEASE_CACHE_ENTRIES
 #: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
 #: session for an upload.
 SWEEP_CACHE_ENTRIES = 2000
@@ -119,7 +119,7 @@ def view(settings: RunSettings) -> ODMatrix:
     return _base_matrix(settings.dataset, Scenario("", settings.level, settings.areas))
 
 
-@st.cache_resource(max_entries=8)
+@st.cache_resource(max_entries=budget.DENSE_CACHE_ENTRIES)
 def _bundled_dense(dataset: str, level: str, areas: tuple[str, ...]) -> np.ndarray:
     dense = _bundled_view(dataset, level, areas).to_dense()
     dense.flags.writeable = False
