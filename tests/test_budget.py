@@ -29,8 +29,9 @@ def test_the_largest_bundled_domain_is_the_one_the_caches_are_sized_for():
 
 
 def test_caches_are_bounded_in_bytes():
-    assert budget.RELEASE_CACHE_ENTRIES * budget.LARGEST_BUNDLED_VECTOR <= budget.RELEASE_CACHE_BYTES
-    assert budget.DENSE_CACHE_ENTRIES * budget.LARGEST_BUNDLED_VECTOR <= budget.DENSE_CACHE_BYTES
+    largest = budget.LARGEST_BUNDLED_VECTOR
+    assert budget.RELEASE_CACHE_ENTRIES * largest <= budget.RELEASE_CACHE_BYTES
+    assert budget.DENSE_CACHE_ENTRIES * largest <= budget.DENSE_CACHE_BYTES
 
 
 def test_ten_ed_sessions_with_explores_defaults_fit_in_16_gb():

@@ -64,7 +64,8 @@ def run_sweep(page: Page) -> None:
 
 def show_released(page: Page) -> None:
     page.get_by_test_id("stRadio").get_by_text("Released", exact=True).click()
-    expect(page.get_by_text(re.compile(r"Released flows: [\d,]+ lines drawn")).first).to_be_visible()
+    drawn = page.get_by_text(re.compile(r"Released flows: [\d,]+ lines drawn")).first
+    expect(drawn).to_be_visible()
 
 
 def open_a_lesson(page: Page) -> None:

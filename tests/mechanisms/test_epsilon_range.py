@@ -66,7 +66,9 @@ def test_small_data_releases_and_variances_are_finite_at_both_ends(key, epsilon,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", mechanisms.names())
-@pytest.mark.parametrize("name", ["ireland_ed", "county_1e9"])
-@pytest.mark.parametrize("epsilon", ENDS)
-def test_large_releases_are_finite_at_both_ends(key, name, epsilon, rng):
+@pytest.mark.parametrize("name, epsilon", [("ireland_ed", EPSILON.low),
+                                           ("ireland_ed", EPSILON.high),
+                                           ("county_1e9", EPSILON.low)])
+def test_large_releases_are_finite(key, name, epsilon, rng):
+    """n = 10⁹ at ε = 20 is left to the variance check: the Hadamard releases take minutes."""
     assert_finite(key, epsilon, name, release=True, rng=rng)
