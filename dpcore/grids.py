@@ -10,20 +10,24 @@ import math
 
 import numpy as np
 
+from dpcore.mechanisms.base import EPSILON
+
 
 THESIS_EPSILONS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0)
 
 
-def parse_grid(text: str, what: str = "ε", low: float = 0.0, high: float = 20.0,
+def parse_grid(text: str, what: str = "ε", low: float | None = None, high: float | None = None,
                whole: bool = False) -> tuple:
     """Numbers typed as "0.5, 1, 2" (commas, semicolons or spaces) → sorted unique tuple.
 
-    Each must lie in (low, high]; ``whole`` requires whole numbers. A ValueError says which entry
-    is wrong and why.
+    Each must lie in (low, high]; without bounds, in ε's declared range (the one every mechanism
+    checks, so a grid can never hold an ε a mechanism refuses). ``whole`` requires whole numbers.
+    A ValueError says which entry is wrong and why.
     """
     parts = [p for p in text.replace(";", " ").replace(",", " ").split() if p]
     if not parts:
         raise ValueError(f"Type at least one value of {what}, e.g. 0.5, 1, 2.")
+    declared = low is None and high is None
     values = []
     for part in parts:
         try:
@@ -31,8 +35,10 @@ def parse_grid(text: str, what: str = "ε", low: float = 0.0, high: float = 20.0
         except ValueError:
             raise ValueError(f"“{part}” is not a number; type values of {what} separated by "
                              "commas, e.g. 0.5, 1, 2.") from None
-        if not (math.isfinite(value) and low < value <= high):
-            raise ValueError(f"{what} = {part} is outside ({low:g}, {high:g}].")
+        inside = EPSILON.contains(value) if declared else low < value <= high
+        if not (math.isfinite(value) and inside):
+            raise ValueError(f"{what} = {part} is outside {EPSILON.interval()}. {EPSILON.why}"
+                             if declared else f"{what} = {part} is outside ({low:g}, {high:g}].")
         if whole and value != int(value):
             raise ValueError(f"{what} = {part} must be a whole number.")
         values.append(int(value) if whole else value)

@@ -307,10 +307,11 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
 
 
 def attempt(od: ODMatrix, spec: ReleaseSpec, **options) -> ReleaseResult:
-    """:func:`run`, with a setting the user cannot use returned as ``error`` instead of raised."""
+    """:func:`run`, with a setting the user cannot use returned as ``error`` instead of raised
+    (and, as a last guard, any arithmetic failure: a page shows a message, never a traceback)."""
     try:
         return run(od, spec, **options)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, ArithmeticError) as error:
         return ReleaseResult(spec, error=str(error))
 
 

@@ -8,10 +8,10 @@ figures from :mod:`ui.charts`.
 import streamlit as st
 
 from dpcore import ranks, summaries
-from ui import charts, controls, panels, runs
+from ui import budget, charts, controls, panels, runs
 from ui.viewstate import kept
 
-st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon=":material/insights:",
+st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="🔍",
                    layout="wide")
 settings = controls.run_controls()
 st.title("Explore a release")
@@ -23,6 +23,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
+budget.stop_if_too_big(od.domain_size, len(settings.mechanisms))
 st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
            f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "
            "from the seed, so the same settings always give the same release — here, in the "

@@ -8,11 +8,12 @@ import streamlit as st
 
 from dpcore import grids, metrics, postprocess, views
 from dpcore.experiment import Scenario
-from ui import controls, runs, tradeoffs
+from dpcore.mechanisms.base import EPSILON
+from ui import budget, controls, runs, tradeoffs
 from ui.viewstate import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
-                   page_icon=":material/ssid_chart:", layout="wide")
+                   page_icon="📈", layout="wide")
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
 if not settings.mechanisms:
@@ -23,6 +24,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
+budget.stop_if_too_big(od.domain_size, 1)  # sweeps release one at a time
 
 left, middle, right = st.columns([2, 3, 1])
 metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric",
@@ -31,7 +33,8 @@ metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric"
                                     f"({metrics.METRICS[m].unit or '—'})")
 grid_text = kept(middle.text_input, "ε grid", "tradeoffs_grid",
                  grids.format_grid(grids.THESIS_EPSILONS), url="grid",
-                 help="Any values in (0, 20], separated by commas; the thesis used 0.5 … 5.")
+                 help=f"Any values in {EPSILON.interval()}, separated by commas; the thesis used "
+                      "0.5 … 5.")
 trials = kept(right.number_input, "Trials", "tradeoffs_trials", 5, url="trials", min_value=1,
               max_value=100,
               help="Releases per point; the band is the 95 % confidence interval of the mean.")

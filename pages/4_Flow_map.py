@@ -7,7 +7,7 @@ maps and tables from :mod:`ui.flowmap`.
 import streamlit as st
 
 from dpcore import postprocess
-from ui import charts, controls, flowmap, leaflet_assets, maps, runs
+from ui import budget, charts, controls, flowmap, leaflet_assets, maps, runs
 
 st.set_page_config(page_title="Flow map · Commuting Privacy Lab", page_icon="🗺️",
                    layout="wide")
@@ -26,6 +26,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
+budget.stop_if_too_big(od.domain_size, 1)
 mechanism = settings.mechanisms[0]
 result = runs.release_of(settings, mechanism)
 if result.error:

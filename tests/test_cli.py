@@ -115,7 +115,7 @@ def test_mechanisms_lists_every_registered_mechanism_with_its_parameters(capsys)
     assert list(rows) == mechanisms.names()
     gaussian = rows["gaussian"]
     assert "central" in gaussian and "(ε, δ)-DP" in gaussian
-    assert "epsilon ∈ (0, 20]" in gaussian and "delta ∈ (0, 1)" in gaussian
+    assert "epsilon ∈ [1e-06, 20]" in gaussian and "delta ∈ (0, 1)" in gaussian
     assert "local" in rows["oue"] and "ε-LDP" in rows["oue"]
     for key, line in rows.items():
         expected = "exact" if mechanisms.get(key).approximation is None else "approximate"

@@ -36,7 +36,7 @@ from dpcore.views import LEVEL_AS_LOADED, LEVEL_PARENT
 from ui import data, state, viewstate, widgets
 
 #: ε steps of the slider: roughly log-spaced from 0.1 to 10, with every point of the thesis grid
-#: 0.5, 1, …, 5. Any other ε (0, 20] can be typed.
+#: 0.5, 1, …, 5. Any other ε in the declared range (mechanisms.base.EPSILON) can be typed.
 EPSILON_STEPS = (0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5,
                  3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 10.0)
 DEFAULT_MECHANISMS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")
@@ -262,7 +262,7 @@ def _epsilon_inputs() -> float:
     st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
                      on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
-    st.number_input("ε, typed", min_value=1e-3, max_value=float(EPSILON.high),
+    st.number_input("ε, typed", min_value=float(EPSILON.low), max_value=float(EPSILON.high),
                     key=EPSILON_TYPED, on_change=_store_epsilon_typed, format="%.4g",
                     help=f"Any ε in {EPSILON.interval()}; the slider shows the nearest step.")
     return st.session_state[KEYS["epsilon"].value]

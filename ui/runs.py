@@ -25,10 +25,10 @@ from dpcore import experiment, ranks, release, summaries, views
 from dpcore.experiment import Scenario
 from dpcore.od import ODMatrix
 from dpcore.release import ReleaseResult, RunSettings
-from ui import data, state
+from ui import budget, data, state
 
-#: Single releases kept per server (bundled data). At ED level each holds two 78 MB vectors.
-RELEASE_CACHE_ENTRIES = 24
+#: Single releases kept per server (bundled data): bounded in bytes by ui/budget.py.
+RELEASE_CACHE_ENTRIES = budget.RELEASE_CACHE_ENTRIES
 #: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
 #: session for an upload.
 SWEEP_CACHE_ENTRIES = 2000
@@ -79,7 +79,7 @@ def _bundled_view(dataset: str, view: views.View) -> ODMatrix:
     return _freeze(views.select(data.bundled(dataset), view))
 
 
-@st.cache_resource(max_entries=8)
+@st.cache_resource(max_entries=budget.DENSE_CACHE_ENTRIES)
 def _bundled_dense(dataset: str, view: views.View) -> np.ndarray:
     dense = _bundled_view(dataset, view).to_dense()
     dense.flags.writeable = False

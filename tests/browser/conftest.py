@@ -2,6 +2,9 @@
 
 The browser is found through ``DPCORE_CHROMIUM`` (default ``/usr/bin/chromium``). Without it the
 tests skip on a developer machine but FAIL when ``CI`` is set, so CI can never pass without them.
+Every test that uses a browser page also checks that the app asked nothing of a third party: every
+request to a host other than the app's is recorded and aborted (``third_party`` fixture, autouse),
+and the test fails if any was attempted or if the page's icon points outside the app.
 The server runs in its own process group, is killed on teardown and, on Linux, also dies with
 pytest (parent-death signal), so a killed test run leaves no orphan holding the port.
 """
@@ -15,6 +18,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
@@ -31,6 +35,18 @@ VIEWPORT = {"width": 1280, "height": 2400}
 SERVER_START_TIMEOUT = 90  # seconds; two shared cores can be slow to import streamlit + pandas
 
 expect.set_options(timeout=30_000)
+
+#: Hosts the app is served from in the tests; everything else is a third party.
+OWN_HOSTS = {"127.0.0.1", "localhost"}
+#: The page's icons (favicon): Streamlit turns a ``:material/…:`` page icon into a Google URL.
+ICON_LINKS = "() => [...document.querySelectorAll(\"link[rel~='icon']\")].map(link => link.href)"
+
+
+def is_own(url: str) -> bool:
+    """True for the app itself and for inline content (data:, blob:, about:, file:)."""
+    if url.startswith(("data:", "blob:", "about:", "file:")):
+        return True
+    return urlparse(url).hostname in OWN_HOSTS
 
 
 def in_ci() -> bool:
@@ -126,3 +142,28 @@ def screenshot(page):
         page.screenshot(path=str(path))
         return path
     return take
+
+
+@pytest.fixture(autouse=True)
+def third_party(request):
+    """Record and abort every request to a host other than the app's; fail the test if any.
+
+    Browser tests only (those that use ``page``). Yields the list of outside URLs attempted.
+    """
+    if "page" not in request.fixturenames:
+        yield None
+        return
+    page = request.getfixturevalue("page")
+    outside = []
+
+    def route(route):
+        if is_own(route.request.url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+    page.context.route("**/*", route)
+    yield outside
+    icons = [] if page.is_closed() else page.evaluate(ICON_LINKS)
+    assert outside == [], "requests to third parties were attempted"
+    assert [icon for icon in icons if not is_own(icon)] == [], "the page icon is fetched elsewhere"
