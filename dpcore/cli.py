@@ -184,8 +184,9 @@ def _cmd_release(args) -> int:
     settings = _params(args.param, [args.mechanism])[args.mechanism]
     if args.delta is not None and not mechanisms.get(args.mechanism).uses_delta:
         raise ValueError(f"{args.mechanism} is ε-DP and has no δ; leave out --delta")
-    mechanism = mechanisms.build(args.mechanism, epsilon=args.epsilon, delta=args.delta,
-                                 **settings)
+    if args.delta is not None:
+        settings["delta"] = args.delta
+    mechanism = mechanisms.build(args.mechanism, epsilon=args.epsilon, **settings)
     if args.postprocess not in postprocess.METHODS:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")

@@ -8,6 +8,11 @@
   interval of the theoretical one (Bonferroni over cells).
 * :func:`assert_same_distribution` — recipe E: fast release vs per-user simulation, per cell, means by
   a Welch z bound and variances by an F-test.
+* :func:`assert_variance_any_law`, :func:`assert_same_moments` — the same checks for samples of any
+  shape (Laplace tails, suppression mixtures): the standard error of a sample variance is taken from
+  the sample's own fourth central moment, Var[s²] = μ₄/R − σ⁴(R−3)/(R(R−1)), so no normal-theory
+  interval is assumed. Asymptotic (R in the thousands): the stated rate holds up to the error of the
+  normal approximation of s², which is small unless a cell is a rare-event mixture.
 
 ``alpha`` is the family-wise false-failure rate of one call; it is fixed (1e-4 by default), never tuned.
 """
@@ -77,24 +82,90 @@ def assert_variance(samples: np.ndarray, variance: np.ndarray, alpha: float = AL
                           f"[{lo:.3f}, {hi:.3f}] ({runs} runs)")
 
 
-def assert_same_distribution(a: np.ndarray, b: np.ndarray, alpha: float = ALPHA):
-    """Two sets of runs (rows) of the same estimator agree per cell in mean and variance."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+def _assert_same_means(a: np.ndarray, b: np.ndarray, alpha: float):
+    """Welch z per cell (Bonferroni); two deterministic cells must be equal."""
     cells = a.shape[1]
     va, vb = a.var(axis=0, ddof=1), b.var(axis=0, ddof=1)
+    assert ((va > 0) == (vb > 0)).all(), "one sampler is deterministic where the other is not"
     se = np.sqrt(va / len(a) + vb / len(b))
     live = se > 0
+    fixed = np.flatnonzero(~live)
+    assert (a[0, fixed] == b[0, fixed]).all(), f"deterministic cells {fixed.tolist()[:10]} differ"
     z = np.zeros(cells)
     z[live] = (a.mean(axis=0) - b.mean(axis=0))[live] / se[live]
     bound = _bonferroni_z(alpha, cells)
     bad = np.flatnonzero(np.abs(z) > bound)
     assert not len(bad), f"means differ in cells {bad.tolist()[:10]}: z = {z[bad][:10]}"
+    return va, vb
+
+
+def _sample_variance_and_error(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: s² (ddof 1) and its standard error from the fourth central moment."""
+    runs = len(samples)
+    centred = samples - samples.mean(axis=0)
+    s2 = (centred ** 2).sum(axis=0) / (runs - 1)
+    m4 = (centred ** 4).mean(axis=0)
+    return s2, np.sqrt(np.maximum(m4 - s2 ** 2 * (runs - 3) / (runs - 1), 0.0) / runs)
+
+
+def assert_variance_any_law(samples: np.ndarray, variance: np.ndarray, alpha: float = ALPHA):
+    """Each cell's sample variance, and their total, against the theoretical per-cell ``variance``.
+
+    Per cell: z = (s² − σ²)/SE(s²) with SE from the cell's fourth moment. Total over the cells:
+    Σ s² = Σ_r Q_r/(R − 1) with Q_r = Σ_v (x_rv − x̄_v)², whose standard error sd(Q)/√R includes
+    every covariance between cells, so correlated estimates (multinomial, Hadamard) are handled.
+    Bonferroni over the cells and the total: family-wise false-failure rate ``alpha``. Cells whose
+    theoretical variance is 0 must not vary at all.
+    """
+    samples = np.asarray(samples, dtype=float)
+    runs, cells = samples.shape
+    variance = np.broadcast_to(np.asarray(variance, dtype=float), (cells,))
+    s2, se = _sample_variance_and_error(samples)
+    fixed = variance == 0
+    assert (s2[fixed] == 0).all(), f"cells {np.flatnonzero(fixed & (s2 > 0))[:10]} should not vary"
+    bound = _bonferroni_z(alpha, cells + 1)
+    live = ~fixed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(live, (s2 - variance) / se, 0.0)
+    bad = np.flatnonzero(np.abs(z) > bound)
+    assert not len(bad), (f"variance ratios {(s2 / variance)[bad][:10]} of cells "
+                          f"{bad.tolist()[:10]}: z = {z[bad][:10]} beyond ±{bound:.2f} "
+                          f"({runs} runs)")
+    centred = samples[:, live] - samples[:, live].mean(axis=0)
+    q = (centred ** 2).sum(axis=1)
+    total, expected = q.sum() / (runs - 1), variance[live].sum()
+    z_total = (total - expected) / (q.std(ddof=1) / np.sqrt(runs))
+    assert abs(z_total) <= bound, (f"total variance {total:.6g} vs {expected:.6g} (ratio "
+                                   f"{total / expected:.4f}): z = {z_total:.2f} beyond "
+                                   f"±{bound:.2f} ({runs} runs)")
+
+
+def assert_same_moments(a: np.ndarray, b: np.ndarray, alpha: float = ALPHA):
+    """Two sets of runs agree per cell in mean (Welch z) and variance (z on s²_a − s²_b with
+    fourth-moment standard errors), for samples of any law; false-failure rate ``alpha`` in all."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    _assert_same_means(a, b, alpha / 2)
+    (va, sa), (vb, sb) = _sample_variance_and_error(a), _sample_variance_and_error(b)
+    se = np.hypot(sa, sb)
+    live = se > 0
+    z = np.zeros(a.shape[1])
+    z[live] = (va - vb)[live] / se[live]
+    bound = _bonferroni_z(alpha / 2, a.shape[1])
+    bad = np.flatnonzero(np.abs(z) > bound)
+    assert not len(bad), (f"variances differ in cells {bad.tolist()[:10]}: "
+                          f"{va[bad][:10]} vs {vb[bad][:10]}, z = {z[bad][:10]}")
+
+
+def assert_same_distribution(a: np.ndarray, b: np.ndarray, alpha: float = ALPHA):
+    """Two sets of runs (rows) of the same estimator agree per cell in mean and variance."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    cells = a.shape[1]
+    va, vb = _assert_same_means(a, b, alpha)
     f_lo = stats.f.ppf(alpha / (2 * cells), len(a) - 1, len(b) - 1)
     f_hi = stats.f.isf(alpha / (2 * cells), len(a) - 1, len(b) - 1)
     ratio = np.ones(cells)
     both = (va > 0) & (vb > 0)
     ratio[both] = va[both] / vb[both]
-    assert ((va > 0) == (vb > 0)).all(), "one sampler is deterministic where the other is not"
     bad = np.flatnonzero((ratio < f_lo) | (ratio > f_hi))
     assert not len(bad), (f"variances differ in cells {bad.tolist()[:10]}: ratio {ratio[bad][:10]} "
                           f"outside [{f_lo:.3f}, {f_hi:.3f}]")
