@@ -25,7 +25,6 @@ import math
 import numpy as np
 import pytest
 
-from dpcore import mechanisms
 from dpcore.mechanisms import base, build, get, names
 from tests.mechanisms.output_distributions import output_distribution
 from tests.mechanisms.stat_checks import (assert_exact_ldp, assert_same_moments, assert_unbiased,
