@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from itertools import combinations, product
 from math import comb, exp
 
@@ -160,37 +162,101 @@ def hm_matrix(d, epsilon, t):
 
 
 # ------------------------------------------------------------------------- registry-level view
+@dataclass(frozen=True)
+class Definition:
+    """A local mechanism on d cells as its definition states it.
+
+    ``P[x, y]``: probability that a person in cell x sends report y; ``loss``: the largest
+    ln P[x→y]/P[x'→y] the mechanism is known to attain; ``encode``: a code for each report its real
+    client (``perturb``, given the public randomness ``public``) returns — the report's column of P,
+    or, when ``columns`` is given, a coarser code, ``columns[y]`` being the code of column y (for a
+    client that is only meant to match part of P's law).
+    """
+
+    P: np.ndarray
+    loss: float
+    encode: Callable[[dict], np.ndarray]
+    public: dict = field(default_factory=dict)
+    columns: np.ndarray | None = None
+
+    def code_probabilities(self) -> np.ndarray:
+        """P[x, code]: P itself, or P summed over the columns sharing a code."""
+        if self.columns is None:
+            return self.P
+        size = int(self.columns.max()) + 1
+        return np.stack([np.bincount(self.columns, weights=row, minlength=size) for row in self.P])
+
+
+def bits_to_codes(bits) -> np.ndarray:
+    """A row of d bits as the integer with bit j = cell j."""
+    bits = np.asarray(bits, dtype=np.int64)
+    return (bits << np.arange(bits.shape[1])).sum(axis=1)
+
+
 #: Seed of the public permutation of blocked Hadamard response in the audit (any fixed one: the
 #: mechanism is ε-LDP for every permutation, which is public and independent of the data).
 HR_PERMUTATION_SEED = 5
+def _unary(key):
+    return lambda m, d: Definition(ue_distribution(key, m.epsilon, d), m.epsilon,
+                                   lambda r: bits_to_codes(r["bits"]))
 
 
-def _hr(mech, d):
-    if not mech.blocked:
-        return hr_small_matrix(d, mech.epsilon)
-    return hr_block_matrix(d, mech.epsilon, np.random.default_rng(HR_PERMUTATION_SEED).permutation(d))
+def _hashing(key):
+    """The deployable hash family ((a·x + b) mod (2³¹ − 1)) mod g is only pairwise independent, so
+    the real client is held to the joint law of (H(v), y) for the last cell v, which every sender's
+    (H(x), H(v)) pair fixes — not to the fully random family's law of the whole function."""
+    def definition(m, d):
+        g = hash_range(key, m.epsilon)
+        P, functions = lh_distribution(key, m.epsilon, d)
+        columns = (functions[:, d - 1, None] * g + np.arange(g)).ravel()   # (H, y) → H(v)·g + y
+
+        def encode(r):
+            a, b = np.asarray(r["a"], dtype=np.int64), np.asarray(r["b"], dtype=np.int64)
+            return (a * (d - 1) + b) % (2**31 - 1) % g * g + np.asarray(r["y"])
+        return Definition(P, m.epsilon, encode, columns=columns)
+    return definition
 
 
-#: Exact class → (mechanism, d) ↦ (P[x, y], privacy loss the mechanism attains). Exact classes, not
-#: isinstance: a subclass (a variant) must state its own distribution.
-BY_CLASS = {
-    GRR: lambda m, d: (grr_distribution(m.epsilon, d), m.epsilon),
-    SUE: lambda m, d: (ue_distribution("sue", m.epsilon, d), m.epsilon),
-    OUE: lambda m, d: (ue_distribution("oue", m.epsilon, d), m.epsilon),
-    BLH: lambda m, d: (lh_distribution("blh", m.epsilon, d)[0], m.epsilon),
-    OLH: lambda m, d: (lh_distribution("olh", m.epsilon, d)[0], m.epsilon),
-    SubsetSelection: lambda m, d: (ss_distribution(m.epsilon, d), m.epsilon),
+def _dbitflip(m, d):
+    def encode(r):
+        j, bits = np.asarray(r["j"], dtype=np.int64), np.asarray(r["bits"])
+        return (1 << j).sum(axis=1) * 2**d + ((1 << j) * bits).sum(axis=1)
     # With one sampled cell only one bit can depend on the commute: the loss is ε/2 [DKY17].
-    DBitFlip: lambda m, d: (dbitflip_distribution(m.epsilon, d, m.d_b),
-                            m.epsilon / 2 if m.d_b == 1 else m.epsilon),
-    HadamardResponse: lambda m, d: (_hr(m, d), m.epsilon),
-    HadamardMechanism: lambda m, d: (hm_matrix(d, m.epsilon, m.coefficients(d)), m.epsilon),
+    loss = m.epsilon / 2 if m.d_b == 1 else m.epsilon
+    return Definition(dbitflip_distribution(m.epsilon, d, m.d_b), loss, encode)
+
+
+def _hr(m, d):
+    if not m.blocked:
+        return Definition(hr_small_matrix(d, m.epsilon), m.epsilon, lambda r: r["y"])
+    permutation = np.random.default_rng(HR_PERMUTATION_SEED).permutation(d)
+    return Definition(hr_block_matrix(d, m.epsilon, permutation), m.epsilon, lambda r: r["y"],
+                      {"permutation": permutation})
+
+
+def _hm(m, d):
+    return Definition(hm_matrix(d, m.epsilon, m.coefficients(d)), m.epsilon,
+                      lambda r: hm_index(r["j"], r["s"], pow2_at_least(d)))
+
+
+#: Exact class → (mechanism, d) ↦ Definition. Exact classes, not isinstance: a subclass (a variant)
+#: must state its own distribution.
+BY_CLASS = {
+    GRR: lambda m, d: Definition(grr_distribution(m.epsilon, d), m.epsilon, lambda r: r["y"]),
+    SUE: _unary("sue"),
+    OUE: _unary("oue"),
+    BLH: _hashing("blh"),
+    OLH: _hashing("olh"),
+    SubsetSelection: lambda m, d: Definition(ss_distribution(m.epsilon, d), m.epsilon,
+                                             lambda r: (1 << np.asarray(r["subset"])).sum(axis=1)),
+    DBitFlip: _dbitflip,
+    HadamardResponse: _hr,
+    HadamardMechanism: _hm,
 }
 
 
-def output_distribution(mechanism, d: int) -> tuple[np.ndarray, float]:
-    """(P, loss): P[x, y] = probability that a person in cell x reports y, on d cells, and the
-    largest log-ratio ln P[x→y]/P[x'→y] the mechanism is known to attain (its ε, unless stated)."""
+def output_distribution(mechanism, d: int) -> Definition:
+    """The :class:`Definition` of a local mechanism instance on d cells, looked up by its class."""
     try:
         definition = BY_CLASS[type(mechanism)]
     except KeyError:

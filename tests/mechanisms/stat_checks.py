@@ -2,6 +2,7 @@
 
 * :func:`assert_exact_ldp` — recipe A of MECHANISMS.md §10: from an exact output distribution
   ``P[x, y]`` the largest log-likelihood ratio equals ε (not more: private; not less: no waste).
+* :func:`assert_fits` — a real client's reports against that exact distribution (chi-square).
 * :func:`assert_unbiased` — recipe C: each cell's mean within a Bonferroni-corrected z bound of the
   truth, using the exact variance.
 * :func:`assert_variance` — recipe D: each cell's sample variance inside the two-sided chi-square
@@ -36,6 +37,23 @@ def assert_exact_ldp(P: np.ndarray, epsilon: float, attained: bool = True, tol: 
     assert worst <= epsilon + tol, f"privacy loss {worst:.12g} exceeds epsilon {epsilon}"
     if attained:
         assert worst >= epsilon - tol, f"privacy loss {worst:.12g} below epsilon {epsilon}: waste"
+
+
+def assert_fits(codes, probabilities, alpha: float = ALPHA):
+    """Chi-square goodness of fit of observed output codes to exact probabilities, pooling every
+    output whose expected count is below 5 into one cell (recipe A.6); impossible outputs fail."""
+    codes = np.asarray(codes)
+    observed = np.bincount(codes, minlength=len(probabilities))
+    assert len(observed) == len(probabilities), "an output code outside the enumeration"
+    assert observed[probabilities == 0].sum() == 0, "the client produced an impossible output"
+    expected = probabilities * len(codes)
+    small = expected < 5
+    obs = np.append(observed[~small], observed[small].sum())
+    exp_ = np.append(expected[~small], expected[small].sum())
+    if exp_[-1] == 0:
+        obs, exp_ = obs[:-1], exp_[:-1]
+    p = stats.chisquare(obs, exp_).pvalue
+    assert p > alpha, f"chi-square p = {p:.2e} over {len(obs)} cells"
 
 
 def _bonferroni_z(alpha: float, cells: int) -> float:

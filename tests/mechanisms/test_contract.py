@@ -27,8 +27,8 @@ import pytest
 
 from dpcore.mechanisms import base, build, get, names
 from tests.mechanisms.output_distributions import output_distribution
-from tests.mechanisms.stat_checks import (assert_exact_ldp, assert_same_moments, assert_unbiased,
-                                          assert_variance_any_law)
+from tests.mechanisms.stat_checks import (assert_exact_ldp, assert_fits, assert_same_moments,
+                                          assert_unbiased, assert_variance_any_law)
 
 KEYS = names()
 LOCAL_KEYS = names(model=base.LOCAL)
@@ -274,7 +274,28 @@ def test_local_randomiser_is_exactly_epsilon_ldp(key, epsilon, d):
     """max over outputs y and inputs x, x' of P[x→y]/P[x'→y] is at most e^ε (float slack 1e-9 in
     the log) and equals the loss the mechanism is known to attain (ε, or less where stated)."""
     mech = get(key)(epsilon=epsilon)
-    P, loss = output_distribution(mech, d)
+    definition = output_distribution(mech, d)
+    P, loss = definition.P, definition.loss
     assert P.shape[0] == d and loss <= epsilon
     assert_exact_ldp(P, epsilon, attained=loss == epsilon)
     assert_exact_ldp(P, loss)
+
+
+CLIENT_REPORTS_PER_CELL = 8000
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("key", LOCAL_KEYS)
+def test_local_client_sends_reports_from_the_audited_distribution(key, epsilon, seed):
+    """The audit above is about the mechanism as implemented: its real client's reports, from every
+    cell of a 5-cell domain, fit P[x, ·] (one chi-square over all (x, report code) pairs,
+    false-failure rate 1e-4; local hashing by the code (H(v), y), see ``output_distributions``)."""
+    mech, d = get(key)(epsilon=epsilon), 5
+    definition = output_distribution(mech, d)
+    items = np.repeat(np.arange(d), CLIENT_REPORTS_PER_CELL)
+    reports = mech.perturb(items, d, np.random.default_rng(seed), **definition.public)
+    codes = np.asarray(definition.encode(reports), dtype=np.int64)
+    probabilities = definition.code_probabilities()
+    outputs = probabilities.shape[1]
+    assert ((codes >= 0) & (codes < outputs)).all(), "a report outside the enumerated outputs"
+    assert_fits(items * outputs + codes, probabilities.ravel() / d)

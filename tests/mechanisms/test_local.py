@@ -17,7 +17,6 @@ from math import exp
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from dpcore.mechanisms import build, get, names
 from dpcore.mechanisms import local
@@ -26,7 +25,7 @@ from tests.mechanisms.output_distributions import (dbitflip_distribution, grr_di
                                                    hash_range, lh_distribution, ss_distribution,
                                                    ss_subset_size, ue_bit_probabilities,
                                                    ue_distribution)
-from tests.mechanisms.stat_checks import ALPHA, assert_exact_ldp, assert_variance
+from tests.mechanisms.stat_checks import assert_exact_ldp, assert_fits, assert_variance
 
 EPSILONS = [0.5, 1.0, 2.0, 4.0]
 D_B = 3  # dBitFlip's d_b in the variance formula checks
@@ -175,41 +174,6 @@ def test_dbitflip_is_epsilon_ldp_and_exactly_half_of_it_with_one_bit(eps, d_b):
 
 # ----------------------------------------------------- (a) real clients fit the exact distributions
 SAMPLES = 40_000
-
-
-def assert_fits(codes, probabilities):
-    """Chi-square goodness of fit of observed output codes to exact probabilities, pooling every
-    output whose expected count is below 5 into one cell (recipe A.6); impossible outputs fail."""
-    codes = np.asarray(codes)
-    observed = np.bincount(codes, minlength=len(probabilities))
-    assert len(observed) == len(probabilities), "an output code outside the enumeration"
-    assert observed[probabilities == 0].sum() == 0, "the client produced an impossible output"
-    expected = probabilities * len(codes)
-    small = expected < 5
-    obs = np.append(observed[~small], observed[small].sum())
-    exp_ = np.append(expected[~small], expected[small].sum())
-    if exp_[-1] == 0:
-        obs, exp_ = obs[:-1], exp_[:-1]
-    p = stats.chisquare(obs, exp_).pvalue
-    assert p > ALPHA, f"chi-square p = {p:.2e} over {len(obs)} cells"
-
-
-def bits_to_codes(bits, cells):
-    return (np.asarray(bits, dtype=np.int64) << cells).sum(axis=-1)
-
-
-def test_grr_client_fits_its_definition(seed):
-    d, x = 5, 3
-    reports = get("grr")(epsilon=1.0).perturb(np.full(SAMPLES, x), d, np.random.default_rng(seed))
-    assert_fits(reports["y"], grr_distribution(1.0, d)[x])
-
-
-@pytest.mark.parametrize("key", ["sue", "oue"])
-def test_unary_encoding_client_fits_its_definition(key, seed):
-    d, x = 5, 1
-    bits = build(key, epsilon=1.0).perturb(np.full(SAMPLES, x), d, np.random.default_rng(seed))["bits"]
-    assert bits.dtype == bool and bits.shape == (SAMPLES, d)
-    assert_fits(bits_to_codes(bits, np.arange(d)), ue_distribution(key, 1.0, d)[x])
 
 
 @pytest.mark.parametrize("key", ["blh", "olh"])
