@@ -225,7 +225,7 @@ def variance_counts(epsilon: float) -> np.ndarray:
     return VARIANCE_COUNTS * max(1, round(1 / epsilon))
 
 
-@pytest.mark.parametrize("epsilon", [1.0, pytest.param(0.1, marks=pytest.mark.slow),
+@pytest.mark.parametrize("epsilon", [1.0, 2.0, pytest.param(0.1, marks=pytest.mark.slow),
                                      pytest.param(10.0, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("key", WITH_VARIANCE)
 def test_variance_and_mean_against_many_releases(key, epsilon, seed):
