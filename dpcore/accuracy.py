@@ -135,7 +135,7 @@ def _max_error(mech: Mechanism, n: int, d: int, variance: float) -> float:
 def _default_mechanisms(epsilon: float, delta: float, neighbours: str) -> list[Mechanism]:
     keys = mechanisms.names(CENTRAL) + mechanisms.names(LOCAL)
     shared = {"epsilon": epsilon, "delta": delta, "neighbours": neighbours}
-    return [mechanisms.build(k, **mechanisms.applicable(k, shared)) for k in keys]
+    return [mechanisms.build(k, **mechanisms.declared(k, shared)) for k in keys]
 
 
 def compare_mechanisms(n: int, d: int, epsilon: float, *, delta: float = 1e-6,

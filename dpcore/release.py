@@ -170,7 +170,7 @@ class RunSettings:
     def own_params(self, key: str) -> dict:
         """Parameters of mechanism ``key`` other than ε: the shared δ and neighbouring relation
         where it declares them, and its own options."""
-        shared = mechanisms.applicable(key, {"delta": self.delta, "neighbours": self.neighbours})
+        shared = mechanisms.declared(key, {"delta": self.delta, "neighbours": self.neighbours})
         return {**shared, **dict(dict(self.options).get(key, ()))}
 
     def spec(self, key: str, trial: int = 0) -> ReleaseSpec:

@@ -34,7 +34,7 @@ def test_variances_come_from_the_mechanisms(county_table):
     counts = np.zeros(d, dtype=np.int64)
     counts[7], counts[100] = 5_000, n - 5_000
     for key, row in county_table.iterrows():
-        mech = mechanisms.build(key, **mechanisms.applicable(key, {"epsilon": 1.0, "delta": 1e-6}))
+        mech = mechanisms.build(key, **mechanisms.declared(key, {"epsilon": 1.0, "delta": 1e-6}))
         full = mech.variance(counts)
         assert row["variance_cell"] == pytest.approx(full[7], rel=1e-12), key
         assert row["variance_empty"] == pytest.approx(full[3], rel=1e-12), key
@@ -46,7 +46,7 @@ def test_variances_come_from_the_mechanisms(county_table):
 def test_central_variance_does_not_depend_on_the_domain(key):
     # compare_mechanisms evaluates central mechanisms on two cells; that is only right if their
     # per-cell variance depends on the cell's own count alone.
-    mech = mechanisms.build(key, **mechanisms.applicable(key, {"epsilon": 0.7, "delta": 1e-5}))
+    mech = mechanisms.build(key, **mechanisms.declared(key, {"epsilon": 0.7, "delta": 1e-5}))
     short = mech.variance(np.array([40, 0]))
     long = mech.variance(np.array([40, 0, 3, 1000, 0, 0, 9]))
     assert short[0] == pytest.approx(long[0]) and short[1] == pytest.approx(long[1])

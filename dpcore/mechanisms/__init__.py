@@ -34,20 +34,21 @@ def names(model: str | None = None) -> list[str]:
 
 
 def build(key: str, **values) -> Mechanism:
-    """Build a mechanism by key. Every parameter is checked against the class's declarations:
-    an unknown or ill-typed one is an error naming it (never silently dropped)."""
+    """Build a mechanism by key. Every value is passed on: an unknown parameter is a TypeError and
+    a bad value a TypeError or ValueError, each naming the parameter (see :class:`Param`)."""
     return get(key)(**values)
 
 
-def applicable(key: str, shared: dict) -> dict:
-    """Those of ``shared`` that mechanism ``key`` declares: for settings given once to several
-    mechanisms (one δ for all that use one, one neighbouring relation for the central ones)."""
-    declared = {p.name for p in get(key).params}
-    return {name: value for name, value in shared.items() if name in declared}
+def declared(key: str, values: dict) -> dict:
+    """The entries of ``values`` that mechanism ``key`` declares as parameters: for callers that
+    offer the same shared settings (δ, neighbouring relation) to several mechanisms at once."""
+    names_ = {p.name for p in get(key).params}
+    return {name: value for name, value in values.items() if name in names_}
 
 
 # Importing the modules registers their mechanisms (order = display order).
 from dpcore.mechanisms import central, local, hadamard  # noqa: E402,F401
 
 __all__ = ["ADD_REMOVE", "CENTRAL", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
-           "LocalMechanism", "Mechanism", "Param", "applicable", "build", "get", "names", "register"]
+           "LocalMechanism", "Mechanism", "Param", "build", "declared", "get", "names",
+           "register"]

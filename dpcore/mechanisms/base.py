@@ -54,20 +54,24 @@ class Param:
     def check(self, value, owner: str):
         """Return the cleaned value or raise ValueError/TypeError naming parameter, range and value."""
         if self.choices is not None:
+            if not any(_same_type(value, choice) for choice in self.choices):
+                raise TypeError(f"The '{self.name}' parameter of {owner} must be one of "
+                                f"{self.interval()}. Got {value!r} ({type(value).__name__}) "
+                                f"instead.")
             if value not in self.choices:
                 raise ValueError(f"The '{self.name}' parameter of {owner} must be one of "
-                                 f"{list(self.choices)}. Got {value!r} instead.")
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                                 f"{self.interval()}. Got {value!r} instead.")
+            return self.choices[self.choices.index(value)]   # 2.0 or np.int64(2) → the choice 2
+        if not _is_number(value):
             raise TypeError(f"The '{self.name}' parameter of {owner} must be a number. "
                             f"Got {value!r} instead.")
-        if self.kind is int and float(value) != int(value):
-            raise ValueError(f"The '{self.name}' parameter of {owner} must be a whole number. "
-                             f"Got {value!r} instead.")
-        value = self.kind(value)
         if not np.isfinite(value):
-            raise ValueError(f"The '{self.name}' parameter of {owner} must be finite. "
-                             f"Got {value!r} instead.")
+            raise ValueError(f"The '{self.name}' parameter of {owner} must be a finite number in "
+                             f"{self.interval()}. Got {value!r} instead.")
+        if self.kind is int and float(value) != int(value):
+            raise ValueError(f"The '{self.name}' parameter of {owner} must be a whole number in "
+                             f"{self.interval()}. Got {value!r} instead.")
+        value = self.kind(value)
         if not self.contains(value):
             raise ValueError(f"The '{self.name}' parameter of {owner} must be in "
                              f"{self.interval()}. Got {value!r} instead." +
@@ -90,6 +94,19 @@ class Param:
         low = "-inf" if self.low is None else f"{self.low:g}"
         high = "inf" if self.high is None else f"{self.high:g}"
         return f"{left}{low}, {high}{right}"
+
+
+def _is_number(value) -> bool:
+    """A real number, and not a bool (``True`` is an int to Python, never a setting here)."""
+    return (not isinstance(value, (bool, np.bool_))
+            and isinstance(value, (int, float, np.integer, np.floating)))
+
+
+def _same_type(value, choice) -> bool:
+    """Whether ``value`` is of the kind of ``choice``: both strings, or both numbers."""
+    if isinstance(choice, str):
+        return isinstance(value, str)
+    return _is_number(value) and _is_number(choice)
 
 
 #: The smallest ε supported. Below about 1e-16, e^ε rounds to exactly 1 in floating point and the

@@ -434,7 +434,11 @@ class HadamardResponse(LocalMechanism):
 
     def explain(self):
         form = "blocked" if self.blocked else "ε ≤ 1"
-        return f"{HR_EXPLANATION}\n\nThis instance uses the {form} form."
+        return (f"{HR_EXPLANATION}\n\nThis instance uses the {form} form. "
+                f"Guarantee: ε-LDP with ε = {self.epsilon:g}.\n\n"
+                "In plain words: each commuter sends one number that is a little more likely to "
+                "point at their own commute's half of a ±1 table than elsewhere; one transform "
+                "turns everybody's numbers into estimates for all cells at once.")
 
 
 # --------------------------------------------------------------------------- Hadamard mechanism
@@ -602,4 +606,8 @@ class HadamardMechanism(LocalMechanism):
         return f"{super().describe()} (auto: t = {large} on large domains, by the exact variance)"
 
     def explain(self):
-        return f"{HM_EXPLANATION}\n\nThis instance uses t = {self.t}."
+        return (f"{HM_EXPLANATION}\n\nThis instance uses t = {self.t}. "
+                f"Guarantee: ε-LDP with ε = {self.epsilon:g}.\n\n"
+                "In plain words: each commuter reveals a few random ±1 entries of their commute's "
+                "row of a table, each sign possibly flipped; the server adds the signs up per "
+                "column and one transform turns the sums into counts.")

@@ -1,8 +1,10 @@
-"""Local frequency oracles: exact ε-LDP from the definitions, the real clients against those
-definitions, unbiasedness and exact variances of the fast release, fast release vs per-user protocol.
+"""Local frequency oracles: exact ε-LDP from the definitions with the support probabilities the
+estimators use, the real clients against those definitions, the published variance formulas, GRR's
+joint (multinomial) law. What every mechanism must do (release, variance by simulation, release vs
+per-user protocol, the ε-LDP audit) is checked for the whole registry in ``test_contract``.
 
-Every exact distribution below is enumerated from the mechanism's *definition* (MECHANISMS.md §3),
-written out here independently of the implementation; the implementation is then held to it by a
+Every exact distribution (``output_distributions``) is enumerated from the mechanism's *definition*,
+written out independently of the implementation; the implementation is then held to it by a
 chi-square goodness-of-fit test of its real client and by comparing its (p*, q*) with the support
 probabilities computed from the enumeration. Statistical tolerances come from ``stat_checks`` with
 the fixed family-wise false-failure rate ALPHA; nothing is tuned. Domains and sample sizes are chosen
@@ -10,100 +12,30 @@ so that every support count has a mean of at least ~40, which keeps the excess k
 estimates below ~0.03 and the normal-theory chi-square/F intervals accurate.
 """
 
-from itertools import combinations, product
-from math import comb, exp
+from itertools import product
+from math import exp
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from dpcore.mechanisms import build, get, names
 from dpcore.mechanisms import local
 from dpcore.mechanisms.base import LOCAL
-from tests.mechanisms.stat_checks import (ALPHA, assert_exact_ldp, assert_same_distribution,
-                                          assert_unbiased, assert_variance)
+from tests.mechanisms.output_distributions import (dbitflip_distribution, grr_distribution,
+                                                   hash_range, lh_distribution, ss_distribution,
+                                                   ss_subset_size, ue_bit_probabilities,
+                                                   ue_distribution)
+from tests.mechanisms.stat_checks import assert_exact_ldp, assert_fits, assert_variance
 
-LOCAL_KEYS = ["grr", "sue", "oue", "blh", "olh", "ss", "dbitflip"]
 EPSILONS = [0.5, 1.0, 2.0, 4.0]
-D_B = 3  # dBitFlip's d_b in the statistical tests
+D_B = 3  # dBitFlip's d_b in the variance formula checks
 
 #: Recipe C's histogram: zeros, ties, a heavy cell and singletons (n = 3,000).
 COUNTS = np.array([0, 0, 40, 40, 5, 1200, 300, 0, 1, 77, 77, 900, 0, 258, 100])
 #: A smaller one for the per-user comparison (n = 400).
 SMALL = np.array([0, 150, 3, 3, 0, 80, 1, 163])
-
-
-def mechanism(key, epsilon=1.0):
-    return build(key, epsilon=epsilon, d_b=D_B)
-
-
-# ------------------------------------------------------------------- definitions (test-side copies)
-def grr_distribution(eps, d):
-    """Codes: the reported cell."""
-    e = exp(eps)
-    return np.where(np.eye(d, dtype=bool), e / (e + d - 1), 1 / (e + d - 1))
-
-
-def ue_bit_probabilities(key, eps):
-    if key == "sue":
-        a = exp(eps / 2)
-        return a / (a + 1), 1 / (a + 1)
-    return 0.5, 1 / (exp(eps) + 1)
-
-
-def ue_distribution(key, eps, d):
-    """Codes: the bit vector as an integer (bit j = cell j), probabilities as per-bit products."""
-    p, q = ue_bit_probabilities(key, eps)
-    bits = (np.arange(2**d)[:, None] >> np.arange(d)) & 1        # (codes, cells)
-    other = np.prod(np.where(bits == 1, q, 1 - q), axis=1)
-    own = np.where(bits == 1, p, 1 - p) / np.where(bits == 1, q, 1 - q)
-    return other[None, :] * own.T                                 # (x, code)
-
-
-def hash_range(key, eps):
-    return 2 if key == "blh" else int(round(exp(eps))) + 1
-
-
-def lh_distribution(key, eps, d):
-    """Fully random hash family: codes = (every function H: [d] → [g], reported bucket y)."""
-    e, g = exp(eps), hash_range(key, eps)
-    functions = np.array(list(product(range(g), repeat=d)))       # (g^d, d)
-    y = np.arange(g)
-    keep = functions[:, :, None] == y[None, None, :]              # (H, x, y): y == H(x)
-    grr = np.where(keep, e / (e + g - 1), 1 / (e + g - 1)) / g**d
-    return grr.transpose(1, 0, 2).reshape(d, -1), functions
-
-
-def ss_subset_size(eps, d):
-    return max(1, round(d / (exp(eps) + 1)))
-
-
-def ss_distribution(eps, d):
-    """Codes: the reported subset as a bit mask; P[S | x] ∝ e^ε if x ∈ S, 1 otherwise."""
-    e, k = exp(eps), ss_subset_size(eps, d)
-    P = np.zeros((d, 2**d))
-    for subset in combinations(range(d), k):
-        mask = sum(1 << j for j in subset)
-        for x in range(d):
-            P[x, mask] = e if x in subset else 1.0
-    return P / P.sum(axis=1, keepdims=True)
-
-
-def dbitflip_distribution(eps, d, d_b):
-    """Codes: (sampled cells J as a mask) · 2^d + (mask of the cells of J whose bit is 1)."""
-    a = exp(eps / 2)
-    P = np.zeros((d, 4**d))
-    for sampled in combinations(range(d), d_b):
-        jmask = sum(1 << j for j in sampled)
-        for ones in product((0, 1), repeat=d_b):
-            bmask = sum(1 << j for j, b in zip(sampled, ones) if b)
-            for x in range(d):
-                prob = 1 / comb(d, d_b)
-                for j, b in zip(sampled, ones):
-                    one = a / (a + 1) if j == x else 1 / (a + 1)
-                    prob *= one if b else 1 - one
-                P[x, jmask * 2**d + bmask] = prob
-    return P
+#: The mechanisms built on this module's shared client and server checks.
+ORACLES = [k for k in names(model=LOCAL) if issubclass(get(k), local.LocalOracle)]
 
 
 def support_probabilities(P, supports):
@@ -117,42 +49,51 @@ def support_probabilities(P, supports):
     return own[0], other[0]
 
 
-def exact_variance(key, eps, counts, d_b=D_B):
-    """§3.10 of MECHANISMS.md, written out per mechanism."""
-    c = np.asarray(counts, dtype=float)
-    n, d, e = c.sum(), len(c), exp(eps)
-    if key == "grr":
-        return n * (e + d - 2) / (e - 1) ** 2 + c * (d - 2) / (e - 1)
-    if key == "sue":
-        a = exp(eps / 2)
-        return np.full(d, n * a / (a - 1) ** 2)
-    if key == "oue":
-        return 4 * n * e / (e - 1) ** 2 + c
-    if key in ("blh", "olh"):
-        g = hash_range(key, eps)
-        return (n * (e + g - 1) ** 2 / ((e - 1) ** 2 * (g - 1))
-                + c * ((g - 1) ** 2 - e) / ((e - 1) * (g - 1)))
-    if key == "ss":
-        k = ss_subset_size(eps, d)
-        p = k * e / (k * e + d - k)
-        q = (k * (k - 1) * e + k * (d - k)) / ((d - 1) * (k * e + d - k))
-        return n * q * (1 - q) / (p - q) ** 2 + c * (1 - p - q) / (p - q)
-    a = exp(eps / 2)
-    return n * (d / d_b) * a / (a - 1) ** 2 + c * (d / d_b - 1)
+def pure_variance(p, q, n, c):
+    """Eq. (1) of [WBLJ17]: n q*(1−q*)/(p*−q*)² + c_v (1−p*−q*)/(p*−q*)."""
+    return n * q * (1 - q) / (p - q) ** 2 + c * (1 - p - q) / (p - q)
+
+
+def ss_variance(eps, n, c):
+    d, e = len(c), exp(eps)
+    k = ss_subset_size(eps, d)
+    p = k * e / (k * e + d - k)
+    q = (k * (k - 1) * e + k * (d - k)) / ((d - 1) * (k * e + d - k))
+    return pure_variance(p, q, n, c)
+
+
+def lh_variance(key, eps, n, c):
+    e, g = exp(eps), hash_range(key, eps)
+    return (n * (e + g - 1) ** 2 / ((e - 1) ** 2 * (g - 1))
+            + c * ((g - 1) ** 2 - e) / ((e - 1) * (g - 1)))
+
+
+#: Per-mechanism closed forms of Var[ĉ_v] (the papers' formulas, written out here): key →
+#: (ε, n, c) ↦ variance per cell. dBitFlip with d_b = D_B.
+VARIANCE_FORMULAS = {
+    "grr": lambda eps, n, c: n * (exp(eps) + len(c) - 2) / (exp(eps) - 1) ** 2
+                             + c * (len(c) - 2) / (exp(eps) - 1),
+    "sue": lambda eps, n, c: np.full(len(c), n * exp(eps / 2) / (exp(eps / 2) - 1) ** 2),
+    "oue": lambda eps, n, c: 4 * n * exp(eps) / (exp(eps) - 1) ** 2 + c,
+    "blh": lambda eps, n, c: lh_variance("blh", eps, n, c),
+    "olh": lambda eps, n, c: lh_variance("olh", eps, n, c),
+    "ss": ss_variance,
+    "dbitflip": lambda eps, n, c: (n * (len(c) / D_B) * exp(eps / 2) / (exp(eps / 2) - 1) ** 2
+                                   + c * (len(c) / D_B - 1)),
+}
+
+
+def mechanism(key, epsilon=1.0):
+    return build(key, epsilon=epsilon, **({"d_b": D_B} if key == "dbitflip" else {}))
 
 
 # ------------------------------------------------------------------------------------- registry
-def test_local_mechanisms_are_registered_with_their_metadata():
-    assert set(LOCAL_KEYS) <= set(names(model=LOCAL))
-    for key in LOCAL_KEYS:
-        cls = get(key)
-        assert cls.model == LOCAL and cls.references and cls.name
-        assert build(key).guarantee == "ε-LDP"
-    exact = {"grr", "sue", "oue", "blh", "olh"}
-    for key in LOCAL_KEYS:
-        assert (get(key).approximation is None) == (key in exact), key
-    assert "not reproduced" in get("ss").approximation
-    assert "not reproduced" in get("dbitflip").approximation
+@pytest.mark.parametrize("key, exact", [("grr", True), ("sue", True), ("oue", True), ("blh", True),
+                                        ("olh", True), ("ss", False), ("dbitflip", False)])
+def test_which_fast_releases_are_exact(key, exact):
+    approximation = get(key).approximation
+    assert (approximation is None) == exact
+    assert exact or "not reproduced" in approximation
 
 
 def test_dbitflip_declares_d_b_with_a_default_and_range():
@@ -235,41 +176,6 @@ def test_dbitflip_is_epsilon_ldp_and_exactly_half_of_it_with_one_bit(eps, d_b):
 SAMPLES = 40_000
 
 
-def assert_fits(codes, probabilities):
-    """Chi-square goodness of fit of observed output codes to exact probabilities, pooling every
-    output whose expected count is below 5 into one cell (recipe A.6); impossible outputs fail."""
-    codes = np.asarray(codes)
-    observed = np.bincount(codes, minlength=len(probabilities))
-    assert len(observed) == len(probabilities), "an output code outside the enumeration"
-    assert observed[probabilities == 0].sum() == 0, "the client produced an impossible output"
-    expected = probabilities * len(codes)
-    small = expected < 5
-    obs = np.append(observed[~small], observed[small].sum())
-    exp_ = np.append(expected[~small], expected[small].sum())
-    if exp_[-1] == 0:
-        obs, exp_ = obs[:-1], exp_[:-1]
-    p = stats.chisquare(obs, exp_).pvalue
-    assert p > ALPHA, f"chi-square p = {p:.2e} over {len(obs)} cells"
-
-
-def bits_to_codes(bits, cells):
-    return (np.asarray(bits, dtype=np.int64) << cells).sum(axis=-1)
-
-
-def test_grr_client_fits_its_definition(seed):
-    d, x = 5, 3
-    reports = get("grr")(epsilon=1.0).perturb(np.full(SAMPLES, x), d, np.random.default_rng(seed))
-    assert_fits(reports["y"], grr_distribution(1.0, d)[x])
-
-
-@pytest.mark.parametrize("key", ["sue", "oue"])
-def test_unary_encoding_client_fits_its_definition(key, seed):
-    d, x = 5, 1
-    bits = build(key, epsilon=1.0).perturb(np.full(SAMPLES, x), d, np.random.default_rng(seed))["bits"]
-    assert bits.dtype == bool and bits.shape == (SAMPLES, d)
-    assert_fits(bits_to_codes(bits, np.arange(d)), ue_distribution(key, 1.0, d)[x])
-
-
 @pytest.mark.parametrize("key", ["blh", "olh"])
 def test_local_hashing_client_fits_its_definition_pairwise(key, seed):
     """The real family is only pairwise independent, so test what it promises: the joint law of
@@ -347,20 +253,13 @@ def test_unary_encoding_client_in_tiny_blocks_is_still_a_valid_report(key, seed,
     assert build(key).accumulate({"bits": bits}, 7).tolist() == bits.sum(axis=0).tolist()
 
 
-# -------------------------------------------------------------- (b) unbiasedness and exact variance
-RUNS = 3000
-
-
-@pytest.mark.parametrize("eps", [1.0, 4.0])
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-def test_release_is_unbiased_with_the_exact_variance(key, eps, seed):
-    mech = mechanism(key, eps)
-    variance = exact_variance(key, eps, COUNTS)
-    np.testing.assert_allclose(mech.variance(COUNTS), variance, rtol=1e-12)
-    rng = np.random.default_rng(seed)
-    samples = np.stack([mech.release(COUNTS, rng) for _ in range(RUNS)])
-    assert_unbiased(samples, COUNTS, variance)
-    assert_variance(samples, variance)
+# ----------------------------------------------------------------------- (b) exact variance
+@pytest.mark.parametrize("eps", EPSILONS)
+@pytest.mark.parametrize("key", VARIANCE_FORMULAS)
+def test_variance_is_the_published_formula(key, eps):
+    """``variance`` against the paper's formula (the contract tests hold releases to ``variance``)."""
+    expected = VARIANCE_FORMULAS[key](eps, COUNTS.sum(), COUNTS.astype(float))
+    np.testing.assert_allclose(mechanism(key, eps).variance(COUNTS), expected, rtol=1e-12)
 
 
 # ------------------------------------------------------------ (c) fast release vs per-user protocol
@@ -373,18 +272,6 @@ def releases_and_simulations(mech, counts, seed, runs=SIM_RUNS):
     items = rng.permutation(np.repeat(np.arange(len(counts)), counts))
     slow = np.stack([mech.simulate(items, len(counts), rng) for _ in range(runs)])
     return fast, slow
-
-
-@pytest.mark.parametrize("eps, counts", [
-    pytest.param(1.0, SMALL, id="eps1-n400"),
-    pytest.param(4.0, 10 * SMALL, id="eps4-n4000", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-def test_release_matches_the_per_user_protocol(key, eps, counts, seed):
-    fast, slow = releases_and_simulations(mechanism(key, eps), counts, seed)
-    assert_same_distribution(fast, slow)
-    variance = exact_variance(key, eps, counts)
-    assert_unbiased(slow, counts, variance)
-    assert_variance(slow, variance)
 
 
 def test_grr_release_keeps_the_multinomial_structure(seed):
@@ -404,7 +291,7 @@ def test_grr_release_keeps_the_multinomial_structure(seed):
     assert mech.covariance(SMALL, 1, 5) == pytest.approx(
         -(SMALL[1] * p * q + SMALL[5] * p * q + (n - SMALL[1] - SMALL[5]) * q * q) / (p - q) ** 2,
         rel=1e-12)
-    variance = exact_variance("grr", eps, SMALL)
+    variance = VARIANCE_FORMULAS["grr"](eps, n, SMALL.astype(float))
     query_variance = variance[query].sum() + sum(cov.values())
     assert_variance(fast[:, query].sum(axis=1, keepdims=True), [query_variance])
     assert_variance(slow[:, query].sum(axis=1, keepdims=True), [query_variance])
@@ -417,47 +304,7 @@ def test_grr_release_keeps_the_multinomial_structure(seed):
         assert_variance(independent[:, query].sum(axis=1, keepdims=True), [query_variance])
 
 
-# -------------------------------------------------------------------------- seeds, inputs, errors
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-def test_same_seed_same_output_different_seed_different_output(key, seed):
-    mech = mechanism(key, 1.0)
-    first = mech.release(COUNTS, np.random.default_rng(seed))
-    np.testing.assert_array_equal(first, mech.release(COUNTS, np.random.default_rng(seed)))
-    assert not np.array_equal(first, mech.release(COUNTS, np.random.default_rng(seed + 1)))
-    items = np.repeat(np.arange(len(COUNTS)), COUNTS)
-    sim = mech.simulate(items, len(COUNTS), np.random.default_rng(seed))
-    np.testing.assert_array_equal(sim, mech.simulate(items, len(COUNTS), np.random.default_rng(seed)))
-    assert not np.array_equal(sim, mech.simulate(items, len(COUNTS), np.random.default_rng(seed + 1)))
-
-
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-def test_release_shape_type_input_untouched_and_no_global_state(key, seed):
-    counts = COUNTS.copy()
-    np.random.seed(0)
-    out = mechanism(key).release(counts, np.random.default_rng(seed))
-    np.random.seed(1)
-    again = mechanism(key).release(counts, np.random.default_rng(seed))
-    assert out.shape == counts.shape and out.dtype == np.float64
-    np.testing.assert_array_equal(out, again)
-    np.testing.assert_array_equal(counts, COUNTS)
-    as_float = mechanism(key).release(counts.astype(float), np.random.default_rng(seed))
-    np.testing.assert_array_equal(as_float, out)
-
-
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-@pytest.mark.parametrize("bad, error", [(0.0, ValueError), (-1.0, ValueError), (25.0, ValueError),
-                                        (float("nan"), ValueError), ("1", TypeError)])
-def test_invalid_epsilon_is_rejected_naming_the_parameter(key, bad, error):
-    with pytest.raises(error, match="'epsilon'"):
-        get(key)(epsilon=bad)
-
-
-@pytest.mark.parametrize("bad, error", [(0, ValueError), (2.5, ValueError), ("3", TypeError)])
-def test_invalid_d_b_is_rejected_naming_the_parameter(bad, error):
-    with pytest.raises(error, match="'d_b'"):
-        get("dbitflip")(d_b=bad)
-
-
+# ------------------------------------------------------------------------------ inputs, errors
 def test_d_b_larger_than_the_domain_is_rejected_at_run_time(rng):
     mech = get("dbitflip")(d_b=6)
     for call in (lambda: mech.release(np.ones(5, int), rng), lambda: mech.variance(np.ones(5, int)),
@@ -467,17 +314,11 @@ def test_d_b_larger_than_the_domain_is_rejected_at_run_time(rng):
     assert mech.release(np.ones(6, int), rng).shape == (6,)
 
 
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-def test_bad_counts_items_and_domains_get_clear_messages(key, rng):
+@pytest.mark.parametrize("key", ORACLES)
+def test_fractional_counts_and_one_cell_domains_get_clear_messages(key, rng):
     mech = mechanism(key)
-    with pytest.raises(ValueError, match="cell 2"):
-        mech.release(np.array([3, 1, -1, 4]), rng)
     with pytest.raises(ValueError, match="cell 1"):
         mech.release(np.array([3.0, 1.5, 2.0, 4.0]), rng)
-    with pytest.raises(ValueError, match="one-dimensional"):
-        mech.release(np.ones((2, 3), int), rng)
-    with pytest.raises(ValueError, match="item 7 of person 1"):
-        mech.perturb(np.array([0, 7]), 5, rng)
     with pytest.raises(ValueError, match="at least 2 cells"):
         mech.release(np.array([5]), rng)
 
@@ -497,8 +338,6 @@ def test_olh_hash_range(eps, g):
     assert get("olh")(epsilon=eps).hash_range == g
 
 
-@pytest.mark.parametrize("key", LOCAL_KEYS)
-def test_explain_states_formulas_and_plain_words(key):
-    text = mechanism(key, 0.7).explain()
-    assert "0.7" in text and "$" in text and "In plain words" in text
-    assert "Var" in text
+@pytest.mark.parametrize("key", names(model=LOCAL))
+def test_local_explanations_state_the_variance(key):
+    assert "Var" in mechanism(key, 0.7).explain()
