@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import datasets  # noqa: E402
+from dpcore.data import datasets  # noqa: E402
 
 
 def main(repeats: int = 7) -> None:

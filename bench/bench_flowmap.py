@@ -2,7 +2,7 @@
 
 For each size, the median over repeats of
 
-* ``select``  — :func:`dpcore.flows.select` on the dense domain (top k of each group);
+* ``select``  — :func:`dpcore.evaluation.flows.select` on the dense domain (top k of each group);
 * ``build``   — :func:`ui.maps.flow_map`: folium elements, grouped lines, zones, legend;
 * ``render``  — ``m.get_root().render()``, what a standalone HTML download costs on top of build;
 * ``st_folium`` — the serialisation ``st_folium`` does before handing the map to the browser
@@ -26,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import streamlit_folium  # noqa: E402
 
-from dpcore import datasets, flows, mechanisms  # noqa: E402
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.evaluation import flows  # noqa: E402
 from ui import maps  # noqa: E402
 
 SIZES = (100, 1_000, 5_000)

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.importers import import_od  # noqa: E402
+from dpcore.data.importers import import_od  # noqa: E402
 
 TARGET_SECONDS = 2.0
 

@@ -64,7 +64,7 @@ CASES = {"wide_header": wide_header, "gzip_bomb": gzip_bomb, "long_label": long_
 CHILD = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from dpcore.importers import ImportFailed, import_od
+from dpcore.data.importers import ImportFailed, import_od
 data = sys.stdin.buffer.read()
 started, cpu = time.perf_counter(), time.process_time()
 try:

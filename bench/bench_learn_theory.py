@@ -13,7 +13,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import accuracy, amplification, datasets, privacy_theory
+from dpcore.data import datasets
+from dpcore.theory import accuracy, amplification, privacy_theory
 
 GRID = np.linspace(0, 5, 201)
 PRIORS = np.linspace(0, 1, 201)

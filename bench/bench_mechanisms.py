@@ -39,7 +39,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import datasets, mechanisms, metrics  # noqa: E402
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.evaluation import metrics  # noqa: E402
 
 EPSILON = 1.0
 LEVELS = {"county": "ireland_county", "ed": "ireland_ed"}
@@ -128,8 +130,10 @@ def _identity(x):
 
 def _pure_ldp_protocols(d: int):
     from pure_ldp.frequency_oracles.direct_encoding import DEClient, DEServer
-    from pure_ldp.frequency_oracles.hadamard_response import (HadamardResponseClient,
-                                                              HadamardResponseServer)
+    from pure_ldp.frequency_oracles.hadamard_response import (
+        HadamardResponseClient,
+        HadamardResponseServer,
+    )
     from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
     from pure_ldp.frequency_oracles.unary_encoding import UEClient, UEServer
 

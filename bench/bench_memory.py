@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_live import SETTLED, SHOWN, TITLES, start_server  # noqa: E402
 from bench_sessions import PeakMemory  # noqa: E402
-from dpcore import datasets, release  # noqa: E402
+
+from dpcore import release
+from dpcore.data import datasets  # noqa: E402
 from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS, _free_port  # noqa: E402
 from ui import budget  # noqa: E402
 from ui.controls import DEFAULT_MECHANISMS  # noqa: E402

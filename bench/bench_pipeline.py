@@ -15,7 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import datasets, metrics, postprocess, release  # noqa: E402
+from dpcore import release
+from dpcore.data import datasets
+from dpcore.evaluation import metrics
+from dpcore.mechanisms import postprocess  # noqa: E402
 
 
 def _timed(function) -> float:

@@ -36,6 +36,7 @@ from playwright.async_api import async_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_live import COMMIT_CLOCK, DRAWN_CLOCK, SETTLED, SHOWN, TITLES, start_server  # noqa: E402
+
 from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS, _free_port  # noqa: E402
 
 WAIT_MS = 180_000  # per wait: 20 sessions on 2 cores can queue behind each other

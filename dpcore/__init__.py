@@ -1,12 +1,12 @@
 """dpcore: the compute core of the Commuting Privacy Lab (plain Python + NumPy, no Streamlit).
 
-Modules: :mod:`dpcore.od` (the OD data model), :mod:`dpcore.datasets` (bundled data),
-:mod:`dpcore.importers` (CSV import and validation), :mod:`dpcore.mechanisms` (every DP mechanism),
-:mod:`dpcore.postprocess`, :mod:`dpcore.metrics`, :mod:`dpcore.experiment`, :mod:`dpcore.cli`;
-for the Learn page :mod:`dpcore.learn`, :mod:`dpcore.privacy_theory`, :mod:`dpcore.amplification`
-and :mod:`dpcore.accuracy`.
+Modules: :mod:`dpcore.data.od` (the OD data model), :mod:`dpcore.data.datasets` (bundled data),
+:mod:`dpcore.data.importers` (CSV import and validation), :mod:`dpcore.mechanisms` (every DP mechanism),
+:mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.metrics`, :mod:`dpcore.evaluation.experiment`, :mod:`dpcore.interfaces.cli`;
+for the Learn page :mod:`dpcore.theory.learn`, :mod:`dpcore.theory.privacy_theory`, :mod:`dpcore.theory.amplification`
+and :mod:`dpcore.theory.accuracy`.
 """
 
-from dpcore.od import DENSE_CELL_LIMIT, DomainTooLargeError, ODMatrix, ZoneSet
+from dpcore.data.od import DENSE_CELL_LIMIT, DomainTooLargeError, ODMatrix, ZoneSet
 
 __all__ = ["DENSE_CELL_LIMIT", "DomainTooLargeError", "ODMatrix", "ZoneSet"]

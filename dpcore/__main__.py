@@ -1,7 +1,7 @@
-"""``python -m dpcore …``: see :mod:`dpcore.cli`."""
+"""``python -m dpcore …``: see :mod:`dpcore.interfaces.cli`."""
 
 import sys
 
-from dpcore.cli import main
+from dpcore.interfaces.cli import main
 
 sys.exit(main())

@@ -7,7 +7,7 @@ map, ``python3 -m dpcore release`` and ``python3 -m dpcore sweep --trials 1``).
 **What makes a release reproducible** is a :class:`ReleaseSpec` and the matrix it is made of:
 the mechanism key, ε, the mechanism's other parameters (δ, neighbouring relation, its own options),
 the post-processing, the seed and the trial number. The matrix is the dataset at the chosen
-:class:`dpcore.views.View` (level, areas, population size).
+:class:`dpcore.data.views.View` (level, areas, population size).
 
 **The seeding rule** (the only place in the product where a seed becomes random numbers): the
 generator of a purpose is ``numpy.random.default_rng(SeedSequence(seed, spawn_key=key))`` with
@@ -38,8 +38,11 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from dpcore import mechanisms, metrics, postprocess, views
-from dpcore.od import ODMatrix
+from dpcore import mechanisms
+from dpcore.data import views
+from dpcore.data.od import ODMatrix
+from dpcore.evaluation import metrics
+from dpcore.mechanisms import postprocess
 
 #: Columns of the tidy table a scored release contributes to (one row per post-processing and
 #: metric): the experiment runner's table and the command line's sweep file.
@@ -147,7 +150,7 @@ class RunSettings:
     """What a page's run controls choose: the data, several mechanisms and one set of shared
     parameters (hashable: a cache key; plain data: it goes into URLs and onto the command line).
 
-    ``areas`` restricts the data to zones in these areas (see :class:`dpcore.views.View`).
+    ``areas`` restricts the data to zones in these areas (see :class:`dpcore.data.views.View`).
     ``options`` holds each mechanism's own parameters as ``((key, ((name, value), …)), …)``.
     ``spec(key)`` is the release of one of them.
     """

@@ -5,7 +5,7 @@ Thin page: the import flow and the examples are drawn by :mod:`ui.upload`.
 
 import streamlit as st
 
-from dpcore import importers
+from dpcore.data import importers
 from ui import state, upload
 
 st.set_page_config(page_title="Data · Commuting Privacy Lab", page_icon="📄",

@@ -1,13 +1,13 @@
 """Explore one release: which commutes survive each mechanism at your privacy budget.
 
 Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs` (dpcore's one
-release pipeline), ranks and summaries from :mod:`dpcore.ranks` and :mod:`dpcore.summaries`,
+release pipeline), ranks and summaries from :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.summaries`,
 figures from :mod:`ui.charts`.
 """
 
 import streamlit as st
 
-from dpcore import ranks, summaries
+from dpcore.evaluation import ranks, summaries
 from ui import budget, charts, controls, panels, runs
 from ui.viewstate import kept
 

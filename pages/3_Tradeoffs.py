@@ -6,8 +6,11 @@ release, so Stop, a smaller grid and coming back all reuse them) and drawn by :m
 
 import streamlit as st
 
-from dpcore import grids, metrics, postprocess, views
-from dpcore.experiment import Scenario
+from dpcore.data import views
+from dpcore.evaluation import metrics
+from dpcore.evaluation.experiment import Scenario
+from dpcore.interfaces import grids
+from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
 from ui import budget, controls, runs, tradeoffs
 from ui.viewstate import kept

@@ -6,7 +6,7 @@ maps and tables from :mod:`ui.flowmap`.
 
 import streamlit as st
 
-from dpcore import postprocess
+from dpcore.mechanisms import postprocess
 from ui import budget, charts, controls, flowmap, leaflet_assets, maps, runs
 
 st.set_page_config(page_title="Flow map · Commuting Privacy Lab", page_icon="🗺️",

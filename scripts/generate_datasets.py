@@ -1,7 +1,7 @@
 """Regenerate every bundled dataset in ``data/`` from ``data/calibration`` (fixed seed).
 
 Run from the repository root: ``python scripts/generate_datasets.py``. The model is documented in
-:mod:`dpcore.synthetic` and ``docs/DATASETS.md``; the output is identical on every run.
+:mod:`dpcore.data.synthetic` and ``docs/DATASETS.md``; the output is identical on every run.
 """
 
 import sys
@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import datasets, synthetic  # noqa: E402
+from dpcore.data import datasets, synthetic  # noqa: E402
 
 
 def main() -> int:

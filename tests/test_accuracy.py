@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from dpcore import mechanisms
-from dpcore.accuracy import DECODE_BUDGET, FAILURE, compare_mechanisms, recommend_local
+from dpcore.theory.accuracy import (
+    DECODE_BUDGET,
+    FAILURE,
+    compare_mechanisms,
+    recommend_local,
+)
 
 COUNTY = {"n": 2_750_239, "d": 1_085}
 CENTRAL_WITH_VARIANCE = [k for k in mechanisms.names("central")

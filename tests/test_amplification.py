@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore.amplification import (
+from dpcore.theory.amplification import (
     BOUNDS,
     SEARCH_TOL,
     NotCertified,

@@ -1,6 +1,6 @@
 """AppTest of the Data page: real file-uploader uploads, every notice shown, never a traceback.
 
-The expected messages are not copied here: each test asks :func:`dpcore.importers.import_od` what
+The expected messages are not copied here: each test asks :func:`dpcore.data.importers.import_od` what
 it says about the same bytes and checks that the page shows exactly that, in the right kind of box.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import importers
+from dpcore.data import importers
 from tests.test_import_limits import gzip_bomb
 from ui import state
 

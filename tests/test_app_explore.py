@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, mechanisms, postprocess, ranks, release
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import mechanisms, release
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import ranks
+from dpcore.mechanisms import postprocess
 from tests.plotly_spec import figure, figures, traces, values
 from ui import state
 from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget

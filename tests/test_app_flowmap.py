@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, flows, mechanisms, postprocess, release
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import mechanisms, release
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import flows
+from dpcore.mechanisms import postprocess
 from ui import controls, leaflet_assets, state
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")

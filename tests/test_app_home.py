@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
 from ui import state
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import accuracy, datasets, learn, mechanisms, privacy_theory
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.theory import accuracy, learn, privacy_theory
 from tests.plotly_spec import figure, traces, values
 from ui import lessons, state
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, mechanisms, summaries
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.evaluation import summaries
 from tests.plotly_spec import figure, figures, traces, values
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
@@ -157,7 +159,7 @@ def test_domain_comparison_of_the_thesis_subsets():
 
 
 def test_uploaded_data_sweeps_stay_in_the_session():
-    from dpcore.od import ODMatrix, ZoneSet
+    from dpcore.data.od import ODMatrix, ZoneSet
     from ui import runs, state
 
     zones = ZoneSet.from_ids(["A", "B", "C"])

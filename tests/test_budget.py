@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets
+from dpcore.data import datasets
 from ui import budget
 from ui.controls import DEFAULT_MECHANISMS
 

@@ -10,8 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import cli, datasets, export, importers, mechanisms, metrics, release
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import mechanisms, release
+from dpcore.data import datasets, importers
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import metrics
+from dpcore.interfaces import cli, export
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dpcore import cli
+from dpcore.interfaces import cli
 from dpcore.mechanisms.base import EPSILON
 
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpcore import datasets, synthetic
-from dpcore.od import ODMatrix
+from dpcore.data import datasets, synthetic
+from dpcore.data.od import ODMatrix
 
 SPECIALS = ["No fixed place of work", "Work/school from home", "Northern Ireland", "Overseas"]
 WITHIN = 0.01  # issue 2: margins within 1 % of the calibration figures

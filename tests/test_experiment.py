@@ -7,7 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import datasets, experiment, mechanisms, metrics, postprocess, views
+from dpcore import mechanisms
+from dpcore.data import datasets, views
+from dpcore.evaluation import experiment, metrics
+from dpcore.mechanisms import postprocess
 
 GRID = dict(mechanism_specs=["laplace", ("gaussian", {"delta": 1e-8}), "oue"],
             epsilons=[0.5, 2], postprocess=["base", "norm_sub"], trials=2)

@@ -1,4 +1,4 @@
-"""dpcore.flows: which flows a map shows, how a release changed each, width classes, roll-up."""
+"""dpcore.evaluation.flows: which flows a map shows, how a release changed each, width classes, roll-up."""
 
 import math
 
@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import datasets, flows, mechanisms
-from dpcore.metrics import PRESENT_AT
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import flows
+from dpcore.evaluation.metrics import PRESENT_AT
 
 
 # ----------------------------------------------------------------------------------- fixtures

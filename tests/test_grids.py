@@ -1,9 +1,10 @@
-"""Unit tests of dpcore.grids: typed grids of ε and n."""
+"""Unit tests of dpcore.interfaces.grids: typed grids of ε and n."""
 
 
 import pytest
 
-from dpcore import datasets, grids
+from dpcore.data import datasets
+from dpcore.interfaces import grids
 
 
 @pytest.fixture(scope="module")

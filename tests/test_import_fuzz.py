@@ -1,5 +1,5 @@
 """Property-based tests of the importer (hypothesis): whatever bytes are uploaded, the import
-either succeeds or fails with documented problem codes (:data:`dpcore.importing.notices.PROBLEMS`)
+either succeeds or fails with documented problem codes (:data:`dpcore.data.importing.notices.PROBLEMS`)
 — never another exception, never the "unexpected problem" fallback.
 
 Two strategies: arbitrary bytes, and CSV-like files assembled from the header names, values and
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dpcore.importers import EXAMPLES, FORMATS, LEVELS, ImportFailed, import_od
-from dpcore.importing.notices import PROBLEMS
+from dpcore.data.importers import EXAMPLES, FORMATS, LEVELS, ImportFailed, import_od
+from dpcore.data.importing.notices import PROBLEMS
 
 _COMMON = {"deadline": None, "database": None,
            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}

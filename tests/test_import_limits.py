@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcore.importers import MAX_UPLOAD_BYTES, ImportFailed, import_od
-from dpcore.importing.names import MAX_NAME_CHARS
-from dpcore.importing.notices import PROBLEMS, UNEXPECTED
-from dpcore.importing.reading import MAX_COLUMNS, MAX_FIELD_CHARS
-from dpcore.od import ZoneSet
+from dpcore.data.importers import MAX_UPLOAD_BYTES, ImportFailed, import_od
+from dpcore.data.importing.names import MAX_NAME_CHARS
+from dpcore.data.importing.notices import PROBLEMS, UNEXPECTED
+from dpcore.data.importing.reading import MAX_COLUMNS, MAX_FIELD_CHARS
+from dpcore.data.od import ZoneSet
 
-DPCORE = Path(__file__).resolve().parent.parent / "dpcore"
+DPCORE = Path(__file__).resolve().parent.parent / "dpcore" / "data"
 
 
 def failure(data: bytes, name: str = "upload.csv", **kwargs) -> ImportFailed:
@@ -56,7 +56,7 @@ def test_zone_names_up_to_the_limit_are_accepted_and_longer_ones_named_with_row_
     err = failure(long_file([("Naas", "Naas", "1")] * 35 + [("Naas", "X" * 1_000_000, "2")]))
     notice = err.errors[0]
     assert (notice.code, notice.row, notice.column) == ("name_too_long", 37, "destination")
-    assert f"has 1,000,000 characters" in notice.message
+    assert "has 1,000,000 characters" in notice.message
     assert f"at most {MAX_NAME_CHARS} characters" in notice.message
     assert len(str(err)) < 1000  # the long value is not copied into the message
 
@@ -195,7 +195,7 @@ def test_every_code_the_importer_can_fail_with_is_documented():
 
 def test_object_label_arrays_keep_the_matrix_helpers_working():
     zones = ZoneSet.from_ids(["a", "b"], labels=["Alpha", "Beta"])
-    from dpcore.od import ODMatrix
+    from dpcore.data.od import ODMatrix
     matrix = ODMatrix.from_pairs("m", zones, zones, [0, 1], [1, 0], [3, 4])
     assert list(matrix.cell_labels()) == ["Alpha → Beta", "Beta → Alpha"]
     assert matrix.top(1)["commute"].tolist() == ["Beta → Alpha"]

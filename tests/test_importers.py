@@ -16,12 +16,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import dpcore.importers as importers
-from dpcore.importers import (EXAMPLES, FORMATS, LEVELS, MAX_UPLOAD_BYTES, ImportFailed,
-                              ImportResult, Notice, describe_formats, import_od)
-from dpcore.importing.names import MAX_NAME_CHARS
-from dpcore.importing.reading import MAX_COLUMNS
-from dpcore.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+import dpcore.data.importers as importers
+from dpcore.data.importers import (
+    EXAMPLES,
+    FORMATS,
+    LEVELS,
+    MAX_UPLOAD_BYTES,
+    ImportFailed,
+    ImportResult,
+    Notice,
+    describe_formats,
+    import_od,
+)
+from dpcore.data.importing.names import MAX_NAME_CHARS
+from dpcore.data.importing.reading import MAX_COLUMNS
+from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"

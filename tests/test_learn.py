@@ -1,4 +1,4 @@
-"""Unit and statistical tests of dpcore.learn: exposure, the differencing attack (its posterior is
+"""Unit and statistical tests of dpcore.theory.learn: exposure, the differencing attack (its posterior is
 a correct Bayesian posterior and never beats the 2ε bound), one phone's walkthrough (it reports
 what the client really did, at the rates the protocol promises), the crowd's unbiased estimate,
 the classroom domain and the three trust models.
@@ -11,11 +11,17 @@ import math
 import numpy as np
 import pytest
 
-from dpcore import accuracy, amplification, datasets, learn, mechanisms
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.mechanisms import LOCAL
-from dpcore.mechanisms.hadamard import HadamardMechanism, HadamardResponse, hm_probabilities
+from dpcore.mechanisms.hadamard import (
+    HadamardMechanism,
+    HadamardResponse,
+    hm_probabilities,
+)
 from dpcore.mechanisms.local import PureProtocol
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore.theory import accuracy, amplification, learn
 
 SIGMAS = 4.0
 

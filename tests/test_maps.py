@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from scipy.spatial import Delaunay
 
-from dpcore import datasets, flows, mechanisms
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import flows
 from ui import leaflet_assets, maps
 
 URL = re.compile(r"https?://[^\s\"'<>)]+")

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import geo, metrics
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore.data import geo
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import metrics
 
 # One degree of longitude on the equator, in km.
 L = geo.EARTH_RADIUS_KM * math.pi / 180

@@ -1,9 +1,9 @@
-"""Unit tests of the OD data model (dpcore/od.py) on small hand-made matrices."""
+"""Unit tests of the OD data model (dpcore/data/od.py) on small hand-made matrices."""
 
 import numpy as np
 import pytest
 
-from dpcore.od import DENSE_CELL_LIMIT, DomainTooLargeError, ODMatrix, ZoneSet
+from dpcore.data.od import DENSE_CELL_LIMIT, DomainTooLargeError, ODMatrix, ZoneSet
 
 SPECIAL = "Overseas"
 

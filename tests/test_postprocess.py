@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import postprocess as pp
+from dpcore.mechanisms import postprocess as pp
 from dpcore.mechanisms.central import Gaussian, Laplace, StabilityHistogram, TopK
 from tests.mechanisms.stat_checks import ALPHA, assert_unbiased, assert_variance
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import integrate, stats
 
 from dpcore.mechanisms.central import analytic_gaussian_sigma
-from dpcore.privacy_theory import (
+from dpcore.theory.privacy_theory import (
     advanced_composition,
     gaussian_profile,
     group_privacy,

@@ -1,10 +1,11 @@
-"""Unit tests of dpcore.ranks: ordinal ranks, top cells, rank pairs and tables, top flows."""
+"""Unit tests of dpcore.evaluation.ranks: ordinal ranks, top cells, rank pairs and tables, top flows."""
 
 
 import numpy as np
 import pytest
 
-from dpcore import datasets, ranks
+from dpcore.data import datasets
+from dpcore.evaluation import ranks
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dpcore import datasets, importers
+from dpcore.data import datasets, importers
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 EXAMPLES = dict(re.findall(r"<!-- example: (\w+) -->\n```csv\n(.*?)```", README, re.DOTALL))

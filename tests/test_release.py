@@ -6,7 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import cli, datasets, mechanisms, metrics, postprocess, release, views
+from dpcore import mechanisms, release
+from dpcore.data import datasets, views
+from dpcore.evaluation import metrics
+from dpcore.interfaces import cli
+from dpcore.mechanisms import postprocess
 from dpcore.release import ReleaseSpec, RunSettings
 
 

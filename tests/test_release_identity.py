@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import cli, mechanisms
+from dpcore import mechanisms
+from dpcore.interfaces import cli
 from tests.downloads import Downloads
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Unit tests of dpcore.summaries: sentences, theory, pass rates, summaries over trials."""
+"""Unit tests of dpcore.evaluation.summaries: sentences, theory, pass rates, summaries over trials."""
 
 import math
 
@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpcore import datasets, experiment, mechanisms, metrics, summaries
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.evaluation import experiment, metrics, summaries
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
-"""Unit tests of dpcore.views: levels, area subsets and subsamples."""
+"""Unit tests of dpcore.data.views: levels, area subsets and subsamples."""
 
 
 import numpy as np
 import pytest
 
-from dpcore import datasets, views
+from dpcore.data import datasets, views
 
 
 @pytest.fixture(scope="module")

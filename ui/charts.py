@@ -25,7 +25,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from dpcore import mechanisms
-from dpcore.export import safe_csv
+from dpcore.interfaces.export import safe_csv
 
 #: The house template, set once for the process (every figure here is ours): a ``template=`` on
 #: each figure makes plotly validate and copy the whole template again, ~25 ms a figure.
@@ -164,7 +164,7 @@ def _log_dtick(fig: go.Figure, axis: str) -> str | None:
 def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
     """Grouped bars: the true count and each mechanism's release for the true top-k commutes.
 
-    ``frame`` is :func:`dpcore.ranks.top_flows`. Hover: commute, true, released, error.
+    ``frame`` is :func:`dpcore.evaluation.ranks.top_flows`. Hover: commute, true, released, error.
     """
     fig = go.Figure()
     first = frame.drop_duplicates("rank")
@@ -202,7 +202,7 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
                  log_axes: bool = False) -> go.Figure:
     """True rank against released rank, one panel per mechanism; released zeros in grey; y = x.
 
-    ``pairs`` maps mechanism key → :func:`dpcore.ranks.rank_pairs`; ``labels`` are the commute
+    ``pairs`` maps mechanism key → :func:`dpcore.evaluation.ranks.rank_pairs`; ``labels`` are the commute
     names of those cells (same order as the frames' rows).
     """
     keys = list(pairs)
@@ -266,7 +266,7 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
            theory_label: str = "theory", log_x: bool = False, log_y: bool = False) -> go.Figure:
     """Mean curves with a shaded confidence band, one per (mechanism, ``style`` value).
 
-    ``summary`` is :func:`dpcore.summaries.summarise` output (``mean``, ``low``, ``high``);
+    ``summary`` is :func:`dpcore.evaluation.summaries.summarise` output (``mean``, ``low``, ``high``);
     ``style`` (e.g. post-processing or data subset) varies the dash. ``theory`` (columns
     ``mechanism``, ``x``, ``value``) is drawn as thin dotted lines of the same colour, named
     with ``theory_label`` (e.g. "theory bound").

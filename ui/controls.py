@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dpcore import mechanisms, postprocess, views
-from dpcore.mechanisms import CENTRAL, SUBSTITUTION
+from dpcore import mechanisms
+from dpcore.data import views
+from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
+from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess
 from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
-from dpcore.views import LEVEL_AS_LOADED, LEVEL_PARENT
 from ui import data, state, viewstate, widgets
 
 #: ε steps of the slider: roughly log-spaced from 0.1 to 10, with every point of the thesis grid

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dpcore import datasets
-from dpcore.od import ODMatrix, ZoneSet
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
 from ui import state
 
 

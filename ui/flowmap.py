@@ -3,7 +3,7 @@
 The page gathers the run settings and the release (:mod:`ui.controls`, :mod:`ui.runs`); this module
 draws the view controls (:func:`view_options`), the maps with their downloads (:func:`maps_row`),
 and the lists and tables of the flows shown (:func:`side_tables`, :func:`flows_table`). Flow
-selection is :mod:`dpcore.flows`; the Leaflet maps are :mod:`ui.maps` (served by the app itself,
+selection is :mod:`dpcore.evaluation.flows`; the Leaflet maps are :mod:`ui.maps` (served by the app itself,
 no third party).
 """
 
@@ -16,9 +16,9 @@ import numpy as np
 import streamlit as st
 from streamlit_folium import st_folium
 
-from dpcore import flows
-from dpcore.export import safe_csv
-from dpcore.od import ODMatrix
+from dpcore.data.od import ODMatrix
+from dpcore.evaluation import flows
+from dpcore.interfaces.export import safe_csv
 from ui import charts, data, maps, safe
 
 VIEW, SIDE_BY_SIDE = "flowmap_view", "side_by_side"
@@ -113,7 +113,7 @@ def view_options(od: ODMatrix, truth, released) -> Options:
 
 
 def selections(options: Options) -> dict[str, flows.FlowSelection]:
-    """The flows each shown map draws (:func:`dpcore.flows.select`)."""
+    """The flows each shown map draws (:func:`dpcore.evaluation.flows.select`)."""
     return {v: flows.select(options.od, options.truth, options.released, view=v,
                             top_k=options.top_k, min_count=options.min_count, zone=options.zone,
                             direction=options.direction, cap=options.cap)

@@ -1,7 +1,7 @@
 """Plotly figures of the Learn page, in the house style of :mod:`ui.charts`.
 
 Each returns the figure and the table behind it, so the page can offer both as downloads. Curves
-come from :mod:`dpcore.privacy_theory` and :mod:`dpcore.amplification`; nothing is computed here
+come from :mod:`dpcore.theory.privacy_theory` and :mod:`dpcore.theory.amplification`; nothing is computed here
 but the grids they are evaluated on.
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore import amplification, privacy_theory
+from dpcore.theory import amplification, privacy_theory
 from ui import charts
 
 #: Neutral colours for curves that are not mechanisms (Paul Tol's "bright" scheme).

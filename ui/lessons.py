@@ -1,8 +1,8 @@
 """The Learn page's six lessons, one function each, drawn on the current dataset.
 
 Each lesson fits a projector screen: a few live numbers, one figure or table, a one-line reading
-and its formula, with details in expanders. Computations come from :mod:`dpcore.learn`,
-:mod:`dpcore.privacy_theory`, :mod:`dpcore.amplification` and :mod:`dpcore.accuracy`; zone names
+and its formula, with details in expanders. Computations come from :mod:`dpcore.theory.learn`,
+:mod:`dpcore.theory.privacy_theory`, :mod:`dpcore.theory.amplification` and :mod:`dpcore.theory.accuracy`; zone names
 are escaped (:func:`ui.safe.markdown`) wherever they become Markdown.
 
 Heavier results (releases on the whole dataset) are cached like the other pages' (:mod:`ui.runs`):
@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore import accuracy, amplification, learn, mechanisms, privacy_theory, release
+from dpcore import mechanisms, release
+from dpcore.data.od import ODMatrix
 from dpcore.mechanisms import LOCAL
-from dpcore.od import ODMatrix
+from dpcore.theory import accuracy, amplification, learn, privacy_theory
 from ui import charts, data, learn_charts, runs, safe, state
 from ui.controls import EPSILON_STEPS
 from ui.viewstate import kept
@@ -64,7 +65,7 @@ def _bundled_trust(dataset: str, epsilon: float, delta: float, draw: int) -> pd.
 
 
 def trust_table(current: data.Current, epsilon: float, delta: float) -> pd.DataFrame:
-    """:func:`dpcore.learn.trust_models` on the current dataset, cached for everyone (bundled
+    """:func:`dpcore.theory.learn.trust_models` on the current dataset, cached for everyone (bundled
     data) or in this session only (an upload)."""
     if current.key == state.UPLOADED:
         return runs.session_memo("learn_trust", (epsilon, delta, _draw()),

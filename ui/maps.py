@@ -33,7 +33,7 @@ from branca.element import Element, MacroElement
 from folium.template import Template
 from scipy.spatial import ConvexHull, QhullError
 
-from dpcore import flows
+from dpcore.evaluation import flows
 from ui import leaflet_assets
 
 #: Single-view line colours unless the page passes its own (e.g. the mechanism's palette colour).
@@ -116,7 +116,7 @@ def arcs(o_lat, o_lon, d_lat, d_lon, reference_lat: float, arrow_max: float,
 def outlines(zones) -> list[tuple[str, np.ndarray]]:
     """Convex hull ([lat, lon] ring) of the placed zones of each parent, with the parent's label.
 
-    ``zones`` is a :class:`~dpcore.od.ZoneSet` with a parent level (e.g. EDs in counties);
+    ``zones`` is a :class:`~dpcore.data.od.ZoneSet` with a parent level (e.g. EDs in counties);
     parents with fewer than three distinct points get no outline.
     """
     if zones.parent is None:
@@ -400,8 +400,8 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
              colour: str | None = None) -> FlowMap:
     """The whole map of one view: background, within-zone rings, flow lines, zones, legend.
 
-    ``zone_frame`` is :func:`dpcore.flows.zones`; ``breaks`` the width classes
-    (:func:`dpcore.flows.width_breaks`, shared by maps shown side by side); ``selected`` a zone
+    ``zone_frame`` is :func:`dpcore.evaluation.flows.zones`; ``breaks`` the width classes
+    (:func:`dpcore.evaluation.flows.width_breaks`, shared by maps shown side by side); ``selected`` a zone
     id to ring; ``parent_outlines`` from :func:`outlines`; ``colour`` the line colour of the
     true or released view (the difference view colours by status).
     """

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dpcore import metrics, summaries
-from dpcore.export import safe_csv
+from dpcore.evaluation import metrics, summaries
+from dpcore.interfaces.export import safe_csv
 from dpcore.release import ReleaseResult, RunSettings, release_table
 from ui import charts, runs, state
 
@@ -77,7 +77,7 @@ def checks(result: ReleaseResult) -> pd.DataFrame:
 
 
 def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
-    """Pass rates over repeated draws (:func:`dpcore.summaries.pass_rates`) with a light each."""
+    """Pass rates over repeated draws (:func:`dpcore.evaluation.summaries.pass_rates`) with a light each."""
     def light(rate):
         if math.isnan(rate):
             return charts.light(None)

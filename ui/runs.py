@@ -1,4 +1,4 @@
-"""Caches in front of :mod:`dpcore.release` and :mod:`dpcore.experiment`: nothing else.
+"""Caches in front of :mod:`dpcore.release` and :mod:`dpcore.evaluation.experiment`: nothing else.
 
 The pages ask for views of the data, single releases and sweeps; this module makes them through
 dpcore's one pipeline and keeps them. Bundled datasets are public and the same for everyone, so
@@ -21,9 +21,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore import experiment, ranks, release, summaries, views
-from dpcore.experiment import Scenario
-from dpcore.od import ODMatrix
+from dpcore import release
+from dpcore.data import views
+from dpcore.data.od import ODMatrix
+from dpcore.evaluation import experiment, ranks, summaries
+from dpcore.evaluation.experiment import Scenario
 from dpcore.release import ReleaseResult, RunSettings
 from ui import budget, data, state
 
@@ -145,7 +147,7 @@ def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
 
 def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
     """True against released ranks of the top ``cells`` true commutes for mechanism ``key``
-    (:func:`dpcore.ranks.rank_pairs`), cached like the release itself."""
+    (:func:`dpcore.evaluation.ranks.rank_pairs`), cached like the release itself."""
     spec = settings.spec(key)
     if not _uploaded(settings.dataset):
         return _bundled_ordering(settings.dataset, settings.view, spec, cells)
@@ -305,7 +307,7 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
 
 def theory(spec: SweepSpec, metric: str) -> pd.DataFrame:
     """Expected RMSE of each mechanism at each ε of the sweep (raw releases), where it exists
-    (:func:`dpcore.summaries.theory_curves` on the scenarios' cached counts)."""
+    (:func:`dpcore.evaluation.summaries.theory_curves` on the scenarios' cached counts)."""
     truths = {scenario.label: true_counts_of(spec.dataset, scenario.view)
               for scenario in spec.scenarios if scenario.view.n is None}
     return summaries.theory_curves(truths, spec.mechanisms, spec.epsilons, metric)
@@ -319,7 +321,7 @@ def repeated_draws(settings: RunSettings, draws: int) -> SweepSpec:
 
 
 def scenario_options(settings: RunSettings) -> dict[str, Scenario]:
-    """Versions of the current dataset to compare (:func:`dpcore.views.comparisons`) that are not
+    """Versions of the current dataset to compare (:func:`dpcore.data.views.comparisons`) that are not
     empty, each labelled with its domain size d and population n."""
     base = matrix_of(settings.dataset, views.View())
     out = {}

@@ -18,7 +18,7 @@ DEFAULT_DATASET = "ireland_county"
 UPLOADED = "uploaded"
 
 # --- values that survive page changes ---------------------------------------------------------
-#: The dataset every page works on: a key of ``dpcore.datasets.DATASETS`` or :data:`UPLOADED`.
+#: The dataset every page works on: a key of ``dpcore.data.datasets.DATASETS`` or :data:`UPLOADED`.
 CURRENT_DATASET = "current_dataset"
 #: The ODMatrix the user chose to use ("Use this dataset" on the Data page), or None.
 UPLOADED_MATRIX = "uploaded_matrix"

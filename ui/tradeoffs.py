@@ -2,7 +2,7 @@
 
 Each section specifies a sweep (:class:`ui.runs.SweepSpec`), runs or peeks it with the shared
 runner (progress, Stop, cached jobs) and draws the mean over trials with its confidence band
-(:func:`dpcore.summaries.summarise`), with the data behind the figure to download.
+(:func:`dpcore.evaluation.summaries.summarise`), with the data behind the figure to download.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpcore import metrics, postprocess, summaries
+from dpcore.evaluation import metrics, summaries
+from dpcore.mechanisms import postprocess
 from ui import charts, panels, runs
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from dpcore import importers
+from dpcore.data import importers
 from ui import data, safe, state, widgets
 
 log = logging.getLogger(__name__)

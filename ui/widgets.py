@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dpcore.od import ODMatrix
+from dpcore.data.od import ODMatrix
 from ui import data, safe, state
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"

@@ -6,8 +6,17 @@ modules below fills the registry. ``get("oue")`` returns the class, ``names(mode
 
 from __future__ import annotations
 
-from dpcore.mechanisms.base import (ADD_REMOVE, CENTRAL, LOCAL, SHUFFLED, SUBSTITUTION,
-                                    CentralMechanism, LocalMechanism, Mechanism, Param)
+from dpcore.mechanisms.base import (
+    ADD_REMOVE,
+    CENTRAL,
+    LOCAL,
+    SHUFFLED,
+    SUBSTITUTION,
+    CentralMechanism,
+    LocalMechanism,
+    Mechanism,
+    Param,
+)
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
@@ -47,7 +56,7 @@ def declared(key: str, values: dict) -> dict:
 
 
 # Importing the modules registers their mechanisms (order = display order).
-from dpcore.mechanisms import central, local, hadamard  # noqa: E402,F401
+from dpcore.mechanisms import central, hadamard, local  # noqa: E402,F401
 
 __all__ = ["ADD_REMOVE", "CENTRAL", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
            "LocalMechanism", "Mechanism", "Param", "build", "declared", "get", "names",

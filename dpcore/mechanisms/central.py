@@ -27,8 +27,15 @@ import numpy as np
 from scipy import optimize, special
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import (ADD_REMOVE, DELTA, EPSILON, NEIGHBOURS, SUBSTITUTION,
-                                    CentralMechanism, Param)
+from dpcore.mechanisms.base import (
+    ADD_REMOVE,
+    DELTA,
+    EPSILON,
+    NEIGHBOURS,
+    SUBSTITUTION,
+    CentralMechanism,
+    Param,
+)
 
 TEXTBOOK, TIGHT = "textbook", "tight"
 

@@ -9,7 +9,7 @@ import os
 import pytest
 from playwright.sync_api import Page, expect
 
-from dpcore import datasets, importers
+from dpcore.data import datasets, importers
 from tests.browser.conftest import ROOT, VIEWPORT
 
 pytestmark = pytest.mark.browser

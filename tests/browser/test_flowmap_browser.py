@@ -16,7 +16,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Frame, Page, expect
 
-from dpcore import datasets, flows
+from dpcore.data import datasets
+from dpcore.evaluation import flows
 from tests.browser.conftest import SCREENSHOTS
 from ui import maps
 

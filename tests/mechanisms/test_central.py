@@ -18,8 +18,14 @@ from scipy import integrate, stats
 
 from dpcore.mechanisms import build, get, names
 from dpcore.mechanisms.base import ADD_REMOVE, CENTRAL, SUBSTITUTION
-from dpcore.mechanisms.central import (DiscreteLaplace, Gaussian, Laplace, StabilityHistogram,
-                                       TopK, analytic_gaussian_sigma)
+from dpcore.mechanisms.central import (
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    StabilityHistogram,
+    TopK,
+    analytic_gaussian_sigma,
+)
 from tests.mechanisms.stat_checks import ALPHA, assert_unbiased, assert_variance
 
 #: A small histogram with zeros, ties, a heavy cell and singletons (recipe C).

@@ -29,8 +29,13 @@ import pytest
 
 from dpcore.mechanisms import base, build, get, names
 from tests.mechanisms.output_distributions import output_distribution
-from tests.mechanisms.stat_checks import (assert_exact_ldp, assert_fits, assert_same_moments,
-                                          assert_unbiased, assert_variance_any_law)
+from tests.mechanisms.stat_checks import (
+    assert_exact_ldp,
+    assert_fits,
+    assert_same_moments,
+    assert_unbiased,
+    assert_variance_any_law,
+)
 
 KEYS = names()
 LOCAL_KEYS = names(model=base.LOCAL)

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from dpcore import datasets, mechanisms
+from dpcore import mechanisms
+from dpcore.data import datasets
 from dpcore.mechanisms.base import EPSILON, EPSILON_MIN
 
 ENDS = (EPSILON.low, EPSILON.high)

@@ -17,13 +17,32 @@ from scipy.linalg import hadamard
 
 import dpcore.mechanisms.hadamard as had
 from dpcore.mechanisms import build, get, names
-from dpcore.mechanisms.hadamard import (HadamardMechanism, HadamardResponse, force_parity, fwht,
-                                        hm_probabilities, optimal_coefficients, uniform_permutation)
-from tests.mechanisms.output_distributions import (hm_index, hm_matrix, hm_outputs, hr_block_matrix,
-                                                   hr_blocks, hr_small_matrix, pow2_at_least)
-from tests.mechanisms.stat_checks import (ALPHA, assert_exact_ldp, assert_fits,
-                                          assert_same_distribution, assert_unbiased,
-                                          assert_variance)
+from dpcore.mechanisms.hadamard import (
+    HadamardMechanism,
+    HadamardResponse,
+    force_parity,
+    fwht,
+    hm_probabilities,
+    optimal_coefficients,
+    uniform_permutation,
+)
+from tests.mechanisms.output_distributions import (
+    hm_index,
+    hm_matrix,
+    hm_outputs,
+    hr_block_matrix,
+    hr_blocks,
+    hr_small_matrix,
+    pow2_at_least,
+)
+from tests.mechanisms.stat_checks import (
+    ALPHA,
+    assert_exact_ldp,
+    assert_fits,
+    assert_same_distribution,
+    assert_unbiased,
+    assert_variance,
+)
 
 #: A small histogram with zeros, ties, a heavy cell and singletons (recipe C of MECHANISMS.md §10).
 SMALL = np.array([0, 0, 1, 1, 2, 5, 5, 17, 40, 0, 3, 250, 1, 8, 0, 12, 12, 1, 0, 90])

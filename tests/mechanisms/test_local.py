@@ -18,13 +18,18 @@ from math import exp
 import numpy as np
 import pytest
 
-from dpcore.mechanisms import build, get, names
-from dpcore.mechanisms import local
+from dpcore.mechanisms import build, get, local, names
 from dpcore.mechanisms.base import LOCAL
-from tests.mechanisms.output_distributions import (dbitflip_distribution, grr_distribution,
-                                                   hash_range, lh_distribution, ss_distribution,
-                                                   ss_subset_size, ue_bit_probabilities,
-                                                   ue_distribution)
+from tests.mechanisms.output_distributions import (
+    dbitflip_distribution,
+    grr_distribution,
+    hash_range,
+    lh_distribution,
+    ss_distribution,
+    ss_subset_size,
+    ue_bit_probabilities,
+    ue_distribution,
+)
 from tests.mechanisms.stat_checks import assert_exact_ldp, assert_fits, assert_variance
 
 EPSILONS = [0.5, 1.0, 2.0, 4.0]

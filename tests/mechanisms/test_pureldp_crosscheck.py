@@ -17,7 +17,11 @@ from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
 from pure_ldp.frequency_oracles.unary_encoding import UEClient, UEServer
 
 from dpcore.mechanisms import build
-from tests.mechanisms.stat_checks import assert_same_distribution, assert_unbiased, assert_variance
+from tests.mechanisms.stat_checks import (
+    assert_same_distribution,
+    assert_unbiased,
+    assert_variance,
+)
 
 #: 16 cells with zeros, ties and a heavy cell; n = 1,000.
 COUNTS = np.array([0, 300, 12, 12, 0, 150, 1, 60, 60, 5, 0, 200, 40, 0, 100, 60])

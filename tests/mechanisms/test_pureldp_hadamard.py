@@ -11,9 +11,14 @@ import random
 
 import numpy as np
 import pytest
-from pure_ldp.frequency_oracles.hadamard_mechanism import HadamardMechClient, HadamardMechServer
-from pure_ldp.frequency_oracles.hadamard_response import (HadamardResponseClient,
-                                                          HadamardResponseServer)
+from pure_ldp.frequency_oracles.hadamard_mechanism import (
+    HadamardMechClient,
+    HadamardMechServer,
+)
+from pure_ldp.frequency_oracles.hadamard_response import (
+    HadamardResponseClient,
+    HadamardResponseServer,
+)
 
 from dpcore.mechanisms.hadamard import HadamardMechanism, HadamardResponse
 from tests.mechanisms.stat_checks import assert_same_distribution

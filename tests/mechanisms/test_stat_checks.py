@@ -3,8 +3,12 @@
 import numpy as np
 import pytest
 
-from tests.mechanisms.stat_checks import (assert_exact_ldp, assert_same_distribution,
-                                          assert_unbiased, assert_variance)
+from tests.mechanisms.stat_checks import (
+    assert_exact_ldp,
+    assert_same_distribution,
+    assert_unbiased,
+    assert_variance,
+)
 
 
 def grr_matrix(d, epsilon):

@@ -1,0 +1,1 @@
+"""The OD data model, bundled and synthetic datasets, importers, geography and views."""

@@ -1,0 +1,1 @@
+"""How releases are judged: metrics, ranks, summaries, flows, experiments."""

@@ -1,0 +1,261 @@
+"""Experiment runner: data scenarios × mechanisms × ε grid × trials → one tidy table.
+
+A *job* is one :class:`dpcore.release.ReleaseSpec` on one :class:`Scenario`: one release through
+:func:`dpcore.release.run`, scored after every requested post-processing. The grid of jobs is
+built here and nowhere else (:func:`plan`), trial by trial, so a sweep stopped early has every
+curve with fewer trials. Each job's randomness follows the seeding rule of :mod:`dpcore.release`
+(seed, mechanism, ε, trial), so the table is the same whatever ``n_jobs`` is, in whatever order jobs
+finish, and trial 0 of a sweep is the release the pages and ``python3 -m dpcore release`` make with
+the same seed.
+
+Usable from pages (progress callback, cancellation, one job at a time for caching) and scripts::
+
+    table = run(datasets.load("ireland_county"), ["laplace", ("gaussian", {"delta": 1e-8})],
+                epsilons=[0.5, 1, 5], postprocess=["base", "norm_sub"], trials=10, seed=1)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from dpcore import release
+from dpcore.data import views
+from dpcore.data.od import ODMatrix
+
+#: Columns of the tidy table: a release's rows, then the scenario's label and population size.
+COLUMNS = release.TIDY_COLUMNS + ["scenario", "n"]
+
+#: How often (s) a parallel run looks at the cancel event while jobs are running.
+_POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One version of the data a sweep runs on: a labelled :class:`dpcore.data.views.View`."""
+
+    label: str = "all"
+    view: views.View = field(default_factory=views.View)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One release to make and score; ``index`` is its position in the fixed job order."""
+
+    index: int
+    scenario: Scenario
+    spec: release.ReleaseSpec
+
+
+def _normalise_mechanisms(specs) -> list[tuple[str, dict]]:
+    out = []
+    for spec in ([specs] if isinstance(specs, str) else specs):
+        key, params = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1] or {}))
+        if "epsilon" in params:
+            raise ValueError(f"give ε through epsilons=…, not in the parameters of {key!r}")
+        out.append((key, params))
+    if not out:
+        raise ValueError("choose at least one mechanism")
+    return out
+
+
+def plan(mechanism_specs, epsilons: Iterable[float], *, postprocess: Iterable[str] = ("base",),
+         trials: int = 1, seed: int = 0, scenarios: Iterable[Scenario] = (Scenario(),)
+         ) -> list[Job]:
+    """The jobs of a run in their fixed order: trial, then scenario, mechanism and ε.
+
+    Every mechanism is built once per ε here, so invalid parameters fail before anything runs,
+    with the mechanism's own message (parameter, valid range, value received).
+    """
+    specs = _normalise_mechanisms(mechanism_specs)
+    epsilons = [float(e) for e in epsilons]
+    scenarios = tuple(scenarios)
+    methods = tuple(postprocess)
+    if not epsilons:
+        raise ValueError("choose at least one ε")
+    if not scenarios:
+        raise ValueError("choose at least one version of the data")
+    if isinstance(trials, bool) or int(trials) != trials or trials < 1:
+        raise ValueError(f"trials must be a whole number ≥ 1; got {trials!r}")
+    grid = [release.ReleaseSpec(key, epsilon, params, methods, seed, 0)
+            for key, params in specs for epsilon in epsilons]
+    for spec in grid:
+        spec.build()
+    return [Job(index, scenario, release.ReleaseSpec(
+                spec.mechanism, spec.epsilon, spec.params, methods, seed, trial))
+            for index, (trial, scenario, spec) in enumerate(
+                (t, s, g) for t in range(int(trials)) for s in scenarios for g in grid)]
+
+
+def subsampled(matrix: ODMatrix, view: views.View, seed: int, trial: int) -> ODMatrix:
+    """``matrix`` (the view before subsampling) with ``view.n`` commuters drawn for this trial,
+    from the seeding rule's ``"subsample"`` stream; ``matrix`` itself when no subsample is asked."""
+    if view.n is None or view.n >= matrix.n:
+        return matrix
+    rng = release.generator(seed, "subsample", view.level, *view.areas, int(view.n), trial)
+    return views.subsample(matrix, view.n, rng)
+
+
+def execute(job: Job, matrix: ODMatrix, true_counts: np.ndarray | None = None, *, k: int = 10,
+            top_n: int = 100) -> pd.DataFrame:
+    """Run one job on its scenario's matrix; its rows of the tidy table (:data:`COLUMNS`)."""
+    table = release.run(matrix, job.spec, true_counts=true_counts, k=k, top_n=top_n).tidy()
+    return table.assign(scenario=job.scenario.label, n=matrix.n)
+
+
+class _Data:
+    """The matrices a run's jobs need, made once each: views of the dataset, subsamples per
+    trial, and their dense counts (a worker process keeps its own)."""
+
+    def __init__(self, od: ODMatrix):
+        self.od, self.views, self.samples = od, {}, {}
+
+    def whole(self, view: views.View) -> tuple[ODMatrix, np.ndarray]:
+        """The view before subsampling, and its dense counts."""
+        if view.whole not in self.views:
+            matrix = views.select(self.od, view.whole)
+            self.views[view.whole] = (matrix, matrix.to_dense())
+        return self.views[view.whole]
+
+    def matrix(self, job: Job) -> tuple[ODMatrix, np.ndarray]:
+        view = job.scenario.view
+        whole, dense = self.whole(view)
+        if view.n is None or view.n >= whole.n:
+            return whole, dense
+        key = (view, job.spec.seed, job.spec.trial)
+        if key not in self.samples:
+            self.samples.clear()  # jobs run trial by trial: keep one subsample at a time
+            matrix = subsampled(whole, view, job.spec.seed, job.spec.trial)
+            self.samples[key] = (matrix, matrix.to_dense())
+        return self.samples[key]
+
+    def execute(self, job: Job, k: int, top_n: int) -> pd.DataFrame:
+        matrix, dense = self.matrix(job)
+        return execute(job, matrix, dense, k=k, top_n=top_n).assign(_index=job.index)
+
+
+def _check(jobs: list[Job], data: _Data) -> None:
+    """Every (mechanism, parameters, ε, post-processing) checked on the data before any run."""
+    seen = set()
+    for job in jobs:
+        key = (job.spec.mechanism, job.spec.params, job.spec.epsilon, job.scenario.view.whole)
+        if key not in seen:
+            seen.add(key)
+            release.check(job.spec, data.whole(job.scenario.view)[0])
+
+
+def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
+        postprocess: Iterable[str] = ("base",), trials: int = 1, seed: int = 0, n_jobs: int = 1,
+        k: int = 10, top_n: int = 100, scenarios: Iterable[Scenario] = (Scenario(),),
+        progress: Callable[[int, int], bool | None] | None = None,
+        cancel: threading.Event | None = None) -> pd.DataFrame:
+    """Run every job and return the tidy table (:data:`COLUMNS`), in the fixed job order.
+
+    Parameters
+    ----------
+    od : ODMatrix
+        The dataset (each scenario's view of it must fit in memory as a dense vector).
+    mechanism_specs : str or sequence of str or (key, params dict)
+        Mechanisms and their parameters other than ε, e.g. ``("gaussian", {"delta": 1e-8})``.
+    epsilons : iterable of float
+        The ε grid.
+    postprocess : iterable of str
+        Keys of :data:`dpcore.mechanisms.postprocess.METHODS`; each release is scored after each of them.
+    trials, seed : int
+        Repetitions per (scenario, mechanism, ε), and the seed of the seeding rule.
+    n_jobs : int
+        Worker processes; 1 runs in this process, ``-1`` uses every core.
+    k, top_n : int
+        Passed to :func:`dpcore.evaluation.metrics.compute`.
+    scenarios : iterable of Scenario
+        Versions of the data (level, areas, population size); default: the whole dataset.
+    progress : callable(done, total), optional
+        Called after each job; returning False cancels the run.
+    cancel : threading.Event, optional
+        Set it (e.g. from another thread) to cancel the run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (job, post-processing, metric); ``seconds`` is the job's release time (jobs
+        running side by side share the cores). ``attrs`` holds ``jobs_done``, ``jobs_total`` and
+        ``cancelled``; a cancelled run returns the jobs finished so far.
+    """
+    jobs = plan(mechanism_specs, epsilons, postprocess=postprocess, trials=trials, seed=seed,
+                scenarios=scenarios)
+    data = _Data(od)
+    _check(jobs, data)
+    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    if workers < 1:
+        raise ValueError(f"n_jobs must be ≥ 1 or -1 (every core); got {n_jobs!r}")
+    workers = min(workers, len(jobs))
+
+    results: list[pd.DataFrame] = []
+    cancelled = False
+
+    def finished(rows) -> bool:
+        """Record one job; False when the caller wants to stop."""
+        results.append(rows)
+        wants_more = progress(len(results), len(jobs)) if progress is not None else None
+        return wants_more is not False and not (cancel is not None and cancel.is_set())
+
+    if cancel is not None and cancel.is_set():
+        cancelled = True
+    elif workers == 1:
+        for job in jobs:
+            if not finished(data.execute(job, k, top_n)):
+                cancelled = len(results) < len(jobs)
+                break
+    else:
+        cancelled = _run_in_pool(od, jobs, workers, k, top_n, finished, cancel)
+
+    table = (pd.concat(results, ignore_index=True).sort_values("_index", kind="stable")
+             if results else pd.DataFrame(columns=COLUMNS + ["_index"]))
+    table = table.drop(columns="_index").reset_index(drop=True)[COLUMNS]
+    table.attrs.update(jobs_done=len(results), jobs_total=len(jobs), cancelled=cancelled)
+    return table
+
+
+# A worker process keeps the data it was given at start-up (sent once, not with every job).
+_worker_data: _Data | None = None
+
+
+def _init_worker(od: ODMatrix) -> None:
+    global _worker_data
+    _worker_data = _Data(od)
+
+
+def _execute_in_worker(job: Job, k: int, top_n: int) -> pd.DataFrame:
+    return _worker_data.execute(job, k, top_n)
+
+
+def _run_in_pool(od: ODMatrix, jobs, workers, k, top_n, finished, cancel) -> bool:
+    """Run jobs in worker processes; True if the run was cancelled before the end."""
+    # forkserver: safe to start from a multi-threaded process (the Streamlit server), and the
+    # preloaded server forks workers with dpcore already imported. Workers get the sparse matrix
+    # once and densify it themselves.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["dpcore.evaluation.experiment"])
+    pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                       initializer=_init_worker, initargs=(od,))
+    try:
+        pending = {pool.submit(_execute_in_worker, job, k, top_n) for job in jobs}
+        while pending:
+            done, pending = futures.wait(pending, timeout=_POLL_SECONDS,
+                                         return_when=futures.FIRST_COMPLETED)
+            stop = cancel is not None and cancel.is_set()
+            for future in done:
+                stop = not finished(future.result()) or stop
+            if stop and pending:
+                return True
+        return False
+    finally:
+        # On cancel or error, queued jobs are dropped; running ones finish and are discarded.
+        pool.shutdown(wait=True, cancel_futures=True)
