@@ -7,7 +7,7 @@ Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs`
 import streamlit as st
 
 from dpcore import explore
-from ui import charts, controls, panels, runs
+from ui import charts, controls, heatmap, panels, runs
 from ui.controls import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon=":material/insights:",
@@ -65,6 +65,8 @@ order = explore.long_pairs(od, pairs)
 charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
                                                 f"{settings.epsilon:g})", log_ranks),
             order, "ordering", "explore_ordering")
+
+heatmap.section(od, truth, released, "explore_heatmap")
 
 st.subheader("The true top 10 and the rank each mechanism gave them")
 table = explore.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})

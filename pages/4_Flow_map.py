@@ -11,7 +11,7 @@ from streamlit_folium import st_folium
 
 from dpcore import explore, flows, postprocess
 from dpcore.export import safe_csv
-from ui import charts, controls, data, leaflet_assets, maps, runs, safe
+from ui import charts, choropleth, controls, data, leaflet_assets, maps, runs, safe
 
 VIEW, SIDE_BY_SIDE = "flowmap_view", "side_by_side"
 RULE, TOP_K, MIN_COUNT = "flowmap_rule", "flowmap_top_k", "flowmap_min_count"
@@ -90,6 +90,7 @@ direction = top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION, hor
                          format_func=flows.DIRECTIONS.__getitem__, disabled=zone is None)
 size_by = top[3].radio("Size zones by", list(maps.SIZE_BY), key=SIZE_BY, horizontal=True,
                        format_func=lambda k: k.capitalize(), help=" ".join(maps.SIZE_BY.values()))
+zone_colour = choropleth.controls(released is not None)
 with st.expander("More lines, basemap"):
     cap = flows.DEFAULT_LINE_CAP
     if st.checkbox(f"Draw more than {cap:,} lines (slower)", key=MORE_LINES):
@@ -107,7 +108,8 @@ breaks = flows.width_breaks(largest)
 outlines = maps.outlines(data.current().matrix.origins)
 colours = {flows.TRUE: charts.TRUE_COLOUR, flows.RELEASED: charts.colour(mechanism)}
 map_options = {"size_by": size_by, "selected": zone, "parent_outlines": outlines,
-               "basemap": basemap}
+               "basemap": basemap,
+               "areas": choropleth.for_map(*zone_colour, od, truth, released)}
 
 
 def build(v: str, frame) -> maps.FlowMap:
@@ -141,7 +143,8 @@ with map_area:
             column.warning(f"{selections[v].matched[flows.LINES]:,} flows match; only the largest "
                            f"{cap:,} are drawn. Raise the limit under “More lines, basemap”.")
     selection = selections[shown[-1]]
-    st.caption(maps.reading_notes(size_by, within=not selection.within.empty))
+    st.caption(maps.reading_notes(size_by, within=not selection.within.empty)
+               + (" " + choropleth.APPROXIMATE if map_options["areas"] else ""))
 
 numbers = {name: st.column_config.NumberColumn(format="%,.1f" if name != "true" else "%,.0f")
            for name in ("true", "released", "difference")}
