@@ -66,7 +66,7 @@ charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released
                                                 f"{settings.epsilon:g})", log_ranks),
             order, "ordering", "explore_ordering")
 
-heatmap.section(od, truth, released, "explore_heatmap")
+heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
 
 st.subheader("The true top 10 and the rank each mechanism gave them")
 table = explore.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})

@@ -36,7 +36,7 @@ def _log_ticks(top: float, signed: bool) -> tuple[list[float], list[str]]:
     return [float(_signed_log(np.array(v))) for v in values], [f"{v:,}" for v in values]
 
 
-def figure(grid: heatmap.Grid, released_name: str | None, log: bool) -> go.Figure:
+def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str) -> go.Figure:
     """The heat maps of ``grid``: true, and with a release also released and difference."""
     panels = [("True", grid.true)]
     if grid.released is not None:
@@ -96,13 +96,15 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool) -> go.Figur
             limit = float(_signed_log(np.array(limit)))
         diverging.update(cmin=-limit, cmax=limit)
     side = 14 * max(len(rows), 12)
-    fig.update_layout(coloraxis=sequential, height=min(side + 330, 1200),
-                      margin=dict(l=10, r=10, t=40, b=90), **({"coloraxis2": diverging}
+    fig.update_layout(coloraxis=sequential, height=min(side + 360, 1250),
+                      title=dict(text=charts.escape(title), x=0, xanchor="left"),
+                      margin=dict(l=10, r=10, t=80, b=90), **({"coloraxis2": diverging}
                                                             if grid.released is not None else {}))
     return fig
 
 
-def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], key: str) -> None:
+def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], epsilon: float,
+            key: str) -> None:
     """The OD heat map with its controls and downloads (``released``: mechanism → values)."""
     st.subheader("The OD matrix as a heat map")
     left, middle, right = st.columns(3)
@@ -130,4 +132,5 @@ def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], key: str
     st.caption(grid.note + " Zones are grouped by parent (largest first) and ordered by size "
                "within it." + (" " + heatmap.CHOICES[choice] + "."
                                if heatmap.needs_choice(od) else ""))
-    charts.show(figure(grid, names.get(chosen), log), grid.to_frame(), "od_heatmap", key)
+    title = f"Origins × destinations: true | released | difference (ε = {epsilon:g})"
+    charts.show(figure(grid, names.get(chosen), log, title), grid.to_frame(), "od_heatmap", key)
