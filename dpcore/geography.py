@@ -109,13 +109,15 @@ def _background(box: tuple[float, float, float, float]) -> dict:
 
 def background(bounds) -> dict:
     """Land and land borders around ``bounds`` ([[south, west], [north, east]]), as GeoJSON
-    geometries (``{"land": ..., "borders": ...}``, either may be empty), simplified to about a
+    geometries (``{"land": ..., "borders": ...}``, None where there is none), simplified to about a
     pixel of a view of those bounds. Results are cached per (rounded) bounds."""
     box = tuple(round(v, 3) for v in _padded(bounds, MARGIN))
     return _background(box)
 
 
-def _geojson(geometry, decimals: int) -> dict:
+def _geojson(geometry, decimals: int) -> dict | None:
+    if geometry.is_empty:
+        return None
     return json.loads(shapely.to_geojson(
         shapely.transform(geometry, lambda xy: np.round(xy, decimals))))
 

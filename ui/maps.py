@@ -301,12 +301,12 @@ def add_background(m: folium.Map, bounds) -> None:
     """Land (its edge against the sea is the coastline) and land borders around ``bounds`` from
     the bundled Natural Earth data (drawn in the map itself: no request to anyone)."""
     found = geography.background(bounds)
-    if found["land"].get("coordinates"):
+    if found["land"]:
         folium.GeoJson({"type": "Feature", "geometry": found["land"],
                         "properties": {"style": {"stroke": False, "fill": True,
                                                  "fillColor": LAND, "fillOpacity": 1}}},
                        name="Land (Natural Earth)", interactive=False).add_to(m)
-    if found["borders"].get("coordinates"):
+    if found["borders"]:
         folium.GeoJson({"type": "Feature", "geometry": found["borders"],
                         "properties": {"style": {"color": BORDER, "weight": 1.2, "opacity": 0.9,
                                                  "dashArray": "5 3", "fill": False}}},
