@@ -43,7 +43,7 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
         panels += [(f"Released ({released_name})", grid.released),
                    ("Difference (released − true)", grid.difference)]
     fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[charts.escape(title) for title, _ in panels])
+                        subplot_titles=[charts.escape(name) for name, _ in panels])
     rows = [charts.escape(charts.short(label, TICK_LABEL)) for label in grid.origin_labels]
     cols = [charts.escape(charts.short(label, TICK_LABEL)) for label in grid.destination_labels]
     hover_rows = np.array([charts.escape(label) for label in grid.origin_labels], dtype=object)
@@ -54,13 +54,13 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
     top = max(float(np.nanmax(grid.true)) if grid.true.size else 1.0,
               float(np.nanmax(grid.released)) if grid.released is not None and grid.released.size
               else 0.0, 1.0)
-    for column, (title, values) in enumerate(panels, start=1):
-        difference = title.startswith("Difference")
+    for column, (panel, values) in enumerate(panels, start=1):
+        difference = panel.startswith("Difference")
         shown = (_signed_log(values) if difference else np.log10(1 + np.clip(values, 0, None))) \
             if log else values
         counts = np.vectorize(lambda v: f"{v:,.1f}", otypes=[str])(values) if values.size \
             else values.astype(str)
-        hover = np.char.add(np.char.add(names, f"<br>{charts.escape(title)}: "),
+        hover = np.char.add(np.char.add(names, f"<br>{charts.escape(panel)}: "),
                             np.char.add(counts, " commuters"))
         fig.add_heatmap(z=shown, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
                         row=1, col=column, xgap=0.5, ygap=0.5,
