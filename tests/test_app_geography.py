@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import choropleth, datasets, heatmap
+from dpcore import datasets, heatmap
 from dpcore.od import ODMatrix, ZoneSet
 from tests.plotly_spec import figure, values
 from ui import leaflet_assets, maps, state

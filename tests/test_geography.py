@@ -52,7 +52,7 @@ def irish_points():
 
 
 def test_voronoi_cells_contain_their_points_and_do_not_overlap(irish_points):
-    lat, lon, land = irish_points
+    lat, lon, _ = irish_points
     cells = geography.voronoi_cells(lat, lon)
     assert len(cells) == len(lat)
     assert all(cell.covers(shapely.Point(x, y)) for cell, x, y in zip(cells, lon, lat))

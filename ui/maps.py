@@ -50,6 +50,8 @@ DASHED = {flows.INVENTED: "2 6", flows.LOST: "8 5"}
 ZONE_FILL, ZONE_STROKE, SELECTED_COLOUR, OUTLINE_COLOUR = "#ffffff", "#2d3748", "#e6550d", "#9aa5b1"
 #: Sea, land and the lines of the bundled background geography.
 SEA, LAND, BORDER = "#d3e2ec", "#f4f2ee", "#8d8577"
+#: Marks the background's Leaflet layers (so that they can be told from the data's).
+BACKGROUND_CLASS = "background-geography"
 
 MIN_LINE_PX, MAX_LINE_PX = 1.2, 14.0
 #: Largest zone point and within-zone ring with up to CROWDED zones; smaller with more zones.
@@ -304,12 +306,14 @@ def add_background(m: folium.Map, bounds) -> None:
     if found["land"]:
         folium.GeoJson({"type": "Feature", "geometry": found["land"],
                         "properties": {"style": {"stroke": False, "fill": True,
-                                                 "fillColor": LAND, "fillOpacity": 1}}},
+                                                 "fillColor": LAND, "fillOpacity": 1,
+                                                 "className": BACKGROUND_CLASS}}},
                        name="Land (Natural Earth)", interactive=False).add_to(m)
     if found["borders"]:
         folium.GeoJson({"type": "Feature", "geometry": found["borders"],
                         "properties": {"style": {"color": BORDER, "weight": 1.2, "opacity": 0.9,
-                                                 "dashArray": "5 3", "fill": False}}},
+                                                 "dashArray": "5 3", "fill": False,
+                                                 "className": BACKGROUND_CLASS}}},
                        name="Borders (Natural Earth)", interactive=False).add_to(m)
 
 

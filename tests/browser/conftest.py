@@ -126,3 +126,14 @@ def screenshot(page):
         page.screenshot(path=str(path))
         return path
     return take
+
+
+def docs_screenshot(page, name: str) -> None:
+    """With ``DPCORE_UPDATE_SCREENSHOT=1``: docs/screenshot-<name>.png, the page cropped to its
+    content (the README's and docs' pictures, one per page); otherwise nothing."""
+    if not os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
+        return
+    box = page.get_by_test_id("stMainBlockContainer").bounding_box()
+    page.screenshot(path=str(ROOT / "docs" / f"screenshot-{name}.png"),
+                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
+                          "height": min(VIEWPORT["height"], box["y"] + box["height"])})

@@ -27,7 +27,7 @@ MAP_IFRAME = 'iframe[title="streamlit_folium.st_folium"]'
 #: then at the root: expected misses, not failures.
 BASE_PATH_PROBE = re.compile(r"/Flow_map/_stcore/(health|host-config)$")
 #: What Leaflet drew, or null before the map exists: the grouped flow layers (polylines but not
-#: polygons), the ringed zones, the legend's title and the share of the canvas with paint on it.
+#: polygons nor the background's borders), the ringed zones, the legend's title and the share of the canvas with paint on it.
 DRAWN = """() => {
     const canvas = document.querySelector(".leaflet-overlay-pane canvas");
     const legend = document.querySelector(".flow-legend summary");
@@ -37,14 +37,15 @@ DRAWN = """() => {
         .map(key => window[key]).find(value => value instanceof L.Map);
     if (!map) return null;
     const layers = Object.values(map._layers);
-    const lines = layers.filter(l => l instanceof L.Polyline && !(l instanceof L.Polygon));
+    const lines = layers.filter(l => l instanceof L.Polyline && !(l instanceof L.Polygon)
+                                     && l.options.className !== "BACKGROUND");
     const rings = layers.filter(l => l instanceof L.CircleMarker && l.options.color === "SELECTED");
     const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
     let painted = 0;
     for (let i = 3; i < pixels.length; i += 4) { if (pixels[i] > 0) painted++; }
     return {lines: lines.length, rings: rings.length, legend: legend.textContent,
             painted: painted / (canvas.width * canvas.height)};
-}""".replace("SELECTED", maps.SELECTED_COLOUR)
+}""".replace("SELECTED", maps.SELECTED_COLOUR).replace("BACKGROUND", maps.BACKGROUND_CLASS)
 
 
 @pytest.fixture
