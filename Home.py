@@ -10,7 +10,7 @@ import streamlit as st
 
 from ui import state, widgets
 
-st.set_page_config(page_title="Commuting Privacy Lab", page_icon=":material/commute:",
+st.set_page_config(page_title="Commuting Privacy Lab", page_icon="🚆",
                    layout="wide")
 state.init()
 

@@ -8,7 +8,7 @@ import streamlit as st
 from dpcore import importers
 from ui import state, upload
 
-st.set_page_config(page_title="Data · Commuting Privacy Lab", page_icon=":material/upload_file:",
+st.set_page_config(page_title="Data · Commuting Privacy Lab", page_icon="📤",
                    layout="wide")
 state.init()
 

@@ -10,7 +10,7 @@ from dpcore import explore
 from ui import charts, controls, heatmap, panels, runs
 from ui.controls import kept
 
-st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon=":material/insights:",
+st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="🔎",
                    layout="wide")
 settings = controls.run_controls()
 st.title("Explore a release")

@@ -13,7 +13,7 @@ from ui import charts, controls, panels, runs
 from ui.controls import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
-                   page_icon=":material/ssid_chart:", layout="wide")
+                   page_icon="📈", layout="wide")
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
 if not settings.mechanisms:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from ui import data, lessons, safe, state, widgets
 
-st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon=":material/school:",
+st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon="🎓",
                    layout="wide")
 state.init()
 current = data.current()

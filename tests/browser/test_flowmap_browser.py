@@ -23,9 +23,9 @@ from ui import maps
 pytestmark = pytest.mark.browser
 
 MAP_IFRAME = 'iframe[title="streamlit_folium.st_folium"]'
-#: Streamlit's frontend, opened at /Flow_map, first looks for its server under that path (404),
-#: then at the root: expected misses, not failures.
-BASE_PATH_PROBE = re.compile(r"/Flow_map/_stcore/(health|host-config)$")
+#: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server
+#: under that path (404), then at the root: expected misses, not failures.
+BASE_PATH_PROBE = re.compile(r"/[A-Za-z_]+/_stcore/(health|host-config)$")
 #: What Leaflet drew, or null before the map exists: the grouped flow layers (polylines but not
 #: polygons nor the background's borders), the ringed zones, the legend's title and the share of the canvas with paint on it.
 DRAWN = """() => {
@@ -50,7 +50,11 @@ DRAWN = """() => {
 
 @pytest.fixture
 def network(page: Page):
-    """Block and record requests to anyone but the app; record failures and page errors."""
+    """Block and record requests to anyone but the app; record failures and page errors.
+
+    A request the page itself cancelled (``net::ERR_ABORTED``, e.g. a map's iframe replaced by a
+    rerun while it loaded) is not a failure; the third-party requests are aborted by the route
+    above and recorded there."""
     record = {"outside": [], "failed": [], "errors": []}
 
     def route(route):
@@ -61,8 +65,8 @@ def network(page: Page):
             record["outside"].append(route.request.url)
             route.abort()
     page.context.route("**/*", route)
-    page.on("requestfailed", lambda request: record["failed"].append(
-        f"{request.url} {request.failure}"))
+    page.on("requestfailed", lambda request: request.failure != "net::ERR_ABORTED"
+            and record["failed"].append(f"{request.url} {request.failure}"))
     page.on("response", lambda response: response.status >= 400
             and not BASE_PATH_PROBE.search(response.url)
             and record["failed"].append(f"{response.url} HTTP {response.status}"))
