@@ -115,7 +115,6 @@ def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot)
     expect(chart.locator(".heatmaplayer image")).to_have_count(3, timeout=60_000)
     expect(chart.get_by_text("Difference (released − true)").first).to_be_visible()
     settled(page)
-    chart.scroll_into_view_if_needed()
     screenshot("geo-explore-heatmap")
     docs_screenshot(page, "explore")
 
@@ -179,14 +178,16 @@ def test_flow_map_and_learn_url_parameters_round_trip(page: Page, app_url, netwo
 
 @pytest.mark.parametrize("path, name, heading", [
     ("Data", "data", "Your data"),
-    ("Tradeoffs?dataset=ireland_county&mech=laplace&mech=grr&trials=2", "tradeoffs",
-     "Privacy–utility tradeoffs"),
+    ("Tradeoffs?dataset=ireland_county&mech=laplace&mech=grr&trials=2&grid=0.5,1,2",
+     "tradeoffs", "Privacy–utility tradeoffs"),
     ("Learn?lesson=epsilon", "learn", re.compile("^Learn")),
 ])
 def test_page_screenshots(page: Page, app_url, network, screenshot, path, name, heading):
     page.goto(f"{app_url}/{path}")
     expect(page.get_by_role("heading", name=heading).first).to_be_visible()
     settled(page)
+    if name == "tradeoffs":  # a sweep runs on request
+        page.get_by_role("button", name=re.compile(r"^Run \d+ releases")).first.click()
     if name != "data":
         expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=120_000)
         settled(page)
