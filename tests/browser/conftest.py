@@ -8,6 +8,7 @@ pytest (parent-death signal), so a killed test run leaves no orphan holding the 
 
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,9 +16,10 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -137,3 +139,40 @@ def docs_screenshot(page, name: str) -> None:
     page.screenshot(path=str(ROOT / "docs" / f"screenshot-{name}.png"),
                     clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
                           "height": min(VIEWPORT["height"], box["y"] + box["height"])})
+
+
+#: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server
+#: under that path (404), then at the root: expected misses, not failures.
+BASE_PATH_PROBE = re.compile(r"/[A-Za-z_]+/_stcore/(health|host-config)$")
+
+
+@pytest.fixture
+def network(page: Page):
+    """Block and record requests to anyone but the app; record failures and page errors.
+
+    A request the page itself cancelled (``net::ERR_ABORTED``, e.g. a map's iframe replaced by a
+    rerun while it loaded) is not a failure; the third-party requests are aborted by the route
+    above and recorded there."""
+    record = {"outside": [], "failed": [], "errors": []}
+
+    def route(route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
+            route.continue_()
+        else:
+            record["outside"].append(route.request.url)
+            route.abort()
+    page.context.route("**/*", route)
+    page.on("requestfailed", lambda request: request.failure != "net::ERR_ABORTED"
+            and record["failed"].append(f"{request.url} {request.failure}"))
+    page.on("response", lambda response: response.status >= 400
+            and not BASE_PATH_PROBE.search(response.url)
+            and record["failed"].append(f"{response.url} HTTP {response.status}"))
+    page.on("pageerror", lambda error: record["errors"].append(str(error)))
+    page.on("console", lambda message: message.type == "error"
+            and not BASE_PATH_PROBE.search(message.location.get("url", ""))
+            and record["errors"].append(f"{message.text} ({message.location})"))
+    yield record
+    assert record["outside"] == [], "requests to third parties were attempted"
+    assert record["failed"] == [], "requests failed"
+    assert record["errors"] == [], "the page reported errors"

@@ -17,10 +17,11 @@ Screenshots: tests/artifacts/screenshots/geo-*.png.
 import re
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import docs_screenshot
-from tests.browser.test_flowmap_browser import MAP_IFRAME, network  # noqa: F401 (fixture)
+from tests.browser.test_flowmap_browser import MAP_IFRAME
 from ui import maps
 
 pytestmark = pytest.mark.browser
@@ -58,7 +59,7 @@ def map_layers(page: Page, areas: int, timeout_ms: int = 90_000) -> dict:
         try:
             frame = page.locator(MAP_IFRAME).first.element_handle(timeout=5_000).content_frame()
             found = frame.evaluate(LAYERS) if frame else None
-        except Exception:  # the iframe is replaced by a rerun: look again
+        except PlaywrightError:  # the iframe is replaced by a rerun: look again
             found = None
         if found and found["land"] >= 1 and found["areas"] == areas:
             return found
