@@ -130,15 +130,20 @@ def screenshot(page):
     return take
 
 
-def docs_screenshot(page, name: str) -> None:
+def docs_screenshot(page, name: str, scroll_to=None) -> None:
     """With ``DPCORE_UPDATE_SCREENSHOT=1``: docs/screenshot-<name>.png, the page cropped to its
-    content (the README's and docs' pictures, one per page); otherwise nothing."""
+    content (the README's and docs' pictures, one per page); otherwise nothing. ``scroll_to`` (a
+    locator) is scrolled to the top first, for a view further down a long page."""
     if not os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
         return
+    if scroll_to is not None:
+        scroll_to.evaluate("element => element.scrollIntoView()")  # no wait for a still page
+        page.wait_for_timeout(1_000)
     box = page.get_by_test_id("stMainBlockContainer").bounding_box()
     page.screenshot(path=str(ROOT / "docs" / f"screenshot-{name}.png"),
                     clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
-                          "height": min(VIEWPORT["height"], box["y"] + box["height"])})
+                          "height": min(VIEWPORT["height"],
+                                        max(box["y"] + box["height"], 400))})
 
 
 #: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server

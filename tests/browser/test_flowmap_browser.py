@@ -87,7 +87,8 @@ def no_traceback(page: Page) -> None:
 
 
 def choose(page: Page, label: str) -> None:
-    page.get_by_test_id("stRadio").get_by_text(label, exact=True).click()
+    """Pick a view in the "Show" radio (the zone-colour "Value" radio has a "Released" too)."""
+    page.get_by_role("radiogroup", name="Show").get_by_text(label, exact=True).click()
 
 
 def test_flow_map_offline_click_a_zone_and_switch_views(page: Page, app_url, network, screenshot):

@@ -117,7 +117,7 @@ def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot)
     expect(chart.get_by_text("Difference (released − true)").first).to_be_visible()
     settled(page)
     screenshot("geo-explore-heatmap")
-    docs_screenshot(page, "explore")
+    docs_screenshot(page, "explore", scroll_to=page.get_by_role("heading", name="What happened"))
 
 
 def test_first_impression_home_first_and_no_deploy_button(page: Page, app_url, network):
