@@ -110,7 +110,7 @@ def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot)
     page.goto(f"{app_url}/Explore?dataset=ireland_county&mech=laplace&heat_log=true")
     heading = page.get_by_role("heading", name="The OD matrix as a heat map")
     expect(heading).to_be_visible()
-    heading.scroll_into_view_if_needed()
+    heading.evaluate("element => element.scrollIntoView()")  # plotly draws charts in view
     chart = page.locator(".js-plotly-plot").filter(has=page.locator(
         ".gtitle", has_text="Origins × destinations"))
     expect(chart.locator(".heatmaplayer image")).to_have_count(3, timeout=60_000)
