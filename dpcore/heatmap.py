@@ -91,13 +91,13 @@ def grid(od: ODMatrix, true_counts, released=None, *, choice: str = BUSIEST,
     ``size`` × ``size`` block or the parent-level matrix (``choice``), zones in
     :func:`zone_order`."""
     true_counts = np.asarray(true_counts, dtype=float).reshape(-1)
+    original = od
     note = f"All {od.n_origins:,} origins × {od.n_destinations:,} destinations."
     if needs_choice(od, max_side):
         if choice == PARENT and od.has_parent_level:
             od, true_counts, released = flows.roll_up(od, true_counts, released)
             true_counts = true_counts.astype(float)
-            note = (f"Rolled up to the parent zones: {od.n_origins:,} origins × "
-                    f"{od.n_destinations:,} destinations, every commuter counted.")
+            note = "Rolled up to the parent zones, every commuter counted."
         elif choice in CHOICES:
             return _busiest(od, true_counts, released, min(size, max_side))
         else:
@@ -107,6 +107,10 @@ def grid(od: ODMatrix, true_counts, released=None, *, choice: str = BUSIEST,
     rel = None if released is None else np.asarray(released, dtype=float).reshape(shape)
     rows = zone_order(od.origins, true.sum(axis=1))
     cols = zone_order(od.destinations, true.sum(axis=0))
+    if choice == PARENT and needs_choice(original, max_side):
+        # A subset rolled up keeps every parent zone; those outside it are empty in both.
+        used = (true != 0) | (rel != 0) if rel is not None else true != 0
+        rows, cols = rows[used.any(axis=1)[rows]], cols[used.any(axis=0)[cols]]
     return _take(od, true, rel, rows, cols, note)
 
 

@@ -61,3 +61,12 @@ def test_parent_level_counts_every_commuter(ed):
     assert grid.true.sum() == od.n and grid.released.sum() == 2 * od.n
     with pytest.raises(ValueError, match="choice must be one of"):
         heatmap.grid(od, true, None, choice="nonsense")
+
+
+def test_a_subset_rolled_up_shows_only_its_parents(ed):
+    od, _ = ed
+    dublin = od.subset_by_parent(["Dublin City"])
+    true = dublin.to_dense().astype(float)
+    grid = heatmap.grid(dublin, true, true + 0.5, choice=heatmap.PARENT, max_side=100)
+    assert grid.true.shape[0] == 1 and list(grid.origin_ids) == ["Dublin City"]
+    assert grid.true.sum() == dublin.n
