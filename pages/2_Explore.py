@@ -8,7 +8,7 @@ figures from :mod:`ui.charts`.
 import streamlit as st
 
 from dpcore.evaluation import ranks, summaries
-from ui import budget, charts, controls, panels, runs
+from ui import budget, charts, controls, heatmap, panels, runs
 from ui.viewstate import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="🔍",
@@ -68,6 +68,8 @@ order = ranks.long_pairs(od, pairs)
 charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
                                                 f"{settings.epsilon:g})", log_ranks),
             order, "ordering", "explore_ordering")
+
+heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
 
 st.subheader("The true top 10 and the rank each mechanism gave them")
 table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})

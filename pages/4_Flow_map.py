@@ -7,7 +7,7 @@ maps and tables from :mod:`ui.flowmap`.
 import streamlit as st
 
 from dpcore.mechanisms import postprocess
-from ui import budget, charts, controls, flowmap, leaflet_assets, maps, runs
+from ui import budget, charts, choropleth, controls, flowmap, leaflet_assets, maps, runs
 
 st.set_page_config(page_title="Flow map · Commuting Privacy Lab", page_icon="🗺️",
                    layout="wide")
@@ -37,12 +37,15 @@ st.caption(f"{charts.name(mechanism)}, ε = {settings.epsilon:g}, seed {settings
            "sidebar; every page shares them.")
 
 options = flowmap.view_options(od, runs.true_counts(settings), result.released)
+zone_colour = choropleth.controls(options.released is not None)
+areas = choropleth.for_map(*zone_colour, options.od, options.truth, options.released)
 chosen = flowmap.selections(options)
 side_by_side = options.view == flowmap.SIDE_BY_SIDE
 map_area, side = (st.columns([3, 2]) if not side_by_side else (st.container(), st.columns(3)))
 selection = chosen[options.shown[-1]]
 with map_area:
-    flowmap.maps_row(options, chosen, mechanism)
-    st.caption(maps.reading_notes(options.size_by, within=not selection.within.empty))
+    flowmap.maps_row(options, chosen, mechanism, areas=areas)
+    st.caption(maps.reading_notes(options.size_by, within=not selection.within.empty)
+               + (" " + choropleth.APPROXIMATE if areas else ""))
 flowmap.side_tables(options, selection, [side] * 3 if not side_by_side else side)
 flowmap.flows_table(selection, side_by_side)

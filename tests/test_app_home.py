@@ -11,7 +11,7 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from ui import state
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
+APP = str(ROOT / "Home.py")
 
 
 def figures_shown(at: AppTest) -> dict[str, str]:

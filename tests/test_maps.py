@@ -223,6 +223,9 @@ def test_clicks_identify_zones_by_their_unique_tooltip(evil_od):
     assert maps.clicked_zone({"last_object_clicked_tooltip": "\n  Bee & Co (c) \n"}, mapping) == "c"
     assert maps.clicked_zone({"last_object_clicked_tooltip": "Within x: true 3"}, mapping) is None
     assert maps.clicked_zone({"last_object_clicked_tooltip": None}, mapping) is None
+    # A coloured zone area's hover text: the name, then the value on its own line.
+    assert maps.clicked_zone({"last_object_clicked_tooltip": " Bee & Co (c)\n Jobs, true: 5 "},
+                             mapping) == "c"
     assert maps.clicked_zone(None, mapping) is None
 
 

@@ -4,9 +4,11 @@ What makes them work offline and quickly:
 
 * **No third party.** ``folium.Map(tiles=None, prefer_canvas=True)`` with the map's ``default_js``
   and ``default_css`` replaced by Leaflet alone, served by the app (:mod:`ui.leaflet_assets`);
-  no plugin that would pull another script. The background is drawn from the data: zone points
-  sized by residents or jobs, labels, and outlines (convex hulls of the zones of each parent,
-  e.g. of a county's EDs) when a parent level exists. Remote tiles only when the user opts in.
+  no plugin that would pull another script. The background is the app's own: land, coastlines
+  and land borders from Natural Earth (:mod:`dpcore.data.geography`, bundled), then what the data
+  gives: zone points sized by residents or jobs, labels, outlines (convex hulls of the zones of
+  each parent, e.g. of a county's EDs) when a parent level exists, and optionally coloured zone
+  areas (:mod:`ui.choropleth`). Remote tiles only when the user opts in.
 * **Few layers.** Flows are grouped by style (colour × width class) into one multi-polyline each,
   so 1,000 flows make a few dozen Leaflet layers, not 1,000. Direction is drawn into the same
   groups: each flow is an arc bending to its right (A→B and B→A are separate arcs) with a
@@ -33,6 +35,7 @@ from branca.element import Element, MacroElement
 from folium.template import Template
 from scipy.spatial import ConvexHull, QhullError
 
+from dpcore.data import geography
 from dpcore.evaluation import flows
 from ui import leaflet_assets
 
@@ -46,7 +49,10 @@ STATUS_COLOURS = {
 }
 DASHED = {flows.INVENTED: "2 6", flows.LOST: "8 5"}
 ZONE_FILL, ZONE_STROKE, SELECTED_COLOUR, OUTLINE_COLOUR = "#ffffff", "#2d3748", "#e6550d", "#9aa5b1"
-BACKGROUND = "#f4f2ee"
+#: Sea, land and the lines of the bundled background geography.
+SEA, LAND, BORDER = "#d3e2ec", "#f4f2ee", "#8d8577"
+#: Marks the background's Leaflet layers (so that they can be told from the data's).
+BACKGROUND_CLASS = "background-geography"
 
 MIN_LINE_PX, MAX_LINE_PX = 1.2, 14.0
 #: Largest zone point and within-zone ring with up to CROWDED zones; smaller with more zones.
@@ -68,7 +74,7 @@ OSM_ATTRIBUTION = ('&copy; <a href="https://www.openstreetmap.org/copyright">Ope
                    "contributors")
 
 _CSS = f"""<style>
-body .leaflet-container {{ background: {BACKGROUND}; }}
+body .leaflet-container {{ background: {SEA}; }}
 .zone-label {{ font: 11px/1.2 sans-serif; color: #2d3748; white-space: nowrap;
   text-shadow: 0 0 3px #fff, 0 0 3px #fff, 0 0 2px #fff; pointer-events: none; }}
 .flow-legend {{ background: rgba(255,255,255,.92); padding: 6px 9px; font: 11px/1.35 sans-serif;
@@ -193,7 +199,7 @@ class Legend(MacroElement):
 
     _template = Template("""
         {% macro script(this, kwargs) %}
-        var {{ this.get_name() }} = L.control({position: "bottomright"});
+        var {{ this.get_name() }} = L.control({position: {{ this.position|tojson }}});
         {{ this.get_name() }}.onAdd = function (map) {
             var div = L.DomUtil.create("div", "flow-legend");
             div.innerHTML = {{ this.html|tojson }};
@@ -205,10 +211,11 @@ class Legend(MacroElement):
         {% endmacro %}
     """)
 
-    def __init__(self, legend_html: str):
+    def __init__(self, legend_html: str, position: str = "bottomright"):
         super().__init__()
         self._name = "Legend"
         self.html = legend_html
+        self.position = position
 
 
 class ZoneLabels(MacroElement):
@@ -293,13 +300,33 @@ class FlowMap:
     flow_layers: int
 
 
+def add_background(m: folium.Map, bounds) -> None:
+    """Land (its edge against the sea is the coastline) and land borders around ``bounds`` from
+    the bundled Natural Earth data (drawn in the map itself: no request to anyone)."""
+    found = geography.background(bounds)
+    if found["land"]:
+        folium.GeoJson({"type": "Feature", "geometry": found["land"],
+                        "properties": {"style": {"stroke": False, "fill": True,
+                                                 "fillColor": LAND, "fillOpacity": 1,
+                                                 "className": BACKGROUND_CLASS}}},
+                       name="Land (Natural Earth)", interactive=False).add_to(m)
+    if found["borders"]:
+        folium.GeoJson({"type": "Feature", "geometry": found["borders"],
+                        "properties": {"style": {"color": BORDER, "weight": 1.2, "opacity": 0.9,
+                                                 "dashArray": "5 3", "fill": False,
+                                                 "className": BACKGROUND_CLASS}}},
+                       name="Borders (Natural Earth)", interactive=False).add_to(m)
+
+
 def new_map(bounds, basemap: bool = False) -> folium.Map:
-    """An empty map showing ``bounds`` ([[south, west], [north, east]]) that loads only Leaflet,
-    from the app. ``basemap`` adds OpenStreetMap tiles (requests to a third party: opt-in)."""
+    """A map showing ``bounds`` ([[south, west], [north, east]]) that loads only Leaflet, from
+    the app, with the bundled land and borders drawn in. ``basemap`` adds OpenStreetMap tiles
+    (requests to a third party: opt-in) over them."""
     m = folium.Map(tiles=None, prefer_canvas=True, control_scale=True, zoom_snap=0.25)
     m.default_js = [("leaflet", leaflet_assets.JS_URL)]
     m.default_css = [("leaflet_css", leaflet_assets.CSS_URL)]
     m.get_root().header.add_child(Element(_CSS), name="flow_map_css")
+    add_background(m, bounds)
     if basemap:
         folium.TileLayer(OSM_TILES, attr=OSM_ATTRIBUTION, name="OpenStreetMap",
                          max_zoom=19).add_to(m)
@@ -315,6 +342,15 @@ def _bounds(zone_frame: pd.DataFrame) -> list[list[float]]:
     west, east = float(placed["lon"].min()), float(placed["lon"].max())
     pad = max(north - south, east - west, 0.01) * 0.03
     return [[south - pad, west - pad], [north + pad, east + pad]]
+
+
+def _add_areas(m: folium.Map, areas) -> None:
+    """Coloured zone areas (a :class:`ui.choropleth.AreaLayer`): thin edges, hover name and
+    value; clickable, so that a click on an area picks its zone like a click on its point."""
+    folium.GeoJson(areas.collection, name="Zone areas (approximate)", smooth_factor=0.5,
+                   color="#6b7280", weight=0.5, opacity=0.8, fillOpacity=0.72,
+                   tooltip=folium.GeoJsonTooltip(["name", "value"], labels=False)).add_to(m)
+    Legend(areas.legend, "bottomleft").add_to(m)
 
 
 def _add_outlines(m: folium.Map, rings: list[tuple[str, np.ndarray]]) -> None:
@@ -397,13 +433,14 @@ def _add_zones(m: folium.Map, frame: pd.DataFrame, size_by: str, tooltips: pd.Se
 def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *,
              size_by: str = "residents", selected: str | None = None,
              parent_outlines: list[tuple[str, np.ndarray]] = (), basemap: bool = False,
-             colour: str | None = None) -> FlowMap:
+             colour: str | None = None, areas=None) -> FlowMap:
     """The whole map of one view: background, within-zone rings, flow lines, zones, legend.
 
     ``zone_frame`` is :func:`dpcore.evaluation.flows.zones`; ``breaks`` the width classes
     (:func:`dpcore.evaluation.flows.width_breaks`, shared by maps shown side by side); ``selected`` a zone
     id to ring; ``parent_outlines`` from :func:`outlines`; ``colour`` the line colour of the
-    true or released view (the difference view colours by status).
+    true or released view (the difference view colours by status); ``areas`` coloured zone
+    areas (:func:`ui.choropleth.layer`) drawn under the flows.
     """
     if size_by not in SIZE_BY:
         raise ValueError(f"size_by must be one of {', '.join(SIZE_BY)}; got {size_by!r}")
@@ -411,7 +448,10 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
     placed = zone_frame[zone_frame["placed"].to_numpy()]
     shrink = crowding(len(placed))
     m = new_map(bounds, basemap)
-    _add_outlines(m, list(parent_outlines))
+    if areas is not None:
+        _add_areas(m, areas)
+    else:
+        _add_outlines(m, list(parent_outlines))
     _add_within(m, selection.within, selection.view, shrink, colour)
     reference_lat = (bounds[0][0] + bounds[1][0]) / 2
     extent = math.hypot(bounds[1][0] - bounds[0][0],
@@ -428,15 +468,22 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
     ZoneLabels(places).add_to(m)
     statuses = set(selection.lines["status"]) | set(selection.within["status"])
     Legend(legend_html(selection.view, breaks, statuses, colour)).add_to(m)
-    return FlowMap(m, dict(zip(tooltips.str.strip(), placed["id"])), layers)
+    tooltip_to_zone = dict(zip(tooltips.str.strip(), placed["id"]))
+    if areas is not None:
+        tooltip_to_zone = {**areas.tooltip_to_zone, **tooltip_to_zone}
+    return FlowMap(m, tooltip_to_zone, layers)
 
 
 def clicked_zone(value, tooltip_to_zone: dict[str, str]) -> str | None:
-    """The zone id a click on the map chose (st_folium's returned value), if it was a zone."""
+    """The zone id a click on the map chose (st_folium's returned value), if it was a zone: its
+    point's hover text, or the first line of its area's (name, then the coloured value)."""
     if not isinstance(value, dict):
         return None
     text = value.get("last_object_clicked_tooltip")
-    return tooltip_to_zone.get(text.strip()) if isinstance(text, str) else None
+    if not isinstance(text, str):
+        return None
+    found = tooltip_to_zone.get(text.strip())
+    return found if found is not None else tooltip_to_zone.get(text.strip().split("\n")[0].strip())
 
 
 def standalone_html(m: folium.Map) -> str:

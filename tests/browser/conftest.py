@@ -11,6 +11,7 @@ pytest (parent-death signal), so a killed test run leaves no orphan holding the 
 
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -81,14 +82,14 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def app_url():
-    """Start ``streamlit run app.py`` on a free port; yield its base URL; kill it afterwards."""
+    """Start ``streamlit run Home.py`` on a free port; yield its base URL; kill it afterwards."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", "Home.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -167,3 +168,46 @@ def third_party(request):
     icons = [] if page.is_closed() else page.evaluate(ICON_LINKS)
     assert outside == [], "requests to third parties were attempted"
     assert [icon for icon in icons if not is_own(icon)] == [], "the page icon is fetched elsewhere"
+
+
+def docs_screenshot(page, name: str, scroll_to=None) -> None:
+    """With ``DPCORE_UPDATE_SCREENSHOT=1``: docs/screenshot-<name>.png, the page cropped to its
+    content (the README's and docs' pictures, one per page); otherwise nothing. ``scroll_to`` (a
+    locator) is scrolled to the top first, for a view further down a long page."""
+    if not os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
+        return
+    if scroll_to is not None:
+        scroll_to.evaluate("element => element.scrollIntoView()")  # no wait for a still page
+        page.wait_for_timeout(1_000)
+    box = page.get_by_test_id("stMainBlockContainer").bounding_box()
+    page.screenshot(path=str(ROOT / "docs" / f"screenshot-{name}.png"),
+                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
+                          "height": min(VIEWPORT["height"],
+                                        max(box["y"] + box["height"], 400))})
+
+
+#: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server
+#: under that path (404), then at the root: expected misses, not failures.
+BASE_PATH_PROBE = re.compile(r"/[A-Za-z_]+/_stcore/(health|host-config)$")
+
+
+@pytest.fixture
+def network(page: Page, third_party):
+    """Record failed requests and page errors; fail the test if any. Requests to anyone but the
+    app are blocked and recorded by ``third_party`` (autouse), shared here as ``outside``.
+
+    A request the page itself cancelled (``net::ERR_ABORTED``, e.g. a map's iframe replaced by a
+    rerun while it loaded) is not a failure."""
+    record = {"outside": third_party, "failed": [], "errors": []}
+    page.on("requestfailed", lambda request: request.failure != "net::ERR_ABORTED"
+            and record["failed"].append(f"{request.url} {request.failure}"))
+    page.on("response", lambda response: response.status >= 400
+            and not BASE_PATH_PROBE.search(response.url)
+            and record["failed"].append(f"{response.url} HTTP {response.status}"))
+    page.on("pageerror", lambda error: record["errors"].append(str(error)))
+    page.on("console", lambda message: message.type == "error"
+            and not BASE_PATH_PROBE.search(message.location.get("url", ""))
+            and record["errors"].append(f"{message.text} ({message.location})"))
+    yield record
+    assert record["failed"] == [], "requests failed"
+    assert record["errors"] == [], "the page reported errors"

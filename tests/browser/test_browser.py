@@ -4,13 +4,11 @@ Screenshots go to tests/artifacts/screenshots/. With ``DPCORE_UPDATE_SCREENSHOT=
 screenshot also refreshes ``docs/screenshot-home.png`` (the README's picture).
 """
 
-import os
-
 import pytest
 from playwright.sync_api import Page, expect
 
 from dpcore.data import datasets, importers
-from tests.browser.conftest import ROOT, VIEWPORT
+from tests.browser.conftest import ROOT, docs_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -35,14 +33,6 @@ def home_drawn(page: Page) -> None:
     expect(page.get_by_test_id("stPageLink-NavLink").filter(has_text="Data")).to_be_visible()
 
 
-def save_readme_screenshot(page: Page) -> None:
-    """docs/screenshot-home.png: the home page cropped to its content."""
-    box = page.get_by_test_id("stMainBlockContainer").bounding_box()
-    page.screenshot(path=str(ROOT / "docs" / "screenshot-home.png"),
-                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
-                          "height": min(VIEWPORT["height"], box["y"] + box["height"])})
-
-
 def no_traceback(page: Page) -> None:
     expect(page.get_by_test_id("stException")).to_have_count(0)
     assert "Traceback" not in page.content()
@@ -58,8 +48,7 @@ def test_home_page_shows_the_default_dataset_and_switches(page: Page, app_url, s
     home_drawn(page)
     no_traceback(page)
     screenshot("home-ireland-county")
-    if os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
-        save_readme_screenshot(page)
+    docs_screenshot(page, "home")
 
     ed = datasets.load("ireland_ed")
     choose_dataset(page, datasets.DATASETS["ireland_ed"].title)

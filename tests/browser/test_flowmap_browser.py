@@ -1,11 +1,11 @@
 """The flow map in Chromium with every request outside the app blocked: Leaflet must draw anyway.
 
-Every request to a host other than the app's is recorded and aborted (conftest's
-``third_party``); the tests fail if any was attempted, if any request to the app failed, or if a
-page raised an error. Inside the map's iframe they check that Leaflet drew: the grouped flow
-layers exist (as many as the page says) and the canvas has paint on it. Then a click on a zone
-filters the flows, the view switches to released and difference, and the downloaded standalone
-HTML draws with no network at all.
+Every request to a host other than the app's (127.0.0.1) is recorded and aborted (the ``network``
+fixture of conftest); the tests fail if any was attempted, if any request to the app failed, or if
+a page raised an error. Inside the
+map's iframe they check that Leaflet drew: the grouped flow layers exist (as many as the page says)
+and the canvas has paint on it. Then a click on a zone filters the flows, the view switches to
+released and difference, and the downloaded standalone HTML draws with no network at all.
 Screenshots: tests/artifacts/screenshots/flowmap-*.png.
 """
 
@@ -24,11 +24,8 @@ from ui import maps
 pytestmark = pytest.mark.browser
 
 MAP_IFRAME = 'iframe[title="streamlit_folium.st_folium"]'
-#: Streamlit's frontend, opened at /Flow_map, first looks for its server under that path (404),
-#: then at the root: expected misses, not failures.
-BASE_PATH_PROBE = re.compile(r"/Flow_map/_stcore/(health|host-config)$")
 #: What Leaflet drew, or null before the map exists: the grouped flow layers (polylines but not
-#: polygons), the ringed zones, the legend's title and the share of the canvas with paint on it.
+#: polygons nor the background's borders), the ringed zones, the legend's title and the share of the canvas with paint on it.
 DRAWN = """() => {
     const canvas = document.querySelector(".leaflet-overlay-pane canvas");
     const legend = document.querySelector(".flow-legend summary");
@@ -38,32 +35,15 @@ DRAWN = """() => {
         .map(key => window[key]).find(value => value instanceof L.Map);
     if (!map) return null;
     const layers = Object.values(map._layers);
-    const lines = layers.filter(l => l instanceof L.Polyline && !(l instanceof L.Polygon));
+    const lines = layers.filter(l => l instanceof L.Polyline && !(l instanceof L.Polygon)
+                                     && l.options.className !== "BACKGROUND");
     const rings = layers.filter(l => l instanceof L.CircleMarker && l.options.color === "SELECTED");
     const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
     let painted = 0;
     for (let i = 3; i < pixels.length; i += 4) { if (pixels[i] > 0) painted++; }
     return {lines: lines.length, rings: rings.length, legend: legend.textContent,
             painted: painted / (canvas.width * canvas.height)};
-}""".replace("SELECTED", maps.SELECTED_COLOUR)
-
-
-@pytest.fixture
-def network(page: Page):
-    """Record failed requests and page errors (third-party requests: conftest's ``third_party``)."""
-    record = {"failed": [], "errors": []}
-    page.on("requestfailed", lambda request: record["failed"].append(
-        f"{request.url} {request.failure}"))
-    page.on("response", lambda response: response.status >= 400
-            and not BASE_PATH_PROBE.search(response.url)
-            and record["failed"].append(f"{response.url} HTTP {response.status}"))
-    page.on("pageerror", lambda error: record["errors"].append(str(error)))
-    page.on("console", lambda message: message.type == "error"
-            and not BASE_PATH_PROBE.search(message.location.get("url", ""))
-            and record["errors"].append(f"{message.text} ({message.location})"))
-    yield record
-    assert record["failed"] == [], "requests failed"
-    assert record["errors"] == [], "the page reported errors"
+}""".replace("SELECTED", maps.SELECTED_COLOUR).replace("BACKGROUND", maps.BACKGROUND_CLASS)
 
 
 def layers_stated(page: Page, view: str) -> int:
@@ -108,7 +88,8 @@ def no_traceback(page: Page) -> None:
 
 
 def choose(page: Page, label: str) -> None:
-    page.get_by_test_id("stRadio").get_by_text(label, exact=True).click()
+    """Pick a view in the "Show" radio (the zone-colour "Value" radio has a "Released" too)."""
+    page.get_by_role("radiogroup", name="Show").get_by_text(label, exact=True).click()
 
 
 def test_flow_map_offline_click_a_zone_and_switch_views(page: Page, app_url, network, screenshot):

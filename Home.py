@@ -1,7 +1,9 @@
 """Commuting Privacy Lab: what differential privacy does to origin–destination commuting data.
 
 Home page: pick a dataset and see how exposed its small cells are. The other pages live in
-``pages/`` and are found by Streamlit automatically.
+``pages/`` and are found by Streamlit automatically. The file is named ``Home.py`` because
+Streamlit labels the entry page of a ``pages/`` app with its file name (the sidebar's first entry
+reads "Home").
 """
 
 import streamlit as st
