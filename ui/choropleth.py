@@ -19,7 +19,7 @@ from dpcore.data.geography import ZoneAreas
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import choropleth
 from ui import data, runs, state
-from ui.controls import kept
+from ui.viewstate import kept
 from ui.maps import html_text, zone_tooltips
 
 SEQUENTIAL = ["#ffffcc", "#c7e9b4", "#7fcdbb", "#41b6c4", "#2c7fb8", "#253494"]

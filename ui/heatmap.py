@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import heatmap
 from ui import charts
-from ui.controls import kept
+from ui.viewstate import kept
 
 SEQUENTIAL = "YlGnBu"
 DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"],
