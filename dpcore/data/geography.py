@@ -40,7 +40,7 @@ from scipy.spatial import cKDTree
 
 from dpcore.data.od import ODMatrix
 
-GEOGRAPHY_FILE = Path(__file__).resolve().parents[1] / "data" / "geography" / \
+GEOGRAPHY_FILE = Path(__file__).resolve().parents[2] / "data" / "geography" / \
     "natural_earth_10m.json.gz"
 #: Share of the view's extent added around it before clipping (so panning shows a margin).
 MARGIN = 0.5
