@@ -1,7 +1,6 @@
 """AppTest of the Classroom page: the teacher opens a room and watches the estimate; a student's
 page shows the round and what the phone will do (the phone itself is tested in Chromium)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,20 +8,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore import classroom, learn
+from tests.app_pages import run_page, text
 from tests.plotly_spec import figure
-from ui import classroom_view, safe, state
+from ui import classroom_view, safe
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Classroom.py")
 CREATE = "FormSubmitter:classroom_create-Open the room"
 NEW_ROUND = "FormSubmitter:classroom_round-Open a new round with these settings"
-
-
-@pytest.fixture(autouse=True)
-def keep_main_module():
-    """AppTest leaves the page as ``sys.modules["__main__"]``: put the real one back."""
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
 
 
 @pytest.fixture
@@ -35,23 +27,11 @@ def store(tmp_path, monkeypatch):
 
 
 def page(params: dict, dataset: str = "toy_town", **session) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.session_state[state.CURRENT_DATASET] = dataset
-    for key, value in session.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return run_page(PAGE, params, dataset, session, timeout=60)
 
 
 def metrics(at: AppTest) -> dict:
     return {m.label: m.value for m in at.metric}
-
-
-def text(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 def room_with_reports(store, mechanism="grr", epsilon=2.0, n=40, names=None, **options):
@@ -155,7 +135,7 @@ def test_without_the_key_the_screen_is_read_only_until_unlocked(store):
 
 
 def test_reveal_column_is_labelled_not_private(store):
-    code, key, question = room_with_reports(store, n=6, reveal=True)
+    code, _, question = room_with_reports(store, n=6, reveal=True)
     store.reveal(code, 1, 2)
     at = page({"teach": code})
     assert "NOT private" in text(at)
@@ -164,13 +144,12 @@ def test_reveal_column_is_labelled_not_private(store):
 
 
 def test_student_page_shows_the_round_and_what_the_phone_does(store):
+    question = classroom.Question("Where?", ("A", "B"), ("C", "D"))
     for mechanism, epsilon in (("grr", 1.0), ("oue", 1.0), ("olh", 2.0), ("hr", 3.0)):
-        code, _, question = room_with_reports(store, n=0) if mechanism == "grr" else (
-            *store.create_room(classroom.Question("Where?", ("A", "B"), ("C", "D")),
-                               mechanism, epsilon), None)
+        code, _ = store.create_room(question, mechanism, epsilon)
         at = page({"room": code.lower()})
         assert not at.error
-        rules = learn.device_rules(store.current_round(code).build(), store.room(code).question.d)
+        rules = learn.device_rules(store.current_round(code).build(), question.d)
         shown = text(at)
         assert all(rule in shown for rule in rules)
         assert "round 1" in shown and classroom.format_code(code) in shown

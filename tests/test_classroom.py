@@ -123,7 +123,7 @@ def test_earlier_rounds_stay_viewable(store):
 
 def test_only_the_teacher_changes_a_room(store):
     code, key = store.create_room(QUESTION, "grr", 1.0)
-    other, other_key = store.create_room(QUESTION, "grr", 1.0)
+    _, other_key = store.create_room(QUESTION, "grr", 1.0)
     for wrong in ("", "guess", other_key):
         with pytest.raises(ClassroomError, match="teacher key"):
             store.close_room(code, wrong)
@@ -249,7 +249,7 @@ def test_question_survives_the_database_with_hostile_names(store):
                                                 ("hr", 0.5), ("hr", 3.0)])
 def test_estimate_uses_the_mechanisms_server_and_is_unbiased(store, mechanism, epsilon):
     """Reports from the Python client, through the store, estimated: mean over repeats ≈ truth."""
-    code, key = store.create_room(QUESTION, mechanism, epsilon, max_reports=100_000)
+    code, _ = store.create_room(QUESTION, mechanism, epsilon, max_reports=100_000)
     round_ = store.current_round(code)
     counts = np.array([30, 0, 5, 12, 0, 0, 40, 3, 0, 10, 0, 20])
     items = np.repeat(np.arange(12), counts)

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import segno
 import streamlit as st
 
-from dpcore import classroom, learn, mechanisms
+from dpcore import classroom, export, learn, mechanisms
 from ui import charts, classroom_component, data, safe
 
 #: Seconds between refreshes of the teacher's live view.
@@ -236,7 +236,7 @@ def live_view(code: str) -> None:
                     "chose to also send their true commute; the column *revealed* counts them.")
     with st.expander("Every commute"):
         st.dataframe(table, hide_index=True)
-        st.download_button("Download this table (CSV)", table.to_csv(index=False),
+        st.download_button("Download this table (CSV)", export.safe_csv(table),
                            file_name=f"classroom-{code}-round-{number}.csv", mime="text/csv")
 
 
@@ -309,8 +309,8 @@ def student(code: str) -> None:
     classroom_component.phone(data_for_phone, key=PHONE, on_report=_received_report,
                               on_reveal=_received_reveal)
     answer = st.session_state[SENT].get(round_key)
-    if answer is not None:
-        (st.success if answer["ok"] else st.error)(safe.markdown(answer["message"]))
+    if answer is not None and not answer["ok"]:
+        st.error(safe.markdown(answer["message"]))
     st.caption("One report per round from this browser session: the server refuses a second "
                "one from the same session, and the phone remembers sent rounds in this browser's "
                "storage. A reload, another browser or a private window is a new session, so this "
