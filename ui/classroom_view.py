@@ -25,6 +25,8 @@ from ui import charts, classroom_component, data, safe
 
 #: Seconds between refreshes of the teacher's live view.
 REFRESH_SECONDS = 2
+#: Seconds between a phone's checks for a new round.
+ROUND_CHECK_SECONDS = 5
 #: Public address students should use, when the server's own view of it is wrong (a proxy, or a
 #: server that sees itself as localhost): e.g. http://192.168.1.20:8501/Classroom.
 URL_VARIABLE = "DPCORE_CLASSROOM_URL"
@@ -161,7 +163,7 @@ def teacher(code: str) -> None:
                        "Start the app with `--server.address 0.0.0.0` and open this page through "
                        f"the computer's network address, or set `{URL_VARIABLE}`.")
         expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(room.expires))
-        st.caption(("Closed." if room.closed else f"Open until {expires}.")
+        st.caption(("Closed." if not room.is_open() else f"Open until {expires}.")
                    + f" Accepts at most {room.max_reports} reports in all.")
     with right:
         st.image(qr_png(link), caption="Scan to join", width=260)
@@ -192,7 +194,11 @@ def controls(room: classroom.Room, key: str) -> None:
                 if (mechanism, epsilon) == (current.mechanism, current.epsilon):
                     st.info("These are the current round's settings; nothing changed.")
                 else:
-                    store().new_round(room.code, key, mechanism, epsilon)
+                    try:
+                        store().new_round(room.code, key, mechanism, epsilon)
+                    except classroom.ClassroomError as problem:
+                        st.error(safe.markdown(problem))
+                        return
                     st.session_state.pop(VIEWED_ROUND, None)
                     st.rerun()
         st.caption("Teacher key, to control this room from another browser (keep it private): ")
@@ -308,6 +314,7 @@ def student(code: str) -> None:
                       "revealed": st.session_state[REVEALED].get(round_key)}
     classroom_component.phone(data_for_phone, key=PHONE, on_report=_received_report,
                               on_reveal=_received_reveal)
+    follow_rounds(room.code, current.number)
     answer = st.session_state[SENT].get(round_key)
     if answer is not None and not answer["ok"]:
         st.error(safe.markdown(answer["message"]))
@@ -315,6 +322,17 @@ def student(code: str) -> None:
                "one from the same session, and the phone remembers sent rounds in this browser's "
                "storage. A reload, another browser or a private window is a new session, so this "
                "stops accidents, not a determined student.")
+
+
+@st.fragment(run_every=ROUND_CHECK_SECONDS)
+def follow_rounds(code: str, shown: int) -> None:
+    """Bring the phone to the teacher's new round (or closed room) without a reload."""
+    try:
+        room, latest = store().room(code), store().current_round(code)
+    except classroom.ClassroomError:
+        return
+    if latest.number != shown or not room.is_open():
+        st.rerun(scope="app")
 
 
 def _trigger(name: str):

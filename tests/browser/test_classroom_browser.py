@@ -88,3 +88,32 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     settled(page)
     no_traceback(page)
     screenshot("classroom-teacher")
+
+
+def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url, browser):
+    page.goto(f"{app_url}/Classroom")
+    page.get_by_role("button", name="Open the room").click()
+    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
+    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room={code}")
+    expect(phone.get_by_text(re.compile(r"round 1 · Optimised unary encoding"))).to_be_visible()
+
+    page.get_by_text("change mechanism or ε (opens a new round)").click()
+    mechanism = page.get_by_role("combobox", name="Local mechanism")
+    expect(mechanism).to_be_visible()
+    mechanism.click()
+    page.get_by_role("option", name="Generalised randomised response (direct encoding)").click()
+    expect(mechanism).to_have_value("Generalised randomised response (direct encoding)")
+    page.get_by_role("button", name="Open a new round with these settings").click()
+    expect(page.get_by_role("combobox", name="Show")).to_have_value("Round 2: GRR, ε = 1 (open)")
+
+    expect(phone.get_by_text(re.compile(r"round 2 · Generalised randomised response"))
+           ).to_be_visible(timeout=20_000)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text("Sent: report number 1").first).to_be_visible()
+    expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
+    no_traceback(phone)
+    context.close()
