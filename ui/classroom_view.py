@@ -201,11 +201,13 @@ def controls(room: classroom.Room, key: str) -> None:
                         return
                     st.session_state.pop(VIEWED_ROUND, None)
                     st.rerun()
-        st.caption("Teacher key, to control this room from another browser (keep it private): ")
-        st.code(key, language=None)
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
+    with st.expander("Teacher key (do not open on the projector)"):
+        st.caption("Whoever has this key can change or close the room: it lets you take control "
+                   "from another browser.")
+        st.code(key, language=None)
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
