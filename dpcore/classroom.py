@@ -29,12 +29,17 @@ Schema::
            opened REAL, closed REAL,
            PRIMARY KEY (room, number))
     reports(id INTEGER PRIMARY KEY, room TEXT, round INTEGER, received REAL,
-            report TEXT)                -- JSON in the mechanism's ``perturb`` format, one person
+            report TEXT,                -- JSON in the mechanism's ``perturb`` format, one person
+            nonce TEXT,                 -- 128 random bits the phone drew for this one report
+            UNIQUE (room, nonce))
     reveals(id INTEGER PRIMARY KEY, room TEXT, round INTEGER,
-            cell INTEGER)               -- a true answer a student chose to send (NOT private)
+            cell INTEGER,               -- a true answer a student chose to send (NOT private)
+            nonce TEXT, UNIQUE (room, nonce))   -- drawn apart from the report's nonce
     rejections(room TEXT, round INTEGER, reason TEXT, count INTEGER,
                PRIMARY KEY (room, round, reason))   -- bad or forged reports: counted, never kept
 
+The nonces make a resent message (a flaky connection replaying it) count once; each is fresh
+randomness, so it says nothing about the student and does not link their reveal to their report.
 Reveals carry no time and no link to a report; their row order still follows arrival order, so
 a reveal sent right after a report could be matched to it by someone with the database file.
 
@@ -83,6 +88,9 @@ EPSILON_RANGE = (0.1, 10.0)
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 CODE_BITS = CODE_LENGTH * math.log2(len(CODE_ALPHABET))
+#: Length of a message nonce: 128 random bits as lowercase hexadecimal.
+NONCE_HEX = 32
+HEX = "0123456789abcdef"
 #: Two-sided normal quantile of the 95 % confidence intervals.
 Z95 = 1.959963984540054
 #: Seconds a writer waits for the database lock before giving up (SQLite's busy timeout).
@@ -96,10 +104,11 @@ CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     mechanism TEXT NOT NULL, epsilon REAL NOT NULL, permutation TEXT, opened REAL NOT NULL,
     closed REAL, PRIMARY KEY (room, number));
 CREATE TABLE IF NOT EXISTS reports(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
-    round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL);
+    round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT,
+    UNIQUE (room, nonce));
 CREATE INDEX IF NOT EXISTS reports_by_round ON reports(room, round);
 CREATE TABLE IF NOT EXISTS reveals(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
-    round INTEGER NOT NULL, cell INTEGER NOT NULL);
+    round INTEGER NOT NULL, cell INTEGER NOT NULL, nonce TEXT, UNIQUE (room, nonce));
 CREATE INDEX IF NOT EXISTS reveals_by_round ON reveals(room, round);
 CREATE TABLE IF NOT EXISTS rejections(room TEXT NOT NULL, round INTEGER NOT NULL,
     reason TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, reason));
@@ -555,17 +564,22 @@ class RoomStore:
         return Snapshot(room, round_, reports, total, rejected, reveals)
 
     # ------------------------------------------------------------------------------ student side
-    def submit(self, code: str, number: int, payload, now: float | None = None) -> int:
+    def submit(self, code: str, number: int, payload, nonce: str | None = None,
+               now: float | None = None) -> int:
         """Store one private report for round ``number``; how many the round now holds.
 
         ClassroomError for an unknown room (nothing is stored); ReportRejected — counted under its
         reason in ``rejections``, the report itself dropped — for a report the round cannot take.
+        A report whose ``nonce`` the room already holds is the same message again: not stored twice.
         """
         now = time.time() if now is None else now
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 room = self._room(db, code)
+                if self._seen(db, "reports", room.code, nonce):
+                    db.execute("ROLLBACK")
+                    return self._count(db, room.code, number if isinstance(number, int) else -1)
                 text = self._accept(db, room, number, payload, now)
             except ReportRejected as rejected:
                 self._count_rejection(db, room.code, rejected)
@@ -574,12 +588,27 @@ class RoomStore:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            db.execute("INSERT INTO reports(room, round, received, report) VALUES (?,?,?,?)",
-                       (room.code, int(number), now, text))
-            count = db.execute("SELECT COUNT(*) FROM reports WHERE room=? AND round=?",
-                               (room.code, int(number))).fetchone()[0]
+            db.execute("INSERT INTO reports(room, round, received, report, nonce) "
+                       "VALUES (?,?,?,?,?)", (room.code, int(number), now, text, nonce))
+            count = self._count(db, room.code, number)
             db.execute("COMMIT")
         return count
+
+    @staticmethod
+    def _count(db, code: str, number) -> int:
+        return db.execute("SELECT COUNT(*) FROM reports WHERE room=? AND round=?",
+                          (code, number)).fetchone()[0]
+
+    @staticmethod
+    def _seen(db, table: str, code: str, nonce) -> bool:
+        """Whether the room already holds this nonce (ReportRejected if it is not one)."""
+        if nonce is None:
+            return False
+        if not isinstance(nonce, str) or len(nonce) != NONCE_HEX or set(nonce) - set(HEX):
+            raise ReportRejected(f"The message's nonce must be {NONCE_HEX} hexadecimal digits.",
+                                 "malformed")
+        return db.execute(f"SELECT 1 FROM {table} WHERE room=? AND nonce=?",
+                          (code, nonce)).fetchone() is not None
 
     def _accept(self, db, room: Room, number, payload, now) -> str:
         """The report's stored JSON, or ReportRejected if the room or round cannot take it."""
@@ -603,11 +632,14 @@ class RoomStore:
         db.execute("INSERT INTO rejections VALUES (?,?,?,1) ON CONFLICT(room, round, reason) "
                    "DO UPDATE SET count = count + 1", (latest.room, latest.number, rejected.reason))
 
-    def reveal(self, code: str, number: int, cell, now: float | None = None) -> None:
+    def reveal(self, code: str, number: int, cell, nonce: str | None = None,
+               now: float | None = None) -> None:
         """Store a true answer a student chose to send (not private), if the room allows it."""
         now = time.time() if now is None else now
         with self._write() as db:
             room = self._room(db, code)
+            if self._seen(db, "reveals", room.code, nonce):
+                return
             if not room.reveal:
                 raise ClassroomError("This room does not collect true answers.")
             if not room.is_open(now) or number != self._round(db, room.code).number:
@@ -617,5 +649,5 @@ class RoomStore:
             if held[0] >= room.max_reports:
                 raise ClassroomError(f"This room is full: it accepts at most {room.max_reports} "
                                      "true answers.")
-            db.execute("INSERT INTO reveals(room, round, cell) VALUES (?,?,?)",
-                       (room.code, int(number), cell))
+            db.execute("INSERT INTO reveals(room, round, cell, nonce) VALUES (?,?,?,?)",
+                       (room.code, int(number), cell, nonce))

@@ -60,7 +60,7 @@ def test_only_reports_settings_and_times_are_stored(store):
         assert db.execute("SELECT report FROM reports").fetchall() == [('{"y": 5}',)]
         assert db.execute("SELECT teacher_hash FROM rooms").fetchone()[0] != key
         columns = {row[1] for row in db.execute("PRAGMA table_info(reports)")}
-    assert columns == {"id", "room", "round", "received", "report"}
+    assert columns == {"id", "room", "round", "received", "report", "nonce"}
 
 
 @pytest.mark.parametrize("payload, reason", [
@@ -281,3 +281,19 @@ def test_plug_in_counts_sum_to_n():
     counts = classroom.plug_in_counts(np.array([-3.0, 10.2, 5.5, 0.0]), 17)
     assert counts.sum() == 17 and (counts >= 0).all() and counts[0] == 0
     assert classroom.plug_in_counts(np.array([-1.0, -2.0]), 3).sum() == 3
+
+
+def test_a_resent_message_counts_once(store):
+    code, _ = store.create_room(QUESTION, "grr", 1.0, reveal=True)
+    nonce = "0123456789abcdef" * 2
+    assert store.submit(code, 1, {"y": 4}, nonce=nonce) == 1
+    assert store.submit(code, 1, {"y": 4}, nonce=nonce) == 1          # the same message again
+    assert store.submit(code, 1, {"y": 4}, nonce="f" * 32) == 2       # another student's
+    for bad in ("xyz", "0" * 31, 12):
+        with pytest.raises(ReportRejected, match="nonce"):
+            store.submit(code, 1, {"y": 4}, nonce=bad)
+    store.reveal(code, 1, 3, nonce=nonce)                             # separate namespace
+    store.reveal(code, 1, 3, nonce=nonce)
+    snap = store.snapshot(code)
+    assert len(snap.reports) == 2 and snap.reveals.sum() == 1
+    assert snap.rejected == {"malformed": 3}

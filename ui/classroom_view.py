@@ -362,7 +362,7 @@ def submit(payload: dict) -> dict:
     """Hand one phone's report to the store: {"ok", "message"} for the student."""
     try:
         count = store().submit(str(payload.get("room", "")), payload.get("round"),
-                               payload.get("report"))
+                               payload.get("report"), nonce=payload.get("nonce"))
     except classroom.ClassroomError as problem:
         return {"ok": False, "message": f"Not counted: {problem}"}
     return {"ok": True, "message": f"Sent: report number {count} of this round. Your true "
@@ -377,7 +377,8 @@ def _received_reveal() -> None:
     if round_key in st.session_state[REVEALED]:
         return
     try:
-        store().reveal(str(payload.get("room", "")), payload.get("round"), payload.get("cell"))
+        store().reveal(str(payload.get("room", "")), payload.get("round"), payload.get("cell"),
+                       nonce=payload.get("nonce"))
         message = "True answer sent (not private)."
     except classroom.ClassroomError as problem:
         message = f"True answer not sent: {problem}"

@@ -26,6 +26,13 @@ function dpUniformReal() {
   return ((words[0] >>> 5) * 67108864 + (words[1] >>> 6)) / 9007199254740992;
 }
 
+// 128 fresh random bits as 32 hexadecimal digits: names one message so a resend counts once.
+function dpNonce() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
 function dpCoin(probability) {
   return dpUniformReal() < probability;
 }

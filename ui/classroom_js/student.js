@@ -60,6 +60,7 @@ function dpBuild(root, data, setTriggerValue) {
 
   let item = null;
   let report = null;
+  let reportNonce = null;
   const finished = (message) => {
     home.disabled = work.disabled = draw.disabled = send.disabled = true;
     status.textContent = message;
@@ -72,6 +73,7 @@ function dpBuild(root, data, setTriggerValue) {
   draw.addEventListener("click", () => {
     item = Number(home.value) * data.destinations.length + Number(work.value);
     report = dpRandomisers[spec.mechanism](spec, item);
+    reportNonce = dpNonce();
     steps.replaceChildren(
       dpElement("li", null, `Your commute: ${data.origins[home.value]} → ` +
         `${data.destinations[work.value]} (cell #${item} of ${spec.d}). It stays on this phone.`),
@@ -83,12 +85,12 @@ function dpBuild(root, data, setTriggerValue) {
   });
 
   send.addEventListener("click", () => {
-    setTriggerValue("report", { room: data.room, round: spec.round, report });
+    setTriggerValue("report", { room: data.room, round: spec.round, report, nonce: reportNonce });
     finished("Sending…");
   });
 
   reveal.addEventListener("click", () => {
-    setTriggerValue("reveal", { room: data.room, round: spec.round, cell: item });
+    setTriggerValue("reveal", { room: data.room, round: spec.round, cell: item, nonce: dpNonce() });
     reveal.disabled = true;
   });
 
