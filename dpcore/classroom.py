@@ -617,7 +617,7 @@ class RoomStore:
                                  "Nothing was sent.", "room closed")
         current = self._round(db, room.code)
         if isinstance(number, bool) or not isinstance(number, int) or number != current.number:
-            raise ReportRejected(f"Round {number} is closed: the teacher has moved on to round "
+            raise ReportRejected(f"Round {number!s:.12} is not open: this room is on round "
                                  f"{current.number}. Reload the page to answer it.", "round closed")
         total = db.execute("SELECT COUNT(*) FROM reports WHERE room=?", (room.code,)).fetchone()[0]
         if total >= room.max_reports:

@@ -172,3 +172,20 @@ def test_hostile_zone_names_stay_text(store):
     fig = figure(at, "Estimated students per commute")
     ticks = " ".join(fig["data"][0]["y"])
     assert "<b>" not in ticks and "&lt;b&gt;" in ticks
+
+
+def test_what_a_phone_is_told_after_sending(store):
+    code, _, _ = room_with_reports(store, n=2)
+    answer = classroom_view.submit({"room": code, "round": 1, "report": {"y": 4},
+                                    "nonce": "a" * 32})
+    assert answer == {"ok": True, "message": "Sent: report number 3 of this round. Your true "
+                                             "commute never left your phone."}
+    assert classroom_view.submit({"room": code, "round": 1, "report": {"y": 4},
+                                  "nonce": "a" * 32})["ok"]              # a replay: still 3
+    assert len(store.snapshot(code).reports) == 3
+    for payload, says in (({"room": code, "round": 1, "report": {"y": 6}}, "outside"),
+                          ({"room": code, "round": 2, "report": {"y": 1}}, "Round 2 is not open"),
+                          ({"room": "NOPE", "round": 1, "report": {"y": 1}}, "no room")):
+        answer = classroom_view.submit(payload)
+        assert not answer["ok"] and answer["message"].startswith("Not counted:")
+        assert says in answer["message"]

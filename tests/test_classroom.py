@@ -96,7 +96,7 @@ def test_report_formats_per_mechanism(store, mechanism, epsilon, payload, reason
 def test_late_reports_closed_rooms_and_expired_rooms_are_rejected(store):
     code, key = store.create_room(QUESTION, "grr", 1.0, hours=1, now=1000.0)
     assert store.new_round(code, key, "oue", 2.0, now=1001.0) == 2
-    with pytest.raises(ReportRejected, match="Round 1 is closed"):
+    with pytest.raises(ReportRejected, match="Round 1 is not open"):
         store.submit(code, 1, {"y": 0}, now=1002.0)
     assert store.snapshot(code, 2).rejected == {"round closed": 1}
     with pytest.raises(ReportRejected, match="closed"):
