@@ -2,7 +2,6 @@
 picks the lesson, and an upload's zone names stay inert and its results in the session."""
 
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.theory import accuracy, learn, privacy_theory
+from tests.app_pages import run_page, text
 from tests.plotly_spec import figure, traces, values
 from ui import lessons, state
 
@@ -20,27 +20,8 @@ PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
 EPSILON = "kept_widget_learn_epsilon"
 
 
-@pytest.fixture(autouse=True)
-def keep_main_module():
-    """AppTest leaves the page as ``sys.modules["__main__"]``: put the real one back."""
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
-
-
 def learn_page(lesson: str, dataset: str = "ireland_county", **session) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.query_params["lesson"] = lesson
-    at.session_state[state.CURRENT_DATASET] = dataset
-    for key, value in session.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def text(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown)
+    return run_page(PAGE, {"lesson": lesson}, dataset, session)
 
 
 @pytest.mark.parametrize("lesson", list(lessons.LESSONS))

@@ -19,8 +19,8 @@ from dpcore.data.geography import ZoneAreas
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import choropleth
 from ui import data, runs, state
-from ui.viewstate import kept
 from ui.maps import html_text, zone_tooltips
+from ui.viewstate import kept
 
 SEQUENTIAL = ["#ffffcc", "#c7e9b4", "#7fcdbb", "#41b6c4", "#2c7fb8", "#253494"]
 DIVERGING = ["#2166ac", "#67a9cf", "#d1e5f0", "#f7f7f7", "#fddbc7", "#ef8a62", "#b2182b"]

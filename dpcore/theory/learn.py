@@ -247,45 +247,67 @@ def _named(cells, label: Label) -> str:
     return shown + (f" and {more:,} more" if more > 0 else "") if cells else "none"
 
 
+def _grr_rule(mech: GRR, d) -> list[str]:
+    p, q = mech.support_probabilities(d)
+    return [f"Keep the true commute with probability $p = e^\\varepsilon/(e^\\varepsilon + d - 1) "
+            f"= {p:.4g}$; otherwise pick one of the other $d - 1 = {d - 1:,}$ commutes, each with "
+            f"$q = {q:.4g}$. The truth gets a head start of $p/q = e^\\varepsilon$ over each other "
+            "commute, no more."]
+
+
 def _grr_steps(mech: GRR, item, d, report, label):
     y = int(report["y"][0])
-    p, q = mech.support_probabilities(d)
     kept = y == item
-    return ([f"Keep the true commute with probability $p = e^\\varepsilon/(e^\\varepsilon + d - 1) "
-             f"= {p:.4g}$; otherwise pick one of the other $d - 1 = {d - 1:,}$ commutes, each with "
-             f"$q = {q:.4g}$. The truth gets a head start of $p/q = e^\\varepsilon$ over each "
-             "other "
-             "commute, no more.",
+    return ([*_grr_rule(mech, d),
              "This time the phone " + ("**kept the truth**." if kept else
                                        "**picked another commute** at random.")],
             f"cell #{y} {label(y)}", kept, 1)
 
 
+def _unary_rule(mech: UnaryEncoding, d) -> list[str]:
+    p, q = mech.support_probabilities(d)
+    return [f"Randomise every bit independently: the commute's own bit is 1 with probability "
+            f"$p = {p:.4g}$, every other bit with probability $q = {q:.4g}$ (about "
+            f"{(d - 1) * q:,.1f} of them are expected to be 1)."]
+
+
 def _unary_steps(mech: UnaryEncoding, item, d, report, label):
     bits = report["bits"][0]
-    p, q = mech.support_probabilities(d)
     ones = np.flatnonzero(bits)
     return ([f"Write the commute as $d = {tex_number(d)}$ bits, all 0 except bit #{item}.",
-             f"Randomise every bit independently: the commute's own bit is 1 with probability "
-             f"$p = {p:.4g}$, every other bit with probability $q = {q:.4g}$ (about "
-             f"{(d - 1) * q:,.1f} of them are expected to be 1).",
+             *_unary_rule(mech, d),
              f"This time the own bit came out **{int(bits[item])}**, and {len(ones):,} bits are 1 "
              f"in all: {_named(ones, label)}."],
             f"a row of bits, {len(ones):,} of them 1", bool(bits[item]), len(ones))
 
 
+def _hash_function(mech: LocalHashing, seed: str) -> str:
+    return (f"Draw a personal hash function with seed {seed}: $H(x) = ((a x + b) \\bmod "
+            f"{tex_number(HASH_PRIME)}) \\bmod g$ with $g = {mech.hash_range}$ buckets.")
+
+
+def _bucket_response(mech: LocalHashing, d, bucket: str) -> str:
+    p, _ = mech.support_probabilities(d)
+    return (f"Randomised response over the {mech.hash_range} buckets: keep bucket {bucket} with "
+            f"probability $p = {p:.4g}$, otherwise send one of the other {mech.hash_range - 1} "
+            "uniformly.")
+
+
+def _hashing_rule(mech: LocalHashing, d) -> list[str]:
+    return [_hash_function(mech, "$(a, b)$ drawn at random"), "Hash the commute: $H(x)$.",
+            _bucket_response(mech, d, "$H(x)$"),
+            "The server cannot invert the hash: the report supports every cell $v$ with "
+            "$H(v)$ equal to the bucket sent, about $d/g$ of them."]
+
+
 def _hashing_steps(mech: LocalHashing, item, d, report, label):
     a, b, y = (int(report[k][0]) for k in ("a", "b", "y"))
     g = mech.hash_range
-    p, q = mech.support_probabilities(d)
     bucket = int(universal_hash(a, b, item, g))
     supported = np.flatnonzero(universal_hash(a, b, np.arange(d), g) == y)
-    return ([f"Draw a personal hash function with seed $(a, b) = ({tex_number(a)}, "
-             f"{tex_number(b)})$: $H(x) = ((a x + b) \\bmod {tex_number(HASH_PRIME)}) \\bmod g$ "
-             f"with $g = {g}$ buckets.",
+    return ([_hash_function(mech, f"$(a, b) = ({tex_number(a)}, {tex_number(b)})$"),
              f"Hash the commute: $H({item}) = {bucket}$.",
-             f"Randomised response over the {g} buckets: keep bucket {bucket} with probability "
-             f"$p = {p:.4g}$, otherwise send one of the other {g - 1} uniformly. This time it "
+             _bucket_response(mech, d, str(bucket)) + " This time it "
              + ("**kept** it." if y == bucket else f"**sent bucket {y}** instead."),
              f"The server cannot invert the hash: the report supports every cell $v$ with "
              f"$H(v) = {y}$ — {len(supported):,} of the {d:,} cells (about $d/g$): "
@@ -322,24 +344,30 @@ def _dbitflip_steps(mech: DBitFlip, item, d, report, label):
             f"{mech.d_b} cell indices and {mech.d_b} bits", None, None)
 
 
-def _hr_steps(mech: HadamardResponse, item, d, report, label, permutation):
+def _hr_rule(mech: HadamardResponse, d, place: str) -> list[str]:
     lay, uniform, _ = mech.constants(d)
+    return [f"The answers are $K = {tex_number(lay.outputs)}$ numbers"
+            + (f" in {lay.blocks:,} blocks of {lay.block_size:,}" if lay.blocked else "")
+            + f". Each commute owns one row of a {lay.block_size:,} × {lay.block_size:,} Hadamard "
+            "(±1) table" + (" inside its block" if lay.blocked else "")
+            + f"; the commute's set $C$ is where its row is +1 (half of its "
+              f"{lay.block_size:,} entries).",
+            place,
+            f"With probability {uniform:.4g} send a uniformly random number of all $K$, "
+            "otherwise a "
+            "random number from $C$: numbers in $C$ come out $e^\\varepsilon$ times as often."]
+
+
+def _hr_steps(mech: HadamardResponse, item, d, report, label, permutation):
+    lay, _, _ = mech.constants(d)
     y = int(report["y"][0])
     symbol = item if permutation is None else int(permutation[item])
     block, row = divmod(symbol, lay.items_per_block)
     row += 1
     in_set = lay.supports(symbol, y)
-    steps = [f"The answers are $K = {tex_number(lay.outputs)}$ numbers"
-             + (f" in {lay.blocks:,} blocks of {lay.block_size:,}" if lay.blocked else "")
-             + f". Each commute owns one row of a {lay.block_size:,} × {lay.block_size:,} Hadamard "
-             "(±1) table" + (" inside its block" if lay.blocked else "")
-             + f"; the commute's set $C$ is where its row is +1 (half of its "
-               f"{lay.block_size:,} entries).",
-             ("A public random permutation (drawn once for everyone) places the commute in "
-              f"block {block}, row {row}." if lay.blocked else f"The commute owns row {row}."),
-             f"With probability {uniform:.4g} send a uniformly random number of all $K$, "
-             "otherwise a "
-             "random number from $C$: numbers in $C$ come out $e^\\varepsilon$ times as often.",
+    steps = [*_hr_rule(mech, d, "A public random permutation (drawn once for everyone) places the "
+                       f"commute in block {block}, row {row}." if lay.blocked
+                       else f"The commute owns row {row}."),
              f"This time it sent **{y:,}**, which is " + ("in" if in_set else "not in") + " $C$."]
     return steps, f"the number {y:,}", in_set, None
 
@@ -391,6 +419,25 @@ def phone_report(mech: LocalMechanism, item: int, d: int, rng: np.random.Generat
     first = f"The commute is cell #{item} of $d = {tex_number(d)}$: {label(item)}."
     return PhoneReport(mech.key, item, (first, *steps), sent, float(mech.bits_per_user(d)),
                        p, q, own, size)
+
+
+def device_rules(mech: LocalMechanism, d: int) -> list[str]:
+    """What a phone will do with any commute (markdown), before it has one: the wording of
+    :func:`phone_report` without the outcome, for a page that must not learn the commute.
+    GRR, unary encoding, local hashing and Hadamard response."""
+    if isinstance(mech, GRR):
+        return _grr_rule(mech, d)
+    if isinstance(mech, UnaryEncoding):
+        return [f"Write the commute as $d = {tex_number(d)}$ bits, all 0 except its own.",
+                *_unary_rule(mech, d)]
+    if isinstance(mech, LocalHashing):
+        return _hashing_rule(mech, d)
+    if isinstance(mech, HadamardResponse):
+        place = ("A public random permutation (drawn once for the round, the same for everyone) "
+                 "places each commute in a block and a row." if mech.blocked else
+                 "Commute number $x$ owns row $x + 1$.")
+        return _hr_rule(mech, d, place)
+    raise ValueError(f"no device description for {mech.name}.")
 
 
 # ------------------------------------------------------------------------------------ the crowd

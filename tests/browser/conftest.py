@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -93,6 +94,8 @@ def app_url():
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            # the Classroom's rooms go to a throw-away database, not the user's cache
+            env={**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-")},
             start_new_session=True, preexec_fn=_die_with(os.getpid()))
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT

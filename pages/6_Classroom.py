@@ -1,0 +1,14 @@
+"""Classroom: run local differential privacy for real — phones randomise, the teacher estimates.
+
+Thin page: ``?room=CODE`` is a student's phone (narrow layout), ``?teach=CODE`` the teacher's live
+screen, neither the start page; everything is drawn by :mod:`ui.classroom_view`.
+"""
+
+import streamlit as st
+
+from ui import classroom_view, state
+
+st.set_page_config(page_title="Classroom · Commuting Privacy Lab", page_icon="🏫",
+                   layout="centered" if "room" in st.query_params else "wide")
+state.init()
+classroom_view.main()

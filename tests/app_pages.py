@@ -1,0 +1,24 @@
+"""Helpers for the AppTest tests of the pages: run a page with URL and session state, read its text."""
+
+from streamlit.testing.v1 import AppTest
+
+from ui import state
+
+
+def run_page(path: str, query: dict, dataset: str, session: dict, timeout: int = 120) -> AppTest:
+    """Run the page at ``path`` with these query parameters, current dataset and session values;
+    fail on an exception."""
+    at = AppTest.from_file(path, default_timeout=timeout)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.session_state[state.CURRENT_DATASET] = dataset
+    for key, value in session.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def text(at: AppTest) -> str:
+    """Every markdown element's text, one per line."""
+    return "\n".join(m.value for m in at.markdown)

@@ -1,0 +1,119 @@
+"""The Classroom in Chromium: a teacher opens a room, several students' phones (each its own
+browser context at phone width) randomise and send, and the teacher's screen — refreshing by
+itself — shows the count and an estimate.
+
+Screenshots: tests/artifacts/screenshots/classroom-teacher.png, classroom-student.png.
+"""
+
+import re
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+PHONE = {"width": 390, "height": 1300}
+STUDENTS = 5
+
+
+def settled(page: Page) -> None:
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+
+
+def no_traceback(page: Page) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    assert "Traceback" not in page.content()
+
+
+def metric(page: Page, label: str):
+    return page.get_by_test_id("stMetric").filter(has_text=label).get_by_test_id("stMetricValue")
+
+
+def local(address: str) -> bool:
+    """Loopback, or in-page (the component's script is loaded from a blob: of the page)."""
+    if address.startswith(("blob:", "data:")):
+        address = address.split(":", 1)[1]
+    return urlsplit(address).hostname in ("127.0.0.1", None)
+
+
+def send_from_a_phone(browser, url: str, screenshot_path=None) -> None:
+    context = browser.new_context(viewport=PHONE)
+    outside = []
+    context.on("request", lambda request: None if local(request.url) else
+               outside.append(request.url))
+    phone = context.new_page()
+    phone.goto(url)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    expect(phone.get_by_text("Your phone will send exactly this")).to_be_visible()
+    expect(phone.get_by_text("It stays on this phone")).to_be_visible()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text(re.compile(r"Sent: report number \d+")).first).to_be_visible()
+    settled(phone)
+    no_traceback(phone)
+    if screenshot_path:
+        phone.screenshot(path=str(screenshot_path), full_page=True)
+    # the same browser again: the phone remembers the round and refuses to send twice
+    phone.reload()
+    expect(phone.get_by_text("already sent a report in this round")).to_be_visible()
+    expect(phone.get_by_role("button", name="Randomise on this phone")).to_be_disabled()
+    assert outside == [], outside
+    context.close()
+
+
+def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_url, browser,
+                                                               screenshot):
+    page.goto(f"{app_url}/Classroom")
+    page.get_by_role("button", name="Open the room").click()
+    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
+    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    expect(page.get_by_text(f"{code[:4]}-{code[4:]}").first).to_be_visible()
+    expect(page.get_by_text("No reports yet")).to_be_visible()
+    expect(page.get_by_role("img", name="Scan to join").or_(
+        page.locator("img[alt='Scan to join'], [data-testid='stImage'] img")).first).to_be_visible()
+
+    from tests.browser.conftest import SCREENSHOTS
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for student in range(STUDENTS):
+        send_from_a_phone(browser, f"{app_url}/Classroom?room={code}",
+                          SCREENSHOTS / "classroom-student.png" if student == 0 else None)
+
+    # the teacher did nothing: the fragment refreshed by itself
+    expect(metric(page, "Reports in this round")).to_have_text(str(STUDENTS), timeout=20_000)
+    expect(page.locator(".js-plotly-plot text",
+                        has_text="Estimated students per commute").first).to_be_visible()
+    expect(page.get_by_text("Top commutes (estimated)")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"a commute nobody takes still shows up as 0 ±"))
+           ).to_be_visible()
+    settled(page)
+    no_traceback(page)
+    screenshot("classroom-teacher")
+
+
+def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url, browser):
+    page.goto(f"{app_url}/Classroom")
+    page.get_by_role("button", name="Open the room").click()
+    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
+    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room={code}")
+    expect(phone.get_by_text(re.compile(r"round 1 · Optimised unary encoding"))).to_be_visible()
+
+    page.get_by_text("change mechanism or ε (opens a new round)").click()
+    mechanism = page.get_by_role("combobox", name="Local mechanism")
+    expect(mechanism).to_be_visible()
+    mechanism.click()
+    page.get_by_role("option", name="Generalised randomised response (direct encoding)").click()
+    expect(mechanism).to_have_value("Generalised randomised response (direct encoding)")
+    page.get_by_role("button", name="Open a new round with these settings").click()
+    expect(page.get_by_role("combobox", name="Show")).to_have_value("Round 2: GRR, ε = 1 (open)")
+
+    expect(phone.get_by_text(re.compile(r"round 2 · Generalised randomised response"))
+           ).to_be_visible(timeout=20_000)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text("Sent: report number 1").first).to_be_visible()
+    expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
+    no_traceback(phone)
+    context.close()
