@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore import amplification, privacy_theory
+from dpcore import amplification, deployments, privacy_theory
 from ui import charts
 
 #: Neutral colours for curves that are not mechanisms (Paul Tol's "bright" scheme).
@@ -128,3 +128,31 @@ def trust_bars(frame: pd.DataFrame, epsilon: float) -> go.Figure:
     return charts.layout(fig, f"Error per cell at the same central ε = {epsilon:g}",
                          "Trust model: mechanism", "RMSE per cell (commuters, log scale)",
                          log_y=True)
+
+
+def epsilon_ruler(epsilon: float, marks: dict[str, float] | None = None
+                  ) -> tuple[go.Figure, pd.DataFrame]:
+    """Deployed ε values (each with its privacy unit and scope) on one log axis with the user's
+    ε, and optionally other marks (e.g. the planner's answers)."""
+    frame = deployments.ruler()
+    fig = go.Figure()
+    for model, symbol in (("central", "circle"), ("local", "diamond")):
+        rows = frame[frame["model"] == model]
+        text = [charts.escape(f"{r.name}: ε = {r.epsilon:g} per {r.unit} ({r.scope}; "
+                              f"{r.source})") for r in rows.itertuples()]
+        fig.add_scatter(x=rows["epsilon"], y=[model] * len(rows), mode="markers+text",
+                        name=f"Deployed ({model} DP)", marker=dict(symbol=symbol, size=11,
+                                                                   color=BOUND_COLOUR),
+                        text=[charts.short(r.name, 24) for r in rows.itertuples()],
+                        textposition="top center", hovertext=text, hoverinfo="text")
+    fig.add_vline(x=epsilon, line=dict(color=ACCENT_COLOUR, width=3))
+    fig.add_scatter(x=[epsilon], y=["yours"], mode="markers", name=f"Your ε = {epsilon:g}",
+                    marker=dict(color=ACCENT_COLOUR, size=13, symbol="star"))
+    for label, value in (marks or {}).items():
+        if np.isfinite(value):
+            fig.add_scatter(x=[value], y=["yours"], mode="markers", name=charts.escape(label),
+                            marker=dict(size=11, symbol="triangle-up"))
+    fig.update_yaxes(categoryorder="array", categoryarray=["yours", "local", "central"])
+    return charts.layout(fig, "The ε ruler: deployed privacy budgets beside yours",
+                         "ε (log scale; each deployment's own privacy unit and scope)", "",
+                         log_x=True, height=260), frame

@@ -6,8 +6,9 @@ modules below fills the registry. ``get("oue")`` returns the class, ``names(mode
 
 from __future__ import annotations
 
-from dpcore.mechanisms.base import (ADD_REMOVE, CENTRAL, LOCAL, SHUFFLED, SUBSTITUTION,
-                                    CentralMechanism, LocalMechanism, Mechanism, Param)
+from dpcore.mechanisms.base import (ADD_REMOVE, BASELINE, CENTRAL, LOCAL, NOT_DP, SHUFFLED,
+                                    SUBSTITUTION, CentralMechanism, LocalMechanism, Mechanism,
+                                    Param)
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
@@ -47,7 +48,7 @@ def applicable(key: str, shared: dict) -> dict:
 
 
 # Importing the modules registers their mechanisms (order = display order).
-from dpcore.mechanisms import central, local, hadamard  # noqa: E402,F401
+from dpcore.mechanisms import central, local, hadamard, baselines  # noqa: E402,F401
 
-__all__ = ["ADD_REMOVE", "CENTRAL", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
+__all__ = ["ADD_REMOVE", "BASELINE", "CENTRAL", "NOT_DP", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
            "LocalMechanism", "Mechanism", "Param", "applicable", "build", "get", "names", "register"]
