@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep} …``.
+"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,plan} …``.
 
 Parsing and printing only; the work is done by :mod:`dpcore.datasets`, :mod:`dpcore.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.postprocess`, :mod:`dpcore.experiment` and
@@ -14,6 +14,8 @@ Examples::
         --out oue.csv
     python -m dpcore sweep --dataset ireland_county --mechanisms laplace,oue --epsilons 0.5,1,5 \\
         --trials 10 --jobs 2 --out sweep.csv
+    python -m dpcore plan --dataset ireland_county --mechanisms laplace,olh --metric rmse \
+        --target 5 --out plan.csv
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcore import datasets, experiment, export, importers, mechanisms, postprocess, release, views
+from dpcore import (datasets, experiment, export, importers, mechanisms, metrics, planner,
+                    postprocess, release, views)
 from dpcore.od import DomainTooLargeError, ODMatrix
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -244,6 +247,38 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _cmd_plan(args) -> int:
+    keys = _csv_list(args.mechanisms)
+    if not keys:
+        raise ValueError("--mechanisms needs at least one mechanism key")
+    for key in keys:
+        mechanisms.get(key)
+    if args.postprocess not in postprocess.METHODS:
+        raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
+                         f"{', '.join(postprocess.METHODS)}")
+    per_key = _params(args.param, keys)
+    specs = [(key, {**per_key[key], **({"delta": args.delta} if args.delta is not None and
+                                         mechanisms.get(key).uses_delta else {})})
+             for key in keys]
+    target = planner.Target(args.metric, float("nan") if args.target is None else args.target,
+                            args.probability)
+    od = views.select(_load(args), _view(args))
+
+    def progress(done, total):
+        if sys.stderr.isatty():
+            print(f"\r{done}/{total} releases", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    answers = planner.plan(od, specs, target, postprocess=args.postprocess, trials=args.trials,
+                           seed=args.seed, force_search=args.search, progress=progress)
+    export.write_safe_csv(planner.plan_table(answers), args.out)
+    print(planner.sentence(answers, lambda key: mechanisms.get(key).name))
+    print(f"plan: {len(answers)} mechanism(s) in {_duration(time.perf_counter() - started)} "
+          f"→ {args.out}")
+    return 0
+
+
 # -------------------------------------------------------------------------------------- parsing
 def _add_view(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roll-up", action="store_true",
@@ -311,6 +346,29 @@ def _parser() -> argparse.ArgumentParser:
                        help="true flows ranked for Spearman/Kendall (default 100)")
     sweep.add_argument("--out", required=True, metavar="OUT.csv")
     sweep.set_defaults(handler=_cmd_sweep)
+
+    plan = commands.add_parser("plan", help="the smallest ε at which each mechanism meets a "
+                                            "target")
+    _add_input(plan, required=True)
+    _add_view(plan)
+    plan.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
+    plan.add_argument("--metric", required=True, choices=[planner.CHECKS, *metrics.METRICS],
+                      help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
+    plan.add_argument("--target", type=float,
+                      help="the metric's threshold (not used with 'checks')")
+    plan.add_argument("--probability", type=float, default=0.9,
+                      help="pass probability a searched answer must reach (default 0.9)")
+    plan.add_argument("--postprocess", default="base",
+                      help=f"one of {', '.join(postprocess.METHODS)} (default base)")
+    plan.add_argument("--delta", type=float, help="δ for the mechanisms that use one")
+    plan.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="a parameter of the mechanisms that declare it (repeatable)")
+    plan.add_argument("--trials", type=int, default=20, help="releases per searched ε")
+    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--search", action="store_true",
+                      help="search even where a closed form exists")
+    plan.add_argument("--out", required=True, metavar="OUT.csv")
+    plan.set_defaults(handler=_cmd_plan)
     return parser
 
 
