@@ -24,6 +24,7 @@ import pandas as pd
 @dataclass(frozen=True)
 class Deployment:
     name: str
+    short: str
     epsilon: float
     delta: float | None
     unit: str
@@ -33,20 +34,24 @@ class Deployment:
 
 
 DEPLOYMENTS: tuple[Deployment, ...] = (
-    Deployment("US 2020 Census, redistricting data (persons)", 17.14, 1e-10, "person",
-               "whole release (zCDP ρ ≈ 2.56, converted)", "central", False),
-    Deployment("US 2020 Census, redistricting data (housing units)", 2.47, 1e-10, "housing unit",
-               "whole release", "central", False),
-    Deployment("US LEHD OnTheMap / LODES residences", 8.6, 1e-5, "worker",
+    Deployment("US 2020 Census, redistricting data (persons)", "Census persons", 17.14, 1e-10,
+               "person", "whole release (zCDP ρ ≈ 2.56, converted)", "central", False),
+    Deployment("US 2020 Census, redistricting data (housing units)", "Census housing", 2.47,
+               1e-10, "housing unit", "whole release", "central", False),
+    Deployment("US LEHD OnTheMap / LODES residences", "OnTheMap", 8.6, 1e-5, "worker",
                "one annual release", "central", False),
-    Deployment("Google COVID-19 mobility reports", 0.44, None, "user, one metric of one day",
-               "per metric per day", "central", False),
-    Deployment("Google COVID-19 mobility reports (all metrics)", 2.64, None, "user-day",
-               "per day", "central", False),
-    Deployment("Apple QuickType suggestions", 16.0, None, "user-day", "per day", "local", True),
-    Deployment("Apple emoji suggestions", 4.0, None, "user-day", "per day", "local", True),
-    Deployment("Apple Health type usage", 2.0, None, "user-day", "per day", "local", True),
-    Deployment("Microsoft Assistive AI", 4.0, 1e-7, "user", "per release", "central", True),
+    Deployment("Google COVID-19 mobility reports", "Google metric-day", 0.44, None,
+               "user, one metric of one day", "per metric per day", "central", False),
+    Deployment("Google COVID-19 mobility reports (all metrics)", "Google user-day", 2.64, None,
+               "user-day", "per day", "central", False),
+    Deployment("Apple QuickType suggestions", "Apple QuickType", 16.0, None, "user-day",
+               "per day", "local", True),
+    Deployment("Apple emoji suggestions", "Apple emoji", 4.0, None, "user-day", "per day",
+               "local", True),
+    Deployment("Apple Health type usage", "Apple Health", 2.0, None, "user-day", "per day",
+               "local", True),
+    Deployment("Microsoft Assistive AI", "Microsoft AI", 4.0, 1e-7, "user", "per release",
+               "central", True),
 )
 
 

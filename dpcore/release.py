@@ -15,8 +15,9 @@ generator of a purpose is ``numpy.random.default_rng(SeedSequence(seed, spawn_ke
 number as itself and a float as the 64 bits of its IEEE-754 pattern. A release uses the purpose
 ``"release"`` and the coordinates (mechanism key, ε, trial), with ε as 0 for the baselines
 (which ignore it); a subsample the purpose ``"subsample"`` and (level, areas…, n, trial). So a
-mechanism's noise depends only on the seed, its key, ε and the trial: not on which other mechanisms run beside it, on the order jobs run in,
-on the number of worker processes, or on parameters such as δ (two δ values at one seed share
+mechanism's noise depends only on the seed, its key, ε and the trial: not on which other
+mechanisms run beside it, on the order jobs run in, on the number of worker processes, or on
+parameters such as δ (two δ values at one seed share
 their underlying random numbers, which makes their comparison sharper). ``SeedSequence`` hashes
 the key into independent, well-mixed streams (O'Neill, "PCG: a family of simple fast
 space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` documentation).

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -236,8 +235,8 @@ def section(settings: RunSettings) -> None:
                "and Learn's first lesson shows the differencing attack that defeats "
                "suppression and rounding. Add them in the sidebar to see them on the curve.")
     st.subheader("The ε ruler")
-    marks = {f"{mechanisms.get(a.mechanism).name} needs": a.epsilon for a in found
-             if math.isfinite(a.epsilon)}
+    marks = [(f"{mechanisms.get(a.mechanism).name} needs", a.epsilon, charts.colour(a.mechanism))
+             for a in found if math.isfinite(a.epsilon)]
     fig, frame = learn_charts.epsilon_ruler(settings.epsilon, marks)
     charts.show(fig, frame, "epsilon_ruler", "plan_ruler")
     st.caption("Each deployment's ε is for its own privacy unit and scope (hover a point); "

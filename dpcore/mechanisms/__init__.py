@@ -1,7 +1,8 @@
 """Registry of every mechanism, by key.
 
 Each mechanism module defines its classes and decorates them with :func:`register`; importing the
-modules below fills the registry. ``get("oue")`` returns the class, ``names(model="local")`` the keys.
+modules below fills the registry. ``get("oue")`` returns the class, ``names(model="local")`` the
+keys.
 """
 
 from __future__ import annotations
@@ -50,5 +51,6 @@ def applicable(key: str, shared: dict) -> dict:
 # Importing the modules registers their mechanisms (order = display order).
 from dpcore.mechanisms import central, local, hadamard, baselines  # noqa: E402,F401
 
-__all__ = ["ADD_REMOVE", "BASELINE", "CENTRAL", "NOT_DP", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
-           "LocalMechanism", "Mechanism", "Param", "applicable", "build", "get", "names", "register"]
+__all__ = ["ADD_REMOVE", "BASELINE", "CENTRAL", "LOCAL", "NOT_DP", "SHUFFLED", "SUBSTITUTION",
+           "CentralMechanism", "LocalMechanism", "Mechanism", "Param", "applicable", "build", "get",
+           "names", "register"]

@@ -13,11 +13,13 @@ import socket
 import subprocess
 import sys
 import time
+import re
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -126,3 +128,38 @@ def screenshot(page):
         page.screenshot(path=str(path))
         return path
     return take
+
+
+#: Streamlit's frontend, opened at a page's path (e.g. /Flow_map), first looks for its server
+#: under that path (404), then at the root: expected misses, not failures.
+BASE_PATH_PROBE = re.compile(r"/[A-Za-z0-9_]+/_stcore/(health|host-config)$")
+
+
+@pytest.fixture
+def network(page: Page):
+    """Block and record requests to anyone but the app; record failures and page errors. The
+    test fails if any request to another host was attempted, any request to the app failed, or
+    the page reported an error."""
+    record = {"outside": [], "failed": [], "errors": []}
+
+    def route(route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
+            route.continue_()
+        else:
+            record["outside"].append(route.request.url)
+            route.abort()
+    page.context.route("**/*", route)
+    page.on("requestfailed", lambda request: record["failed"].append(
+        f"{request.url} {request.failure}"))
+    page.on("response", lambda response: response.status >= 400
+            and not BASE_PATH_PROBE.search(response.url)
+            and record["failed"].append(f"{response.url} HTTP {response.status}"))
+    page.on("pageerror", lambda error: record["errors"].append(str(error)))
+    page.on("console", lambda message: message.type == "error"
+            and not BASE_PATH_PROBE.search(message.location.get("url", ""))
+            and record["errors"].append(f"{message.text} ({message.location})"))
+    yield record
+    assert record["outside"] == [], "requests to third parties were attempted"
+    assert record["failed"] == [], "requests failed"
+    assert record["errors"] == [], "the page reported errors"

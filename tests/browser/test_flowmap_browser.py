@@ -10,7 +10,6 @@ Screenshots: tests/artifacts/screenshots/flowmap-*.png.
 
 import re
 import time
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
@@ -23,9 +22,6 @@ from ui import maps
 pytestmark = pytest.mark.browser
 
 MAP_IFRAME = 'iframe[title="streamlit_folium.st_folium"]'
-#: Streamlit's frontend, opened at /Flow_map, first looks for its server under that path (404),
-#: then at the root: expected misses, not failures.
-BASE_PATH_PROBE = re.compile(r"/Flow_map/_stcore/(health|host-config)$")
 #: What Leaflet drew, or null before the map exists: the grouped flow layers (polylines but not
 #: polygons), the ringed zones, the legend's title and the share of the canvas with paint on it.
 DRAWN = """() => {
@@ -45,34 +41,6 @@ DRAWN = """() => {
     return {lines: lines.length, rings: rings.length, legend: legend.textContent,
             painted: painted / (canvas.width * canvas.height)};
 }""".replace("SELECTED", maps.SELECTED_COLOUR)
-
-
-@pytest.fixture
-def network(page: Page):
-    """Block and record requests to anyone but the app; record failures and page errors."""
-    record = {"outside": [], "failed": [], "errors": []}
-
-    def route(route):
-        host = urlparse(route.request.url).hostname
-        if route.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
-            route.continue_()
-        else:
-            record["outside"].append(route.request.url)
-            route.abort()
-    page.context.route("**/*", route)
-    page.on("requestfailed", lambda request: record["failed"].append(
-        f"{request.url} {request.failure}"))
-    page.on("response", lambda response: response.status >= 400
-            and not BASE_PATH_PROBE.search(response.url)
-            and record["failed"].append(f"{response.url} HTTP {response.status}"))
-    page.on("pageerror", lambda error: record["errors"].append(str(error)))
-    page.on("console", lambda message: message.type == "error"
-            and not BASE_PATH_PROBE.search(message.location.get("url", ""))
-            and record["errors"].append(f"{message.text} ({message.location})"))
-    yield record
-    assert record["outside"] == [], "requests to third parties were attempted"
-    assert record["failed"] == [], "requests failed"
-    assert record["errors"] == [], "the page reported errors"
 
 
 def layers_stated(page: Page, view: str) -> int:
