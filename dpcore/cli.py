@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,plan} …``.
+"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,plan,publish} …``.
 
 Parsing and printing only; the work is done by :mod:`dpcore.datasets`, :mod:`dpcore.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.postprocess`, :mod:`dpcore.experiment` and
@@ -16,6 +16,8 @@ Examples::
         --trials 10 --jobs 2 --out sweep.csv
     python -m dpcore plan --dataset ireland_county --mechanisms laplace,olh --metric rmse \
         --target 5 --out plan.csv
+    python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
+        --epsilon 1 --out published/
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from dpcore import (datasets, experiment, export, importers, mechanisms, metrics, planner,
-                    postprocess, release, views)
+                    postprocess, publish, release, views)
 from dpcore.od import DomainTooLargeError, ODMatrix
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -279,6 +281,44 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _source(args) -> dict:
+    """What was published from, with the SHA-256 of the input file(s)."""
+    if args.file:
+        paths = [args.file] + ([args.zones] if args.zones else [])
+        return {"files": [Path(p).name for p in paths], "sha256": publish.sha256_of(paths)}
+    paths = datasets.DATASETS[args.dataset].files
+    return {"dataset": args.dataset, "files": [p.name for p in paths],
+            "sha256": publish.sha256_of(paths)}
+
+
+def _cmd_publish(args) -> int:
+    options = dict(delta=args.delta or 0.0, neighbours=args.neighbours, source={})
+    # Settings are checked before the data is loaded.
+    publish.calibrate(args.mechanism, args.epsilon, options["delta"], args.neighbours)
+    postprocess_key = args.postprocess or ("base" if args.levels else "base_pos")
+    od = views.select(_load(args), _view(args))
+    options["source"] = {**_source(args), "view": od.name}
+
+    def progress(done, total):
+        if sys.stderr.isatty():
+            print(f"\r{done:,}/{total:,} cells", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    if args.levels:
+        result = publish.publish_levels(od, args.mechanism, args.epsilon,
+                                        fine_share=args.fine_share, postprocess=postprocess_key,
+                                        progress=progress, **options)
+    else:
+        result = publish.publish(od, args.mechanism, args.epsilon, postprocess=postprocess_key,
+                                 progress=progress, **options)
+    csv_path, manifest_path = result.write(args.out)
+    print(result.manifest["guarantee"])
+    print(f"publish: {len(result.table):,} rows in {_duration(time.perf_counter() - started)} → "
+          f"{csv_path}, {manifest_path}")
+    return 0
+
+
 # -------------------------------------------------------------------------------------- parsing
 def _add_view(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roll-up", action="store_true",
@@ -369,6 +409,26 @@ def _parser() -> argparse.ArgumentParser:
                       help="search even where a closed form exists")
     plan.add_argument("--out", required=True, metavar="OUT.csv")
     plan.set_defaults(handler=_cmd_plan)
+
+    out = commands.add_parser("publish", help="publish a release with OpenDP's noise and a "
+                                              "manifest (not seeded)")
+    _add_input(out, required=True)
+    _add_view(out)
+    out.add_argument("--mechanism", required=True, choices=list(publish.MECHANISMS))
+    out.add_argument("--epsilon", type=float, required=True)
+    out.add_argument("--delta", type=float, help="for gaussian")
+    out.add_argument("--neighbours", default="substitution",
+                     choices=["substitution", "add_remove"])
+    out.add_argument("--postprocess", choices=list(publish.POSTPROCESS),
+                     help="base (keep negatives) or base_pos (negatives to 0); default base_pos, "
+                          "base with --levels")
+    out.add_argument("--levels", action="store_true",
+                     help="publish the zones and their parent level together, consistent")
+    out.add_argument("--fine-share", type=float, default=0.5,
+                     help="with --levels: the zones' share of ε (default 0.5)")
+    out.add_argument("--out", required=True, metavar="DIR",
+                     help="directory for release.csv and manifest.json")
+    out.set_defaults(handler=_cmd_publish)
     return parser
 
 
