@@ -284,11 +284,8 @@ def _cmd_plan(args) -> int:
 def _source(args) -> dict:
     """What was published from, with the SHA-256 of the input file(s)."""
     if args.file:
-        paths = [args.file] + ([args.zones] if args.zones else [])
-        return {"files": [Path(p).name for p in paths], "sha256": publish.sha256_of(paths)}
-    paths = datasets.DATASETS[args.dataset].files
-    return {"dataset": args.dataset, "files": [p.name for p in paths],
-            "sha256": publish.sha256_of(paths)}
+        return publish.file_source([args.file] + ([args.zones] if args.zones else []))
+    return {"dataset": args.dataset, **publish.file_source(datasets.DATASETS[args.dataset].files)}
 
 
 def _cmd_publish(args) -> int:

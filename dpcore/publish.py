@@ -174,8 +174,17 @@ def sha256_of(paths) -> str:
     return digest.hexdigest()
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def file_source(paths) -> dict:
+    """The ``input`` entry of a manifest for files read from disk (with their SHA-256)."""
+    return {"files": [Path(p).name for p in paths], "sha256": sha256_of(paths)}
+
+
+def matrix_source(od: ODMatrix, filename: str) -> dict:
+    """The ``input`` entry for an upload held in memory: the SHA-256 of the imported table (its
+    non-zero cells as long-format CSV), since the uploaded bytes themselves are not kept."""
+    table = od.to_frame()[["origin", "destination", "count"]]
+    return {"files": [filename], "sha256_of_imported_table":
+            hashlib.sha256(export.safe_csv(table)).hexdigest()}
 
 
 # --------------------------------------------------------------------------------- one level

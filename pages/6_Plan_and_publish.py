@@ -1,13 +1,15 @@
 """Plan & publish: the ε a planner's target needs, per mechanism, with today's disclosure control
-(not DP) beside it and deployed budgets on the ε ruler.
+(not DP) beside it and deployed budgets on the ε ruler; then a release to publish, with its
+manifest, and the session's budget ledger.
 
 Thin page: settings from :mod:`ui.controls`, the planner section from :mod:`ui.planner`
-(computations in :mod:`dpcore.planner`).
+(computations in :mod:`dpcore.planner`), the publish section and the budget ledger from
+:mod:`ui.publishing` (OpenDP's noise through :mod:`dpcore.publish`).
 """
 
 import streamlit as st
 
-from ui import controls, planner, runs
+from ui import controls, planner, publishing, runs
 
 st.set_page_config(page_title="Plan & publish · Commuting Privacy Lab", page_icon="🎯",
                    layout="wide")
@@ -26,3 +28,6 @@ except ValueError as error:
 
 st.header("How much ε does your target need?")
 planner.section(settings)
+
+st.header("Publish a release")
+publishing.section(settings)

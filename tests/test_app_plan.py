@@ -74,3 +74,34 @@ def test_search_runs_behind_find_and_names_the_answer():
 def test_baseline_caption_in_sidebar():
     at = plan_page(mech=["rounding"])
     assert any("not differentially private" in c.value for c in at.sidebar.caption)
+
+
+def test_publish_adds_to_the_ledger_until_a_new_one_is_started():
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
+    assert [b.label for b in at.get("download_button")][-2:] == ["release.csv", "manifest.json"]
+    ledger_rows = at.dataframe[-2].value
+    assert ledger_rows["epsilon"].tolist() == [0.5]
+    at.button(key="publish_go").click().run()
+    assert len(at.dataframe[-2].value) == 2
+    totals = at.dataframe[-1].value
+    assert totals["epsilon"].iloc[0] == 1.0  # basic composition: 0.5 + 0.5
+    # The caption above the button was drawn before this publish was added.
+    assert any("holds 1 release(s), ε = 0.5 in total" in c.value for c in at.caption)
+    at.button(key="publish_new_ledger").click().run()
+    assert any("Nothing published yet" in c.value for c in at.caption)
+
+
+def test_publish_consistent_levels_on_an_ed_subset():
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
+                   areas=["Leitrim"])
+    at.toggle(key="publish_levels").set_value(True).run()
+    (errors,) = [d.value for d in at.dataframe if "level" in d.value.columns]
+    assert len(errors) == 2
+    consistent = errors["consistent, split ε (RMSE)"]
+    assert consistent.iloc[1] < errors["alone, fine level summed up (RMSE)"].iloc[1]
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    assert any("in total (sequential composition of the 2 levels" in s.value for s in at.success)

@@ -1,5 +1,6 @@
 """The Plan & publish page in Chromium, with every request outside the app blocked: a searched
-answer behind Find, drawn as a sentence, ★ markers on the curve and the ε ruler.
+answer behind Find, drawn as a sentence, ★ markers on the curve and the ε ruler; then a publish
+that lands in the budget ledger.
 
 Screenshot: tests/artifacts/screenshots/plan-*.png; with ``DPCORE_UPDATE_SCREENSHOT=1`` also
 docs/screenshot-plan.png (the README's picture of the page).
@@ -50,3 +51,11 @@ def test_plan_page_finds_epsilon_offline(page: Page, app_url, network, screensho
         page.screenshot(path=str(ROOT / "docs" / "screenshot-plan.png"),
                         clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
                               "height": min(VIEWPORT["height"], box["y"] + box["height"])})
+
+    page.get_by_role("button", name="Publish", exact=True).click()
+    expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()
+    expect(page.get_by_role("button", name="manifest.json")).to_be_visible()
+    expect(page.get_by_text("Spent so far, all releases together")).to_be_visible()
+    settled(page)
+    no_traceback(page)
+    screenshot("plan-published")
