@@ -301,6 +301,7 @@ def level_variances(m: np.ndarray, fine_variance: float, coarse_variance: float
     with ``m`` children each: a child's is v_f − v_f²/D and a parent's m·v_f·v_c/D, with
     D = m·v_f + v_c (the noise of the parent's count and of its children's sum, combined with
     inverse-variance weights)."""
+    m = m[m > 0]  # parents without children (outside a subset) are 0 by construction
     denominator = m * fine_variance + coarse_variance
     fine = fine_variance - fine_variance ** 2 / denominator
     coarse = m * fine_variance * coarse_variance / denominator
@@ -362,8 +363,10 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
 
 def level_errors(od: ODMatrix, mechanism: str, epsilon: float, fine_share: float,
                  delta: float = 0.0, neighbours: str = SUBSTITUTION) -> pd.DataFrame:
-    """Expected RMSE per cell at each level (raw, before clipping): each level released alone
-    with the whole budget, against the consistent pair with the budget split."""
+    """Expected RMSE per cell at each level (raw, before rounding and clipping): each level
+    released alone with the whole budget, the parent level as sums of the fine level released
+    alone, and the consistent pair with the budget split. Parent cells without any fine cell
+    (outside a subset of areas) are left out: they are 0 by construction."""
     groups, parent = _parent_cells(od)
     alone_fine = calibrate(mechanism, epsilon, delta, neighbours).variance
     fine_v = calibrate(mechanism, epsilon * fine_share, delta * fine_share, neighbours).variance
@@ -371,6 +374,7 @@ def level_errors(od: ODMatrix, mechanism: str, epsilon: float, fine_share: float
                          neighbours).variance
     m = np.bincount(groups, minlength=parent.domain_size).astype(float)
     fine_after, coarse_after = level_variances(m, fine_v, coarse_v)
+    m = m[m > 0]
     return pd.DataFrame({
         "level": [od.name, parent.name],
         "alone, whole ε (RMSE)": [math.sqrt(alone_fine), math.sqrt(alone_fine)],

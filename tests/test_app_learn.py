@@ -2,7 +2,6 @@
 picks the lesson, and an upload's zone names stay inert and its results in the session."""
 
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,19 +10,12 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore import accuracy, datasets, learn, mechanisms, privacy_theory
 from dpcore.od import ODMatrix, ZoneSet
+from tests.apptest import keep_main_module  # noqa: F401 (autouse fixture)
 from tests.plotly_spec import figure, traces, values
 from ui import lessons, state
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
 EPSILON = "kept_widget_learn_epsilon"
-
-
-@pytest.fixture(autouse=True)
-def keep_main_module():
-    """AppTest leaves the page as ``sys.modules["__main__"]``: put the real one back."""
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
 
 
 def learn_page(lesson: str, dataset: str = "ireland_county", **session) -> AppTest:

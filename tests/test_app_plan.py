@@ -3,32 +3,19 @@ searched answers behind Find with the sentence, the curve's markers, baselines l
 and the ε ruler."""
 
 import math
-import sys
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore import datasets, planner
+from tests.apptest import keep_main_module, open_page  # noqa: F401 (autouse fixture)
 from tests.plotly_spec import figure, traces, values
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
 
 
-@pytest.fixture(autouse=True)
-def keep_main_module():
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
-
-
 def plan_page(**query) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=240)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(PAGE, **query)
 
 
 def test_closed_form_answers_at_once_and_match_dpcore():

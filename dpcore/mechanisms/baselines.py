@@ -50,13 +50,19 @@ class Baseline(Mechanism):
         counts = np.bincount(np.asarray(items, dtype=np.int64), minlength=d)
         return self.release(counts, rng)
 
+
+class DeterministicBaseline(Baseline):
+    """A method without randomness: its error is all bias (``expected`` is the release)."""
+
     def variance(self, counts):
-        """Deterministic methods: no spread (their error is all bias, see ``expected``)."""
         return np.zeros(np.shape(counts))
+
+    def expected(self, counts):
+        return self.release(counts, None)
 
 
 @register
-class SmallCellSuppression(Baseline):
+class SmallCellSuppression(DeterministicBaseline):
     """Counts below the threshold published as 0 (the cell shown as suppressed)."""
 
     key = "suppression"
@@ -67,9 +73,6 @@ class SmallCellSuppression(Baseline):
         counts = _as_counts(counts)
         return np.where(counts >= self.threshold, counts, 0).astype(float)
 
-    def expected(self, counts):
-        return self.release(counts, None)
-
     def explain(self):
         return (f"**Small-cell suppression.** Every count below {self.threshold} is withheld "
                 "(published here as 0); the others are exact. The CSO published POWSCAR 2016 "
@@ -77,7 +80,7 @@ class SmallCellSuppression(Baseline):
 
 
 @register
-class Rounding(Baseline):
+class Rounding(DeterministicBaseline):
     """Every count rounded to the nearest multiple of the base (halves rounded up)."""
 
     key = "rounding"
@@ -87,9 +90,6 @@ class Rounding(Baseline):
     def release(self, counts, rng):
         counts = _as_counts(counts)
         return self.base * np.floor(counts / self.base + 0.5)
-
-    def expected(self, counts):
-        return self.release(counts, None)
 
     def explain(self):
         return (f"**Rounding to base {self.base}.** Every count becomes the nearest multiple of "
