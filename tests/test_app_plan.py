@@ -7,9 +7,11 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dpcore import datasets, planner
+from dpcore import datasets, export, planner
+from dpcore.od import ODMatrix, ZoneSet
 from tests.apptest import keep_main_module, open_page  # noqa: F401 (autouse fixture)
 from tests.plotly_spec import figure, traces, values
+from ui import publishing, state
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
 
@@ -92,3 +94,28 @@ def test_publish_consistent_levels_on_an_ed_subset():
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     assert any("in total (sequential composition of the 2 levels" in s.value for s in at.success)
+
+
+def test_upload_plans_and_publishes_in_the_session_with_safe_output():
+    """An upload (hostile zone names): the planner answers, the publish's CSV neutralises
+    formula-like names, and the manifest hashes the imported table (the bytes are not kept)."""
+    zones = ZoneSet.from_ids(["=HYPERLINK(\"http://e.example\")", "Plain", "<b>x</b>"])
+    upload = ODMatrix.from_pairs("upload", zones, zones, [0, 0, 1, 2], [1, 2, 0, 2],
+                                 [30, 12, 25, 40])
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace", "rounding"]
+    at.query_params["pp"] = "base"
+    at.query_params["target"] = "rmse"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.session_state[state.UPLOADED_MATRIX] = upload
+    at.session_state[state.UPLOADED_FILENAME] = "flows.csv"
+    at.run()
+    assert not at.exception, at.exception
+    assert "Laplace needs ε ≈" in at.markdown[0].value
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    published = at.session_state[publishing.LAST]
+    assert published.manifest["input"]["files"] == ["flows.csv"]
+    assert len(published.manifest["input"]["sha256_of_imported_table"]) == 64
+    text = export.safe_csv(published.table).decode()
+    assert "'=HYPERLINK" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text

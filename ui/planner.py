@@ -107,12 +107,17 @@ def answers(settings: RunSettings, target: planner.Target, trials: int
         right.button("Stop", key="plan_stop", icon=":material/stop:",
                      help="Stops after the current release; finished releases are kept.")
         bar = status.progress(0.0, "Starting…")
-        result = planner.plan(od, specs, target, postprocess=settings.postprocess,
-                              trials=trials, seed=settings.seed, truth=truth,
-                              runner=_runner(settings, trials),
-                              progress=lambda done, total: bar.progress(
-                                  min(done / total, 1.0), f"{done:,} of at most {total:,} "
-                                                          "releases"))
+        try:
+            result = planner.plan(od, specs, target, postprocess=settings.postprocess,
+                                  trials=trials, seed=settings.seed, truth=truth,
+                                  runner=_runner(settings, trials),
+                                  progress=lambda done, total: bar.progress(
+                                      min(done / total, 1.0), f"{done:,} of at most {total:,} "
+                                                              "releases"))
+        except ValueError as error:  # a setting a mechanism cannot run with
+            place.empty()
+            st.warning(str(error))
+            return None
         place.empty()
     else:
         result = planner.plan(od, specs, target, postprocess=settings.postprocess, truth=truth)
@@ -161,13 +166,12 @@ def curve(found: list[planner.Answer], settings: RunSettings, target: planner.Ta
         if not cls.uses_epsilon:
             xs, ys = [CURVE_GRID[0], CURVE_GRID[-1]], [a.expected] * 2
         name = charts.escape(cls.name)
-        fig.add_scatter(x=xs, y=ys, mode="lines" if not cls.uses_epsilon else "lines",
+        searched = len(a.tried) and cls.uses_epsilon  # the ε tried: markers on the line
+        fig.add_scatter(x=xs, y=ys, mode="markers+lines" if searched else "lines",
                         name=name, line=dict(color=charts.colour(a.mechanism),
                                              dash="dash" if not cls.uses_epsilon else "solid"),
                         marker=dict(symbol=charts.symbol(a.mechanism)),
                         hovertemplate=f"<b>{name}</b><br>ε %{{x:.3g}}: %{{y:,.4g}}<extra></extra>")
-        if len(a.tried) and cls.uses_epsilon:
-            fig.data[-1].mode = "markers+lines"
         rows += [{"mechanism": a.mechanism, "epsilon": x, "value": y} for x, y in zip(xs, ys)]
         if math.isfinite(a.epsilon):
             fig.add_scatter(x=[a.epsilon], y=[a.expected], mode="markers", showlegend=False,
