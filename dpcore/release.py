@@ -13,10 +13,11 @@ the post-processing, the seed and the trial number. The matrix is the dataset at
 generator of a purpose is ``numpy.random.default_rng(SeedSequence(seed, spawn_key=key))`` with
 ``key = (crc32(purpose), *coordinates)``, where a text coordinate enters as its CRC-32, a whole
 number as itself and a float as the 64 bits of its IEEE-754 pattern. A release uses the purpose
-``"release"`` and the coordinates (mechanism key, ε, trial); a subsample the purpose
-``"subsample"`` and (level, areas…, n, trial). So a mechanism's noise depends only on the seed,
-its key, ε and the trial: not on which other mechanisms run beside it, on the order jobs run in,
-on the number of worker processes, or on parameters such as δ (two δ values at one seed share
+``"release"`` and the coordinates (mechanism key, ε, trial), with ε as 0 for the baselines
+(which ignore it); a subsample the purpose ``"subsample"`` and (level, areas…, n, trial). So a
+mechanism's noise depends only on the seed, its key, ε and the trial: not on which other
+mechanisms run beside it, on the order jobs run in, on the number of worker processes, or on
+parameters such as δ (two δ values at one seed share
 their underlying random numbers, which makes their comparison sharper). ``SeedSequence`` hashes
 the key into independent, well-mixed streams (O'Neill, "PCG: a family of simple fast
 space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` documentation).
@@ -134,7 +135,9 @@ class ReleaseSpec:
         return mechanisms.build(self.mechanism, epsilon=self.epsilon, **dict(self.params))
 
     def generator(self) -> np.random.Generator:
-        return generator(self.seed, "release", self.mechanism, self.epsilon, self.trial)
+        # A baseline ignores ε, so its draws do too: one draw per trial, flat across an ε grid.
+        epsilon = self.epsilon if mechanisms.get(self.mechanism).uses_epsilon else 0.0
+        return generator(self.seed, "release", self.mechanism, epsilon, self.trial)
 
     def with_postprocess(self, methods) -> ReleaseSpec:
         return replace(self, postprocess=methods)

@@ -5,13 +5,15 @@ from streamlit.testing.v1 import AppTest
 from ui import state
 
 
-def run_page(path: str, query: dict, dataset: str, session: dict, timeout: int = 120) -> AppTest:
-    """Run the page at ``path`` with these query parameters, current dataset and session values;
-    fail on an exception."""
+def run_page(path: str, query: dict, dataset: str | None, session: dict,
+             timeout: int = 120) -> AppTest:
+    """Run the page at ``path`` with these query parameters, current dataset (None: the page's
+    default) and session values; fail on an exception."""
     at = AppTest.from_file(path, default_timeout=timeout)
     for key, value in query.items():
         at.query_params[key] = value
-    at.session_state[state.CURRENT_DATASET] = dataset
+    if dataset is not None:
+        at.session_state[state.CURRENT_DATASET] = dataset
     for key, value in session.items():
         at.session_state[key] = value
     at.run()
@@ -22,3 +24,8 @@ def run_page(path: str, query: dict, dataset: str, session: dict, timeout: int =
 def text(at: AppTest) -> str:
     """Every markdown element's text, one per line."""
     return "\n".join(m.value for m in at.markdown)
+
+
+def open_page(path: str, timeout: int = 240, **query) -> AppTest:
+    """The page at ``path`` run once with these URL parameters, checked for exceptions."""
+    return run_page(path, query, None, {}, timeout)

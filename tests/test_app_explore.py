@@ -1,6 +1,5 @@
 """AppTest of the Explore page: the widgets drive the right dpcore calls, the charts show them."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,15 +17,6 @@ from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 BARS, ORDERING = "busiest commutes", "Ordering"
-
-
-@pytest.fixture(autouse=True)
-def keep_main_module():
-    """AppTest leaves the page as ``sys.modules["__main__"]``; a later process pool (forkserver,
-    spawn) would re-run that page in its workers. Put the real main module back."""
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
 
 
 def explore_page(**query) -> AppTest:

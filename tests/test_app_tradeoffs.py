@@ -1,7 +1,6 @@
 """AppTest of the Tradeoffs page: sweeps run behind buttons, are cached per release, and the curves
 show dpcore's numbers (empirical means and closed-form theory)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +14,6 @@ from tests.plotly_spec import figure, figures, traces, values
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
-
-
-@pytest.fixture(autouse=True)
-def keep_main_module():
-    """AppTest leaves the page as ``sys.modules["__main__"]``; a later process pool (forkserver,
-    spawn) would re-run that page in its workers. Put the real main module back."""
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
 
 
 def tradeoffs_page(grid="1, 5", trials=2, **query) -> AppTest:

@@ -242,3 +242,23 @@ def test_shuffled_local_epsilon_round_trips_and_grows_with_n():
     assert learn.shuffled_local_epsilon(20_000, 1.0, 1e-6) < eps0
     # ten people hide almost no one: ε₀ stays (just) above ε, never below it
     assert 1.0 <= learn.shuffled_local_epsilon(10, 1.0, 1e-6) < 1.01
+
+
+def test_baseline_differencing_exact_probabilities():
+    """Suppression and rounding are consistent: only the newcomer's cell can move, with
+    certainty when it crosses the threshold / a rounding boundary; cell key moves it unless the
+    perturbation absorbs the +1; random rounding hides it among the other cells' fresh draws."""
+    row = np.array([0, 9, 12, 2, 40])
+    table = learn.baseline_differencing(row, 2).set_index("mechanism")
+    assert table.loc["suppression", "found_here"] == 1.0
+    assert table.loc["rounding", "found_here"] == 1.0       # 12 → 13 crosses 12.5 (base 5)
+    assert learn.baseline_differencing(row, 3).set_index("mechanism").loc[
+        "suppression", "found_here"] == 0.0                  # 2 → 3, both suppressed
+    assert table.loc["suppression", "found_typical"] == pytest.approx((9 + 12 + 40) / 63)
+    # Cell key (noisy table, far above the threshold): the published value stays the same only
+    # when the new perturbation is the old one minus 1.
+    p = {0: 220, -1: 12, 1: 12, -2: 6, 2: 6}
+    same = sum(p[v] * p.get(v - 1, 0) for v in p) / 256 ** 2
+    assert learn.baseline_differencing(row, 4).set_index("mechanism").loc[
+        "cell_key", "found_here"] == pytest.approx(1 - same)
+    assert table.loc["random_rounding", "found_here"] < 0.5

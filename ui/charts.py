@@ -37,6 +37,9 @@ PALETTE = {
     "stability_histogram": "#009988", "topk": "#882255",
     "grr": "#0077BB", "sue": "#33BBEE", "oue": "#117733", "blh": "#999933", "olh": "#DDCC77",
     "ss": "#AA4499", "dbitflip": "#332288", "hr": "#88CCEE", "hm": "#AA3377",
+    # Baselines (not DP) in greys and browns, apart from the DP mechanisms.
+    "suppression": "#777777", "rounding": "#997755", "random_rounding": "#BB9966",
+    "cell_key": "#444444",
 }
 #: Colours for other mechanisms a later version registers (picked by a stable hash of the key).
 SPARE = ("#4477AA", "#228833", "#CCBB44", "#66CCEE", "#44AA99", "#882255")
@@ -74,7 +77,9 @@ def pattern(key: str) -> str:
 SHORT_NAMES = {"laplace": "Laplace", "discrete_laplace": "Discrete Laplace",
                "gaussian": "Gaussian", "stability_histogram": "Stability hist.", "topk": "Top-k",
                "grr": "GRR", "sue": "SUE", "oue": "OUE", "blh": "BLH", "olh": "OLH",
-               "ss": "Subset selection", "dbitflip": "dBitFlip", "hr": "HR", "hm": "HM"}
+               "ss": "Subset selection", "dbitflip": "dBitFlip", "hr": "HR", "hm": "HM",
+               "suppression": "Suppression (not DP)", "rounding": "Rounding (not DP)",
+               "random_rounding": "Random rounding (not DP)", "cell_key": "Cell key (not DP)"}
 
 
 def short_name(key: str) -> str:

@@ -249,11 +249,15 @@ def _mechanism_picker(multi: bool) -> tuple[str, ...]:
 
 
 def _approximation_notes(chosen: tuple[str, ...]) -> None:
-    """Say which chosen mechanisms' fast releases are not exact in distribution, and how."""
+    """Say which chosen mechanisms' fast releases are not exact in distribution, and how, and
+    which are baselines that ignore ε (not DP)."""
     for key in chosen:
         cls = mechanisms.get(key)
         if cls.approximation:
             st.caption(f"⚠ **{cls.name}: approximate fast release.** {cls.approximation}")
+        if not cls.uses_epsilon:
+            st.caption(f"⚠ **{cls.name}** is today's disclosure control, **not differentially "
+                       "private**: the ε below does not affect it.")
 
 
 def _epsilon_inputs() -> float:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore.theory import amplification, privacy_theory
+from dpcore.theory import amplification, deployments, privacy_theory
 from ui import charts
 
 #: Neutral colours for curves that are not mechanisms (Paul Tol's "bright" scheme).
@@ -128,3 +128,38 @@ def trust_bars(frame: pd.DataFrame, epsilon: float) -> go.Figure:
     return charts.layout(fig, f"Error per cell at the same central ε = {epsilon:g}",
                          "Trust model: mechanism", "RMSE per cell (commuters, log scale)",
                          log_y=True)
+
+
+def epsilon_ruler(epsilon: float, marks: list[tuple[str, float, str]] = ()
+                  ) -> tuple[go.Figure, pd.DataFrame]:
+    """Deployed ε values (each with its privacy unit and scope) on one log axis with the user's
+    ε, and optionally other marks ``(label, ε, colour)`` (e.g. the planner's answers)."""
+    frame = deployments.ruler()
+    fig = go.Figure()
+    for model, symbol in (("central", "circle"), ("local", "diamond")):
+        rows = frame[frame["model"] == model]
+        text = [charts.escape(f"{r.name}: ε = {r.epsilon:g} per {r.unit} ({r.scope}; "
+                              f"{r.source})") for r in rows.itertuples()]
+        fig.add_scatter(x=rows["epsilon"], y=[model] * len(rows), mode="markers+text",
+                        name=f"Deployed ({model} DP)", marker=dict(symbol=symbol, size=11,
+                                                                   color=BOUND_COLOUR),
+                        text=list(rows["short"]), hovertext=text, hoverinfo="text",
+                        # Alternate above and below (and left, right), so neighbouring labels
+                        # do not overlap.
+                        textposition=(["top center", "bottom left", "top center",
+                                       "bottom center", "top center", "bottom right"]
+                                      * len(rows))[:len(rows)])
+    fig.add_vline(x=epsilon, line=dict(color=ACCENT_COLOUR, width=3))
+    fig.add_scatter(x=[epsilon], y=["yours"], mode="markers", name=f"Your ε = {epsilon:g}",
+                    marker=dict(color=ACCENT_COLOUR, size=13, symbol="star"))
+    for label, value, colour in marks:
+        if np.isfinite(value):
+            fig.add_scatter(x=[value], y=["yours"], mode="markers", name=charts.escape(label),
+                            marker=dict(size=12, symbol="triangle-up", color=colour))
+    fig.update_yaxes(categoryorder="array", categoryarray=["yours", "local", "central"])
+    values = [*frame["epsilon"], epsilon, *(value for _, value, _ in marks if np.isfinite(value))]
+    # Room on both sides for the labels of the smallest and largest values.
+    fig.update_xaxes(range=[np.log10(min(values)) - 0.3, np.log10(max(values)) + 0.5])
+    return charts.layout(fig, "The ε ruler: deployed privacy budgets beside yours",
+                         "ε (log scale; each deployment's own privacy unit and scope)", "",
+                         log_x=True, height=280), frame

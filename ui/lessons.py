@@ -157,6 +157,7 @@ def why(current: data.Current, epsilon: float) -> None:
         f"the noise, two ε-DP releases cap that belief at **{attack.bound:.1%}**: "
         "the Bayesian bound at 2ε.")
     _draw_again("Draw the noise again", "learn_attack_again")
+    baseline_attack(od, origin, destination)
     with st.expander("Why the belief is capped"):
         st.latex(r"\frac{P[\text{newcomer in } v \mid D]}{P[\text{newcomer in } w \mid D]}"
                  r"\le e^{2\varepsilon}\ \Rightarrow\ "
@@ -166,6 +167,33 @@ def why(current: data.Current, epsilon: float) -> None:
                     "likely as another, relative to the prior. The belief shown is the exact "
                     "posterior of an attacker with a uniform prior over destinations, from the "
                     "density of the difference of two Laplace noises.")
+
+
+def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
+    """The two-month attack on today's disclosure control (not DP), computed exactly."""
+    found = learn.baseline_differencing(learn.origin_row(od, origin), destination)
+    st.markdown("**The same attack on today's disclosure control** (none of these is "
+                "differentially private): the attacker is certain when the newcomer's cell is "
+                "the only one whose published value changed.")
+    table = pd.DataFrame({"Method (not DP)": found["name"],
+                          "This newcomer found with certainty": found["found_here"],
+                          "A typical newcomer found with certainty": found["found_typical"]})
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        column: st.column_config.NumberColumn(format="percent") for column in table.columns[1:]})
+    st.markdown(
+        "- **Suppression** hides small cells, but above the threshold the exact counts change by "
+        "exactly the newcomer: most newcomers join a large flow and are found.\n"
+        "- **Rounding** hides a change until the count crosses a rounding boundary; then that "
+        "cell alone moves, and the newcomer is found.\n"
+        "- **Random rounding** is drawn afresh every month, so one difference hides the "
+        "newcomer among many changed cells, but it is unbiased: averaging a few releases of the "
+        "same table gives the exact counts back.\n"
+        "- **Cell-key perturbation** gives the same people the same noise every time, so "
+        "averaging repeats gains nothing while the record keys stay secret; that same "
+        "consistency means only the newcomer's cell can move, and it does whenever the "
+        "perturbation does not happen to absorb the +1.\n\n"
+        "A DP mechanism bounds what any of these attacks can learn, whatever the attacker "
+        "knows.")
 
 
 # ----------------------------------------------------------------------------------- lesson 2
@@ -248,6 +276,11 @@ def epsilon_meaning(current: data.Current, epsilon: float) -> None:
                     f"**{at:.1%}** of the time.")
         st.latex(r"\mathrm{TPR} \le e^\varepsilon\,\mathrm{FPR} + \delta")
         st.latex(r"1 - \mathrm{FPR} \le e^\varepsilon(1 - \mathrm{TPR}) + \delta")
+    fig, frame = learn_charts.epsilon_ruler(epsilon)
+    charts.show(fig, frame, "epsilon_ruler", "learn_ruler")
+    st.caption("An ε is only comparable with its privacy unit and scope: a per-day ε spent "
+               "every day adds up (see *Groups and budgets*). Values quoted second-hand are "
+               "marked so when you point at them.")
 
 
 # ----------------------------------------------------------------------------------- lesson 4

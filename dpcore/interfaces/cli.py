@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep} …``.
+"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,plan,publish} …``.
 
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
@@ -14,6 +14,10 @@ Examples::
         --out oue.csv
     python -m dpcore sweep --dataset ireland_county --mechanisms laplace,oue --epsilons 0.5,1,5 \\
         --trials 10 --jobs 2 --out sweep.csv
+    python -m dpcore plan --dataset ireland_county --mechanisms laplace,olh --metric rmse \
+        --target 5 --out plan.csv
+    python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
+        --epsilon 1 --out published/
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ import numpy as np
 from dpcore import mechanisms, release
 from dpcore.data import datasets, importers, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
-from dpcore.evaluation import experiment
-from dpcore.interfaces import export
+from dpcore.evaluation import experiment, metrics, planner
+from dpcore.interfaces import export, publish
 from dpcore.mechanisms import postprocess
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -268,6 +272,73 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _cmd_plan(args) -> int:
+    keys = _csv_list(args.mechanisms)
+    if not keys:
+        raise ValueError("--mechanisms needs at least one mechanism key")
+    for key in keys:
+        mechanisms.get(key)
+    if args.postprocess not in postprocess.METHODS:
+        raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
+                         f"{', '.join(postprocess.METHODS)}")
+    per_key = _params(args.param, keys)
+    specs = [(key, {**per_key[key], **({"delta": args.delta} if args.delta is not None and
+                                         mechanisms.get(key).uses_delta else {})})
+             for key in keys]
+    target = planner.Target(args.metric, float("nan") if args.target is None else args.target,
+                            args.probability)
+    od = views.select(_load(args), _view(args))
+
+    def progress(done, total):
+        if sys.stderr.isatty():
+            print(f"\r{done}/{total} releases", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    answers = planner.plan(od, specs, target, postprocess=args.postprocess, trials=args.trials,
+                           seed=args.seed, force_search=args.search, progress=progress)
+    export.write_safe_csv(planner.plan_table(answers), args.out)
+    print(planner.sentence(answers, lambda key: mechanisms.get(key).name))
+    print(f"plan: {len(answers)} mechanism(s) in {_duration(time.perf_counter() - started)} "
+          f"→ {args.out}")
+    return 0
+
+
+def _source(args) -> dict:
+    """What was published from, with the SHA-256 of the input file(s)."""
+    if args.file:
+        return publish.file_source([args.file] + ([args.zones] if args.zones else []))
+    return {"dataset": args.dataset, **publish.file_source(datasets.DATASETS[args.dataset].files)}
+
+
+def _cmd_publish(args) -> int:
+    options = dict(delta=args.delta or 0.0, neighbours=args.neighbours, source={})
+    # Settings are checked before the data is loaded.
+    publish.calibrate(args.mechanism, args.epsilon, options["delta"], args.neighbours)
+    postprocess_key = args.postprocess or ("base" if args.levels else "base_pos")
+    od = views.select(_load(args), _view(args))
+    options["source"] = {**_source(args), "view": od.name}
+
+    def progress(done, total):
+        if sys.stderr.isatty():
+            print(f"\r{done:,}/{total:,} cells", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    if args.levels:
+        result = publish.publish_levels(od, args.mechanism, args.epsilon,
+                                        fine_share=args.fine_share, postprocess=postprocess_key,
+                                        progress=progress, **options)
+    else:
+        result = publish.publish(od, args.mechanism, args.epsilon, postprocess=postprocess_key,
+                                 progress=progress, **options)
+    csv_path, manifest_path = result.write(args.out)
+    print(result.manifest["guarantee"])
+    print(f"publish: {len(result.table):,} rows in {_duration(time.perf_counter() - started)} → "
+          f"{csv_path}, {manifest_path}")
+    return 0
+
+
 # -------------------------------------------------------------------------------------- parsing
 def _add_view(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roll-up", action="store_true",
@@ -335,6 +406,49 @@ def _parser() -> argparse.ArgumentParser:
                        help="true flows ranked for Spearman/Kendall (default 100)")
     sweep.add_argument("--out", required=True, metavar="OUT.csv")
     sweep.set_defaults(handler=_cmd_sweep)
+
+    plan = commands.add_parser("plan", help="the smallest ε at which each mechanism meets a "
+                                            "target")
+    _add_input(plan, required=True)
+    _add_view(plan)
+    plan.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
+    plan.add_argument("--metric", required=True, choices=[planner.CHECKS, *metrics.METRICS],
+                      help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
+    plan.add_argument("--target", type=float,
+                      help="the metric's threshold (not used with 'checks')")
+    plan.add_argument("--probability", type=float, default=0.9,
+                      help="pass probability a searched answer must reach (default 0.9)")
+    plan.add_argument("--postprocess", default="base",
+                      help=f"one of {', '.join(postprocess.METHODS)} (default base)")
+    plan.add_argument("--delta", type=float, help="δ for the mechanisms that use one")
+    plan.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="a parameter of the mechanisms that declare it (repeatable)")
+    plan.add_argument("--trials", type=int, default=20, help="releases per searched ε")
+    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--search", action="store_true",
+                      help="search even where a closed form exists")
+    plan.add_argument("--out", required=True, metavar="OUT.csv")
+    plan.set_defaults(handler=_cmd_plan)
+
+    out = commands.add_parser("publish", help="publish a release with OpenDP's noise and a "
+                                              "manifest (not seeded)")
+    _add_input(out, required=True)
+    _add_view(out)
+    out.add_argument("--mechanism", required=True, choices=list(publish.MECHANISMS))
+    out.add_argument("--epsilon", type=float, required=True)
+    out.add_argument("--delta", type=float, help="for gaussian")
+    out.add_argument("--neighbours", default="substitution",
+                     choices=["substitution", "add_remove"])
+    out.add_argument("--postprocess", choices=list(publish.POSTPROCESS),
+                     help="base (keep negatives) or base_pos (negatives to 0); default base_pos, "
+                          "base with --levels")
+    out.add_argument("--levels", action="store_true",
+                     help="publish the zones and their parent level together, consistent")
+    out.add_argument("--fine-share", type=float, default=0.5,
+                     help="with --levels: the zones' share of ε (default 0.5)")
+    out.add_argument("--out", required=True, metavar="DIR",
+                     help="directory for release.csv and manifest.json")
+    out.set_defaults(handler=_cmd_publish)
     return parser
 
 

@@ -1,15 +1,18 @@
 """Registry of every mechanism, by key.
 
 Each mechanism module defines its classes and decorates them with :func:`register`; importing the
-modules below fills the registry. ``get("oue")`` returns the class, ``names(model="local")`` the keys.
+modules below fills the registry. ``get("oue")`` returns the class, ``names(model="local")`` the
+keys.
 """
 
 from __future__ import annotations
 
 from dpcore.mechanisms.base import (
     ADD_REMOVE,
+    BASELINE,
     CENTRAL,
     LOCAL,
+    NOT_DP,
     SHUFFLED,
     SUBSTITUTION,
     CentralMechanism,
@@ -56,8 +59,8 @@ def declared(key: str, values: dict) -> dict:
 
 
 # Importing the modules registers their mechanisms (order = display order).
-from dpcore.mechanisms import central, hadamard, local  # noqa: E402,F401
+from dpcore.mechanisms import baselines, central, hadamard, local  # noqa: E402,F401
 
-__all__ = ["ADD_REMOVE", "CENTRAL", "LOCAL", "SHUFFLED", "SUBSTITUTION", "CentralMechanism",
-           "LocalMechanism", "Mechanism", "Param", "build", "declared", "get", "names",
-           "register"]
+__all__ = ["ADD_REMOVE", "BASELINE", "CENTRAL", "LOCAL", "NOT_DP", "SHUFFLED", "SUBSTITUTION",
+           "CentralMechanism", "LocalMechanism", "Mechanism", "Param", "build", "declared", "get",
+           "names", "register"]

@@ -24,6 +24,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 CENTRAL, LOCAL, SHUFFLED = "central", "local", "shuffled"
+#: Today's disclosure control (suppression, rounding, cell-key perturbation): not differentially
+#: private, run beside the mechanisms for comparison.
+BASELINE = "baseline"
+#: The guarantee text of a baseline, wherever one is shown.
+NOT_DP = "not DP"
 SUBSTITUTION, ADD_REMOVE = "substitution", "add_remove"
 
 #: Users per chunk in per-user simulation: bounds memory (reports for d = 1,085 UE are
@@ -133,8 +138,10 @@ class Mechanism(ABC):
 
     key: ClassVar[str]
     name: ClassVar[str]
-    model: ClassVar[str]  # CENTRAL, LOCAL or SHUFFLED
+    model: ClassVar[str]  # CENTRAL, LOCAL, SHUFFLED or BASELINE
     uses_delta: ClassVar[bool] = False
+    #: False for the baselines: ε is accepted (every release is built with one) but ignored.
+    uses_epsilon: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (EPSILON,)
     #: None when ``release`` is exact in distribution; otherwise a sentence saying what is not.
     approximation: ClassVar[str | None] = None
@@ -153,6 +160,8 @@ class Mechanism(ABC):
     @property
     def guarantee(self) -> str:
         """Human-readable privacy guarantee, e.g. ``ε-LDP`` or ``(ε, δ)-DP``."""
+        if self.model == BASELINE:
+            return NOT_DP
         if self.model == LOCAL:
             return "ε-LDP"
         return "(ε, δ)-DP" if self.uses_delta else "ε-DP"

@@ -4,6 +4,8 @@
 * :func:`differencing_attack` — two exact releases a month apart reveal a newcomer's commute; the
   same two releases through the Laplace mechanism leave the attacker guessing (with the Bayesian
   bound that ε guarantees);
+* :func:`baseline_differencing` — the same attack on today's disclosure control (suppression,
+  rounding, cell-key perturbation): how often it finds the newcomer with certainty;
 * :func:`phone_report` — what one commuter's phone encodes and sends, step by step, from the
   mechanism's own client code (``perturb``), so what is shown is what the protocol does;
 * :func:`crowd_estimate` — a crowd of such reports aggregated by the mechanism's own per-user
@@ -29,7 +31,8 @@ from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import ranks
-from dpcore.mechanisms.base import ADD_REMOVE, LocalMechanism, Mechanism
+from dpcore.mechanisms.base import ADD_REMOVE, BASELINE, LocalMechanism, Mechanism
+from dpcore.mechanisms.baselines import KEY_RANGE, CellKey, RandomRounding
 from dpcore.mechanisms.hadamard import (
     HadamardMechanism,
     HadamardResponse,
@@ -182,6 +185,58 @@ def differencing_attack(row_before, destination: int, epsilon: float,
         float(laplace.scale), difference, posterior, float(true),
         int(np.count_nonzero(posterior > true)) + 1, prior,
         float(posterior_bound(prior, 2 * laplace.epsilon)))
+
+
+def _change_probabilities(mech: Mechanism, before: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each cell of a row: P(its published value changes when one commuter joins it), and
+    P(it stays the same when nobody joins), between two monthly tables.
+
+    Deterministic methods and cell-key perturbation are *consistent*: an unchanged cell is
+    published identically (same people, same cell key), so only the newcomer's cell can move.
+    Random rounding draws again every month, so any cell may move.
+    """
+    before = np.asarray(before, dtype=np.int64)
+    values, inverse = np.unique(before, return_inverse=True)
+    if isinstance(mech, RandomRounding):
+        def up(c):  # P(rounded up) of a count c
+            return (c % mech.base) / mech.base
+        p, q = up(values), up(values + 1)
+        # c and c + 1 share their lower multiple unless c + 1 is one: then "down" differs.
+        same_floor = (values + 1) % mech.base != 0
+        same = np.where(same_floor, p * q + (1 - p) * (1 - q), (1 - p) * q)
+        return (1 - same)[inverse], (p * p + (1 - p) * (1 - p))[inverse]
+    if isinstance(mech, CellKey):
+        # Month 1: cell key k (uniform); month 2: k + r, r the newcomer's record key (uniform).
+        keys = np.arange(KEY_RANGE)
+        changed = np.empty(values.size)
+        for i, c in enumerate(values):
+            first = np.zeros(KEY_RANGE) if c == 0 else mech.perturb(np.full(KEY_RANGE, c), keys)
+            second = mech.perturb(np.full(KEY_RANGE, c + 1), keys)  # (k + r) is uniform too
+            changed[i] = np.mean(first[:, None] != second[None, :])
+        return changed[inverse], np.ones(before.size)
+    first, second = mech.release(values, None), mech.release(values + 1, None)
+    return (first != second).astype(float)[inverse], np.ones(before.size)
+
+
+def baseline_differencing(row_before, destination: int,
+                          keys: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The two-month attack on each baseline (not DP), exactly.
+
+    The attacker finds the newcomer *with certainty* when the newcomer's cell is the only one
+    whose published value changed. Columns: ``mechanism`` (key), ``name``, ``found_here`` (that
+    probability for a newcomer to ``destination``), ``found_typical`` (for a newcomer who commutes
+    like the origin's current commuters: the average over destinations weighted by their counts).
+    """
+    before = np.asarray(row_before, dtype=np.int64)
+    rows = []
+    for key in keys or mechanisms.names(BASELINE):
+        mech = mechanisms.build(key)
+        changes, stays = _change_probabilities(mech, before)
+        others = np.exp(np.log(stays).sum() - np.log(stays))  # every other cell unchanged
+        found = changes * others
+        weights = before / before.sum() if before.sum() else np.full(before.size, 1 / before.size)
+        rows.append((key, mech.name, float(found[destination]), float(found @ weights)))
+    return pd.DataFrame(rows, columns=["mechanism", "name", "found_here", "found_typical"])
 
 
 # --------------------------------------------------------------------------- classroom domain

@@ -191,7 +191,7 @@ def docs_screenshot(page, name: str, scroll_to=None) -> None:
 
 #: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server
 #: under that path (404), then at the root: expected misses, not failures.
-BASE_PATH_PROBE = re.compile(r"/[A-Za-z_]+/_stcore/(health|host-config)$")
+BASE_PATH_PROBE = re.compile(r"/[A-Za-z0-9_]+/_stcore/(health|host-config)$")
 
 
 @pytest.fixture

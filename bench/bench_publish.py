@@ -1,0 +1,61 @@
+"""Timings of publishing through OpenDP (issue 12): calibration and noise per cell, county, an ED
+subset with consistent levels, and a dense 10⁶-cell vector (the whole ED level, 9.8 M cells, is
+extrapolated from it: OpenDP's Python binding handles one cell at a time).
+
+Run from the repository root: ``python bench/bench_publish.py [repeats]`` (default 3).
+"""
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dpcore.data import datasets
+from dpcore.interfaces import publish  # noqa: E402
+
+REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+
+
+def timed(call) -> float:
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main():
+    publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)  # import OpenDP once, outside the timings
+    county = datasets.load("ireland_county")
+    ed = datasets.load("ireland_ed")
+    subset = ed.subset_by_parent(["Cavan", "Leitrim"])
+    cells = np.zeros(1_000_000, dtype=np.int64)
+    noise = publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)
+    rows = [
+        ("calibrate discrete Laplace (binary search)",
+         lambda: publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)),
+        ("calibrate Gaussian (binary search, zCDP → (ε, δ))",
+         lambda: publish.calibrate(publish.GAUSSIAN, 1.0, 1e-6)),
+        (f"publish county ({county.domain_size:,} cells)",
+         lambda: publish.publish(county, publish.DISCRETE_LAPLACE, 1.0, source={})),
+        (f"publish Cavan+Leitrim EDs + counties, consistent ({subset.domain_size:,} + "
+         f"{subset.aggregate().domain_size} cells)",
+         lambda: publish.publish_levels(subset, publish.DISCRETE_LAPLACE, 1.0, source={})),
+        ("noise on 1,000,000 cells", lambda: publish.noisy(noise, cells)),
+    ]
+    for label, call in rows:
+        seconds = timed(call)
+        print(f"{label:78} {seconds:9.3f} s")
+        if label.startswith("noise"):
+            per_cell = seconds / cells.size
+            print(f"{'  → per cell':78} {per_cell * 1e6:9.2f} µs; whole ED level "
+                  f"({ed.domain_size:,} cells) ≈ {per_cell * ed.domain_size:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

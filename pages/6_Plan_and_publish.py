@@ -1,0 +1,33 @@
+"""Plan & publish: the ε a planner's target needs, per mechanism, with today's disclosure control
+(not DP) beside it and deployed budgets on the ε ruler; then a release to publish, with its
+manifest, and the session's budget ledger.
+
+Thin page: settings from :mod:`ui.controls`, the planner section from :mod:`ui.planner`
+(computations in :mod:`dpcore.evaluation.planner`), the publish section and the budget ledger from
+:mod:`ui.publishing` (OpenDP's noise through :mod:`dpcore.interfaces.publish`).
+"""
+
+import streamlit as st
+
+from ui import controls, planner, publishing, runs
+
+st.set_page_config(page_title="Plan & publish · Commuting Privacy Lab", page_icon="🎯",
+                   layout="wide")
+settings = controls.run_controls()
+st.title("Plan & publish")
+st.caption("Set the accuracy your table must keep; the planner finds, per mechanism, the "
+           "smallest ε that keeps it. The sidebar's ε is drawn as “your ε” for comparison.")
+if not settings.mechanisms:
+    st.info("Choose at least one mechanism in the sidebar.")
+    st.stop()
+try:
+    runs.view(settings)
+except ValueError as error:
+    st.warning(str(error))
+    st.stop()
+
+st.header("How much ε does your target need?")
+planner.section(settings)
+
+st.header("Publish a release")
+publishing.section(settings)

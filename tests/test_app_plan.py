@@ -1,0 +1,123 @@
+"""AppTest of the Plan & publish page: closed-form answers at once and equal to dpcore's,
+searched answers behind Find with the sentence, the curve's markers, baselines labelled not DP,
+and the ε ruler."""
+
+import math
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import planner
+from dpcore.interfaces import export
+from tests.app_pages import open_page
+from tests.plotly_spec import figure, traces, values
+from ui import publishing, state
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
+
+
+def plan_page(**query) -> AppTest:
+    return open_page(PAGE, **query)
+
+
+def test_closed_form_answers_at_once_and_match_dpcore():
+    at = plan_page(mech=["laplace", "grr", "suppression"], pp="base", target="rmse")
+    assert not [b for b in at.button if b.key == "plan_find"]
+    sentence = at.markdown[0].value
+    expected = planner.closed_form("laplace", {"neighbours": "substitution"},
+                                   datasets.load("ireland_county").to_dense(),
+                                   planner.Target("rmse", 5.0)).epsilon
+    assert f"{expected:.3g}".replace(".", "\\.") in sentence
+    assert "not DP" in sentence
+    table = at.dataframe[0].value
+    row = table.set_index("Mechanism").loc["Small-cell suppression (not DP)"]
+    assert row["Guarantee"] == "not DP" and row["ε needed"] == "— (not DP)"
+    fig = figure(at, "against ε")
+    (laplace,) = traces(fig, "Laplace")
+    stars = [t for t in fig["data"] if t.get("marker", {}).get("symbol") == "star"]
+    assert len(stars) == 2  # Laplace and GRR; the baseline has no ε
+    assert math.isclose(float(values(stars[0]["x"])[0]), expected, rel_tol=1e-9)
+    (baseline,) = traces(fig, "Small-cell suppression (not DP)")
+    assert baseline["line"]["dash"] == "dash"
+
+
+def test_search_runs_behind_find_and_names_the_answer():
+    at = plan_page(mech=["laplace", "cell_key"])
+    at.number_input(key="kept_widget_plan_trials").set_value(5).run()
+    at.button(key="plan_find").click().run()
+    assert not at.exception, at.exception
+    sentence = at.markdown[0].value
+    assert sentence.startswith("**Laplace needs ε ≈") and "GEH" in sentence
+    table = at.dataframe[0].value
+    assert table["How"].tolist() == [planner.SEARCH, planner.NOT_DP_ANY]
+    assert "(" in table["Pass rate (95 % CI)"][0]
+    beside = at.dataframe[1].value
+    assert len(beside) == 4 and (beside["Guarantee"] == "not DP").all()
+    ruler = figure(at, "ε ruler")
+    assert any("Census" in str(t.get("hovertext")) for t in ruler["data"])
+    # Coming back to the same settings shows the answer without searching again.
+    at.run()
+    assert at.markdown[0].value == sentence
+
+
+def test_baseline_caption_in_sidebar():
+    at = plan_page(mech=["rounding"])
+    assert any("not differentially private" in c.value for c in at.sidebar.caption)
+
+
+def test_publish_adds_to_the_ledger_until_a_new_one_is_started():
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
+    assert [b.label for b in at.get("download_button")][-2:] == ["release.csv", "manifest.json"]
+    ledger_rows = at.dataframe[-2].value
+    assert ledger_rows["epsilon"].tolist() == [0.5]
+    at.button(key="publish_go").click().run()
+    assert len(at.dataframe[-2].value) == 2
+    totals = at.dataframe[-1].value
+    assert totals["epsilon"].iloc[0] == 1.0  # basic composition: 0.5 + 0.5
+    # The caption above the button was drawn before this publish was added.
+    assert any("holds 1 release(s), ε = 0.5 in total" in c.value for c in at.caption)
+    at.button(key="publish_new_ledger").click().run()
+    assert any("Nothing published yet" in c.value for c in at.caption)
+
+
+def test_publish_consistent_levels_on_an_ed_subset():
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
+                   areas=["Leitrim"])
+    at.toggle(key="publish_levels").set_value(True).run()
+    (errors,) = [d.value for d in at.dataframe if "level" in d.value.columns]
+    assert len(errors) == 2
+    consistent = errors["consistent, split ε (RMSE)"]
+    assert consistent.iloc[1] < errors["alone, fine level summed up (RMSE)"].iloc[1]
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    assert any("in total (sequential composition of the 2 levels" in s.value for s in at.success)
+
+
+def test_upload_plans_and_publishes_in_the_session_with_safe_output():
+    """An upload (hostile zone names): the planner answers, the publish's CSV neutralises
+    formula-like names, and the manifest hashes the imported table (the bytes are not kept)."""
+    zones = ZoneSet.from_ids(["=HYPERLINK(\"http://e.example\")", "Plain", "<b>x</b>"])
+    upload = ODMatrix.from_pairs("upload", zones, zones, [0, 0, 1, 2], [1, 2, 0, 2],
+                                 [30, 12, 25, 40])
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace", "rounding"]
+    at.query_params["pp"] = "base"
+    at.query_params["target"] = "rmse"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.session_state[state.UPLOADED_MATRIX] = upload
+    at.session_state[state.UPLOADED_FILENAME] = "flows.csv"
+    at.run()
+    assert not at.exception, at.exception
+    assert "Laplace needs ε ≈" in at.markdown[0].value
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    published = at.session_state[publishing.LAST]
+    assert published.manifest["input"]["files"] == ["flows.csv"]
+    assert len(published.manifest["input"]["sha256_of_imported_table"]) == 64
+    text = export.safe_csv(published.table).decode()
+    assert "'=HYPERLINK" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text

@@ -1,0 +1,136 @@
+"""The ε planner: closed forms against theory and against releases, the search, the CLI."""
+
+import math
+
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.evaluation import experiment, planner, summaries
+from dpcore.interfaces import cli
+
+COUNTY = datasets.load("ireland_county")
+TRUTH = COUNTY.to_dense()
+
+
+def test_laplace_rmse_is_the_textbook_formula():
+    """RMSE of Laplace = √2·b = √2·Δ₁/ε, so ε = 2√2/target under substitution."""
+    answer = planner.closed_form("laplace", {}, TRUTH, planner.Target("rmse", 5.0))
+    assert answer.method == planner.CLOSED
+    assert answer.epsilon == pytest.approx(2 * math.sqrt(2) / 5, rel=1e-9)
+
+
+@pytest.mark.parametrize("key", ["laplace", "gaussian", "grr", "oue", "olh", "hr"])
+def test_closed_form_meets_the_target_exactly(key):
+    target = planner.Target("rmse", 100.0)
+    answer = planner.closed_form(key, {}, TRUTH, target)
+    expected = summaries.theoretical_rmse(mechanisms.build(key, epsilon=answer.epsilon), TRUTH)
+    assert expected == pytest.approx(100.0, rel=1e-8)
+    assert answer.expected == pytest.approx(100.0, rel=1e-8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key,target", [("laplace", 5.0), ("grr", 5.0), ("oue", 100.0),
+                                        ("olh", 100.0)])
+def test_planned_rmse_agrees_with_releases_within_1_percent(key, target):
+    """Releases at the planned ε through the pipeline (Base): the root of the mean squared error
+    over 400 releases is within 1 % of the target. The standard error of that estimate, from the
+    releases' own spread (delta method: s.d.(MSE)/(2·mean·√R)), is checked to be below 0.3 %, so
+    1 % is beyond 3.3 standard errors (GRR at ε ≈ 12 is the widest: its error is dominated by the
+    few largest flows)."""
+    trials = 400
+    answer = planner.plan(COUNTY, [key], planner.Target("rmse", target), truth=TRUTH)[0]
+    assert answer.method == planner.CLOSED
+    table = experiment.run(COUNTY, [key], [answer.epsilon], trials=trials, seed=12)
+    squares = table.loc[table["metric"] == "rmse", "value"].to_numpy() ** 2
+    assert len(squares) == trials
+    standard_error = squares.std(ddof=1) / squares.mean() / math.sqrt(trials) / 2
+    assert standard_error < 0.003
+    assert math.sqrt(squares.mean()) == pytest.approx(target, rel=0.01)
+
+
+def test_mae_exact_and_normal_approximation():
+    target = planner.Target("mae", 4.0)
+    laplace = planner.closed_form("laplace", {}, TRUTH, target)
+    assert laplace.method == planner.CLOSED and laplace.epsilon == pytest.approx(2 / 4.0)
+    grr = planner.closed_form("grr", {}, TRUTH, target)
+    assert grr.method == planner.CLOSED_NORMAL
+    table = experiment.run(COUNTY, ["grr"], [grr.epsilon], trials=50, seed=3)
+    mae = table.loc[table["metric"] == "mae", "value"].mean()
+    assert mae == pytest.approx(4.0, rel=0.03)
+    # A biased mechanism has no closed-form MAE: it is searched.
+    assert not planner.has_closed_form("stability_histogram", {}, "mae", "base", TRUTH)
+    assert not planner.has_closed_form("laplace", {}, "rmse", "base_pos", TRUTH)
+
+
+def test_search_lands_next_to_the_closed_form():
+    """A forced search for Laplace's RMSE at pass probability 1/2 (the median release) is within
+    two grid steps of the closed form (the RMSE's spread is ~3 % of it, a step 13 %)."""
+    target = planner.Target("rmse", 5.0, probability=0.5)
+    closed = planner.closed_form("laplace", {}, TRUTH, target)
+    searched = planner.plan(COUNTY, ["laplace"], target, truth=TRUTH, trials=10,
+                            force_search=True)[0]
+    assert searched.method == planner.SEARCH
+    step = planner.SEARCH_GRID[1] / planner.SEARCH_GRID[0]
+    assert closed.epsilon / step ** 2 <= searched.epsilon <= closed.epsilon * step ** 2
+    assert len(searched.tried) <= math.ceil(math.log2(len(planner.SEARCH_GRID) + 1))
+    assert searched.pass_low <= searched.pass_probability <= searched.pass_high
+
+
+def test_baselines_answer_without_epsilon():
+    answers = planner.plan(COUNTY, ["suppression", "rounding"], planner.Target("rmse", 5.0),
+                           truth=TRUTH)
+    assert all(math.isnan(a.epsilon) for a in answers)
+    assert {a.method for a in answers} == {planner.NOT_DP_ANY}
+    never = planner.plan(COUNTY, ["suppression"], planner.Target("rmse", 0.5), truth=TRUTH)[0]
+    assert never.method == planner.NOT_DP_NEVER
+
+
+def test_unreachable_and_stopped():
+    answer = planner.closed_form("oue", {}, TRUTH, planner.Target("rmse", 5.0))
+    assert math.isinf(answer.epsilon) and answer.method == planner.UNREACHABLE
+    answers = planner.plan(COUNTY, ["laplace", "grr"], planner.Target("topk_recall", 0.9),
+                           truth=TRUTH, trials=3, progress=lambda done, total: done < 2)
+    assert [a.method for a in answers] == [planner.STOPPED, planner.STOPPED]
+
+
+@pytest.mark.parametrize("passed,trials", [(0, 10), (3, 10), (10, 10), (17, 20)])
+def test_wilson_interval(passed, trials):
+    low, high = planner.wilson(passed, trials)
+    ref = proportion_confint(passed, trials, alpha=0.05, method="wilson")
+    assert (low, high) == pytest.approx(ref, abs=1e-12)
+
+
+def test_target_checks_and_sentence():
+    with pytest.raises(ValueError, match="unknown metric"):
+        planner.Target("nope", 1)
+    with pytest.raises(ValueError, match="give a target"):
+        planner.Target("rmse")
+    assert planner.Target("kendall_tau", 0.9).met({"kendall_tau": 0.95})
+    assert not planner.Target("rmse", 5).met({"rmse": 5.1})
+    assert planner.Target("total_error_pct", 5).met({"total_error_pct": -4})
+    answers = [planner.Answer("olh", planner.Target("geh_pass_share", 0.85), 4.6,
+                              planner.SEARCH),
+               planner.Answer("laplace", planner.Target("geh_pass_share", 0.85), 0.02,
+                              planner.SEARCH)]
+    assert planner.sentence(answers, str.upper) == (
+        "OLH needs ε ≈ 4.6 for GEH < 5 on ≥ 85% of cells in 90% of releases; LAPLACE needs "
+        "0.02.")
+
+
+def test_cli_plan(tmp_path, capsys):
+    out = tmp_path / "plan.csv"
+    code = cli.main(["plan", "--dataset", "ireland_county", "--mechanisms",
+                     "laplace,grr,suppression", "--metric", "rmse", "--target", "5",
+                     "--postprocess", "base", "--out", str(out)])
+    assert code == 0
+    frame = pd.read_csv(out)
+    assert list(frame.columns[:7]) == ["mechanism", "metric", "target", "epsilon", "method",
+                                       "expected", "pass_probability"]
+    laplace = frame.set_index("mechanism").loc["laplace"]
+    assert laplace["epsilon"] == pytest.approx(2 * math.sqrt(2) / 5)
+    assert "Laplace needs ε ≈ 0.566" in capsys.readouterr().out
+    assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace",
+                     "--metric", "rmse", "--out", str(out)]) == cli.EXIT_USAGE

@@ -1,0 +1,165 @@
+"""Publishing: OpenDP's noise has the spread it should, two publishes differ, the manifest says
+everything, consistent levels sum exactly, and the ledger adds budgets up correctly."""
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcore.data import datasets
+from dpcore.interfaces import cli, ledger, publish
+from dpcore.mechanisms.base import ADD_REMOVE
+
+ALPHA = 1e-4  # family-wise false-failure rate of each statistical check
+CELLS = 20_000
+
+
+def discrete_laplace_moments(scale: float) -> tuple[float, float]:
+    """Variance and excess kurtosis of the two-sided geometric law P(z) ∝ α^|z|, α = e^{−1/s},
+    summed exactly over |z| ≤ 60·s (the tail beyond is below 10⁻²⁶)."""
+    z = np.arange(-int(60 * scale) - 1, int(60 * scale) + 2)
+    p = np.exp(-np.abs(z) / scale)
+    p /= p.sum()
+    variance = float(np.sum(p * z ** 2))
+    return variance, float(np.sum(p * z ** 4)) / variance ** 2 - 3
+
+
+def assert_spread(noise: np.ndarray, variance: float, excess_kurtosis: float) -> None:
+    """Mean 0 and sample variance within the z-bound of their sampling distributions: s²/σ² has
+    standard error √(2/(N−1) + κ/N); the mean σ/√N (two checks: Bonferroni α/2 each)."""
+    n = noise.size
+    z = stats.norm.isf(ALPHA / 4)
+    assert abs(noise.mean()) <= z * math.sqrt(variance / n)
+    ratio = noise.var(ddof=1) / variance
+    assert abs(ratio - 1) <= z * math.sqrt(2 / (n - 1) + excess_kurtosis / n), ratio
+
+
+@pytest.mark.parametrize("epsilon,neighbours", [(1.0, "substitution"), (0.3, ADD_REMOVE)])
+def test_discrete_laplace_noise_spread(epsilon, neighbours):
+    noise = publish.calibrate(publish.DISCRETE_LAPLACE, epsilon, neighbours=neighbours)
+    sensitivity = 2 if neighbours == "substitution" else 1
+    assert noise.scale == pytest.approx(sensitivity / epsilon, rel=1e-6)
+    assert noise.measurement.map(sensitivity) <= epsilon
+    counts = np.full(CELLS, 1000, dtype=np.int64)
+    released = publish.noisy(noise, counts)
+    assert released.dtype == np.int64
+    variance, kurtosis = discrete_laplace_moments(noise.scale)
+    assert noise.variance == pytest.approx(variance, rel=1e-9)
+    assert_spread(released - counts, variance, kurtosis)
+
+
+def test_gaussian_noise_spread_and_zcdp():
+    noise = publish.calibrate(publish.GAUSSIAN, 1.0, 1e-6)
+    assert noise.rho == pytest.approx(1 / noise.scale ** 2, rel=1e-9)  # ρ = Δ₂²/(2σ²), Δ₂ = √2
+    released = publish.noisy(noise, np.zeros(CELLS, dtype=np.int64))
+    assert_spread(released.astype(float), noise.scale ** 2, 0.0)
+
+
+def test_two_publishes_differ_and_are_integers():
+    od = datasets.load("ireland_county")
+    a = publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base", source={})
+    b = publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base", source={})
+    assert not np.array_equal(a.released["fine"], b.released["fine"])
+    assert (a.released["fine"] - od.to_dense()).std() > 1
+
+
+def test_manifest_and_files(tmp_path):
+    code = cli.main(["publish", "--dataset", "toy_town", "--mechanism", "gaussian", "--epsilon",
+                     "2", "--delta", "1e-7", "--out", str(tmp_path)])
+    assert code == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    files = datasets.DATASETS["toy_town"].files
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
+    assert manifest["input"]["sha256"] == digest
+    assert manifest["epsilon"] == 2 and manifest["delta"] == 1e-7
+    assert manifest["rho_zcdp"] > 0 and manifest["opendp_version"] == publish.opendp_version()
+    assert "substitution" in manifest["neighbouring_relation"]
+    assert manifest["privacy_unit"] == publish.PRIVACY_UNIT
+    assert manifest["post_processing"] == publish.POSTPROCESS["base_pos"]
+    assert "ε = 2" in manifest["guarantee"] and "δ = 1e-07" in manifest["guarantee"]
+    assert manifest["date"].endswith("+00:00")
+    lines = (tmp_path / "release.csv").read_text().splitlines()
+    assert lines[0] == "origin,destination,count"
+    assert "true" not in lines[0]  # the truth is never published
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="publishing supports"):
+        publish.calibrate("oue", 1.0)
+    with pytest.raises(ValueError, match="needs 0 < δ"):
+        publish.calibrate(publish.GAUSSIAN, 1.0)
+    with pytest.raises(ValueError, match="leave δ out"):
+        publish.calibrate(publish.DISCRETE_LAPLACE, 1.0, 1e-6)
+    od = datasets.load("toy_town")
+    with pytest.raises(ValueError, match="the others use the true total"):
+        publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="norm", source={})
+
+
+@pytest.mark.parametrize("postprocess", ["base", "base_pos"])
+def test_consistent_levels_sum_exactly(postprocess):
+    od = datasets.load("ireland_ed").subset_by_parent(["Leitrim"])
+    result = publish.publish_levels(od, publish.DISCRETE_LAPLACE, 1.0, fine_share=0.7,
+                                    postprocess=postprocess, source={})
+    groups, parent = publish._parent_cells(od)
+    fine, coarse = result.released["fine"], result.released["parent"]
+    assert fine.dtype == np.int64 and coarse.dtype == np.int64
+    np.testing.assert_array_equal(np.bincount(groups, weights=fine, minlength=coarse.size),
+                                  coarse)
+    levels = result.manifest["levels"]
+    assert [lv["epsilon"] for lv in levels] == pytest.approx([0.7, 0.3])
+    assert "70% fine / 30% parent" in result.manifest["consistency"]
+    assert set(result.table["level"]) <= {"fine", "parent"}
+
+
+def test_least_squares_variances_match_theory():
+    """Least squares on simulated noise: the error variance at each level is the closed form
+    (chi-square-type bound on the sample variance of normal noise, α split over two checks)."""
+    rng = np.random.default_rng(4)
+    m, parents, runs = 6, 50, 400
+    groups = np.repeat(np.arange(parents), m)
+    vf, vc = 4.0, 1.5
+    fine_err, coarse_err = [], []
+    for _ in range(runs):
+        f, c = least = publish.least_squares(rng.normal(0, math.sqrt(vf), m * parents),
+                                             rng.normal(0, math.sqrt(vc), parents), groups,
+                                             vf, vc)
+        np.testing.assert_allclose(np.bincount(groups, weights=f), c)
+        fine_err.append(least[0][::m])   # one child per parent: independent across parents
+        coarse_err.append(least[1])
+    want_fine, want_coarse = publish.level_variances(np.full(parents, m), vf, vc)
+    for errors, want in ((np.concatenate(fine_err), want_fine),
+                         (np.concatenate(coarse_err), want_coarse)):
+        n = errors.size
+        z = stats.norm.isf(ALPHA / 4)
+        assert abs(errors.var() / want - 1) <= z * math.sqrt(2 / n)
+    assert want_coarse < vc and want_fine < vf
+
+
+def test_integer_consistent_rounding():
+    fine = np.array([0.4, 0.4, 0.4, 2.9, -1.2, 5.5])
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    coarse = np.array([1.2, 7.2])
+    out = publish.integer_consistent(fine, coarse, groups)
+    np.testing.assert_array_equal(np.bincount(groups, weights=out), [1, 7])
+    assert np.all(np.abs(out - fine) < 1)
+
+
+def test_ledger_totals():
+    book = ledger.Ledger()
+    assert book.totals().empty
+    book.add("county", 1.0)
+    book.add("ED", 0.5)
+    totals = book.totals().set_index("composition")
+    assert totals["epsilon"].iloc[0] == pytest.approx(1.5)
+    advanced = (math.sqrt(2 * math.log(1e6) * 1.25) + math.expm1(1.0) + 0.5 * math.expm1(0.5))
+    assert totals["epsilon"].iloc[1] == pytest.approx(advanced)
+    assert len(totals) == 2  # no Gaussian: no zCDP line
+    book.add("gaussian", 1.0, 1e-6, rho=0.1)
+    totals = book.totals()
+    rho = 0.5 + 0.125 + 0.1
+    assert totals["epsilon"].iloc[2] == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)))
+    assert totals["delta"].iloc[0] == pytest.approx(1e-6)
+    assert len(book.table()) == 3
