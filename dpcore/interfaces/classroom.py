@@ -67,8 +67,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcore import explore, mechanisms
+from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
+from dpcore.evaluation import ranks
 from dpcore.mechanisms.base import LocalMechanism
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
 from dpcore.mechanisms.local import GRR, HASH_PRIME, OLH, OUE
@@ -199,19 +200,19 @@ def default_zones(od: ODMatrix) -> tuple[list[str], list[str]]:
     """The busiest home and work zones of ``od`` (its parent level when it has one) such that
     origins × destinations ≤ :data:`MAX_CELLS`: the toy town's 7 homes × its 7 busiest
     destinations, a county table's 7 × 7 busiest counties."""
-    if explore.roll_up_possible(od):
+    if od.has_parent_level:
         od = od.aggregate()
     n_origins = min(od.n_origins, math.isqrt(MAX_CELLS))
     n_destinations = min(od.n_destinations, MAX_CELLS // n_origins)
-    origins = explore.top_cells(od.origin_totals(), n_origins)
-    destinations = explore.top_cells(od.destination_totals(), n_destinations)
+    origins = ranks.top_cells(od.origin_totals(), n_origins)
+    destinations = ranks.top_cells(od.destination_totals(), n_destinations)
     return ([str(x) for x in od.origins.labels[np.sort(origins)]],
             [str(x) for x in od.destinations.labels[np.sort(destinations)]])
 
 
 def zone_choices(od: ODMatrix) -> tuple[list[str], list[str]]:
     """Every zone a teacher may pick for the question (the parent level when there is one)."""
-    if explore.roll_up_possible(od):
+    if od.has_parent_level:
         od = od.aggregate()
     return [str(x) for x in od.origins.labels], [str(x) for x in od.destinations.labels]
 

@@ -68,6 +68,8 @@ class SmallCellSuppression(DeterministicBaseline):
     key = "suppression"
     name = "Small-cell suppression (not DP)"
     params = (EPSILON, THRESHOLD)
+    references = ("Hundepool et al., Statistical Disclosure Control, Wiley 2012, ch. 5 "
+                  "(cell suppression in frequency tables).",)
 
     def release(self, counts, rng):
         counts = _as_counts(counts)
@@ -86,6 +88,8 @@ class Rounding(DeterministicBaseline):
     key = "rounding"
     name = "Rounding (not DP)"
     params = (EPSILON, BASE)
+    references = ("Hundepool et al., Statistical Disclosure Control, Wiley 2012, ch. 5 "
+                  "(rounding of frequency tables).",)
 
     def release(self, counts, rng):
         counts = _as_counts(counts)
@@ -105,6 +109,8 @@ class RandomRounding(Baseline):
     key = "random_rounding"
     name = "Random rounding (not DP)"
     params = (EPSILON, BASE)
+    references = ("Fellegi, On the question of statistical confidentiality, JASA 1972 "
+                  "(unbiased random rounding).",)
 
     def release(self, counts, rng):
         counts = _as_counts(counts)

@@ -60,7 +60,7 @@ def shared_declaration(name: str) -> base.Param | None:
 def test_metadata_and_shared_declarations(key):
     cls = get(key)
     assert cls.key == key and isinstance(cls.name, str) and cls.name.strip()
-    assert cls.model in (base.CENTRAL, base.LOCAL, base.SHUFFLED)
+    assert cls.model in (base.CENTRAL, base.LOCAL, base.SHUFFLED, base.BASELINE)
     assert cls.references and all(isinstance(r, str) and r.strip() for r in cls.references)
     assert cls.approximation is None or cls.approximation.strip()
     declared = [p.name for p in cls.params]
@@ -72,7 +72,7 @@ def test_metadata_and_shared_declarations(key):
     mech = cls()                # every default passes its own declaration
     assert mech.settings == {p.name: p.default for p in cls.params}
     bits = mech.bits_per_user(300)
-    if cls.model == base.CENTRAL:
+    if cls.model in (base.CENTRAL, base.BASELINE):
         assert bits is None
     else:
         assert bits > 0
@@ -84,8 +84,10 @@ def invalid_values(param: base.Param) -> list[tuple[str, object, type, list[str]
     name, interval = f"'{param.name}'", param.interval()
     cases = [("none", None, TypeError, [name]), ("bool", True, TypeError, [name])]
     if param.choices is not None:
-        cases.append(("not-a-choice", "not-a-choice", ValueError, [name, interval]))
         numbers = [c for c in param.choices if base._is_number(c)]
+        only_numbers = len(numbers) == len(param.choices)
+        cases.append(("not-a-choice", "not-a-choice", TypeError if only_numbers else ValueError,
+                      [name, interval]))
         if numbers:
             cases.append(("number-not-a-choice", max(numbers) + 1, ValueError, [name, interval]))
         else:
@@ -180,10 +182,15 @@ def test_same_seed_same_release_other_seed_other_release(key, seed):
     np.testing.assert_array_equal(first, mech.release(counts, np.random.default_rng(seed)))
     np.testing.assert_array_equal(first, mech.release(counts.astype(float),
                                                       np.random.default_rng(seed)))
-    assert not np.array_equal(first, mech.release(counts, np.random.default_rng(seed + 1)))
     items, d = np.repeat(np.arange(len(counts)), counts), len(counts)
     sim = mech.simulate(items, d, np.random.default_rng(seed))
     np.testing.assert_array_equal(sim, mech.simulate(items, d, np.random.default_rng(seed)))
+    variance = mech.variance(counts)
+    if variance is not None and not variance.any():  # a deterministic (not DP) baseline
+        assert mech.model == base.BASELINE
+        np.testing.assert_array_equal(first, mech.release(counts, np.random.default_rng(seed + 1)))
+        return
+    assert not np.array_equal(first, mech.release(counts, np.random.default_rng(seed + 1)))
     assert not np.array_equal(sim, mech.simulate(items, d, np.random.default_rng(seed + 1)))
 
 
@@ -212,7 +219,10 @@ def test_explain_and_describe(key):
     text = mech.explain()
     assert isinstance(text, str) and text.strip()
     assert "ε" in text or "\\varepsilon" in text
-    assert "0.7" in text and "$" in text and "In plain words" in text
+    if mech.model == base.BASELINE:  # ε does not apply: the text must say so, not quote ε
+        assert "Not differentially private" in text
+    else:
+        assert "0.7" in text and "$" in text and "In plain words" in text
     docstrings = {(c.__doc__ or "").strip() for c in type(mech).__mro__} - {""}
     assert not any(doc in text for doc in docstrings), "a docstring is shown as page text"
     line = mech.describe()
@@ -247,6 +257,9 @@ def test_variance_and_mean_against_many_releases(key, epsilon, seed):
     rng = np.random.default_rng(seed)
     samples = np.stack([mech.release(counts, rng) for _ in range(RUNS)])
     expected = mech.expected(counts) if hasattr(mech, "expected") else counts
+    if not variance.any():  # deterministic: every release is the expected table
+        np.testing.assert_array_equal(samples, np.broadcast_to(expected, samples.shape))
+        return
     assert_unbiased(samples, expected, variance)
     assert_variance_any_law(samples, variance)
 
