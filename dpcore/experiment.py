@@ -154,7 +154,7 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         postprocess: Iterable[str] = ("base",), trials: int = 1, seed: int = 0, n_jobs: int = 1,
         k: int = 10, top_n: int = 100, scenarios: Iterable[Scenario] = (Scenario(),),
         progress: Callable[[int, int], bool | None] | None = None,
-        cancel: threading.Event | None = None) -> pd.DataFrame:
+        cancel: threading.Event | None = None, scheduler=None) -> pd.DataFrame:
     """Run every job and return the tidy table (:data:`COLUMNS`), in the fixed job order.
 
     Parameters
@@ -171,6 +171,10 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         Repetitions per (scenario, mechanism, ε), and the seed of the seeding rule.
     n_jobs : int
         Worker processes; 1 runs in this process, ``-1`` uses every core.
+    scheduler : str or distributed.Client, optional
+        Run on Dask instead (:mod:`dpcore.cluster`): ``"local"`` (a LocalCluster of this
+        machine's cores), a scheduler address (``tcp://host:8786``) or a client; ``n_jobs`` is
+        then ignored. The table is the same as without it.
     k, top_n : int
         Passed to :func:`dpcore.metrics.compute`.
     scenarios : iterable of Scenario
@@ -207,6 +211,10 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
 
     if cancel is not None and cancel.is_set():
         cancelled = True
+    elif scheduler is not None:
+        from dpcore import cluster  # Dask only when asked for
+
+        cancelled = cluster.run_jobs(scheduler, od, jobs, k, top_n, finished, cancel)
     elif workers == 1:
         for job in jobs:
             if not finished(data.execute(job, k, top_n)):
@@ -222,17 +230,27 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
     return table
 
 
-# A worker process keeps the data it was given at start-up (sent once, not with every job).
-_worker_data: _Data | None = None
+# A worker process keeps the data it was given (sent once, not with every job) and the views and
+# dense counts made from it, under the token of the run that sent it (the latest run only).
+_worker_data: dict[str, _Data] = {}
 
 
 def _init_worker(od: ODMatrix) -> None:
-    global _worker_data
-    _worker_data = _Data(od)
+    _worker_data.clear()
+    _worker_data["pool"] = _Data(od)
 
 
 def _execute_in_worker(job: Job, k: int, top_n: int) -> pd.DataFrame:
-    return _worker_data.execute(job, k, top_n)
+    return _worker_data["pool"].execute(job, k, top_n)
+
+
+def execute_on_worker(od: ODMatrix, token: str, job: Job, k: int, top_n: int) -> pd.DataFrame:
+    """A job on a Dask worker: ``od`` is the run's scattered dataset, ``token`` names it."""
+    data = _worker_data.get(token)
+    if data is None:
+        _worker_data.clear()
+        data = _worker_data[token] = _Data(od)
+    return data.execute(job, k, top_n)
 
 
 def _run_in_pool(od: ODMatrix, jobs, workers, k, top_n, finished, cancel) -> bool:
