@@ -15,6 +15,7 @@ st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
                    page_icon=":material/ssid_chart:", layout="wide")
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
+tradeoffs.scheduler_note()
 if not settings.mechanisms:
     st.info("Choose at least one mechanism in the sidebar.")
     st.stop()
@@ -90,3 +91,6 @@ domain = (tradeoffs.sweep_chart(sweep([options[c] for c in chosen if c in option
 
 st.header("Release time per mechanism")
 tradeoffs.release_times([main, domain])
+
+st.header("The thesis's chapter 5, reproduced")
+tradeoffs.thesis_report(settings, epsilons, trials)

@@ -9,6 +9,9 @@ plotly legend or hover.
 from __future__ import annotations
 
 import html
+import io
+import tempfile
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -124,3 +127,14 @@ def write(chapter: thesis.Chapter, out: Path) -> Path:
     path = out / "report.html"
     path.write_text(render(chapter), encoding="utf-8")
     return path
+
+
+def zipped(chapter: thesis.Chapter) -> bytes:
+    """What :func:`write` writes, as one zip file (a download)."""
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory() as folder, zipfile.ZipFile(
+            buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        write(chapter, Path(folder))
+        for path in sorted(Path(folder).iterdir()):
+            archive.write(path, path.name)
+    return buffer.getvalue()
