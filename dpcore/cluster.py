@@ -78,10 +78,11 @@ def client_for(scheduler) -> Iterator:
 
 
 def completed(client, od: ODMatrix, jobs: list[experiment.Job], *, k: int = 10,
-              top_n: int = 100, cancel: threading.Event | None = None,
+              top_n: int = 100, only=None, cancel: threading.Event | None = None,
               retries: int = RETRIES) -> Iterator[tuple[experiment.Job, object]]:
     """Run ``jobs`` on the cluster; yield ``(job, rows)`` as each finishes, where ``rows`` is its
-    part of the tidy table or the exception it raised.
+    part of the tidy table (scored as :func:`dpcore.experiment.execute` with ``k``, ``top_n``,
+    ``only``) or the exception it raised.
 
     Stops early when ``cancel`` is set; leaving the loop early (break, an exception, cancel)
     cancels the jobs not yet finished, so a stopped sweep does not keep the cluster busy.
@@ -92,7 +93,8 @@ def completed(client, od: ODMatrix, jobs: list[experiment.Job], *, k: int = 10,
         return
     data = client.scatter(od, broadcast=True, hash=False)
     token = data.key
-    by_future = {client.submit(experiment.execute_on_worker, data, token, job, k, top_n,
+    scoring = {"k": k, "top_n": top_n, "only": only}
+    by_future = {client.submit(experiment.execute_on_worker, data, token, job, scoring,
                                key=f"dpcore-job-{token}-{job.index}", retries=retries - 1,
                                pure=False): job
                  for job in jobs}
@@ -114,12 +116,12 @@ def completed(client, od: ODMatrix, jobs: list[experiment.Job], *, k: int = 10,
         client.cancel(list(by_future) + [data])
 
 
-def run_jobs(scheduler, od: ODMatrix, jobs: list[experiment.Job], k: int, top_n: int,
+def run_jobs(scheduler, od: ODMatrix, jobs: list[experiment.Job], scoring: dict,
              finished: Callable[[pd.DataFrame], bool], cancel: threading.Event | None) -> bool:
     """The runner's seam (:func:`dpcore.experiment.run` with ``scheduler=``): every job on the
     cluster, ``finished(rows)`` called as each arrives; True if stopped before the end."""
     with client_for(scheduler) as client, contextlib.closing(
-            completed(client, od, jobs, k=k, top_n=top_n, cancel=cancel)) as stream:
+            completed(client, od, jobs, cancel=cancel, **scoring)) as stream:
         count = 0
         for _job, outcome in stream:
             if isinstance(outcome, BaseException):

@@ -268,11 +268,12 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None, k: int = 10,
-        top_n: int = 100, score: bool = True) -> ReleaseResult:
+        top_n: int = 100, score: bool = True, only=None) -> ReleaseResult:
     """Release ``od`` with ``spec``, post-process it each way asked and score each.
 
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
-    ``score=False`` skips the metrics (a release for download only). Raises ValueError for
+    ``score=False`` skips the metrics (a release for download only); ``only`` keeps just those
+    metrics (:func:`dpcore.metrics.compute`). Raises ValueError for
     settings that cannot be used, with a message for the user.
     """
     mechanism = check(spec, od)
@@ -287,7 +288,8 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
         released = postprocess.apply(method, raw, od.n, variance)
         post_seconds = time.perf_counter() - started
         values = (metrics.compute(truth, released, od, k=k, top_n=top_n,
-                                  raw=raw if method == "post_pos" else None) if score else {})
+                                  raw=raw if method == "post_pos" else None, only=only)
+                  if score else {})
         outputs[method] = Scored(_read_only(released), MappingProxyType(values), post_seconds)
     return ReleaseResult(spec, _read_only(raw), MappingProxyType(outputs), seconds,
                          mechanism.bits_per_user(od.domain_size))
