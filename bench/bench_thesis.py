@@ -66,7 +66,8 @@ def main() -> None:
         per_level = ", ".join(f"{label} {count:,}" for label, count in
                               jobs["scenario"].value_counts(sort=False).items())
         print(f"{workers} worker(s): median {statistics.median(times):.1f} s over {len(times)} "
-              f"run(s) (min {min(times):.1f} s; CPU-bound {statistics.median(cpu):.1f} s) for {chapter.table.attrs['jobs_done']:,} releases "
+              f"run(s) (min {min(times):.1f} s; CPU-bound {statistics.median(cpu):.1f} s) for "
+              f"{chapter.table.attrs['jobs_done']:,} releases "
               f"({per_level}); mean release time "
               + ", ".join(f"{k} {v:.3f} s" for k, v in per_release.items())
               + f"; load average now {os.getloadavg()[0]:.1f}"

@@ -27,7 +27,8 @@ from typing import Callable
 
 import pandas as pd
 
-from dpcore import experiment, export, grids, mechanisms, ranks, release, summaries, views
+from dpcore import (experiment, export, grids, mechanisms, postprocess, ranks, release,
+                    summaries, views)
 from dpcore.experiment import Scenario
 from dpcore.od import ODMatrix
 
@@ -131,9 +132,10 @@ def _figures(table: pd.DataFrame, lv: Levels, settings: str) -> list[Figure]:
                      & table["postprocess"].isin(methods)]
         data = summaries.summarise(rows, metric, by=["mechanism", "scenario", "postprocess",
                                                      "epsilon"])
+        methods_named = ", ".join(postprocess.METHODS[m][0] for m in methods)
         caption = (f"{ref}. Mechanisms: {_names(keys)}. Data: "
-                   f"{', '.join(s.label for s in scenarios)}. Post-processing: "
-                   f"{', '.join(methods)}. {note} {settings}")
+                   f"{', '.join(s.label for s in scenarios)}. Post-processing: {methods_named}. "
+                   f"{note} {settings}")
         return Figure(ref, title, caption, data, metric, **style)
 
     whole = lv.whole
@@ -226,9 +228,11 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
                            seed=seed, n_jobs=n_jobs, metrics=METRICS, scenarios=lv.scenarios,
                            progress=progress,
                            cancel=cancel, scheduler=scheduler)
-    settings = {"dataset": od.name, "n": od.n, "epsilons": epsilons, "trials": trials,
-                "seed": seed, "stability histogram δ": 1 / (2 * od.n),
-                "scenarios": [s.label for s in lv.scenarios]}
+    settings = {"dataset": od.name, "commuters n": f"{od.n:,}",
+                "ε grid": ", ".join(f"{e:g}" for e in epsilons), "trials per point": trials,
+                "seed": seed, "stability histogram δ": f"1/(2n) = {1 / (2 * od.n):.3g}",
+                "data": ", ".join(s.label for s in lv.scenarios),
+                "post-processing": ", ".join(postprocess.METHODS[m][0] for m in POSTPROCESS)}
     line = (f"Settings: {od.name}, ε ∈ {{{', '.join(f'{e:g}' for e in epsilons)}}}, "
             f"{trials} trial(s) per point, seed {seed}, stability histogram δ = 1/(2n) = "
             f"{1 / (2 * od.n):.3g}; bands are 95 % confidence intervals of the mean.")

@@ -1,4 +1,5 @@
-"""Shared fixtures: a seed from DPCORE_TEST_SEED (default fixed) and a seeded generator."""
+"""Shared fixtures: a seed from DPCORE_TEST_SEED (default fixed), a seeded generator, and a Dask
+LocalCluster for the tests of the Dask backend."""
 
 import os
 
@@ -14,3 +15,19 @@ def seed() -> int:
 @pytest.fixture
 def rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
+
+
+#: Generous: two cores shared with other work can take a while to start worker processes.
+DASK_TIMEOUT = 240
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A LocalCluster of 2 worker processes (one thread each) and a client to it, per module."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, timeout=DASK_TIMEOUT) as client:
+        client.wait_for_workers(2, timeout=DASK_TIMEOUT)
+        yield client

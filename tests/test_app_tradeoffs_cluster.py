@@ -7,18 +7,17 @@ import sys
 import zipfile
 from pathlib import Path
 
-import distributed
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore import datasets, experiment, summaries
+from tests.conftest import DASK_TIMEOUT as TIMEOUT
 from tests.plotly_spec import figure, traces, values
 from ui import runs
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
-TIMEOUT = 240
 
 
 @pytest.fixture(autouse=True)
@@ -31,15 +30,12 @@ def keep_main_module():
 
 
 @pytest.fixture(scope="module")
-def local_cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, timeout=TIMEOUT) as client:
-        client.wait_for_workers(2, timeout=TIMEOUT)
-        yield cluster.scheduler_address, client
-        # The page's cached client (one per server and address) goes with the cluster.
-        runs.client(cluster.scheduler_address).close()
-        runs._connection.clear()
+def local_cluster(dask_client):
+    address = dask_client.scheduler.address
+    yield address, dask_client
+    # The page's cached client (one per server and address) goes with the cluster.
+    runs.client(address).close()
+    runs._connection.clear()
 
 
 def page(seed: str, grid="1, 5", trials=2) -> AppTest:
