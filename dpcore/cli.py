@@ -220,8 +220,11 @@ def _scheduler(args) -> str | None:
     """``--scheduler`` checked before any data is loaded (Dask itself is imported later)."""
     if args.scheduler is None:
         return None
+    import logging
+
     from dpcore import cluster
 
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # its start/stop chatter
     return cluster.check_scheduler(args.scheduler)
 
 

@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from typing import Callable, Iterator
 
 import pandas as pd
@@ -57,10 +58,14 @@ def connect(scheduler: str, workers: int | None = None):
             return distributed.Client(scheduler, timeout=30)
         except OSError as error:
             raise OSError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
-    # No address: the client starts a LocalCluster of its own and stops it when closed.
-    return distributed.Client(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                              processes=True, dashboard_address=None,
-                              silence_logs=logging.ERROR)
+    # No address: the client starts a LocalCluster of its own and stops it when closed. Its
+    # scheduler's HTTP endpoint moves off 8787 when that is taken, which is fine: no warning.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Port .* is already in use",
+                                category=UserWarning)
+        return distributed.Client(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                  processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR)
 
 
 @contextlib.contextmanager
