@@ -135,7 +135,7 @@ def _figures(table: pd.DataFrame, lv: Levels, settings: str) -> list[Figure]:
         methods_named = ", ".join(postprocess.METHODS[m][0] for m in methods)
         caption = (f"{ref}. Mechanisms: {_names(keys)}. Data: "
                    f"{', '.join(s.label for s in scenarios)}. Post-processing: {methods_named}. "
-                   f"{note} {settings}")
+                   f"{note + ' ' if note else ''}{settings}")
         return Figure(ref, title, caption, data, metric, **style)
 
     whole = lv.whole
@@ -153,7 +153,7 @@ def _figures(table: pd.DataFrame, lv: Levels, settings: str) -> list[Figure]:
                main, "Negative counts set to 0 (Base-Pos), as in the thesis."),
         figure("Thesis figure 5.8", "Maximum error of the local mechanisms (relative "
                "frequency)", "max_error_freq", LOCAL, coarse or whole, main,
-               "Base-Pos, as in the thesis."),
+               "Negative counts set to 0, as in the thesis."),
     ]
     for scenario in whole:
         out.append(figure(f"Thesis figure 5.10 ({scenario.label} level)",
@@ -164,9 +164,9 @@ def _figures(table: pd.DataFrame, lv: Levels, settings: str) -> list[Figure]:
     if fine:
         out += [
             figure("Thesis figure 5.13", "RMSE of the local mechanisms, county against ED "
-                   "level", "rmse", LOCAL, whole, main, "Base-Pos.", dash="scenario"),
+                   "level", "rmse", LOCAL, whole, main, "", dash="scenario"),
             figure("Thesis figure 5.14", "Maximum error of the local mechanisms at ED level "
-                   "(relative frequency)", "max_error_freq", LOCAL, fine, main, "Base-Pos."),
+                   "(relative frequency)", "max_error_freq", LOCAL, fine, main, ""),
         ]
     out.append(figure("All mechanisms compared", "RMSE of every mechanism", "rmse", MECHANISMS,
                       whole, main, "Base-Pos; central and local side by side.", **two_levels))

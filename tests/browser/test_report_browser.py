@@ -41,6 +41,6 @@ def test_report_draws_every_figure_offline(page: Page, report_path, screenshot):
     assert [url for url in requests if not url.startswith("file://")] == []
     screenshot("thesis-report")
     if os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
-        section = page.locator("section#figure_5.13")
+        section = page.locator("section[id=\"figure_5.13\"]")
         target = section if section.count() else page.locator("section").first
         target.screenshot(path=str(DOCS / "thesis-report-figure.png"))
