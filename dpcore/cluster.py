@@ -4,8 +4,9 @@ The experiment runner's jobs are independent and seeded by their own coordinates
 (:func:`dpcore.release.generator`), so they can run on any worker in any order and still give the
 table the in-process runner gives. This module only moves them: the dataset is scattered to every
 worker once (``broadcast=True``), each job is a small task that names it, results stream back in
-the order they finish (``as_completed``) so progress and cancellation work, and a job whose worker
-dies is run again elsewhere (``retries``) — its result is still taken once.
+the order they finish (``as_completed``) so progress and cancellation work. A job whose worker
+dies is run again elsewhere by the scheduler (``distributed.scheduler.allowed-failures``), one that
+raises is retried (``retries``); either way its result is taken once.
 
 Dask (``dask``, ``distributed``; Rocklin, "Dask: parallel computation with blocked algorithms and
 task scheduling", SciPy 2015) is imported only by this module, and this module only when a
@@ -30,7 +31,8 @@ from dpcore.od import ODMatrix
 
 #: ``--scheduler local``: a cluster of this machine's cores, started for the run.
 LOCAL = "local"
-#: Runs of one job allowed when its worker dies (the first run, then the retries).
+#: Runs of one job allowed when it raises (the first, then the retries). A job whose worker dies
+#: is rescheduled by Dask itself.
 RETRIES = 3
 #: How often (s) a stream looks at the cancel event while no job has finished.
 _POLL_SECONDS = 0.1
