@@ -29,6 +29,7 @@ Post-Pos answers aggregate queries from the raw estimates, so its metrics see th
 
 from __future__ import annotations
 
+import functools
 import shlex
 import time
 import zlib
@@ -209,12 +210,21 @@ def check(spec: ReleaseSpec, od: ODMatrix) -> mechanisms.Mechanism:
                          f"{', '.join(postprocess.METHODS)}")
     mechanism = spec.build()
     if "base_cut" in spec.postprocess:
-        _empty_cell_variance(mechanism, od)
+        _empty_cell_variance(mechanism, spec, od)
     return mechanism
 
 
-def _empty_cell_variance(mechanism: mechanisms.Mechanism, od: ODMatrix) -> float:
-    variance = postprocess.zero_cell_variance(mechanism, od.n, od.domain_size)
+@functools.lru_cache(maxsize=256)
+def _zero_cell_variance(key: str, epsilon: float, params: tuple, n: int, d: int) -> float | None:
+    # Var* depends only on the mechanism's settings, n and d, never on the data or the seed:
+    # made once per sweep point, not per trial (at ED level each is a pass over 9.8 M cells).
+    return postprocess.zero_cell_variance(ReleaseSpec(key, epsilon, params).build(), n, d)
+
+
+def _empty_cell_variance(mechanism: mechanisms.Mechanism, spec: ReleaseSpec,
+                         od: ODMatrix) -> float:
+    variance = _zero_cell_variance(spec.mechanism, spec.epsilon, spec.params, od.n,
+                                   od.domain_size)
     if variance is None:
         raise ValueError(f"Base-Cut needs a closed-form noise variance, which {mechanism.name} "
                          f"[{mechanism.key}] does not have; choose another post-processing for it")
@@ -287,11 +297,12 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None, k: int = 10,
-        top_n: int = 100, score: bool = True) -> ReleaseResult:
+        top_n: int = 100, score: bool = True, only=None) -> ReleaseResult:
     """Release ``od`` with ``spec``, post-process it each way asked and score each.
 
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
-    ``score=False`` skips the metrics (a release for download only). Raises ValueError for
+    ``score=False`` skips the metrics (a release for download only); ``only`` keeps just those
+    metrics (:func:`dpcore.evaluation.metrics.compute`). Raises ValueError for
     settings that cannot be used, with a message for the user.
     """
     mechanism = check(spec, od)
@@ -299,14 +310,16 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
     started = time.perf_counter()
     raw = mechanism.release(truth, spec.generator())
     seconds = time.perf_counter() - started
-    variance = (_empty_cell_variance(mechanism, od) if "base_cut" in spec.postprocess else None)
+    variance = (_empty_cell_variance(mechanism, spec, od) if "base_cut" in spec.postprocess
+                else None)
     outputs = {}
     for method in spec.postprocess:
         started = time.perf_counter()
         released = postprocess.apply(method, raw, od.n, variance)
         post_seconds = time.perf_counter() - started
         values = (metrics.compute(truth, released, od, k=k, top_n=top_n,
-                                  raw=raw if method == "post_pos" else None) if score else {})
+                                  raw=raw if method == "post_pos" else None, only=only)
+                  if score else {})
         outputs[method] = Scored(_read_only(released), MappingProxyType(values), post_seconds)
     return ReleaseResult(spec, _read_only(raw), MappingProxyType(outputs), seconds,
                          mechanism.bits_per_user(od.domain_size))

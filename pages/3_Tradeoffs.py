@@ -19,6 +19,7 @@ st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
                    page_icon="📈", layout="wide")
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
+tradeoffs.scheduler_note()
 if not settings.mechanisms:
     st.info("Choose at least one mechanism in the sidebar.")
     st.stop()
@@ -96,3 +97,6 @@ domain = (tradeoffs.sweep_chart(sweep([options[c] for c in chosen if c in option
 
 st.header("Release time per mechanism")
 tradeoffs.release_times([main, domain])
+
+st.header("The thesis's chapter 5, reproduced")
+tradeoffs.thesis_report(settings, epsilons, trials)

@@ -1,5 +1,6 @@
-"""Shared fixtures: a seed from DPCORE_TEST_SEED (default fixed), a seeded generator, and the
-real ``__main__`` module restored after every test (AppTest replaces it)."""
+"""Shared fixtures: a seed from DPCORE_TEST_SEED (default fixed), a seeded generator, the real
+``__main__`` module restored after every test (AppTest replaces it), and a Dask LocalCluster for
+the tests of the Dask backend."""
 
 import os
 import sys
@@ -24,3 +25,19 @@ def keep_main_module():
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
+
+
+#: Generous: two cores shared with other work can take a while to start worker processes.
+DASK_TIMEOUT = 240
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A LocalCluster of 2 worker processes (one thread each) and a client to it, per module."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, timeout=DASK_TIMEOUT) as client:
+        client.wait_for_workers(2, timeout=DASK_TIMEOUT)
+        yield client

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore.data import geo
+from dpcore.data import datasets, geo
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import metrics
 
@@ -300,3 +300,16 @@ def test_cell_lengths_match_the_cached_domain_lengths():
     np.testing.assert_array_equal(geo.cell_lengths(od, flat), fresh)  # now from the cache
     # Dublin to Cork, about 220 km as the crow flies
     assert geo.haversine_km(53.35, -6.26, 51.90, -8.47) == pytest.approx(220, abs=5)
+
+
+def test_only_cell_errors_are_the_same_numbers_as_every_metric():
+    od = datasets.load("toy_town")
+    truth = od.to_dense()
+    released = truth + np.random.default_rng(4).normal(0, 3, truth.size)
+    every = metrics.compute(truth, released, od)
+    some = metrics.compute(truth, released, od, only=metrics.CELL_ERRORS)
+    assert some == {name: every[name] for name in metrics.CELL_ERRORS}
+    mixed = metrics.compute(truth, released, od, only=("rmse", "kendall_tau"))
+    assert mixed == {"rmse": every["rmse"], "kendall_tau": every["kendall_tau"]}
+    with pytest.raises(ValueError, match="unknown metric.*nope"):
+        metrics.compute(truth, released, od, only=("rmse", "nope"))

@@ -107,8 +107,15 @@ def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
             right.button("Stop", key=f"{key}_stop", icon=":material/stop:",
                          help="Stops after the current release; finished ones are kept.")
             bar = status.progress(found.done / found.total, "Starting…")
-            found = runs.sweep(spec, compute=True, progress=lambda done, total: bar.progress(
-                done / total, f"{done:,} of {total:,} releases"))
+            try:
+                found = runs.sweep(spec, compute=True, progress=lambda done, total: bar.progress(
+                    done / total, f"{done:,} of {total:,} releases"))
+            except (ValueError, OSError) as error:  # the configured scheduler cannot be used
+                if runs.scheduler_address() is None:
+                    raise
+                st.error(f"The sweep could not run on the Dask scheduler "
+                         f"{runs.scheduler_address()!r}: {error}")
+                return found
             place.empty()
         elif found.done:
             status.caption(f"{found.done:,} of {found.total:,} releases are ready from earlier "

@@ -13,6 +13,8 @@ closed-form variance, a parameter out of range) come back as messages, never as 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -256,8 +258,16 @@ def _unusable(spec: SweepSpec) -> dict[str, str]:
     return errors
 
 
+def _keys(spec: SweepSpec, job: experiment.Job) -> dict[str, tuple]:
+    """Cache key of each post-processing of a job (the scenario's label is for display only:
+    equal data share cached releases)."""
+    return {m: (spec.dataset, job.scenario.view, job.spec.with_postprocess((m,)), spec.k,
+                spec.top_n) for m in job.spec.postprocess}
+
+
 def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
-    """The sweep's finished jobs; with ``compute`` also run the missing ones, in order.
+    """The sweep's finished jobs; with ``compute`` also run the missing ones, in order (on the
+    configured Dask scheduler, if any: :func:`scheduler_address`).
 
     ``progress(done, total)`` is called after each job (a page updates its progress bar there;
     Streamlit stops the script at that call when the user presses Stop, and every job finished
@@ -269,11 +279,13 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
     errors = _unusable(spec)
     runnable = tuple(m for m in spec.mechanisms if m[0] not in errors)
     jobs = replace(spec, mechanisms=runnable).jobs() if runnable else []
+    address = scheduler_address() if compute else None
+    if address and jobs:
+        _compute_on_cluster(spec, jobs, store, address, progress)
+        compute, progress = False, None
     for job in jobs:
         mechanism = job.spec.mechanism
-        # The scenario's label is for display: equal data share cached releases.
-        keys = {m: (spec.dataset, job.scenario.view, job.spec.with_postprocess((m,)), spec.k,
-                    spec.top_n) for m in job.spec.postprocess}
+        keys = _keys(spec, job)
         found = {m: store.get(k) for m, k in keys.items()}
         missing = tuple(m for m, value in found.items() if value is None)
         if missing and compute:
@@ -303,6 +315,71 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
     table = (pd.concat(frames, ignore_index=True) if frames
              else pd.DataFrame(columns=experiment.COLUMNS))
     return Sweep(table, done, len(jobs), errors)
+
+
+# --------------------------------------------------------------------------- Dask scheduler
+#: Environment variable with the Dask scheduler the sweeps run on: ``tcp://host:8786``, or
+#: ``local`` for a cluster of this server's cores. Unset: sweeps run in the server process.
+SCHEDULER_ENV = "DPCORE_SCHEDULER"
+
+
+def scheduler_address() -> str | None:
+    """The configured scheduler (:data:`SCHEDULER_ENV`, else ``scheduler`` in the ``[dpcore]``
+    section of Streamlit's secrets), or None."""
+    address = os.environ.get(SCHEDULER_ENV, "").strip()
+    if not address and st.secrets.load_if_toml_exists():
+        address = str(st.secrets.get("dpcore", {}).get("scheduler", "")).strip()
+    return address or None
+
+
+@st.cache_resource(show_spinner="Connecting to the Dask scheduler…")
+def _connection(address: str) -> list:
+    # In a list: a Client is awaitable, which st.cache_resource refuses to cache directly.
+    from dpcore.evaluation import cluster
+
+    return [cluster.connect(address)]
+
+
+def client(address: str):
+    """One Dask client per server and address (a ``local`` cluster lives as long as the
+    server)."""
+    return _connection(address)[0]
+
+
+def _compute_on_cluster(spec: SweepSpec, jobs: list[experiment.Job], store: _Store, address: str,
+                        progress) -> None:
+    """Send the jobs with missing post-processings to the cluster and store each as it arrives
+    (:func:`dpcore.evaluation.cluster.completed`). Stop interrupts the script at ``progress``; closing the
+    stream then cancels the jobs still queued on the cluster."""
+    from dpcore.evaluation import cluster
+
+    todo, keys, done = [], {}, 0
+    for job in jobs:
+        job_keys = _keys(spec, job)
+        missing = tuple(m for m, k in job_keys.items() if store.get(k) is None)
+        if missing:
+            todo.append(experiment.Job(job.index, job.scenario,
+                                       job.spec.with_postprocess(missing)))
+            keys[job.index] = job_keys
+        else:
+            done += 1
+    od = (st.session_state[state.UPLOADED_MATRIX] if _uploaded(spec.dataset)
+          else data.bundled(spec.dataset))
+    with contextlib.closing(cluster.completed(client(address), od, todo, k=spec.k,
+                                              top_n=spec.top_n)) as stream:
+        for job, rows in stream:
+            if isinstance(rows, ValueError):  # a setting this mechanism cannot run with
+                found = dict.fromkeys(job.spec.postprocess, str(rows))
+            elif isinstance(rows, BaseException):
+                raise rows
+            else:
+                rows = rows.drop(columns="_index")
+                found = {m: rows[rows["postprocess"] == m] for m in job.spec.postprocess}
+            for method, value in found.items():
+                store.put(keys[job.index][method], value)
+            done += 1
+            if progress is not None:
+                progress(done, len(jobs))
 
 
 def theory(spec: SweepSpec, metric: str) -> pd.DataFrame:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpcore.evaluation import metrics, summaries
+from dpcore.data import views
+from dpcore.evaluation import metrics, summaries, thesis
 from dpcore.mechanisms import postprocess
+from dpcore.release import RunSettings
 from ui import charts, panels, runs
 
 
@@ -70,3 +72,52 @@ def release_times(found: list[runs.Sweep | None]) -> None:
                     "release_times", "tradeoffs_times")
     else:
         st.caption("Run a sweep above to measure release times.")
+
+
+def scheduler_note() -> None:
+    """Where the sweeps run: the configured Dask scheduler, or this server."""
+    address = runs.scheduler_address()
+    if address:
+        st.caption(f":material/hub: Sweeps run on the Dask scheduler `{address}` (set by "
+                   f"`{runs.SCHEDULER_ENV}` or `[dpcore] scheduler` in the app's secrets).")
+
+
+_REPORT = "tradeoffs_thesis_report"
+
+
+def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
+    """Build the thesis chapter-5 report (:mod:`dpcore.evaluation.thesis`, drawn by :mod:`report`) for the
+    current dataset with the page's ε grid, trials and seed, with progress and Stop; then offer it
+    as a zip (report.html and every figure's CSV). Kept in this session only."""
+    from report import thesis_html  # plotly drawing, only when a report is asked for
+
+    od = runs.matrix_of(settings.dataset, views.View())
+    key = (settings.dataset, id(od), epsilons, trials, settings.seed)
+    built = st.session_state.get(_REPORT)
+    scenarios = thesis.levels(od).scenarios
+    releases = len(scenarios) * len(thesis.MECHANISMS) * len(epsilons) * trials
+    labels = ", ".join(scenario.label for scenario in scenarios)
+    st.caption(f"Reruns the thesis's chapter 5 on this dataset ({labels}) with the ε grid and "
+               f"trials above: {len(thesis.MECHANISMS)} "
+               f"mechanisms, {releases:,} releases scored after Base, Base-Pos and Base-Cut, then "
+               "the rank tables — the same as `python3 -m dpcore reproduce-thesis`.")
+    if built is None or built[0] != key:
+        left, right, status = st.columns([2, 1, 4], vertical_alignment="center")
+        if not left.button("Build the thesis report", key="thesis_report_build",
+                           icon=":material/description:"):
+            return
+        right.button("Stop", key="thesis_report_stop", icon=":material/stop:")
+        bar = status.progress(0.0, "Starting…")
+        address = runs.scheduler_address()
+        chapter = thesis.run(od, epsilons=epsilons, trials=trials, seed=settings.seed,
+                             scheduler=runs.client(address) if address else None,
+                             progress=lambda done, total: bar.progress(
+                                 done / total, f"{done:,} of {total:,} releases"))
+        bar.progress(1.0, "Drawing the report…")
+        built = (key, thesis_html.zipped(chapter), chapter.seconds)
+        st.session_state[_REPORT] = built
+        status.empty()
+    st.download_button(f"Thesis report (zip, built in {built[2]:.0f} s)", built[1],
+                       file_name="thesis_chapter5_report.zip", mime="application/zip",
+                       key="thesis_report_download", on_click="ignore",
+                       icon=":material/download:")

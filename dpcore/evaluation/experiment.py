@@ -104,9 +104,11 @@ def subsampled(matrix: ODMatrix, view: views.View, seed: int, trial: int) -> ODM
 
 
 def execute(job: Job, matrix: ODMatrix, true_counts: np.ndarray | None = None, *, k: int = 10,
-            top_n: int = 100) -> pd.DataFrame:
-    """Run one job on its scenario's matrix; its rows of the tidy table (:data:`COLUMNS`)."""
-    table = release.run(matrix, job.spec, true_counts=true_counts, k=k, top_n=top_n).tidy()
+            top_n: int = 100, only=None) -> pd.DataFrame:
+    """Run one job on its scenario's matrix; its rows of the tidy table (:data:`COLUMNS`), for
+    every metric or ``only`` those."""
+    table = release.run(matrix, job.spec, true_counts=true_counts, k=k, top_n=top_n,
+                        only=only).tidy()
     return table.assign(scenario=job.scenario.label, n=matrix.n)
 
 
@@ -136,9 +138,10 @@ class _Data:
             self.samples[key] = (matrix, matrix.to_dense())
         return self.samples[key]
 
-    def execute(self, job: Job, k: int, top_n: int) -> pd.DataFrame:
+    def execute(self, job: Job, scoring: dict) -> pd.DataFrame:
+        """The job's rows; ``scoring`` holds :func:`execute`'s ``k``, ``top_n`` and ``only``."""
         matrix, dense = self.matrix(job)
-        return execute(job, matrix, dense, k=k, top_n=top_n).assign(_index=job.index)
+        return execute(job, matrix, dense, **scoring).assign(_index=job.index)
 
 
 def _check(jobs: list[Job], data: _Data) -> None:
@@ -153,9 +156,10 @@ def _check(jobs: list[Job], data: _Data) -> None:
 
 def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         postprocess: Iterable[str] = ("base",), trials: int = 1, seed: int = 0, n_jobs: int = 1,
-        k: int = 10, top_n: int = 100, scenarios: Iterable[Scenario] = (Scenario(),),
+        k: int = 10, top_n: int = 100, metrics: Iterable[str] | None = None,
+        scenarios: Iterable[Scenario] = (Scenario(),),
         progress: Callable[[int, int], bool | None] | None = None,
-        cancel: threading.Event | None = None) -> pd.DataFrame:
+        cancel: threading.Event | None = None, scheduler=None) -> pd.DataFrame:
     """Run every job and return the tidy table (:data:`COLUMNS`), in the fixed job order.
 
     Parameters
@@ -172,8 +176,15 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         Repetitions per (scenario, mechanism, ε), and the seed of the seeding rule.
     n_jobs : int
         Worker processes; 1 runs in this process, ``-1`` uses every core.
+    scheduler : str or distributed.Client, optional
+        Run on Dask instead (:mod:`dpcore.evaluation.cluster`): ``"local"`` (a LocalCluster of this
+        machine's cores), a scheduler address (``tcp://host:8786``) or a client; ``n_jobs`` is
+        then ignored. The table is the same as without it.
     k, top_n : int
         Passed to :func:`dpcore.evaluation.metrics.compute`.
+    metrics : iterable of str, optional
+        Score only these metrics (default: all); the cell-error ones alone are much cheaper
+        (:data:`dpcore.evaluation.metrics.CELL_ERRORS`).
     scenarios : iterable of Scenario
         Versions of the data (level, areas, population size); default: the whole dataset.
     progress : callable(done, total), optional
@@ -192,6 +203,7 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
                 scenarios=scenarios)
     data = _Data(od)
     _check(jobs, data)
+    scoring = {"k": k, "top_n": top_n, "only": None if metrics is None else tuple(metrics)}
     workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
     if workers < 1:
         raise ValueError(f"n_jobs must be ≥ 1 or -1 (every core); got {n_jobs!r}")
@@ -208,13 +220,17 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
 
     if cancel is not None and cancel.is_set():
         cancelled = True
+    elif scheduler is not None:
+        from dpcore.evaluation import cluster  # Dask only when asked for
+
+        cancelled = cluster.run_jobs(scheduler, od, jobs, scoring, finished, cancel)
     elif workers == 1:
         for job in jobs:
-            if not finished(data.execute(job, k, top_n)):
+            if not finished(data.execute(job, scoring)):
                 cancelled = len(results) < len(jobs)
                 break
     else:
-        cancelled = _run_in_pool(od, jobs, workers, k, top_n, finished, cancel)
+        cancelled = _run_in_pool(od, jobs, workers, scoring, finished, cancel)
 
     table = (pd.concat(results, ignore_index=True).sort_values("_index", kind="stable")
              if results else pd.DataFrame(columns=COLUMNS + ["_index"]))
@@ -223,20 +239,30 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
     return table
 
 
-# A worker process keeps the data it was given at start-up (sent once, not with every job).
-_worker_data: _Data | None = None
+# A worker process keeps the data it was given (sent once, not with every job) and the views and
+# dense counts made from it, under the token of the run that sent it (the latest run only).
+_worker_data: dict[str, _Data] = {}
 
 
 def _init_worker(od: ODMatrix) -> None:
-    global _worker_data
-    _worker_data = _Data(od)
+    _worker_data.clear()
+    _worker_data["pool"] = _Data(od)
 
 
-def _execute_in_worker(job: Job, k: int, top_n: int) -> pd.DataFrame:
-    return _worker_data.execute(job, k, top_n)
+def _execute_in_worker(job: Job, scoring: dict) -> pd.DataFrame:
+    return _worker_data["pool"].execute(job, scoring)
 
 
-def _run_in_pool(od: ODMatrix, jobs, workers, k, top_n, finished, cancel) -> bool:
+def execute_on_worker(od: ODMatrix, token: str, job: Job, scoring: dict) -> pd.DataFrame:
+    """A job on a Dask worker: ``od`` is the run's scattered dataset, ``token`` names it."""
+    data = _worker_data.get(token)
+    if data is None:
+        _worker_data.clear()
+        data = _worker_data[token] = _Data(od)
+    return data.execute(job, scoring)
+
+
+def _run_in_pool(od: ODMatrix, jobs, workers, scoring, finished, cancel) -> bool:
     """Run jobs in worker processes; True if the run was cancelled before the end."""
     # forkserver: safe to start from a multi-threaded process (the Streamlit server), and the
     # preloaded server forks workers with dpcore already imported. Workers get the sparse matrix
@@ -246,7 +272,7 @@ def _run_in_pool(od: ODMatrix, jobs, workers, k, top_n, finished, cancel) -> boo
     pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                        initializer=_init_worker, initargs=(od,))
     try:
-        pending = {pool.submit(_execute_in_worker, job, k, top_n) for job in jobs}
+        pending = {pool.submit(_execute_in_worker, job, scoring) for job in jobs}
         while pending:
             done, pending = futures.wait(pending, timeout=_POLL_SECONDS,
                                          return_when=futures.FIRST_COMPLETED)

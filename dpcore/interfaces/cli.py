@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,plan,publish} …``.
+"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,plan,publish,reproduce-thesis} …``.
 
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
@@ -18,6 +18,8 @@ Examples::
         --target 5 --out plan.csv
     python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
         --epsilon 1 --out published/
+    python -m dpcore sweep … --scheduler local          # or --scheduler tcp://host:8786
+    python -m dpcore reproduce-thesis --scheduler local --out thesis/
 """
 
 from __future__ import annotations
@@ -236,6 +238,55 @@ def _cmd_release(args) -> int:
     return 0
 
 
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        print(f"\r{done}/{total} releases", end="" if done < total else "\n",
+              file=sys.stderr, flush=True)
+
+
+def _scheduler(args) -> str | None:
+    """``--scheduler`` checked before any data is loaded (Dask itself is imported later)."""
+    if args.scheduler is None:
+        return None
+    import logging
+
+    from dpcore.evaluation import cluster
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # its start/stop chatter
+    return cluster.check_scheduler(args.scheduler)
+
+
+def _load_for_report(args) -> ODMatrix:
+    """``--dataset`` is a bundled key or a file to import."""
+    if args.dataset in datasets.DATASETS:
+        return datasets.load(args.dataset)
+    args.file, args.format, args.level, args.zones = args.dataset, "auto", args.level, None
+    return _import_file(args).matrix
+
+
+def _cmd_reproduce_thesis(args) -> int:
+    from dpcore.evaluation import thesis
+    from dpcore.interfaces import grids
+
+    epsilons = grids.parse_grid(args.epsilons)
+    if args.trials < 1:
+        raise ValueError(f"--trials must be at least 1; got {args.trials}")
+    scheduler = _scheduler(args)
+    od = _load_for_report(args)
+    try:  # plotly draws the report; dpcore itself only makes its data
+        from report import thesis_html
+    except ImportError as error:
+        raise OSError(f"the report needs the repository's report package and plotly "
+                      f"(python3 -m pip install -r requirements.txt): {error}") from None
+    chapter = thesis.run(od, epsilons=epsilons, trials=args.trials, seed=args.seed,
+                         n_jobs=args.jobs, scheduler=scheduler, progress=_progress)
+    path = thesis_html.write(chapter, Path(args.out))
+    print(f"reproduce-thesis: {chapter.table.attrs['jobs_done']:,} releases on {od.name} in "
+          f"{_duration(chapter.seconds)}; {len(chapter.figures)} figures and "
+          f"{len(chapter.tables)} tables → {path} (and their CSVs in {args.out})")
+    return 0
+
+
 def _cmd_sweep(args) -> int:
     keys = _csv_list(args.mechanisms)
     if not keys:
@@ -255,16 +306,11 @@ def _cmd_sweep(args) -> int:
     methods = _csv_list(args.postprocess)
     od = _load(args)
 
-    def progress(done, total):
-        if sys.stderr.isatty():
-            print(f"\r{done}/{total} releases", end="" if done < total else "\n",
-                  file=sys.stderr, flush=True)
-
     started = time.perf_counter()
     table = experiment.run(od, specs, epsilons, postprocess=methods, trials=args.trials,
                            seed=args.seed, n_jobs=args.jobs, k=args.k, top_n=args.top_n,
                            scenarios=[experiment.Scenario("all", _view(args))],
-                           progress=progress)
+                           progress=_progress, scheduler=_scheduler(args))
     export.write_safe_csv(table, args.out)
     _say(f"sweep: {len(keys)} mechanism(s) × {len(epsilons)} ε × {args.trials} trial(s) = "
          f"{table.attrs['jobs_done']} releases, {len(methods)} post-processing: {len(table):,} "
@@ -401,6 +447,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--trials", type=int, default=1)
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--jobs", type=int, default=1, help="worker processes (-1: every core)")
+    _add_scheduler(sweep)
     sweep.add_argument("--k", type=int, default=10, help="size of the top-k sets (default 10)")
     sweep.add_argument("--top-n", type=int, default=100,
                        help="true flows ranked for Spearman/Kendall (default 100)")
@@ -449,7 +496,32 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--out", required=True, metavar="DIR",
                      help="directory for release.csv and manifest.json")
     out.set_defaults(handler=_cmd_publish)
+    thesis = commands.add_parser(
+        "reproduce-thesis", help="rerun the thesis's chapter 5 experiments into an HTML report",
+        description="Reruns the experiments of the thesis's chapter 5 (central and local "
+                    "mechanisms, ε grid, trials, county and ED level, post-processing, the ED "
+                    "subsets, rank tables, running times) and writes report.html (self-contained, "
+                    "works offline) with the CSV behind every figure and table.")
+    thesis.add_argument("--dataset", default="ireland_ed", metavar="KEY|FILE",
+                        help="a bundled dataset (ireland_ed: both levels, the default; "
+                             "ireland_county: county level only) or a CSV file to import")
+    thesis.add_argument("--level", help="level of a POWSCAR or LODES file (as for --file)")
+    thesis.add_argument("--epsilons", default="0.5,1,1.5,2,2.5,3,3.5,4,4.5,5", metavar="E1,E2,…")
+    thesis.add_argument("--trials", type=int, default=10)
+    thesis.add_argument("--seed", type=int, default=0)
+    thesis.add_argument("--jobs", type=int, default=1,
+                        help="worker processes without --scheduler (-1: every core)")
+    _add_scheduler(thesis)
+    thesis.add_argument("--out", required=True, metavar="DIR")
+    thesis.set_defaults(handler=_cmd_reproduce_thesis)
     return parser
+
+
+def _add_scheduler(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scheduler", metavar="local|tcp://HOST:PORT",
+                        help="run the releases on Dask: 'local' starts a cluster of this "
+                             "machine's cores, an address uses a running scheduler (its workers "
+                             "need dpcore); default: this process (--jobs)")
 
 
 def main(argv: list[str] | None = None) -> int:
