@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import integrate, stats
@@ -112,16 +112,20 @@ class ZeroCells:
     values: np.ndarray
     multiplicity: np.ndarray
     bands: tuple[Band, ...] = ()
+    _suffix: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         values = np.asarray(self.values, dtype=float)
         mult = np.asarray(self.multiplicity, dtype=np.int64)
         keep = mult > 0
-        values, mult = values[keep], mult[keep]
-        levels, inverse = np.unique(values, return_inverse=True)
+        levels, inverse = np.unique(values[keep], return_inverse=True)
+        weights = np.bincount(inverse, weights=mult[keep], minlength=levels.size)
         object.__setattr__(self, "values", levels)
-        object.__setattr__(self, "multiplicity",
-                           np.bincount(inverse, weights=mult, minlength=levels.size).astype(np.int64))
+        object.__setattr__(self, "multiplicity", weights.astype(np.int64))
+        # suffix sums over the ascending atoms: counts and value sums at or above each atom
+        object.__setattr__(self, "_suffix", (np.append(np.cumsum(weights[::-1])[::-1], 0.0),
+                                             np.append(np.cumsum((levels * weights)[::-1])[::-1],
+                                                       0.0)))
         accounted = int(self.multiplicity.sum()) + sum(b.count for b in self.bands)
         if accounted != self.count:
             raise AssertionError(f"{accounted} empty cells accounted for, expected {self.count}")
@@ -130,42 +134,39 @@ class ZeroCells:
     def exact(self) -> bool:
         return not self.bands
 
-    def _split(self, x: float) -> None:
+    def _at_least(self, x: float, which: int) -> float:
         for band in self.bands:
             if band.low < x < band.high and band.count:
                 raise AssertionError(f"a band [{band.low}, {band.high}) straddles {x}")
+        atoms = self._suffix[which][np.searchsorted(self.values, x, side="left")]
+        return float(atoms) + sum(b.total if which else b.count for b in self.bands if b.low >= x)
 
     def count_at_least(self, x: float) -> int:
-        self._split(x)
-        return int(self.multiplicity[self.values >= x].sum()
-                   + sum(b.count for b in self.bands if b.low >= x))
+        return int(round(self._at_least(x, 0)))
 
     def sum_at_least(self, x: float) -> float:
-        self._split(x)
-        above = self.values >= x
-        return float(np.dot(self.values[above], self.multiplicity[above])
-                     + sum(b.total for b in self.bands if b.low >= x))
+        return self._at_least(x, 1)
 
     def count_positive(self) -> int:
         """Cells above 0 (a band starting at 0 is continuous: it holds no exact zeros)."""
-        return int(self.multiplicity[self.values > 0].sum()
-                   + sum(b.count for b in self.bands if b.low >= 0))
+        atoms = self._suffix[0][np.searchsorted(self.values, 0.0, side="right")]
+        return int(round(atoms)) + sum(b.count for b in self.bands if b.low >= 0)
 
     def total(self) -> float:
-        return float(np.dot(self.values, self.multiplicity) + sum(b.total for b in self.bands))
+        return float(self._suffix[1][0]) + sum(b.total for b in self.bands)
 
     def total_sq(self) -> float:
-        return float(np.dot(self.values ** 2, self.multiplicity)
-                     + sum(b.total_sq for b in self.bands))
+        return (float(np.sum(self.values ** 2 * self.multiplicity))
+                + sum(b.total_sq for b in self.bands))
 
     def total_abs(self) -> float:
-        return float(np.dot(np.abs(self.values), self.multiplicity)
-                     + sum(abs(b.total) for b in self.bands))
+        return (float(np.sum(np.abs(self.values) * self.multiplicity))
+                + sum(abs(b.total) for b in self.bands))
 
     def max_abs(self) -> float:
         """Largest |value| (bands lie strictly inside the explicit tail, so atoms hold it)."""
         bands = [max(abs(b.low), abs(b.high)) for b in self.bands if b.count]
-        atoms = float(np.abs(self.values).max()) if self.values.size else 0.0
+        atoms = float(max(-self.values[0], self.values[-1])) if self.values.size else 0.0
         if bands and (not self.values.size or max(bands) > atoms):
             raise AssertionError("the largest empty-cell value is inside a band")
         return atoms
@@ -463,7 +464,7 @@ def score(release: SparseRelease, method: str = "base", k: int = 10, top_n: int 
         r, zeros = np.maximum(r, 0.0), zeros.clipped()
     out = dict.fromkeys(metrics.METRICS, math.nan)
     error = r - t
-    sse = float(np.dot(error, error)) + zeros.total_sq()
+    sse = float(np.sum(error * error)) + zeros.total_sq()
     out["rmse"] = math.sqrt(sse / d)
     out["mae"] = (float(np.abs(error).sum()) + zeros.total_abs()) / d
     out["max_error"] = max(float(np.abs(error).max()), zeros.max_abs() if zeros.count else 0.0)
@@ -491,8 +492,8 @@ def score(release: SparseRelease, method: str = "base", k: int = 10, top_n: int 
     positive_empty = zeros.count_positive()
     passing_empty = positive_empty - zeros.count_at_least(GEH_EMPTY_LIMIT)
     out["geh_pass_share"] = (np.count_nonzero(geh_obs) + passing_empty) / (t.size + positive_empty)
-    t_ss = float(np.dot(t, t))
-    out["cell_slope"] = float(np.dot(t, r)) / t_ss
+    t_ss = float(np.sum(t * t))
+    out["cell_slope"] = float(np.sum(t * r)) / t_ss
     total_ss = t_ss - n * n / d
     out["cell_r2"] = 1.0 - sse / total_ss if total_ss > 0 else math.nan
     total = (max(raw_total, 0.0) if method == "post_pos"
