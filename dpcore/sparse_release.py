@@ -289,10 +289,12 @@ def _distinct(universe: int, size: int, rng) -> np.ndarray:
     return rng.permutation(out)
 
 
-def _skip(excluded_sorted: np.ndarray, ranks) -> np.ndarray:
-    """Map ranks among [0, L) minus ``excluded_sorted`` back to positions in [0, L)."""
+def _skip(excluded_sorted: np.ndarray, ranks, gaps: np.ndarray | None = None) -> np.ndarray:
+    """Map ranks among [0, L) minus ``excluded_sorted`` back to positions in [0, L) (``gaps``:
+    ``excluded_sorted − arange``, when the caller maps several times)."""
     ranks = np.asarray(ranks, dtype=np.int64)
-    gaps = excluded_sorted - np.arange(excluded_sorted.size)
+    if gaps is None:
+        gaps = excluded_sorted - np.arange(excluded_sorted.size)
     return ranks + np.searchsorted(gaps, ranks, side="right")
 
 
@@ -321,12 +323,20 @@ def released_top(nonzero_flat, nonzero_values, zeros: ZeroCells, keep: int, rng
     first, ties by flat index. The empty cells holding given values are a uniformly random
     arrangement (exchangeability), so only the identities that matter are drawn: those above the
     boundary value, and the lowest-indexed of those tied at it."""
-    def zero_flat(ranks):   # the empty cells in flat order: rank i ↦ its flat index
-        return _skip(nonzero_flat, ranks)
+    gaps = nonzero_flat - np.arange(nonzero_flat.size)
 
-    present = nonzero_values >= PRESENT_AT
+    def zero_flat(ranks):   # the empty cells in flat order: rank i ↦ its flat index
+        return _skip(nonzero_flat, ranks, gaps)
+
+    # Only the top ``keep`` of each kind (with their ties) can be in the top ``keep`` of all.
+    present = np.flatnonzero(nonzero_values >= PRESENT_AT)
+    if present.size > keep:
+        kth = np.partition(nonzero_values[present], present.size - keep)[present.size - keep]
+        present = present[nonzero_values[present] >= kth]
     nz_values, nz_flat = nonzero_values[present], nonzero_flat[present]
-    atoms = zeros.values >= PRESENT_AT
+    atoms = zeros.values >= PRESENT_AT          # ascending: the largest atoms are last
+    from_top = np.cumsum(zeros.multiplicity[::-1])[::-1]
+    atoms &= from_top - zeros.multiplicity < keep
     z_values, z_mult = zeros.values[atoms], zeros.multiplicity[atoms]
     levels = np.unique(np.concatenate([nz_values, z_values]))[::-1]
     if levels.size == 0:
