@@ -16,7 +16,7 @@ from dpcore.importing.building import (build_matrix, check_domain, pair_keys,
 from dpcore.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.importing.reading import Table
 from dpcore.importing.values import parse_counts, require_present
-from dpcore.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+from dpcore.od import DENSE_CELL_LIMIT, ZONE_LIMIT, ODMatrix, ZoneSet
 
 #: GEOID prefix length of each level, finest first.
 LEVELS = {"block": 15, "tract": 11, "county": 5}
@@ -54,8 +54,9 @@ def import_lodes(table: Table, report: Report, level: str | None = None
     sizes = {name: (h.str[:digits].nunique(), w.str[:digits].nunique())
              for name, digits in LEVELS.items()}
     if level is None:
-        level = next((name for name, (o, d) in sizes.items() if o * d <= DENSE_CELL_LIMIT),
-                     "county")
+        fits = ((lambda o, d: max(o, d) <= ZONE_LIMIT) if report.sparse
+                else (lambda o, d: o * d <= DENSE_CELL_LIMIT))
+        level = next((name for name, (o, d) in sizes.items() if fits(o, d)), "county")
         report.info("level_chosen",
                     f"Imported at {level} level ({sizes[level][0]:,} × {sizes[level][1]:,} "
                     f"zones), the finest level whose domain fits in memory.",
