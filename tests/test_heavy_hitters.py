@@ -1,14 +1,14 @@
 """PEM against pure-LDP's PEMServer: recall of a planted top-5 on a 256-cell domain.
 
 pure-LDP runs one Python call per person with the global ``random``/``numpy.random`` state, so
-the population is small (3,000) and both global generators are seeded for that test only. The
+the population is small (3,000) and both global generators are seeded for that test only
+(the ``seeded_globals`` fixture). The
 recalls of the two implementations are compared with Welch's t-test at 10⁻³ (pure-LDP hashes with
 xxhash, dpcore's simulation assumes an idealised hash: the recall should not differ).
 """
 
 from __future__ import annotations
 
-import random
 import warnings
 
 import numpy as np
@@ -36,16 +36,6 @@ def planted() -> ODMatrix:
     counts[others] = rng.multinomial(1350, np.full(others.size, 1 / others.size))
     zones = ZoneSet.from_ids([f"z{i}" for i in range(16)])
     return ODMatrix.from_dense("planted", zones, zones, counts)
-
-
-@pytest.fixture
-def seeded_globals():
-    py_state, np_state = random.getstate(), np.random.get_state()
-    random.seed(SEED)
-    np.random.seed(SEED % 2 ** 32)
-    yield
-    random.setstate(py_state)
-    np.random.set_state(np_state)
 
 
 def pure_ldp_recall(od: ODMatrix) -> float:
