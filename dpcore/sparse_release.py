@@ -86,8 +86,8 @@ UNSUPPORTED = {
     "dbitflip": "dBitFlip's empty-cell estimate depends on two coupled counts per cell",
     "topk": "private top-k selects among all cells at once",
 }
-CLT_NOTE = ("The RMSE, MAE and total of the empty cells below the tail threshold are drawn from the "
-            "normal law of their sums (exact mean and covariance; central limit theorem over at "
+CLT_NOTE = ("The RMSE, MAE and total of the empty cells below the tail threshold are drawn from "
+            "the normal law of their sums (exact mean and covariance; central limit theorem over at "
             f"least {EXPLICIT_LIMIT:,} cells per band); every count, the maximum and the top-k are "
             "exact.")
 
@@ -235,7 +235,7 @@ def continuous_zeros(m: int, law, keep: int, rng, explicit_limit: int = EXPLICIT
                      ) -> ZeroCells:
     """m i.i.d. draws of a continuous law symmetric about 0 (a frozen scipy distribution)."""
     if m <= explicit_limit:
-        return ZeroCells(m, law.ppf(rng.random(m)), np.ones(m, dtype=np.int64))
+        return ZeroCells(m, law.rvs(size=m, random_state=rng), np.ones(m, dtype=np.int64))
 
     def band(size, low, high):   # |Z| conditional on [low, high), with a random sign
         sf_high, sf_low = law.sf(high), law.sf(low)
@@ -349,7 +349,8 @@ def released_top(nonzero_flat, nonzero_values, zeros: ZeroCells, keep: int, rng
     above = int(z_at[:boundary].sum())
     above_ranks = _distinct(zeros.count, above, rng)
     flats = [nz_flat[nz_values > levels[boundary]], zero_flat(above_ranks)]
-    values = [nz_values[nz_values > levels[boundary]], np.repeat(levels[:boundary], z_at[:boundary])]
+    values = [nz_values[nz_values > levels[boundary]],
+              np.repeat(levels[:boundary], z_at[:boundary])]
     slots = keep - (int(cumulative[boundary - 1]) if boundary else 0)
     tied_nz = nz_flat[nz_values == levels[boundary]]
     tied_ranks = _smallest_of_subset(zeros.count - above, int(z_at[boundary]), slots, rng)
