@@ -1,4 +1,5 @@
-"""Heavy hitters under ε-LDP for domains too large for a frequency oracle over every cell: PEM.
+"""Heavy hitters under ε-LDP for domains too large for a frequency oracle over every cell: PEM
+and TreeHist.
 
 Prefix extending method (PEM) [WLJ+19]: write each commuter's cell (its flat index) in
 ``L = ⌈log₂ d⌉`` bits. Commuters are split uniformly at random into ``g`` groups; group j reports
@@ -17,6 +18,11 @@ family (one report's support indicators are then independent across cells, as fo
 fast release; with a real hash family this is the same idealisation). Cost O(nnz·g + g·k·2^η),
 independent of n and d.
 
+TreeHist [BNST17] (:func:`treehist`) walks the same prefix tree (η = 1 bit by default) with every
+commuter's prefix report in one oracle and a second, whole-cell report for the final estimates.
+
+[BNST17] R. Bassily, K. Nissim, U. Stemmer, A. Thakurta. Practical locally private heavy hitters.
+NeurIPS 2017.
 [WLJ+19] T. Wang, N. Li, S. Jha et al. Locally differentially private heavy hitter
 identification. IEEE TDSC 2019 (arXiv:1708.06674).
 """
@@ -57,32 +63,65 @@ def _prefix_counts(prefixes: np.ndarray, weights_cumsum: np.ndarray, candidates:
     return weights_cumsum[high] - weights_cumsum[low]
 
 
+def _prefix_search(od: ODMatrix, epsilon: float, k: int, rng, start: int, step: int,
+                   whole_population: bool) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Level-by-level top-k over prefixes; each commuter reports at one uniformly chosen level.
+
+    ``whole_population``: one OLH oracle takes every level's reports (TreeHist, where a padded
+    prefix is its own item, so reports of other levels support it with probability q only);
+    otherwise each level has its own oracle over its group (PEM). Returns the candidates, their
+    scaled estimates, the number of levels and the bit length.
+    """
+    if k < 1 or step < 1:
+        raise ValueError(f"k and step_bits must be at least 1; got k={k}, step_bits={step}")
+    bits = max(1, math.ceil(math.log2(od.domain_size)))
+    if not 0 <= start < bits:
+        raise ValueError(f"start_bits must be in [0, {bits}); got {start}")
+    p, q = build("olh", epsilon=epsilon).support_probabilities(od.domain_size)
+    levels = math.ceil((bits - start) / step)
+    flat, remaining = od.flat_index, od.counts.copy()
+    candidates = np.arange(2 ** min(bits, start + step), dtype=np.int64)
+    for level in range(levels):
+        taken = rng.binomial(remaining, 1.0 / (levels - level))
+        remaining -= taken
+        length = min(bits, start + (level + 1) * step)
+        if level:
+            width = length - (start + level * step)
+            candidates = (candidates[:, None] << width | np.arange(2 ** width)).reshape(-1)
+        cumulative = np.concatenate([[0], np.cumsum(taken)])
+        true = _prefix_counts(flat >> (bits - length), cumulative, candidates)
+        reports = od.n if whole_population else int(cumulative[-1])
+        support = rng.binomial(true, p) + rng.binomial(reports - true, q)
+        estimates = levels * (support - reports * q) / (p - q)
+        keep = top_cells(estimates, k)
+        candidates, kept = candidates[keep], estimates[keep]
+    return candidates, kept, levels, bits
+
+
 def pem(od: ODMatrix, epsilon: float, k: int, rng: np.random.Generator,
         start_bits: int | None = None, step_bits: int = 4) -> HeavyHitters:
     """Find the top-k cells of ``od`` with PEM at ε (see the module docstring)."""
-    if k < 1 or step_bits < 1:
-        raise ValueError(f"k and step_bits must be at least 1; got k={k}, step_bits={step_bits}")
-    p, q = build("olh", epsilon=epsilon).support_probabilities(od.domain_size)
     bits = max(1, math.ceil(math.log2(od.domain_size)))
-    start = min(bits - 1, math.ceil(math.log2(k))) if start_bits is None else start_bits
-    if not 0 <= start < bits:
-        raise ValueError(f"start_bits must be in [0, {bits}); got {start}")
-    groups = math.ceil((bits - start) / step_bits)
-    flat, remaining = od.flat_index, od.counts.copy()
-    candidates = np.arange(2 ** min(bits, start + step_bits), dtype=np.int64)
-    for group in range(groups):
-        taken = rng.binomial(remaining, 1.0 / (groups - group))
-        remaining -= taken
-        length = min(bits, start + (group + 1) * step_bits)
-        if group:
-            width = length - (start + group * step_bits)
-            candidates = (candidates[:, None] << width | np.arange(2 ** width)).reshape(-1)
-        prefixes = flat >> (bits - length)
-        cumulative = np.concatenate([[0], np.cumsum(taken)])
-        true = _prefix_counts(prefixes, cumulative, candidates)
-        n_group = int(cumulative[-1])
-        support = rng.binomial(true, p) + rng.binomial(n_group - true, q)
-        estimates = groups * (support - n_group * q) / (p - q)
-        keep = top_cells(estimates, k)
-        candidates, kept = candidates[keep], estimates[keep]
-    return HeavyHitters(candidates, kept, groups, bits)
+    start = min(bits - 1, math.ceil(math.log2(max(k, 1)))) if start_bits is None else start_bits
+    cells, estimates, groups, bits = _prefix_search(od, epsilon, k, rng, start, step_bits,
+                                                    whole_population=False)
+    return HeavyHitters(cells, estimates, groups, bits)
+
+
+def treehist(od: ODMatrix, epsilon: float, k: int, rng: np.random.Generator,
+             step_bits: int = 1) -> HeavyHitters:
+    """Find the top-k cells with TreeHist at ε [BNST17], in its top-k form (as pure-LDP's
+    TreeHistServer): each commuter sends, with ε/2 each, one prefix of a uniformly chosen level
+    and the whole cell, both through OLH; the server walks the prefix tree keeping the k best
+    prefixes per level, then estimates the final k cells from the whole-cell reports."""
+    cells, _, levels, bits = _prefix_search(od, epsilon / 2, k, rng, 0, step_bits,
+                                            whole_population=True)
+    p, q = build("olh", epsilon=epsilon / 2).support_probabilities(od.domain_size)
+    position = np.searchsorted(od.flat_index, cells)
+    present = (position < od.nonzero) & (od.flat_index[np.minimum(position, od.nonzero - 1)]
+                                         == cells)
+    true = np.where(present, od.counts[np.minimum(position, od.nonzero - 1)], 0)
+    support = rng.binomial(true, p) + rng.binomial(od.n - true, q)
+    estimates = (support - od.n * q) / (p - q)
+    order = np.lexsort((cells, -estimates))
+    return HeavyHitters(cells[order], estimates[order], levels, bits)
