@@ -87,9 +87,9 @@ UNSUPPORTED = {
     "topk": "private top-k selects among all cells at once",
 }
 CLT_NOTE = ("The RMSE, MAE and total of the empty cells below the tail threshold are drawn from "
-            "the normal law of their sums (exact mean and covariance; central limit theorem over at "
-            f"least {EXPLICIT_LIMIT:,} cells per band); every count, the maximum and the top-k are "
-            "exact.")
+            "the normal law of their sums (exact mean and covariance; central limit theorem over "
+            f"more than {EXPLICIT_LIMIT:,} cells per band); every count, the maximum and the top-k "
+            "are exact.")
 
 
 # ---------------------------------------------------------------------------- empty cells
@@ -453,6 +453,16 @@ def draw(od: ODMatrix, mechanism, rng: np.random.Generator, keep: int = KEEP,
     top_flat, top_values = released_top(od.flat_index, nonzero, zeros, keep, rng)
     return SparseRelease(od, mechanism.key, nonzero, zeros, top_flat, top_values,
                          time.perf_counter() - started, keep, mechanism.approximation)
+
+
+def run(od: ODMatrix, spec, keep: int = KEEP) -> SparseRelease:
+    """The sparse release of a :class:`dpcore.release.ReleaseSpec`: its mechanism and parameters,
+    and its random stream (the one seeding rule, the same stream a dense release would use)."""
+    unknown = [method for method in spec.postprocess if method not in METHODS]
+    if unknown:
+        raise ValueError(f"the sparse release supports the post-processings {', '.join(METHODS)}; "
+                         f"got {', '.join(unknown)}")
+    return draw(od, spec.build(), spec.generator(), keep)
 
 
 # --------------------------------------------------------------------------------- metrics

@@ -201,3 +201,14 @@ def test_the_two_sample_test_detects_a_wrong_epsilon(domains):
                                 release.generator(SEED, "power-sparse", run))[0]
               for run in range(RUNS)]
     assert stats.ks_2samp(dense, sparse).pvalue < FAMILY_ALPHA / N_TESTS
+
+
+def test_run_follows_the_spec_and_its_seed(domains):
+    od = domains["zipf_90k"]
+    spec = release.ReleaseSpec("gaussian", 1.0, {"delta": 1e-5}, ("base_pos",), seed=3)
+    first, again = sr.run(od, spec), sr.run(od, spec)
+    assert np.array_equal(first.nonzero, again.nonzero)
+    assert np.array_equal(first.top_flat, again.top_flat)
+    np.testing.assert_equal(sr.score(first, "base_pos"), sr.score(again, "base_pos"))
+    with pytest.raises(ValueError, match="norm_sub"):
+        sr.run(od, spec.with_postprocess(("norm_sub",)))
