@@ -175,8 +175,8 @@ def load(path: Path | None = None) -> ODMatrix:
     path = Path(path or cache_path())
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: generate the national synthetic dataset "
-                                f"with `python3 -m dpcore datasets --make {KEY}` (a few minutes, "
-                                f"≈ 50 MB; set DPCORE_CACHE to choose the folder)")
+                                f"with `python3 -m dpcore datasets --make {KEY}` (about "
+                                f"20 s, ≈ 100 MB; set DPCORE_CACHE to choose the folder)")
     with np.load(path) as data:
         if int(data["version"]) != FORMAT_VERSION:
             raise ValueError(f"{path} was written by another version of the generator; "
