@@ -1,8 +1,9 @@
 """Shared fixtures: a seed from DPCORE_TEST_SEED (default fixed), a seeded generator, the real
-``__main__`` module restored after every test (AppTest replaces it), and a Dask LocalCluster for
-the tests of the Dask backend."""
+``__main__`` module restored after every test (AppTest replaces it), seeded global generators for
+pure-LDP (it draws from ``random`` and ``numpy.random``), and a Dask LocalCluster."""
 
 import os
+import random
 import sys
 
 import numpy as np
@@ -41,3 +42,14 @@ def dask_client():
             distributed.Client(cluster, timeout=DASK_TIMEOUT) as client:
         client.wait_for_workers(2, timeout=DASK_TIMEOUT)
         yield client
+
+
+@pytest.fixture
+def seeded_globals(seed):
+    """pure-LDP uses the global generators: seed them for this test only."""
+    py_state, np_state = random.getstate(), np.random.get_state()
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    yield
+    random.setstate(py_state)
+    np.random.set_state(np_state)

@@ -9,7 +9,8 @@ Public interface (used by the Data page and ``python -m dpcore datasets --file``
 - :data:`FORMATS`, :data:`LEVELS`, :data:`OD_ROLES` describe the choices the UI offers;
   :func:`describe_formats` is the help text with an example of each format.
 - :data:`MAX_UPLOAD_BYTES` is the size limit (100 MB); the domain limit is
-  :data:`dpcore.data.od.DENSE_CELL_LIMIT`.
+  :data:`dpcore.data.od.DENSE_CELL_LIMIT`, or with ``sparse=True`` (for the sparse release)
+  :data:`dpcore.data.od.ZONE_LIMIT` zones per side and :data:`dpcore.data.od.NONZERO_LIMIT` non-zero cells.
 
 The work is done in :mod:`dpcore.data.importing` (one module per format and per concern).
 """
@@ -64,7 +65,7 @@ class ImportResult:
 
 def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | None = None,
               columns: dict[str, str] | None = None,
-              zones: tuple[bytes, str] | None = None) -> ImportResult:
+              zones: tuple[bytes, str] | None = None, sparse: bool = False) -> ImportResult:
     """Read an uploaded origin–destination file.
 
     Parameters
@@ -76,13 +77,17 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
     columns : role → column name (roles in :data:`OD_ROLES`) for long and persons files, e.g.
         after an ``ImportFailed`` with code "unmapped_columns"; unmapped roles are recognised.
     zones : optional (bytes, filename) of a zones file (zone, lat, lon[, parent][, label]).
+    sparse : allow domains beyond :data:`~dpcore.data.od.DENSE_CELL_LIMIT` cells, for the sparse
+        release (:mod:`dpcore.evaluation.sparse_release`); the limits are then
+        :data:`~dpcore.data.od.ZONE_LIMIT` zones per side and :data:`~dpcore.data.od.NONZERO_LIMIT`
+        non-zero cells.
 
     Raises
     ------
     ImportFailed
         With every error found, never another exception: unexpected failures are wrapped.
     """
-    report = Report(filename)
+    report = Report(filename, sparse=sparse)
     try:
         return _import(data, filename, format, level, columns, zones, report)
     except ImportFailed:

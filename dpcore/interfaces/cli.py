@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from dpcore import mechanisms, release
-from dpcore.data import datasets, importers, views
+from dpcore.data import datasets, importers, national, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner
 from dpcore.interfaces import export, publish
@@ -181,6 +181,12 @@ def _csv_list(text: str, kind=str) -> list:
 
 # ------------------------------------------------------------------------------------- commands
 def _cmd_datasets(args) -> int:
+    if args.make:
+        path, seconds = national.make(args.scale)
+        od = national.load(path)
+        print(f"wrote {path} in {seconds:.1f} s")
+        print(_table(_FIGURE_HEADERS, [_figures_row(national.KEY, national.TITLE, od)]))
+        return 0
     _check_file_options(args)
     if args.file:
         result = _import_file(args)
@@ -413,6 +419,10 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("datasets", help="list the bundled datasets, or check a file")
     _add_input(listing, required=False)
+    listing.add_argument("--make", choices=[national.KEY],
+                         help="generate a national-scale synthetic dataset into the cache folder "
+                              "($DPCORE_CACHE, default ~/.cache/dpcore)")
+    listing.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
     listing.set_defaults(handler=_cmd_datasets)
 
     commands.add_parser("mechanisms", help="list every mechanism and its parameters") \

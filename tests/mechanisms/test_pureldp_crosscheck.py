@@ -7,7 +7,6 @@ state, so the domain is small (16 cells, 1,000 people) and both global generator
 (and restored afterwards) to make the run reproducible.
 """
 
-import random
 import warnings
 
 import numpy as np
@@ -42,17 +41,6 @@ PEERS = {
     "olh": lambda d: (LHClient(EPSILON, d, use_olh=True, index_mapper=identity),
                       LHServer(EPSILON, d, use_olh=True, index_mapper=identity)),
 }
-
-
-@pytest.fixture
-def seeded_globals(seed):
-    """pure-LDP uses the global generators: seed them for this test only."""
-    py_state, np_state = random.getstate(), np.random.get_state()
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    yield
-    random.setstate(py_state)
-    np.random.set_state(np_state)
 
 
 def pure_ldp_runs(key, items, d, runs):

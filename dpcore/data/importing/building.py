@@ -9,7 +9,15 @@ import pandas as pd
 
 from dpcore.data.importing.names import clean_names
 from dpcore.data.importing.notices import Report, plural, quoted, rows_phrase
-from dpcore.data.od import ARROW, DENSE_CELL_LIMIT, ODMatrix, ZoneSet, text_array
+from dpcore.data.od import (
+    ARROW,
+    DENSE_CELL_LIMIT,
+    NONZERO_LIMIT,
+    ZONE_LIMIT,
+    ODMatrix,
+    ZoneSet,
+    text_array,
+)
 
 _TOTAL = re.compile(r"^(grand\s*)?(totals?|sum|all( zones)?)$", re.IGNORECASE)
 
@@ -63,8 +71,10 @@ def build_matrix(name: str, description: str, origins: ZoneSet, destinations: Zo
     if counts.sum() == 0:
         report.fail("no_commuters", "Every count is 0, so there is nobody to protect or study.",
                     fix="Check that the count column is the right one.")
-    return ODMatrix.from_pairs(name, origins, destinations, o_codes, d_codes, counts,
-                               description=description)
+    matrix = ODMatrix.from_pairs(name, origins, destinations, o_codes, d_codes, counts,
+                                 description=description)
+    check_nonzero(matrix.nonzero, report)
+    return matrix
 
 
 def warn_duplicates(keys: np.ndarray, describe, rows: np.ndarray, report: Report,
@@ -109,8 +119,24 @@ def ordered_zones(ids_in_order, row_ids: pd.Series) -> np.ndarray:
 
 def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str | None = None
                  ) -> None:
-    """Error ``domain_too_large`` when |O|·|D| exceeds what the mechanisms can hold densely."""
+    """Error ``domain_too_large`` when |O|·|D| exceeds what the mechanisms can hold densely, or,
+    for a sparse import (``report.sparse``), when a side has more than :data:`ZONE_LIMIT` zones
+    (larger domains are then reported with ``sparse_domain``)."""
     cells = n_origins * n_destinations
+    if report.sparse:
+        if max(n_origins, n_destinations) > ZONE_LIMIT:
+            report.fail("too_many_zones",
+                        f"{n_origins:,} origins × {n_destinations:,} destinations: at most "
+                        f"{ZONE_LIMIT:,} zones on each side can be held.",
+                        fix=fix or "Roll the zones up to a coarser level, or keep only the region "
+                                   "you need.")
+        if cells > DENSE_CELL_LIMIT:
+            report.info("sparse_domain",
+                        f"{n_origins:,} origins × {n_destinations:,} destinations make "
+                        f"{cells:,} possible commutes, more than the {DENSE_CELL_LIMIT:,} a dense "
+                        f"release holds: releases keep the non-zero cells and summarise the "
+                        f"empty ones (the sparse release).")
+        return
     if cells > DENSE_CELL_LIMIT:
         report.fail("domain_too_large",
                     f"{n_origins:,} origins × {n_destinations:,} destinations make "
@@ -120,6 +146,15 @@ def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str |
                     fix=fix or "Roll the zones up to a coarser level (e.g. add a parent column "
                                "and aggregate before uploading), or keep only the region you "
                                "need.")
+
+
+def check_nonzero(nonzero: int, report: Report) -> None:
+    """Error ``too_many_flows`` above :data:`NONZERO_LIMIT` non-zero cells."""
+    if nonzero > NONZERO_LIMIT:
+        report.fail("too_many_flows",
+                    f"The file has {nonzero:,} distinct origin–destination pairs with commuters; "
+                    f"at most {NONZERO_LIMIT:,} can be held.",
+                    fix="Roll the zones up to a coarser level, or keep only the region you need.")
 
 
 def with_parents(zones: ZoneSet, parent: np.ndarray, parent_zones: ZoneSet) -> ZoneSet:

@@ -23,7 +23,7 @@ from dpcore.data.importing.names import visible
 from dpcore.data.importing.notices import Report, plural, quoted, rows_phrase
 from dpcore.data.importing.reading import Table
 from dpcore.data.importing.values import parse_counts, require_present
-from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+from dpcore.data.od import DENSE_CELL_LIMIT, ZONE_LIMIT, ODMatrix, ZoneSet
 
 #: GEOID prefix length of each level, finest first.
 LEVELS = {"block": 15, "tract": 11, "county": 5}
@@ -61,8 +61,9 @@ def import_lodes(table: Table, report: Report, level: str | None = None
     sizes = {name: (h.str[:digits].nunique(), w.str[:digits].nunique())
              for name, digits in LEVELS.items()}
     if level is None:
-        level = next((name for name, (o, d) in sizes.items() if o * d <= DENSE_CELL_LIMIT),
-                     "county")
+        fits = ((lambda o, d: max(o, d) <= ZONE_LIMIT) if report.sparse
+                else (lambda o, d: o * d <= DENSE_CELL_LIMIT))
+        level = next((name for name, (o, d) in sizes.items() if fits(o, d)), "county")
         report.info("level_chosen",
                     f"Imported at {level} level ({sizes[level][0]:,} × {sizes[level][1]:,} "
                     f"zones), the finest level whose domain fits in memory.",

@@ -148,10 +148,13 @@ class Report:
 
     file: str
     notices: list[Notice] = field(default_factory=list)
+    #: Whether this import may produce a domain beyond the dense limit (limits then apply to
+    #: zones and non-zero cells: the sparse path).
+    sparse: bool = False
 
     def for_file(self, file: str) -> Report:
         """A collector for another file (e.g. the zones file) writing to the same list."""
-        return Report(file, self.notices)
+        return Report(file, self.notices, self.sparse)
 
     def add(self, level: NoticeLevel, code: str, message: str, *, row=None, column=None,
             fix: str = "") -> None:

@@ -1,0 +1,103 @@
+"""Huge domains (issue 13): the national synthetic tract data and the sparse release.
+
+Targets: national synthetic (≈ 7·10⁹ cells) loads in ≤ 20 s; one Laplace or OUE release with its
+metrics in ≤ 5 s; PEM top-100 over its 150 M commuters in ≤ 60 s; peak memory ≤ 4 GB; on the
+Irish ED data the sparse release + metrics at least 3× faster than the dense release + metrics,
+measured in the same run.
+
+Run from the repository root: ``python bench/bench_huge.py [repeats]`` (makes the national data in
+the cache folder first if it is missing, and says so). Figures are medians over the repeats, in
+wall-clock and CPU seconds (CPU time is steadier on a shared machine); the first run of each
+path is a warm-up and not counted. The dense metrics are all of :func:`dpcore.evaluation.metrics.compute`
+(trip lengths, sectors and self-containment included); the sparse ones are the subset
+:func:`dpcore.evaluation.sparse_release.score` computes (the others need every cell's position).
+"""
+
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dpcore import mechanisms
+from dpcore import release as releases  # noqa: E402
+from dpcore.data import datasets, national
+from dpcore.evaluation import (
+    heavy_hitters,  # noqa: E402
+    sparse_release,  # noqa: E402
+)
+
+SEED = 13
+
+
+def timed(function, repeats: int, warm_up: bool = True):
+    """(median wall s, median CPU s, last result) over ``repeats`` runs after a warm-up."""
+    if warm_up:
+        function(0)
+    walls, cpus, result = [], [], None
+    for run in range(1, repeats + 1):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = function(run)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), result
+
+
+def sparse_run(od, key: str, epsilon: float = 1.0):
+    mechanism = mechanisms.build(key, epsilon=epsilon)
+
+    def run(trial):
+        draw = sparse_release.draw(od, mechanism,
+                                   releases.generator(SEED, "release", key, epsilon, trial))
+        return sparse_release.score(draw)
+    return run
+
+
+def dense_run(od, truth, key: str, epsilon: float = 1.0):
+    def run(trial):
+        spec = releases.ReleaseSpec(key, epsilon, seed=SEED, trial=trial)
+        return releases.run(od, spec, true_counts=truth).metrics
+    return run
+
+
+def peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20   # KB on Linux
+
+
+def main(repeats: int = 5) -> None:
+    path = national.cache_path()
+    if not path.exists():
+        made, seconds = national.make()
+        print(f"made {made} in {seconds:.1f} s (once; not part of the load figure)")
+    wall, cpu, od = timed(lambda _: national.load(path), repeats, warm_up=False)
+    print(f"national synthetic: {od.n_origins:,} × {od.n_destinations:,} zones, "
+          f"{od.domain_size:,} cells, {od.nonzero:,} non-zero, n = {od.n:,}")
+    print(f"{'step':44} {'wall (s)':>9} {'CPU (s)':>8} {'target':>8}")
+    print(f"{'load':44} {wall:9.2f} {cpu:8.2f} {'≤ 20':>8}")
+    for key in ("laplace", "oue"):
+        wall, cpu, _ = timed(sparse_run(od, key), repeats)
+        print(f"{key + ' release + metrics (sparse)':44} {wall:9.2f} {cpu:8.2f} {'≤ 5':>8}")
+    wall, cpu, found = timed(lambda trial: heavy_hitters.pem(
+        od, 4.0, 100, releases.generator(SEED, "pem", trial)), repeats, warm_up=False)
+    print(f"{'PEM top-100, ε = 4 (recall %.2f)' % found.recall(od):44} {wall:9.2f} {cpu:8.2f} "
+          f"{'≤ 60':>8}")
+    print(f"{'peak memory so far (GB)':44} {peak_gb():9.2f} {'':8} {'≤ 4':>8}")
+    del od
+
+    ed = datasets.load("ireland_ed")
+    truth = ed.to_dense()
+    print(f"\nIrish EDs: {ed.domain_size:,} cells, {ed.nonzero:,} non-zero")
+    for key in ("laplace", "oue"):
+        dense_wall, dense_cpu, _ = timed(dense_run(ed, truth, key), repeats)
+        sparse_wall, sparse_cpu, _ = timed(sparse_run(ed, key), repeats)
+        print(f"{key + ' dense release + metrics':44} {dense_wall:9.2f} {dense_cpu:8.2f}")
+        print(f"{key + ' sparse release + metrics':44} {sparse_wall:9.2f} {sparse_cpu:8.2f}")
+        print(f"{key + ' speed-up (wall / CPU)':44} {dense_wall / sparse_wall:8.1f}× "
+              f"{dense_cpu / sparse_cpu:7.1f}× {'≥ 3×':>8}")
+    print(f"{'peak memory of the whole run (GB)':44} {peak_gb():9.2f}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)

@@ -1,0 +1,528 @@
+"""Releases over huge domains in O(nnz + k): the empty cells as an empirical distribution.
+
+A national tract-level OD matrix has ≈ 7·10⁹ cells but only a few million non-zero ones. A dense
+release draws every cell; this one draws the ``nnz`` non-zero cells individually (with the
+mechanism's own per-cell law) and represents the ``M = d − nnz`` empty cells by their *empirical
+distribution*: how many empty cells take each released value, and which of them are largest.
+
+Why this is exact. For the mechanisms handled here the released values of the empty cells are
+i.i.d. given the data (central noise; unary encoding, whose bits are independent across cells;
+local hashing under an idealised, fully random hash family, where one report's support
+indicators are independent), or exchangeable (GRR: see below). The metrics below are symmetric
+functions of the empty cells' values, except the top-k, which also needs the cells' identities;
+for an exchangeable vector the identities of the cells holding given values form a uniformly
+random arrangement, drawn for the few cells that matter.
+
+* **Discrete outcomes** (discrete Laplace; SUE/OUE/BLH/OLH, whose empty cell's support count is
+  ``Bin(n, q*)`` [WBLJ17]; the app's subset-selection fast release, which draws the same
+  binomial): the profile ``(N_x)`` over the support is ``Multinomial(M; P[X = x])`` — the
+  histogram of M i.i.d. draws. Drawn over a window that holds all but a negligible mass, with two
+  extra categories for the tails whose members are drawn from the conditional tail law (discrete
+  Laplace: memoryless geometric; binomial: inverse CDF). Every statistic is exact.
+* **GRR**: its support counts are exchangeable but coupled through the total. With the "keep or
+  uniform" form (keep the true cell with probability p − q, else report a uniform cell of all d)
+  the empty cells receive ``R₀ ~ Bin(R, M/d)`` of the ``R`` uniform reports, placed uniformly:
+  balls into M bins, thrown one by one (O(n), exact; the non-empty cells get the rest as a
+  multinomial over them). This is exact, but O(nnz + n) rather than O(nnz + k).
+* **Continuous noise** (Laplace, Gaussian): the number of empty cells with ``|Z| ≥ T`` is
+  ``Bin(M, P[|Z| ≥ T])`` and those values are drawn from the conditional tail (inverse survival
+  function); T is chosen so that about 4k + 64 cells exceed it, and lowered by exact sequential
+  conditioning (``Bin`` of the rest in the next band) until at least ``keep`` positive values are
+  known or T reaches the presence threshold 0.5. The rest are split by an exact multinomial into
+  the bands cut at −T, 0, 0.5, 12.5 (the GEH limit for an empty cell) and T, so every count the
+  metrics need (invented flows, positive cells, GEH passes) is exact. Within a band with more than
+  :data:`EXPLICIT_LIMIT` cells the sum and the sum of squares (RMSE, MAE, the total) are drawn
+  from their joint normal law with the exact conditional mean and covariance: the *one
+  approximation*, by the central limit theorem; its Kolmogorov error is O(skewness/√m) for m ≥
+  65,536 cells (Berry–Esseen), on a sum whose own spread is O(1/√m) relative. Smaller bands, and
+  the whole domain when M ≤ :data:`EXPLICIT_LIMIT`, are drawn value by value (exact).
+* **Stability histogram**: empty cells are never published (exact: all zero).
+
+Not handled (an error says so; use the dense release up to 50 M cells): mechanisms that couple
+the empty cells beyond exchangeability or need a transform over the whole domain — Hadamard
+response and the Hadamard mechanism (the estimate is an inverse transform of all cells),
+dBitFlip (an empty cell's estimate depends on two coupled counts), private top-k (selection over
+all cells).
+
+Metrics (:func:`score`) are those of :func:`dpcore.evaluation.metrics.compute` that depend only on the
+non-zero cells and this empirical distribution: RMSE, MAE, max error, %RMSE, top-k precision and
+recall (invented flows included, ties broken by flat index as in :func:`dpcore.evaluation.ranks.top_cells`),
+rank correlations, false zeros and invented flows, GEH, the cell regression and the total, and so
+the planner checks on them. Metrics that need every cell's position (trip ends, trip lengths,
+sectors, self-containment, the histogram W1) are NaN. Post-processing: Base, Base-Pos and Post-Pos.
+
+[WBLJ17] Wang, Blocki, Li, Jha. Locally differentially private protocols for frequency
+estimation. USENIX Security 2017.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import integrate, stats
+
+from dpcore.data.od import ODMatrix
+from dpcore.evaluation import metrics
+from dpcore.evaluation.ranks import PRESENT_AT, top_cells
+from dpcore.mechanisms import CENTRAL, local
+
+#: Cells drawn one by one when the empty cells (or one band of them) are at most this many.
+EXPLICIT_LIMIT = 1 << 16
+#: Empty cells with the largest released values whose identities are drawn (the released top).
+KEEP = 100
+#: An empty cell passes GEH < 5 iff 0 < r < 12.5 (2r² < 25r).
+GEH_EMPTY_LIMIT = metrics.GEH_LIMIT ** 2 / 2
+#: Post-processings the sparse path supports (they act on each cell alone, or on the total).
+METHODS = ("base", "base_pos", "post_pos")
+#: Mechanisms the sparse path releases, and those it refuses with the reason.
+SUPPORTED = ("laplace", "discrete_laplace", "gaussian", "stability_histogram", "grr", "sue", "oue",
+             "blh", "olh", "ss")
+UNSUPPORTED = {
+    "hr": "Hadamard response estimates every cell through a transform of the whole domain",
+    "hm": "the Hadamard mechanism estimates every cell through a transform of the whole domain",
+    "dbitflip": "dBitFlip's empty-cell estimate depends on two coupled counts per cell",
+    "topk": "private top-k selects among all cells at once",
+}
+CLT_NOTE = ("The RMSE, MAE and total of the empty cells below the tail threshold are drawn from "
+            "the normal law of their sums (exact mean and covariance; central limit theorem over "
+            f"more than {EXPLICIT_LIMIT:,} cells per band); every count, the maximum and the top-k "
+            "are exact.")
+
+
+# ---------------------------------------------------------------------------- empty cells
+@dataclass(frozen=True)
+class Band:
+    """``count`` empty cells with values in [low, high) (one sign), known by their sums."""
+
+    low: float
+    high: float
+    count: int
+    total: float
+    total_sq: float
+
+
+@dataclass(frozen=True)
+class ZeroCells:
+    """The released values of the M empty cells: atoms (value, multiplicity) plus bands."""
+
+    count: int
+    values: np.ndarray
+    multiplicity: np.ndarray
+    bands: tuple[Band, ...] = ()
+    _suffix: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        values = np.asarray(self.values, dtype=float)
+        mult = np.asarray(self.multiplicity, dtype=np.int64)
+        keep = mult > 0
+        levels, inverse = np.unique(values[keep], return_inverse=True)
+        weights = np.bincount(inverse, weights=mult[keep], minlength=levels.size)
+        object.__setattr__(self, "values", levels)
+        object.__setattr__(self, "multiplicity", weights.astype(np.int64))
+        # suffix sums over the ascending atoms: counts and value sums at or above each atom
+        object.__setattr__(self, "_suffix", (np.append(np.cumsum(weights[::-1])[::-1], 0.0),
+                                             np.append(np.cumsum((levels * weights)[::-1])[::-1],
+                                                       0.0)))
+        accounted = int(self.multiplicity.sum()) + sum(b.count for b in self.bands)
+        if accounted != self.count:
+            raise AssertionError(f"{accounted} empty cells accounted for, expected {self.count}")
+
+    @property
+    def exact(self) -> bool:
+        return not self.bands
+
+    def _at_least(self, x: float, which: int) -> float:
+        for band in self.bands:
+            if band.low < x < band.high and band.count:
+                raise AssertionError(f"a band [{band.low}, {band.high}) straddles {x}")
+        atoms = self._suffix[which][np.searchsorted(self.values, x, side="left")]
+        return float(atoms) + sum(b.total if which else b.count for b in self.bands if b.low >= x)
+
+    def count_at_least(self, x: float) -> int:
+        return int(round(self._at_least(x, 0)))
+
+    def sum_at_least(self, x: float) -> float:
+        return self._at_least(x, 1)
+
+    def count_positive(self) -> int:
+        """Cells above 0 (a band starting at 0 is continuous: it holds no exact zeros)."""
+        atoms = self._suffix[0][np.searchsorted(self.values, 0.0, side="right")]
+        return int(round(atoms)) + sum(b.count for b in self.bands if b.low >= 0)
+
+    def total(self) -> float:
+        return float(self._suffix[1][0]) + sum(b.total for b in self.bands)
+
+    def total_sq(self) -> float:
+        return (float(np.sum(self.values ** 2 * self.multiplicity))
+                + sum(b.total_sq for b in self.bands))
+
+    def total_abs(self) -> float:
+        return (float(np.sum(np.abs(self.values) * self.multiplicity))
+                + sum(abs(b.total) for b in self.bands))
+
+    def max_abs(self) -> float:
+        """Largest |value| (bands lie strictly inside the explicit tail, so atoms hold it)."""
+        bands = [max(abs(b.low), abs(b.high)) for b in self.bands if b.count]
+        atoms = float(max(-self.values[0], self.values[-1])) if self.values.size else 0.0
+        if bands and (not self.values.size or max(bands) > atoms):
+            raise AssertionError("the largest empty-cell value is inside a band")
+        return atoms
+
+    def clipped(self) -> ZeroCells:
+        """Base-Pos: every value below 0 becomes 0."""
+        negative = self.values < 0
+        zeros = int(self.multiplicity[negative].sum()
+                    + sum(b.count for b in self.bands if b.high <= 0))
+        values = np.append(self.values[~negative], 0.0)
+        mult = np.append(self.multiplicity[~negative], zeros)
+        return ZeroCells(self.count, values, mult, tuple(b for b in self.bands if b.low >= 0))
+
+
+# ------------------------------------------------------------------------------- samplers
+def _discrete_profile(m: int, lo: int, pmf: np.ndarray, below: float, above: float,
+                      draw_below, draw_above, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram of m i.i.d. draws of an integer law: ``pmf`` on lo, lo+1, …, plus the masses
+    below and above that window, whose members are drawn from the conditional tails."""
+    probs = np.concatenate([[below], pmf, [above]])
+    counts = rng.multinomial(m, probs / probs.sum())
+    values = np.concatenate([np.arange(lo, lo + pmf.size, dtype=float),
+                             draw_below(int(counts[0])), draw_above(int(counts[-1]))])
+    mult = np.concatenate([counts[1:-1], np.ones(counts[0] + counts[-1], dtype=np.int64)])
+    return values, mult
+
+
+def _window_half_width(m: int) -> float:
+    """Standard deviations either side of the mean holding all but ~e^{-32}/m of the mass."""
+    return math.sqrt(2 * math.log(max(m, 2))) + 8.0
+
+
+def binomial_zeros(m: int, trials: int, q: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Profile of m i.i.d. ``Bin(trials, q)`` support counts (exact)."""
+    law = stats.binom(trials, q)
+    sd = math.sqrt(trials * q * (1 - q))
+    half = _window_half_width(m) * sd + 5
+    lo = max(0, int(math.floor(trials * q - half)))
+    hi = min(trials, int(math.ceil(trials * q + half)))
+    support = np.arange(lo, hi + 1)
+    below, above = float(law.cdf(lo - 1)), float(law.sf(hi))
+
+    def tail(size, start, width):
+        return law.ppf(start + rng.random(size) * width).astype(float)
+
+    return _discrete_profile(m, lo, law.pmf(support), below, above,
+                             lambda s: tail(s, 0.0, below),
+                             lambda s: tail(s, 1.0 - above, above), rng)
+
+
+def discrete_laplace_zeros(m: int, alpha: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Profile of m i.i.d. two-sided geometric values, P[Z = z] ∝ α^{|z|} (exact)."""
+    rate = -math.log(alpha)
+    h = int(math.ceil((math.log(max(m, 2)) + 32) / rate))
+    z = np.arange(-h, h + 1)
+    pmf = (1 - alpha) / (1 + alpha) * alpha ** np.abs(z)
+    tail = alpha ** (h + 1) / (1 + alpha)   # P[Z > h] = P[Z < −h]
+
+    def beyond(size):   # Z − h − 1 | Z > h is geometric on 0, 1, … (memoryless)
+        return h + 1 + np.floor(rng.standard_exponential(size) / rate)
+
+    return _discrete_profile(m, -h, pmf, tail, tail, lambda s: -beyond(s), beyond, rng)
+
+
+def continuous_zeros(m: int, law, keep: int, rng, explicit_limit: int = EXPLICIT_LIMIT
+                     ) -> ZeroCells:
+    """m i.i.d. draws of a continuous law symmetric about 0 (a frozen scipy distribution)."""
+    if m <= explicit_limit:
+        return ZeroCells(m, law.rvs(size=m, random_state=rng), np.ones(m, dtype=np.int64))
+
+    def band(size, low, high):   # |Z| conditional on [low, high), with a random sign
+        sf_high, sf_low = law.sf(high), law.sf(low)
+        magnitude = law.isf(sf_high + rng.random(size) * (sf_low - sf_high))
+        return np.where(rng.random(size) < 0.5, -magnitude, magnitude)
+
+    threshold = float(law.isf((4 * keep + 64) / (2 * m)))
+    found = rng.binomial(m, 2 * law.sf(threshold))
+    values = band(found, threshold, np.inf)
+    while ((np.count_nonzero(values > 0) < keep and threshold > PRESENT_AT)
+           or (values.size == 0 and threshold > 0)):
+        lower = float(law.isf(min(0.5, 4 * law.sf(threshold))))
+        if np.count_nonzero(values > 0) < keep:
+            lower = max(lower, PRESENT_AT) if threshold > PRESENT_AT else lower
+        inside = 2 * (law.sf(lower) - law.sf(threshold)) / (1 - 2 * law.sf(threshold))
+        extra = rng.binomial(m - values.size, min(1.0, inside))
+        values = np.concatenate([values, band(extra, lower, threshold)])
+        threshold = lower
+    rest = m - values.size
+    cuts = sorted({-threshold, threshold, *(c for c in (0.0, PRESENT_AT, GEH_EMPTY_LIMIT)
+                                           if -threshold < c < threshold)})
+    edges = list(zip(cuts[:-1], cuts[1:]))
+    probs = np.array([law.cdf(high) - law.cdf(low) for low, high in edges])
+    counts = rng.multinomial(rest, probs / probs.sum()) if rest else np.zeros(len(edges), int)
+    bands, atoms = [], [values]
+    for (low, high), count in zip(edges, counts):
+        if count <= explicit_limit:
+            atoms.append(law.ppf(law.cdf(low) + rng.random(count) * (law.cdf(high) - law.cdf(low))))
+            continue
+        mass = law.cdf(high) - law.cdf(low)
+        mu = [integrate.quad(lambda z, j=j: z ** j * law.pdf(z), low, high)[0] / mass
+              for j in range(1, 5)]
+        cov = np.array([[mu[1] - mu[0] ** 2, mu[2] - mu[0] * mu[1]],
+                        [mu[2] - mu[0] * mu[1], mu[3] - mu[1] ** 2]])
+        total, total_sq = rng.multivariate_normal(count * np.array(mu[:2]), count * cov)
+        total = min(max(total, count * low), count * high)   # keep the sums feasible
+        total_sq = max(total_sq, total * total / count)
+        bands.append(Band(low, high, int(count), float(total), float(total_sq)))
+    explicit = np.concatenate(atoms)
+    return ZeroCells(m, explicit, np.ones(explicit.size, dtype=np.int64), tuple(bands))
+
+
+# ------------------------------------------------------------------------------ identities
+def _distinct(universe: int, size: int, rng) -> np.ndarray:
+    """``size`` distinct uniform values of [0, universe), in random order."""
+    if size == 0:
+        return np.empty(0, dtype=np.int64)
+    out = np.unique(rng.integers(0, universe, size=size))
+    while out.size < size:
+        out = np.unique(np.concatenate([out, rng.integers(0, universe, size=size - out.size)]))
+    return rng.permutation(out)
+
+
+def _skip(excluded_sorted: np.ndarray, ranks, gaps: np.ndarray | None = None) -> np.ndarray:
+    """Map ranks among [0, L) minus ``excluded_sorted`` back to positions in [0, L) (``gaps``:
+    ``excluded_sorted − arange``, when the caller maps several times)."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if gaps is None:
+        gaps = excluded_sorted - np.arange(excluded_sorted.size)
+    return ranks + np.searchsorted(gaps, ranks, side="right")
+
+
+def _smallest_of_subset(universe: int, size: int, j: int, rng) -> np.ndarray:
+    """The j smallest elements of a uniform random ``size``-subset of [0, universe)."""
+    if size <= 4096:
+        return np.sort(_distinct(universe, size, rng))[:j]
+    out, low, left = [], 0, size
+    for _ in range(min(j, size)):
+        span = universe - low
+        base = math.lgamma(span + 1) - math.lgamma(span - left + 1)
+        target = math.log(1.0 - rng.random())   # P[min ≥ low + x] = C(span−x, left)/C(span, left)
+        lo_x, hi_x = 0, span - left              # largest x with log P[min ≥ low + x] ≥ target
+        while lo_x < hi_x:
+            mid = (lo_x + hi_x + 1) // 2
+            log_s = math.lgamma(span - mid + 1) - math.lgamma(span - mid - left + 1) - base
+            lo_x, hi_x = (mid, hi_x) if log_s >= target else (lo_x, mid - 1)
+        out.append(low + lo_x)
+        low, left = low + lo_x + 1, left - 1
+    return np.array(out, dtype=np.int64)
+
+
+def released_top(nonzero_flat, nonzero_values, zeros: ZeroCells, keep: int, rng
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices and values of the ``keep`` largest present cells (value ≥ 0.5), largest
+    first, ties by flat index. The empty cells holding given values are a uniformly random
+    arrangement (exchangeability), so only the identities that matter are drawn: those above the
+    boundary value, and the lowest-indexed of those tied at it."""
+    gaps = nonzero_flat - np.arange(nonzero_flat.size)
+
+    def zero_flat(ranks):   # the empty cells in flat order: rank i ↦ its flat index
+        return _skip(nonzero_flat, ranks, gaps)
+
+    # Only the top ``keep`` of each kind (with their ties) can be in the top ``keep`` of all.
+    present = np.flatnonzero(nonzero_values >= PRESENT_AT)
+    if present.size > keep:
+        kth = np.partition(nonzero_values[present], present.size - keep)[present.size - keep]
+        present = present[nonzero_values[present] >= kth]
+    nz_values, nz_flat = nonzero_values[present], nonzero_flat[present]
+    atoms = zeros.values >= PRESENT_AT          # ascending: the largest atoms are last
+    from_top = np.cumsum(zeros.multiplicity[::-1])[::-1]
+    atoms &= from_top - zeros.multiplicity < keep
+    z_values, z_mult = zeros.values[atoms], zeros.multiplicity[atoms]
+    levels = np.unique(np.concatenate([nz_values, z_values]))[::-1]
+    if levels.size == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    nz_at = np.bincount(np.searchsorted(-levels, -nz_values), minlength=levels.size)
+    z_at = np.zeros(levels.size, dtype=np.int64)
+    z_at[np.searchsorted(-levels, -z_values)] = z_mult
+    cumulative = np.cumsum(nz_at + z_at)
+    boundary = min(int(np.searchsorted(cumulative, keep)), levels.size - 1)
+    above = int(z_at[:boundary].sum())
+    above_ranks = _distinct(zeros.count, above, rng)
+    flats = [nz_flat[nz_values > levels[boundary]], zero_flat(above_ranks)]
+    values = [nz_values[nz_values > levels[boundary]],
+              np.repeat(levels[:boundary], z_at[:boundary])]
+    slots = keep - (int(cumulative[boundary - 1]) if boundary else 0)
+    tied_nz = nz_flat[nz_values == levels[boundary]]
+    tied_ranks = _smallest_of_subset(zeros.count - above, int(z_at[boundary]), slots, rng)
+    tied = np.sort(np.concatenate([tied_nz, zero_flat(_skip(np.sort(above_ranks), tied_ranks))]))
+    tied = tied[:slots]
+    flats.append(tied)
+    values.append(np.full(tied.size, levels[boundary]))
+    flat, value = np.concatenate(flats), np.concatenate(values)
+    order = np.lexsort((flat, -value))
+    return flat[order], value[order]
+
+
+# -------------------------------------------------------------------------------- release
+@dataclass(frozen=True)
+class SparseRelease:
+    """One release of ``od``: the non-zero cells' raw estimates, in ``od.flat_index`` order, the
+    empty cells' empirical distribution, and the released top ``keep`` present cells."""
+
+    od: ODMatrix
+    mechanism: str
+    nonzero: np.ndarray
+    zeros: ZeroCells
+    top_flat: np.ndarray
+    top_values: np.ndarray
+    seconds: float
+    keep: int = KEEP
+    mechanism_approximation: str | None = None
+
+    @property
+    def approximation(self) -> str | None:
+        """None when the release and its metrics are exact in distribution."""
+        parts = [self.mechanism_approximation] + ([CLT_NOTE] if not self.zeros.exact else [])
+        parts = [p for p in parts if p]
+        return " ".join(parts) if parts else None
+
+
+def _estimator(n: int, p: float, q: float):
+    """The pure-protocol estimate ĉ = (C − n q*)/(p* − q*) of support counts C [WBLJ17]."""
+    return lambda support: (np.asarray(support, dtype=float) - n * q) / (p - q)
+
+
+def _pure_protocol(mechanism, od: ODMatrix, rng):
+    d, n = od.domain_size, od.n
+    p, q = mechanism.support_probabilities(d)
+    c = od.counts
+    support = rng.binomial(n - c, q) + rng.binomial(c, p)
+    values, mult = binomial_zeros(d - od.nonzero, n, q, rng)
+    estimate = _estimator(n, p, q)
+    return estimate(support), ZeroCells(d - od.nonzero, estimate(values), mult)
+
+
+def _grr(mechanism, od: ODMatrix, rng):
+    d, n, m = od.domain_size, od.n, od.domain_size - od.nonzero
+    p, q = mechanism.support_probabilities(d)
+    support = rng.binomial(od.counts, p - q)
+    uniform = n - int(support.sum())
+    to_empty = rng.binomial(uniform, m / d)
+    support += rng.multinomial(uniform - to_empty, np.full(od.nonzero, 1.0 / od.nonzero))
+    balls = rng.integers(0, m, size=to_empty) if m else np.empty(0, dtype=np.int64)
+    _, occupancy = np.unique(balls, return_counts=True)
+    levels, cells = np.unique(occupancy, return_counts=True)
+    estimate = _estimator(n, p, q)
+    zeros = ZeroCells(m, estimate(np.append(levels, 0)), np.append(cells, m - occupancy.size))
+    return estimate(support), zeros
+
+
+def _central(mechanism, od: ODMatrix, rng, keep, explicit_limit):
+    m = od.domain_size - od.nonzero
+    nonzero = mechanism.release(od.counts, rng).astype(float)
+    key = mechanism.key
+    if key == "stability_histogram":
+        return nonzero, ZeroCells(m, [0.0], [m])
+    if key == "discrete_laplace":
+        return nonzero, ZeroCells(m, *discrete_laplace_zeros(m, mechanism.alpha, rng))
+    law = (stats.laplace(scale=mechanism.scale) if key == "laplace"
+           else stats.norm(scale=mechanism.sigma))
+    return nonzero, continuous_zeros(m, law, keep, rng, explicit_limit)
+
+
+def draw(od: ODMatrix, mechanism, rng: np.random.Generator, keep: int = KEEP,
+         explicit_limit: int = EXPLICIT_LIMIT) -> SparseRelease:
+    """Release ``od`` with a built mechanism (see the module docstring for what is exact)."""
+    if mechanism.key in UNSUPPORTED:
+        raise ValueError(f"{mechanism.name} [{mechanism.key}] has no sparse release: "
+                         f"{UNSUPPORTED[mechanism.key]}. Use the dense release (domains up to "
+                         f"50,000,000 cells) or another mechanism.")
+    if mechanism.key not in SUPPORTED:
+        raise ValueError(f"{mechanism.key!r} has no sparse release; supported: "
+                         f"{', '.join(SUPPORTED)}")
+    if od.nonzero == 0:
+        raise ValueError(f"{od.name} has no commuters to release.")
+    local._check_domain(od.domain_size, mechanism.name)
+    started = time.perf_counter()
+    if mechanism.model == CENTRAL:
+        nonzero, zeros = _central(mechanism, od, rng, keep, explicit_limit)
+    elif mechanism.key == "grr":
+        nonzero, zeros = _grr(mechanism, od, rng)
+    else:
+        nonzero, zeros = _pure_protocol(mechanism, od, rng)
+    top_flat, top_values = released_top(od.flat_index, nonzero, zeros, keep, rng)
+    return SparseRelease(od, mechanism.key, nonzero, zeros, top_flat, top_values,
+                         time.perf_counter() - started, keep, mechanism.approximation)
+
+
+def run(od: ODMatrix, spec, keep: int = KEEP) -> SparseRelease:
+    """The sparse release of a :class:`dpcore.release.ReleaseSpec`: its mechanism and parameters,
+    and its random stream (the one seeding rule, the same stream a dense release would use)."""
+    unknown = [method for method in spec.postprocess if method not in METHODS]
+    if unknown:
+        raise ValueError(f"the sparse release supports the post-processings {', '.join(METHODS)}; "
+                         f"got {', '.join(unknown)}")
+    return draw(od, spec.build(), spec.generator(), keep)
+
+
+# --------------------------------------------------------------------------------- metrics
+def score(release: SparseRelease, method: str = "base", k: int = 10, top_n: int = 100
+          ) -> dict[str, float]:
+    """The metrics of :data:`dpcore.evaluation.metrics.METRICS` computable from the sparse release (the
+    others NaN), after post-processing ``method`` (one of :data:`METHODS`)."""
+    if method not in METHODS:
+        raise ValueError(f"the sparse release supports the post-processings {', '.join(METHODS)}; "
+                         f"got {method!r}")
+    if not 1 <= k <= release.keep or top_n < 1:
+        raise ValueError(f"k must be between 1 and the {release.keep} top cells the release "
+                         f"kept, and top_n at least 1; got k={k}, top_n={top_n}.")
+    od = release.od
+    t = od.counts.astype(float)
+    n, d = float(t.sum()), od.domain_size
+    raw_total = float(release.nonzero.sum()) + release.zeros.total()
+    r, zeros = release.nonzero, release.zeros
+    if method != "base":
+        r, zeros = np.maximum(r, 0.0), zeros.clipped()
+    out = dict.fromkeys(metrics.METRICS, math.nan)
+    error = r - t
+    sse = float(np.sum(error * error)) + zeros.total_sq()
+    out["rmse"] = math.sqrt(sse / d)
+    out["mae"] = (float(np.abs(error).sum()) + zeros.total_abs()) / d
+    out["max_error"] = max(float(np.abs(error).max()), zeros.max_abs() if zeros.count else 0.0)
+    for name in ("rmse", "mae", "max_error"):
+        out[f"{name}_freq"] = out[name] / n if n else math.nan
+    out["pct_rmse"] = 100 * math.sqrt(float(np.mean(error ** 2))) / float(t.mean())
+
+    true_top = top_cells(t, max(k, top_n))
+    released = release.top_flat[:k]
+    hits = np.intersect1d(od.flat_index[true_top[:k]], released).size
+    out["topk_precision"] = hits / released.size if released.size else math.nan
+    out["topk_recall"] = hits / min(k, true_top.size)
+    out["spearman_rho"], out["kendall_tau"] = metrics._rank_correlations(t[true_top[:top_n]],
+                                                                           r[true_top[:top_n]])
+    present = r >= PRESENT_AT
+    invented = zeros.sum_at_least(PRESENT_AT)
+    present_trips = float(r[present].sum()) + invented
+    out["false_zero_cells"] = float(t.size - np.count_nonzero(present))
+    out["false_zero_share"] = float(t[~present].sum()) / n
+    out["false_positive_cells"] = float(zeros.count_at_least(PRESENT_AT))
+    out["false_positive_share"] = invented / present_trips if present_trips else math.nan
+
+    m_obs = np.maximum(r, 0.0)
+    geh_obs = 2 * (m_obs - t) ** 2 < metrics.GEH_LIMIT ** 2 * (m_obs + t)
+    positive_empty = zeros.count_positive()
+    passing_empty = positive_empty - zeros.count_at_least(GEH_EMPTY_LIMIT)
+    out["geh_pass_share"] = (np.count_nonzero(geh_obs) + passing_empty) / (t.size + positive_empty)
+    t_ss = float(np.sum(t * t))
+    out["cell_slope"] = float(np.sum(t * r)) / t_ss
+    total_ss = t_ss - n * n / d
+    out["cell_r2"] = 1.0 - sse / total_ss if total_ss > 0 else math.nan
+    total = (max(raw_total, 0.0) if method == "post_pos"
+             else float(r.sum()) + zeros.total())
+    out["total_error_pct"] = 100 * (total - n) / n
+    return {name: float(value) for name, value in out.items()}
+
+
+def invented_in_top(release: SparseRelease, k: int = 10) -> int:
+    """How many of the released top-k flows are empty cells (invented flows)."""
+    return int(np.count_nonzero(~np.isin(release.top_flat[:k], release.od.flat_index)))
