@@ -58,6 +58,8 @@ PROBLEMS = {
     "inconsistent_zone": "a POWSCAR ED in two counties",
     "bad_geocode": "a LODES code that is not 15 ASCII digits",
     "domain_too_large": "more origin × destination cells than the limit",
+    "too_many_zones": "sparse import: more zones per side than the sparse limit",
+    "too_many_flows": "sparse import: more non-zero cells than the sparse limit",
     "no_commuters": "every count is 0",
     "duplicate_zone": "a zone listed twice in the zones file",
     "zones_unknown": "none of the zones file's zones is in the data",
