@@ -53,3 +53,22 @@ def seeded_globals(seed):
     yield
     random.setstate(py_state)
     np.random.set_state(np_state)
+
+
+# The bundled datasets, loaded once per session (read-only: tests must not modify them).
+@pytest.fixture(scope="session")
+def county():
+    from dpcore.data import datasets
+    return datasets.load("ireland_county")
+
+
+@pytest.fixture(scope="session")
+def ed():
+    from dpcore.data import datasets
+    return datasets.load("ireland_ed")
+
+
+@pytest.fixture(scope="session")
+def toy():
+    from dpcore.data import datasets
+    return datasets.load("toy_town")

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heatmap
+from tests.app_pages import run_page
 from tests.plotly_spec import figure, values
 from ui import leaflet_assets, maps, state
 
@@ -39,16 +40,11 @@ def tokyo_upload() -> ODMatrix:
 
 
 def open_page(page: str, upload: ODMatrix | None = None, **query) -> AppTest:
-    at = AppTest.from_file(page, default_timeout=180)
-    if upload is not None:
-        at.session_state[state.UPLOADED_MATRIX] = upload
-        at.session_state[state.UPLOADED_FILENAME] = "upload.csv"
-        at.session_state[state.CURRENT_DATASET] = state.UPLOADED
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    """The page with these URL parameters, on ``upload`` (as this session's upload) if given."""
+    if upload is None:
+        return run_page(page, query, None, {}, 180)
+    return run_page(page, query, state.UPLOADED, {state.UPLOADED_MATRIX: upload,
+                                                  state.UPLOADED_FILENAME: "upload.csv"}, 180)
 
 
 def map_script(at: AppTest) -> str:

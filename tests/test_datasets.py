@@ -22,16 +22,6 @@ def calibration():
 
 
 @pytest.fixture(scope="module")
-def county():
-    return datasets.load("ireland_county")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
-
-
-@pytest.fixture(scope="module")
 def county_grid(county):
     return county.to_dense().reshape(county.n_origins, county.n_destinations)
 

@@ -3,23 +3,7 @@
 
 import pytest
 
-from dpcore.data import datasets
 from dpcore.interfaces import grids
-
-
-@pytest.fixture(scope="module")
-def county():
-    return datasets.load("ireland_county")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return datasets.load("toy_town")
 
 
 # ---------------------------------------------------------------------------------------- input

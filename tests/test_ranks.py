@@ -2,25 +2,8 @@
 
 
 import numpy as np
-import pytest
 
-from dpcore.data import datasets
 from dpcore.evaluation import ranks
-
-
-@pytest.fixture(scope="module")
-def county():
-    return datasets.load("ireland_county")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return datasets.load("toy_town")
 
 
 def reference_ranks(values):

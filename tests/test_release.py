@@ -7,21 +7,11 @@ import pandas as pd
 import pytest
 
 from dpcore import mechanisms, release
-from dpcore.data import datasets, views
+from dpcore.data import views
 from dpcore.evaluation import metrics
 from dpcore.interfaces import cli
 from dpcore.mechanisms import postprocess
 from dpcore.release import ReleaseSpec, RunSettings
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return datasets.load("toy_town")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
 
 
 # -------------------------------------------------------------------------------------- seeding

@@ -8,23 +8,7 @@ import pytest
 from scipy import stats
 
 from dpcore import mechanisms
-from dpcore.data import datasets
 from dpcore.evaluation import experiment, metrics, summaries
-
-
-@pytest.fixture(scope="module")
-def county():
-    return datasets.load("ireland_county")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return datasets.load("toy_town")
 
 
 # ------------------------------------------------------------------------------ plain language

@@ -4,22 +4,7 @@
 import numpy as np
 import pytest
 
-from dpcore.data import datasets, views
-
-
-@pytest.fixture(scope="module")
-def county():
-    return datasets.load("ireland_county")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return datasets.load("toy_town")
+from dpcore.data import views
 
 
 # ----------------------------------------------------------------------------- level and subset

@@ -63,7 +63,7 @@ def run_sweep(page: Page) -> None:
 
 
 def show_released(page: Page) -> None:
-    page.get_by_test_id("stRadio").get_by_text("Released", exact=True).click()
+    page.get_by_role("radiogroup", name="Show").get_by_text("Released", exact=True).click()
     drawn = page.get_by_text(re.compile(r"Released flows: [\d,]+ lines drawn")).first
     expect(drawn).to_be_visible()
 
