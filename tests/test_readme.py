@@ -46,4 +46,4 @@ def test_the_commands_are_there_and_ci_reads_the_test_command():
     assert run in blocks
     after_marker = README.split("<!-- test-command -->\n", 1)[1]
     assert after_marker.startswith("```bash\npython3 -m pip install -r requirements-test.txt && "
-                                   "python3 -m pytest\n```")
+                                   "python3 -m pytest -n 2\n```")

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = pytest.mark.browser
 
@@ -103,8 +104,14 @@ def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url,
     page.get_by_text("change mechanism or ε (opens a new round)").click()
     mechanism = page.get_by_role("combobox", name="Local mechanism")
     expect(mechanism).to_be_visible()
-    mechanism.click()
-    page.get_by_role("option", name="Generalised randomised response (direct encoding)").click()
+    option = page.get_by_role("option", name="Generalised randomised response (direct encoding)")
+    for _ in range(6):  # the teacher view reruns every 2 s, which can close an open dropdown
+        mechanism.click()
+        try:
+            option.click(timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            continue
     expect(mechanism).to_have_value("Generalised randomised response (direct encoding)")
     page.get_by_role("button", name="Open a new round with these settings").click()
     expect(page.get_by_role("combobox", name="Show")).to_have_value("Round 2: GRR, ε = 1 (open)")
