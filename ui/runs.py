@@ -228,20 +228,11 @@ def _store(dataset: str) -> _Store:
     return _shared_store() if not _uploaded(dataset) else _session_memo()["sweeps"]
 
 
-def _execute(spec: SweepSpec, job: experiment.Job, methods: tuple[str, ...],
-             samples: dict) -> pd.DataFrame:
+def _execute(spec: SweepSpec, job: experiment.Job, samples: experiment.Subsamples
+             ) -> pd.DataFrame:
     """One job through dpcore's pipeline, on its scenario's (cached) matrix."""
-    scenario_view = job.scenario.view
-    whole = matrix_of(spec.dataset, scenario_view)
-    key = (scenario_view, job.spec.trial)
-    if scenario_view.n is not None and scenario_view.n < whole.n:
-        if key not in samples:  # the subsample of this trial, shared by its jobs
-            samples.clear()
-            matrix = experiment.subsampled(whole, scenario_view, spec.seed, job.spec.trial)
-            samples[key] = (matrix, matrix.to_dense())
-        matrix, dense = samples[key]
-    else:
-        matrix, dense = whole, true_counts_of(spec.dataset, scenario_view)
+    whole = matrix_of(spec.dataset, job.scenario.view)
+    matrix, dense = samples.of(whole, true_counts_of(spec.dataset, job.scenario.view), job)
     return experiment.execute(job, matrix, dense, k=spec.k, top_n=spec.top_n)
 
 
@@ -275,7 +266,7 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
     trials, another post-processing or a return to the page reuses them.
     """
     store = _store(spec.dataset)
-    frames, done, samples = [], 0, {}
+    frames, done, samples = [], 0, experiment.Subsamples()
     errors = _unusable(spec)
     runnable = tuple(m for m in spec.mechanisms if m[0] not in errors)
     jobs = replace(spec, mechanisms=runnable).jobs() if runnable else []
@@ -295,7 +286,7 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
                 try:
                     table = _execute(spec, experiment.Job(job.index, job.scenario,
                                                           job.spec.with_postprocess(missing)),
-                                     missing, samples)
+                                     samples)
                     found.update({m: table[table["postprocess"] == m] for m in missing})
                 except ValueError as error:  # a setting this mechanism cannot run with
                     found.update(dict.fromkeys(missing, str(error)))

@@ -112,12 +112,32 @@ def execute(job: Job, matrix: ODMatrix, true_counts: np.ndarray | None = None, *
     return table.assign(scenario=job.scenario.label, n=matrix.n)
 
 
+class Subsamples:
+    """The subsample of the trial being run, with its dense counts, shared by that trial's jobs.
+
+    Jobs run trial by trial (:func:`plan`), so one subsample is kept at a time."""
+
+    def __init__(self):
+        self.key, self.value = None, None
+
+    def of(self, whole: ODMatrix, dense: np.ndarray, job: Job) -> tuple[ODMatrix, np.ndarray]:
+        """``whole`` (the view before subsampling, and its counts) at the job's population."""
+        view = job.scenario.view
+        if view.n is None or view.n >= whole.n:
+            return whole, dense
+        key = (view, job.spec.seed, job.spec.trial)
+        if key != self.key:
+            matrix = subsampled(whole, view, job.spec.seed, job.spec.trial)
+            self.key, self.value = key, (matrix, matrix.to_dense())
+        return self.value
+
+
 class _Data:
     """The matrices a run's jobs need, made once each: views of the dataset, subsamples per
     trial, and their dense counts (a worker process keeps its own)."""
 
     def __init__(self, od: ODMatrix):
-        self.od, self.views, self.samples = od, {}, {}
+        self.od, self.views, self.samples = od, {}, Subsamples()
 
     def whole(self, view: views.View) -> tuple[ODMatrix, np.ndarray]:
         """The view before subsampling, and its dense counts."""
@@ -127,16 +147,7 @@ class _Data:
         return self.views[view.whole]
 
     def matrix(self, job: Job) -> tuple[ODMatrix, np.ndarray]:
-        view = job.scenario.view
-        whole, dense = self.whole(view)
-        if view.n is None or view.n >= whole.n:
-            return whole, dense
-        key = (view, job.spec.seed, job.spec.trial)
-        if key not in self.samples:
-            self.samples.clear()  # jobs run trial by trial: keep one subsample at a time
-            matrix = subsampled(whole, view, job.spec.seed, job.spec.trial)
-            self.samples[key] = (matrix, matrix.to_dense())
-        return self.samples[key]
+        return self.samples.of(*self.whole(job.scenario.view), job)
 
     def execute(self, job: Job, scoring: dict) -> pd.DataFrame:
         """The job's rows; ``scoring`` holds :func:`execute`'s ``k``, ``top_n`` and ``only``."""
