@@ -112,7 +112,7 @@ def _prefix_search(od: ODMatrix, epsilon: float, k: int, rng, start: int, step: 
     """
     if k < 1 or step < 1:
         raise ValueError(f"k and step_bits must be at least 1; got k={k}, step_bits={step}")
-    bits = max(1, math.ceil(math.log2(od.domain_size)))
+    bits = cell_bits(od.domain_size)
     if not 0 <= start < bits:
         raise ValueError(f"start_bits must be in [0, {bits}); got {start}")
     p, q = build("olh", epsilon=epsilon).support_probabilities(od.domain_size)
@@ -138,18 +138,43 @@ def _prefix_search(od: ODMatrix, epsilon: float, k: int, rng, start: int, step: 
     return candidates, kept, bits, tuple(walk)
 
 
+#: Bits each level adds to the prefixes, by default: PEM's η (the paper's experiments use 4 or
+#: 5), and TreeHist's one bit per level.
+PEM_STEP_BITS, TREEHIST_STEP_BITS = 4, 1
+
+
+def cell_bits(domain_size: int) -> int:
+    """L = ⌈log₂ d⌉, the bits that write any cell index."""
+    return max(1, math.ceil(math.log2(domain_size)))
+
+
+def _pem_start(bits: int, k: int) -> int:
+    """PEM's first prefix before extension, s₀ = ⌈log₂ k⌉: the first group already estimates
+    k·2^η prefixes, as each later group does."""
+    return min(bits - 1, math.ceil(math.log2(max(k, 1))))
+
+
+def prefix_lengths(protocol: str, domain_size: int, k: int) -> list[int]:
+    """Bits of the prefix reported at each level, with the protocol's default parameters."""
+    bits = cell_bits(domain_size)
+    start, step = ((_pem_start(bits, k), PEM_STEP_BITS) if protocol == "pem"
+                   else (0, TREEHIST_STEP_BITS))
+    return [min(bits, start + (level + 1) * step)
+            for level in range(math.ceil((bits - start) / step))]
+
+
 def pem(od: ODMatrix, epsilon: float, k: int, rng: np.random.Generator,
-        start_bits: int | None = None, step_bits: int = 4) -> HeavyHitters:
+        start_bits: int | None = None, step_bits: int = PEM_STEP_BITS) -> HeavyHitters:
     """Find the top-k cells of ``od`` with PEM at ε (see the module docstring)."""
-    bits = max(1, math.ceil(math.log2(od.domain_size)))
-    start = min(bits - 1, math.ceil(math.log2(max(k, 1)))) if start_bits is None else start_bits
+    bits = cell_bits(od.domain_size)
+    start = _pem_start(bits, k) if start_bits is None else start_bits
     cells, estimates, bits, walk = _prefix_search(od, epsilon, k, rng, start, step_bits,
                                                   whole_population=False)
     return HeavyHitters(cells, estimates, len(walk), bits, walk)
 
 
 def treehist(od: ODMatrix, epsilon: float, k: int, rng: np.random.Generator,
-             step_bits: int = 1) -> HeavyHitters:
+             step_bits: int = TREEHIST_STEP_BITS) -> HeavyHitters:
     """Find the top-k cells with TreeHist at ε [BNST17], in its top-k form (as pure-LDP's
     TreeHistServer): each commuter sends, with ε/2 each, one prefix of a uniformly chosen level
     and the whole cell, both through OLH; the server walks the prefix tree keeping the k best
