@@ -9,6 +9,7 @@ import streamlit as st
 
 from dpcore.evaluation import ranks, summaries
 from ui import budget, charts, controls, heatmap, panels, runs
+from ui import heavy_hitters as heavy_hitters_ui
 from ui.viewstate import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="🔍",
@@ -98,3 +99,5 @@ if rates:
     for tab, (key, table) in zip(st.tabs([charts.name(k) for k in rates]), rates.items()):
         with tab:
             panels.pass_probabilities(table)
+
+heavy_hitters_ui.section(settings, od)

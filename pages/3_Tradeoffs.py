@@ -13,6 +13,7 @@ from dpcore.interfaces import grids
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
 from ui import budget, controls, runs, tradeoffs
+from ui import heavy_hitters as heavy_hitters_ui
 from ui.viewstate import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
@@ -100,3 +101,5 @@ tradeoffs.release_times([main, domain])
 
 st.header("The thesis's chapter 5, reproduced")
 tradeoffs.thesis_report(settings, epsilons, trials)
+
+heavy_hitters_ui.recall_section(settings, od, epsilons, trials, main)

@@ -18,10 +18,20 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import mechanisms, release
+from dpcore.data import views
 from dpcore.data.od import ODMatrix
+from dpcore.evaluation import heavy_hitters
 from dpcore.mechanisms import LOCAL
-from dpcore.theory import accuracy, amplification, learn, privacy_theory
+from dpcore.mechanisms.local import HASH_PRIME
+from dpcore.theory import (
+    accuracy,
+    amplification,
+    learn,
+    learn_heavy_hitters,
+    privacy_theory,
+)
 from ui import charts, data, learn_charts, runs, safe, state
+from ui import heavy_hitters as hh
 from ui.controls import EPSILON_STEPS
 from ui.viewstate import kept
 
@@ -32,6 +42,7 @@ LESSONS = {
     "budgets": "Groups and budgets",
     "models": "Central, local, shuffled",
     "choose": "Choosing a mechanism",
+    "heavy": "Heavy hitters (PEM, TreeHist)",
 }
 #: Session key of the Learn page's own draw counter ("Send again", "Draw again").
 DRAW = "learn_draw"
@@ -407,5 +418,116 @@ def choose(current: data.Current, epsilon: float) -> None:
         st.markdown(accuracy.RECOMMENDATION_RULE)
 
 
+# ----------------------------------------------------------------------------------- lesson 7
+def _device_steps(report: learn_heavy_hitters.DeviceReport, od: ODMatrix) -> list[str]:
+    """One phone's PEM/TreeHist report as numbered markdown steps."""
+    tree, sent = report.protocol == "treehist", report.prefix_report
+    rest = report.cell_bits[report.prefix_length:]
+    steps = [f"The commute is cell #{report.cell} of $d = {learn.tex_number(od.domain_size)}$: "
+             f"{_label(od)(report.cell)}. Written in $L = \\lceil\\log_2 d\\rceil = "
+             f"{report.bits}$ bits: **`{report.prefix_bits}`**" + (f"`{rest}`." if rest else ".")]
+    if tree:
+        steps.append(f"The phone picks one of the {report.levels} levels at random: level "
+                     f"**{report.level}**, so it reports the first {report.prefix_length} bits, "
+                     f"**`{report.prefix_bits}`**, as item $2^{{{report.prefix_length}}} + "
+                     f"{report.prefix} = {sent.item}$ (a prefix never collides with a shorter "
+                     "or longer one).")
+    else:
+        steps.append(f"The phone joins one of the {report.levels} groups at random: group "
+                     f"**{report.level}**, which reports the first {report.prefix_length} bits, "
+                     f"**`{report.prefix_bits}`** (prefix number {report.prefix} of "
+                     f"$2^{{{report.prefix_length}}}$).")
+    share = "ε/2" if tree else "the whole ε"
+    steps.append(
+        f"Optimised local hashing with {share} = {sent.epsilon:g}: a personal hash "
+        f"$H(x) = ((a x + b) \\bmod {learn.tex_number(HASH_PRIME)}) \\bmod g$ with "
+        f"$g = {sent.hash_range}$ buckets and seed $(a, b) = ({learn.tex_number(sent.a)}, "
+        f"{learn.tex_number(sent.b)})$; $H({sent.item}) = {sent.own_bucket}$. Keep that bucket "
+        f"with probability $p = {sent.p:.4g}$, else send one of the other {sent.hash_range - 1}. "
+        + ("This time it **kept** it." if sent.kept else f"This time it **sent bucket "
+                                                         f"{sent.bucket}** instead."))
+    if report.cell_report is not None:
+        whole = report.cell_report
+        steps.append(f"A second report, of the whole cell, with the other ε/2: seed "
+                     f"$({learn.tex_number(whole.a)}, {learn.tex_number(whole.b)})$, bucket "
+                     f"{whole.bucket} ({'kept' if whole.kept else 'changed'}). The server uses "
+                     "it only at the end, to estimate the k cells the walk found.")
+    return steps
+
+
+def heavy(current: data.Current, epsilon: float) -> None:
+    """One phone under PEM or TreeHist, then the server's walk down the prefix tree."""
+    od = current.matrix
+    left, middle, right, last = st.columns([2, 4, 2, 2])
+    protocols = heavy_hitters.PROTOCOLS
+    with left:
+        protocol = kept(st.segmented_control, "Protocol", "learn_hh_protocol", "pem",
+                        options=list(protocols), format_func=lambda p: protocols[p][0],
+                        required=True)
+    busiest = learn.busiest_commutes(od)
+    names = dict(zip(busiest, od.cell_labels(list(busiest))))
+    cell = kept(middle.selectbox, "Commute", "learn_hh_commute", next(iter(busiest)),
+                options=list(busiest), format_func=lambda c: f"{names[c]} ({busiest[c]:,})")
+    with right:
+        k = hh.k_input(od, "learn_hh_k")
+    with last:
+        st.write("")
+        _draw_again("Send again", "learn_hh_again")
+    if k is None:
+        return
+    st.markdown(f"A frequency oracle estimates all {od.domain_size:,} possible commutes. "
+                f"**{protocols[protocol][0]}** ({protocols[protocol][1]}) finds the busiest {k} "
+                "by growing them bit by bit, estimating only a few prefixes at each level.")
+    found = hh.found(current.key, views.View(), od, protocol, epsilon, k, _draw())
+    try:
+        report = learn_heavy_hitters.device_report(protocol, od.domain_size, cell, epsilon, k,
+                                                   _rng("heavy", protocol, cell, k))
+    except ValueError as error:
+        st.warning(str(error))
+        report = None
+    if report is not None:
+        steps = "\n".join(f"{i}. {step}" for i, step in enumerate(_device_steps(report, od), 1))
+        sent = [report.prefix_report] + ([report.cell_report] if report.cell_report else [])
+        st.markdown(f"**On the phone** ({protocols[protocol][0]}, ε = {epsilon:g})\n\n{steps}"
+                    f"\n\n**Sent:** {' and '.join(f'seed and bucket {r.bucket}' for r in sent)} "
+                    f"({sum(r.bits for r in sent)} bits).")
+        level = found.levels[report.level - 1]
+        supported = learn_heavy_hitters.supported_candidates(report, found)
+        own = report.prefix in level.candidates
+        st.markdown(
+            f"**On the server.** At level {report.level} it estimates {level.candidates.size:,} "
+            f"candidate prefixes of {level.length} bits from {level.reports:,} reports. This "
+            f"report supports {supported.size:,} of them (about 1 in "
+            f"{report.prefix_report.hash_range}) — "
+            + ("including the phone's own prefix: it adds one to that prefix's support count, "
+               "and the server subtracts the support that noise alone is expected to give."
+               if report.prefix in supported else
+               ("not the phone's own: this time the randomised bucket points elsewhere."
+                if own else
+                "and the phone's own prefix is not among them: it was dropped at an earlier "
+                "level, so no report can bring this commute back.")))
+    walk = heavy_hitters.walk(od, found, k)
+    charts.show(hh.walk_chart(walk, k, protocols[protocol][0]), walk, "heavy_hitters_walk",
+                "learn_hh_walk")
+    score = heavy_hitters.scores(od, found, k)
+    st.markdown(f"At the last level the server names {k} commutes: **{score['recall']:.0%}** of "
+                f"the true top {k} (recall), after estimating "
+                f"{int(walk['candidates'].sum()):,} prefixes instead of {od.domain_size:,} "
+                "cells.")
+    with st.expander("How it works"):
+        st.markdown(
+            "- **PEM** (Wang et al., IEEE TDSC 2019): commuters are split into g groups; group j "
+            "reports a prefix η bits longer than group j − 1. The server keeps the k best "
+            "prefixes of each level, extends each by every η-bit suffix, and estimates those "
+            "k·2^η candidates with the next group; each group's estimate is scaled by g.\n"
+            "- **TreeHist** (Bassily et al., NeurIPS 2017): one bit per level; each phone "
+            "reports the prefix of one random level and the whole cell, each with ε/2.\n"
+            "- Either way each phone is ε-LDP, and the server never evaluates all d cells.")
+        st.latex(r"\hat c_v = g\,\frac{C_v - n_j/g_h}{p - 1/g_h},\qquad "
+                 r"p = \frac{e^\varepsilon}{e^\varepsilon + g_h - 1}")
+        st.caption("g: groups (PEM) or levels (TreeHist); g_h: hash buckets; C_v: reports "
+                   "supporting prefix v; n_j: reports at that level.")
+
+
 SECTIONS = {"why": why, "phone": phone, "epsilon": epsilon_meaning, "budgets": budgets,
-            "models": models, "choose": choose}
+            "models": models, "choose": choose, "heavy": heavy}

@@ -91,13 +91,15 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
+def sweep_runner(spec, key: str, run=runs.sweep) -> runs.Sweep:
     """Run button, progress bar and Stop button of a sweep; returns what is finished so far.
 
     Finished releases are cached one by one, so Stop (which reruns the page and so interrupts the
-    sweep), a smaller grid or fewer trials, and coming back to the page all reuse them.
+    sweep), a smaller grid or fewer trials, and coming back to the page all reuse them. ``run``
+    is the sweep (default :func:`ui.runs.sweep` of a :class:`ui.runs.SweepSpec`): ``run(spec)``
+    peeks, ``run(spec, compute=True, progress=…)`` also computes what is missing.
     """
-    found = runs.sweep(spec)
+    found = run(spec)
     if not found.complete:
         place = st.empty()  # emptied when the sweep has finished: no stale Run/Stop buttons
         left, right, status = place.container().columns([2, 1, 4], vertical_alignment="center")
@@ -108,7 +110,7 @@ def sweep_runner(spec: runs.SweepSpec, key: str) -> runs.Sweep:
                          help="Stops after the current release; finished ones are kept.")
             bar = status.progress(found.done / found.total, "Starting…")
             try:
-                found = runs.sweep(spec, compute=True, progress=lambda done, total: bar.progress(
+                found = run(spec, compute=True, progress=lambda done, total: bar.progress(
                     done / total, f"{done:,} of {total:,} releases"))
             except (ValueError, OSError) as error:  # the configured scheduler cannot be used
                 if runs.scheduler_address() is None:

@@ -223,8 +223,9 @@ def _shared_store() -> _Store:
     return _Store(SWEEP_CACHE_ENTRIES)
 
 
-def _store(dataset: str) -> _Store:
-    """Where finished jobs are kept: shared for bundled data, this session's own for an upload."""
+def job_store(dataset: str) -> _Store:
+    """Where finished jobs are kept: shared for bundled data, this session's own for an upload
+    (other sweeps, such as the heavy-hitter runs, keep theirs here under keys of their own)."""
     return _shared_store() if not _uploaded(dataset) else _session_memo()["sweeps"]
 
 
@@ -265,7 +266,7 @@ def sweep(spec: SweepSpec, compute: bool = False, progress=None) -> Sweep:
     so far stays cached). Jobs are cached one per post-processing, so a smaller grid, fewer
     trials, another post-processing or a return to the page reuses them.
     """
-    store = _store(spec.dataset)
+    store = job_store(spec.dataset)
     frames, done, samples = [], 0, experiment.Subsamples()
     errors = _unusable(spec)
     runnable = tuple(m for m in spec.mechanisms if m[0] not in errors)

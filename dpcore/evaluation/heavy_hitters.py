@@ -49,8 +49,8 @@ from dpcore.mechanisms import build
 #: The protocols by key: display name and a one-line description.
 PROTOCOLS = {
     "pem": ("PEM", "prefix extending method [WLJ+19]: each group reports a longer prefix"),
-    "treehist": ("TreeHist", "TreeHist [BNST17]: a one-bit-per-level prefix tree, then a "
-                             "whole-cell report"),
+    "treehist": ("TreeHist", ("TreeHist [BNST17]: a one-bit-per-level prefix tree, then a "
+                              "whole-cell report")),
 }
 
 

@@ -22,13 +22,14 @@ identification. IEEE TDSC 2019 (arXiv:1708.06674).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcore import mechanisms
 from dpcore.evaluation import heavy_hitters
-from dpcore.mechanisms.local import HASH_PRIME, universal_hash
+from dpcore.mechanisms.local import HASH_PRIME, HASH_SEED_BITS, universal_hash
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,16 @@ class OLHReport:
     hash_range: int
     p: float
     kept: bool
+
+    @property
+    def own_bucket(self) -> int:
+        """H(item): the bucket the phone would send if it kept the truth."""
+        return int(universal_hash(self.a, self.b, self.item, self.hash_range))
+
+    @property
+    def bits(self) -> int:
+        """Bits sent: the 62-bit hash seed and the bucket."""
+        return HASH_SEED_BITS + max(1, math.ceil(math.log2(self.hash_range)))
 
     def supports(self, items: np.ndarray) -> np.ndarray:
         """Which of ``items`` (in this report's encoding) hash to the bucket sent."""
