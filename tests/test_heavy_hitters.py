@@ -140,3 +140,75 @@ def test_treehist_structure():
     assert found.groups == BITS // STEP and found.cells.size == K
     assert np.all(np.diff(found.estimates) <= 0)
     assert found.recall(od) == 1.0
+
+
+# ------------------------------------------------------------- find, scores, compare and the walk
+@pytest.mark.parametrize("protocol", ["pem", "treehist"])
+def test_recall_is_one_at_a_very_large_epsilon_on_a_clear_cut_dataset(protocol):
+    od = planted()
+    for trial in range(5):
+        found = heavy_hitters.find(protocol, od, 20.0, K, SEED, trial)
+        assert heavy_hitters.scores(od, found, K) == {"recall": 1.0, "precision": 1.0}
+
+
+@pytest.mark.parametrize("protocol", ["pem", "treehist"])
+def test_find_is_seeded_by_the_release_rule(protocol):
+    od = planted()
+    first = heavy_hitters.find(protocol, od, 1.0, K, SEED, trial=3)
+    again = heavy_hitters.find(protocol, od, 1.0, K, SEED, trial=3)
+    assert np.array_equal(first.cells, again.cells)
+    assert np.array_equal(first.estimates, again.estimates)
+    direct = (heavy_hitters.pem if protocol == "pem" else heavy_hitters.treehist)(
+        od, 1.0, K, release.generator(SEED, "heavy-hitters", protocol, 1.0, K, 3))
+    assert np.array_equal(first.estimates, direct.estimates)
+    others = [heavy_hitters.find(protocol, od, 1.0, K, SEED, trial).estimates
+              for trial in range(4)]
+    assert len({tuple(e) for e in others}) == 4   # trials draw independent noise
+
+
+def test_find_rejects_bad_settings_with_a_message():
+    od = planted()
+    with pytest.raises(ValueError, match="unknown heavy-hitter protocol"):
+        heavy_hitters.find("cms", od, 1.0, K, SEED)
+    with pytest.raises(ValueError, match=r"k must be between 1 and the number of non-empty"):
+        heavy_hitters.find("pem", od, 1.0, od.nonzero + 1, SEED)
+
+
+@pytest.mark.parametrize("protocol", ["pem", "treehist"])
+def test_the_walk_never_recovers_a_dropped_prefix_and_ends_at_the_recall(protocol):
+    od = planted()
+    for trial in range(10):
+        found = heavy_hitters.find(protocol, od, 1.0, K, SEED, trial)
+        walk = heavy_hitters.walk(od, found, K)
+        assert list(walk["level"]) == list(range(1, found.groups + 1))
+        assert list(walk["prefix_bits"]) == heavy_hitters.prefix_lengths(protocol, 256, K)
+        reach = walk["true_top_k_in_reach"].to_numpy()
+        assert np.all(np.diff(reach) <= 0) and reach[0] <= K
+        assert reach[-1] == round(found.recall(od) * K)
+        assert np.all(walk["kept"] <= np.minimum(K, walk["candidates"]))
+        reports = walk["reports"].to_numpy()
+        assert (np.all(reports == od.n) if protocol == "treehist"
+                else reports.sum() == od.n)   # PEM: each commuter in exactly one group
+
+
+def test_scores_count_a_tie_with_the_kth_as_precise():
+    zones = ZoneSet.from_ids(["a", "b"])
+    od = ODMatrix.from_dense("ties", zones, zones, np.array([50, 30, 30, 1]))
+    found = heavy_hitters.HeavyHitters(np.array([0, 2]), np.array([50.0, 30.0]), 1, 2)
+    # the true top 2 (ties by flat index) is {0, 1}: cell 2 ties with cell 1
+    assert heavy_hitters.scores(od, found, 2) == {"recall": 0.5, "precision": 1.0}
+    table = heavy_hitters.compare(od, found, 2)
+    assert list(table["status"]) == ["found", "missed", "found, not a true top-k commute"]
+    assert list(table["true_count"]) == [50, 30, 30]
+    assert list(table["true_rank"]) == [1, 2, 3]
+    assert np.isnan(table["found_rank"][1]) and table["found_rank"][2] == 2
+    assert list(table["origin"]) == ["a", "a", "b"]
+
+
+def test_trial_rows_are_the_runs_scores():
+    od = planted()
+    rows = heavy_hitters.trial_rows("treehist", od, 2.0, K, SEED, 1)
+    found = heavy_hitters.find("treehist", od, 2.0, K, SEED, 1)
+    measured = dict(zip(rows["metric"], rows["value"]))
+    assert {m: measured[m] for m in ("recall", "precision")} == heavy_hitters.scores(od, found, K)
+    assert measured["cpu_seconds"] >= 0 and set(rows["mechanism"]) == {"TreeHist"}

@@ -137,9 +137,9 @@ def device_report(protocol: str, domain_size: int, cell: int, epsilon: float, k:
 def supported_candidates(report: DeviceReport, found: heavy_hitters.HeavyHitters) -> np.ndarray:
     """The prefixes the server estimated at the report's level (in ``found``, a run of the same
     protocol) that this report supports: its whole contribution to the server's counts."""
-    level = found.levels[report.level - 1]
-    if level.length != report.prefix_length:
+    if (len(found.levels) != report.levels
+            or found.levels[report.level - 1].length != report.prefix_length):
         raise ValueError("the server's run used another level plan (another k or protocol).")
-    candidates = level.candidates
+    candidates = found.levels[report.level - 1].candidates
     return candidates[report.prefix_report.supports(report.encoded(candidates))]
 
