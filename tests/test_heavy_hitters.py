@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from pure_ldp.frequency_oracles.local_hashing import LHServer
 from pure_ldp.heavy_hitters.prefix_extending import PEMClient, PEMServer
@@ -212,3 +213,34 @@ def test_trial_rows_are_the_runs_scores():
     measured = dict(zip(rows["metric"], rows["value"]))
     assert {m: measured[m] for m in ("recall", "precision")} == heavy_hitters.scores(od, found, K)
     assert measured["cpu_seconds"] >= 0 and set(rows["mechanism"]) == {"TreeHist"}
+
+
+def test_cli_writes_the_top_k_found_as_the_pages_do(tmp_path, capsys):
+    from dpcore.data import datasets
+    from dpcore.interfaces import cli
+
+    out = tmp_path / "top.csv"
+    assert cli.main(["heavy-hitters", "--dataset", "toy_town", "--protocol", "treehist",
+                     "--epsilon", "3", "--k", "5", "--seed", "7", "--out", str(out)]) == 0
+    toy = datasets.load("toy_town")
+    expected = heavy_hitters.compare(toy, heavy_hitters.find("treehist", toy, 3.0, 5, 7), 5)
+    written = pd.read_csv(out)
+    assert list(written["commute"]) == list(expected["commute"])
+    assert np.allclose(written["estimated_count"], expected["estimated_count"], equal_nan=True)
+    assert "recall" in capsys.readouterr().out
+    assert cli.main(["heavy-hitters", "--dataset", "toy_town", "--protocol", "pem",
+                     "--epsilon", "1", "--k", "99", "--out", str(out)]) == cli.EXIT_USAGE
+    assert "k must be between 1 and the number of non-empty commutes (51)" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("protocol", ["pem", "treehist"])
+def test_cells_found_are_inside_a_domain_that_is_not_a_power_of_two(protocol):
+    from dpcore.data import datasets
+
+    toy = datasets.load("toy_town")   # 56 cells written in 6 bits: indices 56–63 name nothing
+    for trial in range(20):
+        found = heavy_hitters.find(protocol, toy, 0.5, 50, SEED, trial)
+        assert np.all(found.cells < toy.domain_size)
+        for level in found.levels:
+            assert np.all(level.candidates << (found.bits - level.length) < toy.domain_size)

@@ -105,9 +105,9 @@ def section(settings: RunSettings, od) -> None:
     charts.show(estimates_chart(tables, k, settings.epsilon),
                 pd.concat([t.assign(protocol=PROTOCOLS[p][0]) for p, t in tables.items()]),
                 "heavy_hitters_found", "explore_hh_chart")
-    for tab, (protocol, table) in zip(st.tabs([PROTOCOLS[p][0] for p in tables]),
-                                      tables.items()):
-        with tab:
+    for protocol, table in tables.items():
+        with st.expander(f"{PROTOCOLS[protocol][0]}: the true top {k} and the commutes found",
+                         expanded=True):
             st.caption(PROTOCOLS[protocol][1] + f". {results[protocol].groups} levels, cells "
                        f"written in {results[protocol].bits} bits.")
             st.dataframe(table.drop(columns=["origin", "destination"]), hide_index=True,

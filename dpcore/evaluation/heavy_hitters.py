@@ -8,7 +8,8 @@ with the whole ε (each person reports once, so the release is ε-LDP). The serv
 group 0, every prefix of ``s₀ + η`` bits and keeps the k most frequent; it extends each by every
 η-bit suffix and estimates those ``k·2^η`` candidates with the next group; and so on until full
 cells. Estimates are scaled by g (each group is a 1/g sample of the commuters). The server only
-ever evaluates ``O(g·k·2^η)`` candidates, never the ``d`` cells.
+ever evaluates ``O(g·k·2^η)`` candidates, never the ``d`` cells; it knows d, so it skips prefixes
+that only indices ≥ d (padding up to 2^L) start with.
 
 Simulation (why it is exact here): the group sizes per cell are a sequential binomial split of
 each non-zero cell's count (exactly the multinomial of independent uniform group choices), and
@@ -127,6 +128,9 @@ def _prefix_search(od: ODMatrix, epsilon: float, k: int, rng, start: int, step: 
         if level:
             width = length - (start + level * step)
             candidates = (candidates[:, None] << width | np.arange(2 ** width)).reshape(-1)
+        # The domain is public: prefixes of indices ≥ d (2^L > d) name no cell, so the server
+        # never estimates them.
+        candidates = candidates[candidates << (bits - length) < od.domain_size]
         cumulative = np.concatenate([[0], np.cumsum(taken)])
         true = _prefix_counts(flat >> (bits - length), cumulative, candidates)
         reports = od.n if whole_population else int(cumulative[-1])
