@@ -55,6 +55,7 @@ def settled(page: Page) -> None:
     ("budgets", "The composition formulas"),
     ("models", "Guarantee of the whole ε′"),
     ("choose", "How the recommendation is made"),
+    ("heavy", "How the PEM server walks the prefix tree"),
 ])
 def test_every_lesson_draws(page: Page, app_url, screenshot, lesson, shown):
     page.goto(f"{app_url}/Learn")
