@@ -39,14 +39,14 @@ def main(repeats: int = 5) -> None:
         for protocol in heavy_hitters.PROTOCOLS:
             for k in (10, 100):
                 for epsilon in (1.0, 4.0):
-                    seconds = cpu(lambda t, p=protocol, e=epsilon, k=k: heavy_hitters.find(
+                    seconds = cpu(lambda t, p=protocol, e=epsilon, k=k, od=od: heavy_hitters.find(
                         p, od, e, k, 0, t), repeats)
                     if k == 10:
                         sweep += seconds / 2 * SWEEP_POINTS   # the mean of the two ε
                     print(f"{key:16} {protocol:9} {k:>4} {epsilon:>4g}  {seconds:9.3f}")
         print(f"{key:16} both protocols, k = 10: about {sweep:,.1f} CPU s for the default sweep")
         cell = int(od.flat_index[od.counts.argmax()])
-        seconds = cpu(lambda t, cell=cell: learn_heavy_hitters.device_report(
+        seconds = cpu(lambda t, cell=cell, od=od: learn_heavy_hitters.device_report(
             "treehist", od.domain_size, cell, 1.0, 10, release.generator(0, "bench", t)),
             repeats)
         print(f"{key:16} one phone's TreeHist report: {seconds * 1e3:.2f} ms CPU")

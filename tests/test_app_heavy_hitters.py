@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from dpcore.data import datasets
+from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heavy_hitters
 from dpcore.theory import learn_heavy_hitters
 from tests.app_pages import run_page, text
@@ -104,8 +105,6 @@ def test_learn_lesson_follows_one_phone_and_the_servers_walk(protocol):
 
 def test_learn_lesson_on_an_upload_escapes_names_and_keeps_runs_in_the_session():
     names = ["<img src=x onerror=alert(1)>", "[link](http://evil.example)", "Plain", "Other"]
-    from dpcore.data.od import ODMatrix, ZoneSet
-
     zones = ZoneSet.from_ids(names)
     upload = ODMatrix.from_pairs("hostile", zones, zones, [0, 0, 1, 2, 2, 3],
                                  [1, 2, 1, 2, 0, 3], [1, 20, 30, 40, 10, 5])
