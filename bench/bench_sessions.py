@@ -9,6 +9,12 @@ it, so their ε changes run on their upload. Times run on the browser's clock (s
 ``bench_live.py``), from the Enter that commits ε to the frame in which the new chart's title is in
 the page. The server's memory is the resident size of its process tree, sampled every 0.2 s.
 
+Server CPU: the user + system CPU seconds of the server process from the moment every session
+starts changing ε until the last has its charts, divided by the number of ε changes, beside the
+same figure for the browsers (the Playwright driver and Chromium, this script's other children).
+Streamlit runs every session's rerun in one Python process, so with all sessions changing ε
+together a change waits for roughly everyone's server CPU; the browsers compete for the same cores.
+
 Isolation: after the rounds, every session's page is searched for every upload's zone names; an
 uploader must see its own (the busiest-commute bars name them) and nobody another's.
 
@@ -75,6 +81,52 @@ class PeakMemory:
         self._thread.join()
 
 
+def cpu_seconds(processes) -> float:
+    """User + system CPU seconds of these processes (those that have exited count 0)."""
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+class CpuPhase:
+    """CPU seconds of the server and of the browsers between :meth:`start` (every session begins
+    changing ε) and the last :meth:`finish` (every session is done or has failed)."""
+
+    def __init__(self, server_pid: int, sessions: int):
+        self.server, self.left = psutil.Process(server_pid), sessions
+        self.marks: list[tuple[float, float, float]] = []
+        self.ended = asyncio.Event()  # sessions keep their pages open until then: a closed
+        # page's renderer exits, and its CPU seconds with it
+
+    def _mark(self) -> None:
+        server = [self.server, *self.server.children(recursive=True)]
+        others = [p for p in psutil.Process().children(recursive=True)
+                  if p.pid not in {s.pid for s in server}]
+        self.marks.append((cpu_seconds(server), cpu_seconds(others), time.monotonic()))
+
+    def start(self) -> None:
+        self._mark()
+
+    def finish(self) -> None:
+        self.left -= 1
+        if self.left == 0:
+            if self.marks:
+                self._mark()
+            self.ended.set()
+
+    def figures(self) -> tuple[float, float, float] | None:
+        """Server CPU s, browsers' CPU s and wall seconds of the phase (None: it never ended)."""
+        if len(self.marks) != 2:
+            return None
+        (s0, b0, t0), (s1, b1, t1) = self.marks
+        return s1 - s0, b1 - b0, t1 - t0
+
+
 def upload_csv(session: int) -> tuple[str, bytes, list[str]]:
     """A small long-format file whose zone names belong to this session alone."""
     names = [f"Qxzv{session:02d}{place}" for place in ("Mill", "Quay", "Ferry", "Glen")]
@@ -108,7 +160,7 @@ async def change_epsilon(page, value: str) -> float:
 
 
 async def session(browser, base: str, number: int, uploader: bool, rounds: int, gate: Gate,
-                  results: dict) -> None:
+                  phase: CpuPhase, results: dict) -> None:
     context = await browser.new_context(viewport={"width": 1280, "height": 1600})
     context.set_default_timeout(WAIT_MS)  # 20 pages loading at once on 2 cores
     page = await context.new_page()
@@ -128,8 +180,12 @@ async def session(browser, base: str, number: int, uploader: bool, rounds: int, 
         waited = True
         await gate.wait()  # every session changes ε at the same time
         times = []
-        for r in range(rounds):
-            times.append(await change_epsilon(page, f"{1 + number / 100 + (r + 1) / 1000:g}"))
+        try:
+            for r in range(rounds):
+                times.append(await change_epsilon(page,
+                                                  f"{1 + number / 100 + (r + 1) / 1000:g}"))
+        finally:
+            phase.finish()
         await page.wait_for_function(SETTLED, polling="raf", timeout=WAIT_MS)
         exceptions = await page.get_by_test_id("stException").count()
         results[number] = {"times": times, "names": names, "text": await page.content(),
@@ -138,21 +194,26 @@ async def session(browser, base: str, number: int, uploader: bool, rounds: int, 
     except Exception as error:  # noqa: BLE001 — a failed session is reported, not fatal
         if not waited:
             gate.arrive()
+            phase.finish()
         results[number] = {"times": [], "names": [], "text": "",
                            "errors": errors + [f"{type(error).__name__}: {error}"]}
     finally:
+        await phase.ended.wait()
         await context.close()
 
 
 class Gate:
     """Releases every session at once, when all have drawn their first chart (or failed)."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, on_open=None):
         self.total, self.arrived, self.open = total, 0, asyncio.Event()
+        self.on_open = on_open
 
     def arrive(self) -> None:
         self.arrived += 1
         if self.arrived == self.total:
+            if self.on_open is not None:
+                self.on_open()
             self.open.set()
 
     async def wait(self) -> None:
@@ -160,13 +221,14 @@ class Gate:
         await self.open.wait()
 
 
-async def drive(base: str, sessions: int, uploaders: int, rounds: int) -> dict:
+async def drive(base: str, sessions: int, uploaders: int, rounds: int, phase: CpuPhase) -> dict:
     results: dict = {}
-    gate = Gate(sessions)
+    gate = Gate(sessions, phase.start)
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS,
                                           headless=True)
-        await asyncio.gather(*(session(browser, base, i, i < uploaders, rounds, gate, results)
+        await asyncio.gather(*(session(browser, base, i, i < uploaders, rounds, gate, phase,
+                                       results)
                                for i in range(sessions)))
         await browser.close()
     return results
@@ -188,12 +250,13 @@ def main(argv=None) -> int:
     port = _free_port()
     server = start_server(port)
     try:
+        phase = CpuPhase(server.pid, args.sessions)
         with PeakMemory(server.pid) as memory:
             idle = memory.now()
             started = time.monotonic()
             results = asyncio.run(asyncio.wait_for(
-                drive(f"http://127.0.0.1:{port}", args.sessions, args.uploaders, args.rounds),
-                args.limit))
+                drive(f"http://127.0.0.1:{port}", args.sessions, args.uploaders, args.rounds,
+                      phase), args.limit))
             wall = time.monotonic() - started
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -216,6 +279,13 @@ def main(argv=None) -> int:
         print(f"time to the new chart: median {statistics.median(times):.2f} s, "
               f"p95 {percentile(times, 0.95):.2f} s, max {max(times):.2f} s "
               f"({len(times)} changes)")
+    cpu = phase.figures()
+    if cpu and times:
+        server_cpu, browser_cpu, seconds = cpu
+        print(f"CPU while the sessions changed ε ({seconds:.0f} s, {len(times)} changes): server "
+              f"{server_cpu:.1f} s = {server_cpu / len(times):.3f} s per ε change "
+              f"({server_cpu / seconds:.0%} of one core; one Python process); browsers "
+              f"{browser_cpu:.1f} s = {browser_cpu / len(times):.3f} s per change")
     print(f"server memory (RSS, process tree): idle {idle / 2**20:,.0f} MiB, peak "
           f"{memory.peak / 2**20:,.0f} MiB")
     print(f"errors: {errors or 'none'}")

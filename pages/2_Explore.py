@@ -82,11 +82,11 @@ panels.release_downloads(settings, od, truth, results)
 
 st.subheader("Scores")
 charts.table_download(panels.scorecard(results), "scores", "explore_scores")
-for tab, key in zip(st.tabs([charts.name(k) for k in released]), released):
-    with tab:
-        panels.cards(results[key], 10)
-        st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
-        panels.checks(results[key])
+tab, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
+with tab:
+    panels.cards(results[key], 10)
+    st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
+    panels.checks(results[key])
 
 st.subheader("Planner's checks over repeated draws")
 draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2, max_value=500,
@@ -96,8 +96,8 @@ rates = summaries.pass_rates_by_mechanism(found.table)
 if rates:
     st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
                "mechanism (same settings, fresh noise) that pass each check.")
-    for tab, (key, table) in zip(st.tabs([charts.name(k) for k in rates]), rates.items()):
-        with tab:
-            panels.pass_probabilities(table)
+    tab, key = panels.open_tab({k: charts.name(k) for k in rates}, "explore_rates_tab")
+    with tab:
+        panels.pass_probabilities(rates[key])
 
 heavy_hitters_ui.section(settings, od)

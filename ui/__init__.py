@@ -6,3 +6,5 @@
 flow; :mod:`ui.safe` makes untrusted text inert. The analysis pages' run controls, cached runs,
 charts and maps are in :mod:`ui.controls`, :mod:`ui.runs`, :mod:`ui.charts`, :mod:`ui.maps`.
 """
+
+from ui import startup  # noqa: F401,E402 — once per process: see its docstring

@@ -35,6 +35,12 @@ TRANSIENT_VECTORS = 10
 #: mechanism) plus one release's transient working set. Explore's six default mechanisms at ED
 #: level need 16 × 78 MB = 1.25 GB; ten such sessions at once plus the caches stay under 16 GB.
 SESSION_WORK_BYTES = 1280 * MIB
+#: What one session's memo of results on its upload may keep between reruns (ui/memo.py; also
+#: bounded to ui.runs.SESSION_MEMO_ENTRIES entries). The memo holds the vectors a rerun keeps (the
+#: view, its dense counts, a release per mechanism), which the rerun's budget above already
+#: counts: with the same bound, an idle session holds no more than a working one may. Explore's
+#: six default mechanisms over 9.8 million cells keep 8 × 78 MB = 0.6 GB, which fits.
+SESSION_MEMO_BYTES = SESSION_WORK_BYTES
 
 
 def dense_work_bytes(cells: int, mechanisms: int) -> int:

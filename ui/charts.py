@@ -14,7 +14,10 @@ the camera button of the chart's own toolbar (drawn by the browser, no extra dep
 
 from __future__ import annotations
 
+import copy
+import functools
 import html
+import re
 import zlib
 
 import numpy as np
@@ -107,7 +110,7 @@ def short(text, length: int = 40) -> str:
 
 
 #: Legend above the plot, left-aligned: the plot keeps the page's full width.
-LEGEND = dict(title=None, orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
+LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
 
 
 #: Assumed drawing width (px) when estimating how many rows the legend wraps into.
@@ -115,50 +118,98 @@ LEGEND_WIDTH = 620
 TITLE_SPACE, LEGEND_ROW = 45, 22
 
 
-def _legend_rows(fig: go.Figure) -> int:
+def from_spec(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from traces and layout written directly in plotly's JSON shape.
+
+    Plotly's object API validates and copies every property on every update: the Explore page's
+    three figures cost 15–55 ms each that way at county level, about half of the server's CPU per
+    rerun, and every session's rerun shares one Python interpreter. Given the final shape, plotly
+    needs no validation (~2 ms a figure); the result is an ordinary ``go.Figure``.
+    """
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _subplot_grid(rows: int, cols: int, titles: tuple[str, ...], **options) -> dict:
+    return make_subplots(rows=rows, cols=cols, subplot_titles=titles, **options).to_dict()["layout"]
+
+
+def subplot_grid(rows: int, cols: int, titles: tuple[str, ...], **options) -> dict:
+    """The layout of plotly's ``make_subplots`` grid (axes, domains, panel titles) as a dict, made
+    once per shape; trace ``i`` (row-major) of the grid belongs on :func:`subplot_axes` ``(i)``."""
+    return copy.deepcopy(_subplot_grid(rows, cols, tuple(titles), **options))
+
+
+def subplot_axes(index: int) -> dict:
+    """The axes of the ``index``-th panel (row-major, from 0) of a :func:`subplot_grid`."""
+    suffix = str(index + 1) if index else ""
+    return dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+
+
+def axes(layout: dict, letter: str) -> list[dict]:
+    """Every ``xaxis*`` (``letter="x"``) or ``yaxis*`` entry of a layout dict."""
+    return [value for key, value in layout.items() if re.fullmatch(f"{letter}axis[0-9]*", key)]
+
+
+def _legend_rows(traces: list[dict]) -> int:
     """Rows a horizontal legend needs: entries (≈ 40 px + 7 px per character) packed greedily."""
     rows, used = 1, 0
-    for trace in fig.data:
-        if trace.showlegend is False or not trace.name:
+    for trace in traces:
+        if trace.get("showlegend") is False or not trace.get("name"):
             continue
-        width = 45 + 7.5 * len(trace.name)
+        width = 45 + 7.5 * len(trace["name"])
         if used and used + width > LEGEND_WIDTH:
             rows, used = rows + 1, 0
         used += width
     return rows
 
 
-def _title_and_legend(fig: go.Figure, title: str, plot_height: int, gap: int = 0) -> go.Figure:
-    """Title at the top, the legend in rows under it, ``gap`` px (e.g. for subplot titles), then a
-    plot area of ``plot_height`` px.
+def heading(traces: list[dict], title: str, plot_height: int, bottom: int, gap: int = 0) -> dict:
+    """Layout entries for the title at the top, the legend in rows under it, ``gap`` px (e.g. for
+    subplot titles), then a plot area of ``plot_height`` px above a ``bottom`` px margin.
 
     The top margin grows with the legend's rows, so a long legend never covers the title.
     """
-    top = TITLE_SPACE + LEGEND_ROW * _legend_rows(fig) + 10 + gap
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left", yref="container", y=1,
-                                 yanchor="top", pad=dict(t=12)),
-                      legend=LEGEND | dict(y=1.02 + gap / plot_height),
-                      height=plot_height + top + fig.layout.margin.b, margin=dict(t=top))
-    return fig
+    top = TITLE_SPACE + LEGEND_ROW * _legend_rows(traces) + 10 + gap
+    return dict(title=dict(text=title, x=0, xanchor="left", yref="container", y=1,
+                           yanchor="top", pad=dict(t=12)),
+                legend=LEGEND | dict(y=1.02 + gap / plot_height),
+                height=plot_height + top + bottom, margin=dict(t=top))
+
+
+def house_layout(traces: list[dict], title: str, x_title: str, y_title: str, *,
+                 log_y: bool = False, log_x: bool = False, height: int = 360,
+                 bottom: int = 70) -> dict:
+    """The house style of a single-panel figure as layout entries: font, margins, axis titles
+    (with units), log axes, title and legend above the plot."""
+    def axis(letter: str, title_text: str, log: bool) -> dict:
+        entries = dict(title=dict(text=title_text))
+        if log:
+            entries.update(type="log")
+            dtick = _log_dtick(traces, letter)
+            if dtick:
+                entries.update(dtick=dtick)
+        return entries
+
+    found = heading(traces, title, height, bottom)
+    return found | dict(font=FONT, margin=dict(l=70, r=20, b=bottom) | found["margin"],
+                        xaxis=axis("x", x_title, log_x), yaxis=axis("y", y_title, log_y))
 
 
 def layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: bool = False,
            log_x: bool = False, height: int = 360, bottom: int = 70) -> go.Figure:
-    """The house style: font, margins, axis titles (with units), log axes, title and
-    legend above the plot."""
-    fig.update_layout(font=FONT, margin=dict(l=70, r=20, b=bottom))
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else None,
-                     dtick=_log_dtick(fig, "x") if log_x else None)
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else None,
-                     dtick=_log_dtick(fig, "y") if log_y else None)
-    return _title_and_legend(fig, title, height)
+    """:func:`house_layout` applied to a figure built with plotly's object API."""
+    fig.update_layout(house_layout([trace.to_plotly_json() for trace in fig.data], title,
+                                   x_title, y_title, log_y=log_y, log_x=log_x, height=height,
+                                   bottom=bottom))
+    return fig
 
 
-def _log_dtick(fig: go.Figure, axis: str) -> str | None:
+def _log_dtick(traces: list[dict], axis: str) -> str | None:
     """Label only 1-2-5 steps on a log axis spanning more than a decade (plotly labels every
     digit there, which crowds the axis); shorter ranges keep plotly's labels."""
-    data = [np.asarray(getattr(trace, axis), dtype=float) for trace in fig.data
-            if getattr(trace, axis, None) is not None]
+    data = [np.asarray(trace[axis], dtype=float) for trace in traces
+            if trace.get(axis) is not None]
     positive = np.concatenate([d[d > 0] for d in data]) if data else np.empty(0)
     if positive.size and np.log10(positive.max() / positive.min()) > 1:
         return "D2"
@@ -171,26 +222,27 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
 
     ``frame`` is :func:`dpcore.evaluation.ranks.top_flows`. Hover: commute, true, released, error.
     """
-    fig = go.Figure()
     first = frame.drop_duplicates("rank")
     ticks = [f"{rank}. {escape(short(commute))}"
              for rank, commute in zip(first["rank"], first["commute"])]
     names = [escape(c) for c in first["commute"]]
-    fig.add_bar(x=ticks, y=first["true"], name="True count", marker_color=TRUE_COLOUR,
-                hovertext=names, hovertemplate="<b>%{hovertext}</b><br>True: %{y:,.0f} commuters"
-                                               "<extra>True count</extra>")
+    data = [dict(type="bar", x=ticks, y=first["true"].to_numpy(), name="True count",
+                 marker=dict(color=TRUE_COLOUR), hovertext=names,
+                 hovertemplate="<b>%{hovertext}</b><br>True: %{y:,.0f} commuters"
+                               "<extra>True count</extra>")]
     for key, rows in frame.groupby("mechanism", sort=False):
-        fig.add_bar(x=ticks, y=rows["released"], name=escape(name(key)), marker_color=colour(key),
-                    marker_pattern_shape=pattern(key), hovertext=names,
-                    customdata=rows[["true", "error"]].to_numpy(float),
-                    hovertemplate="<b>%{hovertext}</b><br>True: %{customdata[0]:,.0f}"
-                                  "<br>Released: %{y:,.1f}<br>Error: %{customdata[1]:+,.1f}"
-                                  f"<extra>{escape(name(key))}</extra>")
-    fig.update_layout(barmode="group", bargap=0.15)
-    fig.update_xaxes(tickangle=-45, automargin=True)
-    return layout(fig, title, "Commute (origin → destination), by true rank",
-                  "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
-                  height=330, bottom=200)
+        data.append(dict(type="bar", x=ticks, y=rows["released"].to_numpy(),
+                         name=escape(name(key)),
+                         marker=dict(color=colour(key), pattern=dict(shape=pattern(key))),
+                         hovertext=names, customdata=rows[["true", "error"]].to_numpy(float),
+                         hovertemplate="<b>%{hovertext}</b><br>True: %{customdata[0]:,.0f}"
+                                       "<br>Released: %{y:,.1f}<br>Error: %{customdata[1]:+,.1f}"
+                                       f"<extra>{escape(name(key))}</extra>"))
+    spec = house_layout(data, title, "Commute (origin → destination), by true rank",
+                        "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
+                        height=330, bottom=200)
+    spec["xaxis"].update(tickangle=-45, automargin=True)
+    return from_spec(data, spec | dict(barmode="group", bargap=0.15))
 
 
 #: Above this many points a scatter is drawn with WebGL; below, SVG (no GL context to start,
@@ -198,9 +250,9 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
 WEBGL_ABOVE = 5000
 
 
-def marker_trace(points: int):
-    """``go.Scattergl`` for many points, ``go.Scatter`` otherwise."""
-    return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
+def marker_type(points: int) -> str:
+    """Trace type of a marker scatter: ``scattergl`` for many points, ``scatter`` otherwise."""
+    return "scattergl" if points > WEBGL_ABOVE else "scatter"
 
 
 def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
@@ -213,23 +265,23 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
     keys = list(pairs)
     columns = min(3, max(1, len(keys)))
     rows = -(-len(keys) // columns) if keys else 1
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[escape(short(name(k), 40))
-                                                                 for k in keys],
+    spec = subplot_grid(rows, columns, tuple(escape(short(name(k), 40)) for k in keys),
                         horizontal_spacing=0.08, vertical_spacing=0.16 if rows > 1 else 0.1)
-    zero_legend = True
+    data, zero_legend = [], True
     for i, key in enumerate(keys):
         frame = pairs[key]
-        row, col = i // columns + 1, i % columns + 1
         top = max(int(frame["true_rank"].max()), 1) if len(frame) else 1
-        fig.add_scatter(x=[1, top], y=[1, top], mode="lines", name="Perfect order (y = x)",
-                        line=dict(color="black", width=1), legendgroup="diagonal",
-                        showlegend=i == 0, hoverinfo="skip", row=row, col=col)
+        data.append(dict(type="scatter", x=[1, top], y=[1, top], mode="lines",
+                         name="Perfect order (y = x)", line=dict(color="black", width=1),
+                         legendgroup="diagonal", showlegend=i == 0, hoverinfo="skip",
+                         **subplot_axes(i)))
         for zero in (False, True):
             part = frame[frame["released_zero"] == zero]
             if zero and part.empty:
                 continue
-            fig.add_trace(marker_trace(len(part))(
-                x=part["true_rank"], y=part["released_rank"], mode="markers",
+            data.append(dict(
+                type=marker_type(len(part)), x=part["true_rank"].to_numpy(),
+                y=part["released_rank"].to_numpy(), mode="markers",
                 name="Released as zero" if zero else escape(name(key)),
                 legendgroup="zero" if zero else key, showlegend=not zero or zero_legend,
                 marker=dict(color=ZERO_COLOUR if zero else colour(key), size=6,
@@ -238,13 +290,16 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
                 customdata=part[["true", "released"]].to_numpy(float),
                 hovertemplate="<b>%{hovertext}</b><br>True rank %{x:,}, released rank "
                               "%{y:,}<br>True %{customdata[0]:,.0f}, released "
-                              "%{customdata[1]:,.1f}<extra></extra>"), row=row, col=col)
+                              "%{customdata[1]:,.1f}<extra></extra>", **subplot_axes(i)))
             zero_legend = zero_legend and not zero
     kind = "log" if log_axes else "linear"
-    fig.update_xaxes(title_text="True rank (1 = busiest)", type=kind)
-    fig.update_yaxes(title_text="Released rank", type=kind)
-    fig.update_layout(font=FONT, margin=dict(l=70, r=20, b=70))
-    return _title_and_legend(fig, title, 340 * rows, gap=28)
+    for axis in axes(spec, "x"):
+        axis.update(title=dict(text="True rank (1 = busiest)"), type=kind)
+    for axis in axes(spec, "y"):
+        axis.update(title=dict(text="Released rank"), type=kind)
+    found = heading(data, title, 340 * rows, 70, gap=28)
+    spec |= found | dict(font=FONT, margin=dict(l=70, r=20, b=70) | found["margin"])
+    return from_spec(data, spec)
 
 
 #: Result words of the planner's checks and their background (Paul Tol's "light" scheme). The word

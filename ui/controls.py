@@ -15,7 +15,8 @@ Settings survive page changes: each value lives under a plain session-state key 
 (Streamlit deletes a *widget's* state when a page does not draw it, so widgets have their own keys
 and copy into the plain ones through callbacks). They are written to ``st.query_params`` on every
 run, and a new session that opens such a URL starts from it, so a view can be shared by its link.
-Unknown or invalid URL values are ignored (the default is kept), never an error.
+An invalid URL value is not used (the default is kept), never an error, and a one-line notice says
+so (:func:`ui.viewstate.parsed`).
 
 Only the dataset itself belongs to :mod:`ui.state` (``CURRENT_DATASET``, shared with the home
 page); everything else is defined here, in :data:`KEYS`.
@@ -92,33 +93,46 @@ def _parse_param(key: str, name: str, text: str):
     return param.check(param.kind(float(text)), key)
 
 
-def _from_url() -> dict:
-    """Settings found in the URL; anything unknown or invalid is left out (keeps the default)."""
-    def last(name: str) -> str | None:
-        values = viewstate.read(KEYS[name].url)
-        return values[-1] if values else None
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
 
-    found = {}
-    if last("level") in views.LEVELS:
-        found["level"] = last("level")
+
+def _from_url() -> dict:
+    """Settings found in the URL; a value that is not valid is left out (the default is kept) and
+    reported (:func:`ui.viewstate.parsed`)."""
+    defaults = _defaults()
+
+    def parsed(name: str, parse, valid: str):
+        default = defaults[name]
+        used = viewstate.number_text(default) if isinstance(default, float) else str(default)
+        return viewstate.parsed(KEYS[name].url, parse, valid, used)
+
+    found = {
+        "level": parsed("level", viewstate.one_of(views.LEVELS),
+                        "one of " + viewstate.listed(views.LEVELS)),
+        "epsilon": parsed("epsilon", lambda t: EPSILON.check(float(t), "the URL"),
+                          f"ε in {EPSILON.interval()}"),
+        "delta": parsed("delta", lambda t: DELTA.check(float(t), "the URL"),
+                        f"δ in {DELTA.interval()}"),
+        "seed": parsed("seed", _non_negative, "a whole number of at least 0"),
+        "neighbours": parsed("neighbours", viewstate.one_of(NEIGHBOURS.choices),
+                             "one of " + viewstate.listed(NEIGHBOURS.choices)),
+        "postprocess": parsed("postprocess", viewstate.one_of(postprocess.METHODS),
+                              "one of " + viewstate.listed(postprocess.METHODS))}
     if viewstate.read(KEYS["areas"].url):
         found["areas"] = tuple(a for a in viewstate.read(KEYS["areas"].url) if a)
-    keys = tuple(k for k in viewstate.read(KEYS["mechanisms"].url) if k in mechanisms.names())
+    linked = viewstate.read(KEYS["mechanisms"].url)
+    keys = tuple(k for k in linked if k in mechanisms.names())
     if keys:
         found["mechanisms"] = keys
-    for name, parse in (("epsilon", float), ("delta", float), ("seed", int)):
-        try:
-            value = parse(last(name))
-            if name == "seed":
-                found[name] = value if value >= 0 else None
-            else:
-                found[name] = {"epsilon": EPSILON, "delta": DELTA}[name].check(value, "the URL")
-        except (ValueError, TypeError):
-            pass
-    if last("neighbours") in NEIGHBOURS.choices:
-        found["neighbours"] = last("neighbours")
-    if last("postprocess") in postprocess.METHODS:
-        found["postprocess"] = last("postprocess")
+    unknown = [k for k in linked if k not in mechanisms.names()]
+    if unknown:
+        viewstate.ignored(KEYS["mechanisms"].url, ", ".join(unknown),
+                          "mechanism keys: " + ", ".join(mechanisms.names()),
+                          ", ".join(keys or defaults["mechanisms"]))
     options: dict = {}
     for item in viewstate.read(KEYS["options"].url):  # "hm.t=4"
         try:
@@ -127,10 +141,25 @@ def _from_url() -> dict:
             if name not in SHARED_PARAMS:
                 options.setdefault(key, {})[name] = _parse_param(key, name, text)
         except (ValueError, KeyError, StopIteration, TypeError):
-            continue
+            _ignored_option(item)
     if options:
         found["options"] = options
     return {name: value for name, value in found.items() if value is not None}
+
+
+def _ignored_option(item: str) -> None:
+    """Report a link's mechanism option ``key.name=value`` that cannot be used."""
+    target = item.split("=", 1)[0]
+    key, _, name = target.partition(".")
+    try:
+        param = _param(key, name)
+    except (KeyError, StopIteration):
+        viewstate.ignored(KEYS["options"].url, item, "mechanism.parameter=value, e.g. hm.t=4",
+                          "the default of each parameter")
+        return
+    valid = (f"one of {viewstate.listed(param.choices)}" if param.choices is not None
+             else f"in {param.interval()}")
+    viewstate.ignored(KEYS["options"].url, item, f"{target} {valid}", f"{target}={param.default}")
 
 
 def _to_url(settings: RunSettings) -> dict[str, str | list[str]]:
@@ -152,8 +181,11 @@ def init() -> None:
     from_url = _from_url() if first else {}
     if first:
         st.session_state[FROM_URL_DONE] = True
-        dataset = (viewstate.read(DATASET_URL) or [None])[-1]
-        if dataset in data.choices() and dataset != state.UPLOADED:
+        bundled = [key for key in data.choices() if key != state.UPLOADED]
+        dataset = viewstate.parsed(DATASET_URL, viewstate.one_of(bundled),
+                                   "a bundled dataset: " + viewstate.listed(bundled),
+                                   st.session_state[state.CURRENT_DATASET])
+        if dataset is not None:
             data.select(dataset)
     for name, value in _defaults().items():
         st.session_state.setdefault(KEYS[name].value, from_url.get(name, value))

@@ -10,16 +10,18 @@ escaped in tick labels and hover text.
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import heatmap
 from ui import charts
 from ui.viewstate import kept
 
-SEQUENTIAL = "YlGnBu"
+#: ColorBrewer YlGnBu, as plotly.py defines it (named scales are resolved in Python, and a
+#: figure built from a dict skips that step).
+SEQUENTIAL = plotly.colors.get_colorscale("YlGnBu")
 DIVERGING = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"],
              [1.0, "#b2182b"]]
 TICK_LABEL = 18  # characters of a zone name on an axis
@@ -42,8 +44,8 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
     if grid.released is not None:
         panels += [(f"Released ({released_name})", grid.released),
                    ("Difference (released − true)", grid.difference)]
-    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[charts.escape(name) for name, _ in panels])
+    spec = charts.subplot_grid(1, len(panels), tuple(charts.escape(name) for name, _ in panels),
+                               shared_yaxes=True, horizontal_spacing=0.03)
     rows = [charts.escape(charts.short(label, TICK_LABEL)) for label in grid.origin_labels]
     cols = [charts.escape(charts.short(label, TICK_LABEL)) for label in grid.destination_labels]
     hover_rows = np.array([charts.escape(label) for label in grid.origin_labels], dtype=object)
@@ -54,7 +56,8 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
     top = max(float(np.nanmax(grid.true)) if grid.true.size else 1.0,
               float(np.nanmax(grid.released)) if grid.released is not None and grid.released.size
               else 0.0, 1.0)
-    for column, (panel, values) in enumerate(panels, start=1):
+    data = []
+    for column, (panel, values) in enumerate(panels):
         difference = panel.startswith("Difference")
         shown = (_signed_log(values) if difference else np.log10(1 + np.clip(values, 0, None))) \
             if log else values
@@ -62,25 +65,30 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
             else values.astype(str)
         hover = np.char.add(np.char.add(names, f"<br>{charts.escape(panel)}: "),
                             np.char.add(counts, " commuters"))
-        fig.add_heatmap(z=shown, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-                        row=1, col=column, xgap=0.5, ygap=0.5,
-                        coloraxis="coloraxis2" if difference else "coloraxis")
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(cols))), ticktext=cols,
-                         tickangle=-60, tickfont_size=9, row=1, col=column,
-                         title_text="Destination (where they work)")
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows,
-                     autorange="reversed", tickfont_size=9)
-    fig.update_yaxes(title_text="Origin (where they live)", row=1, col=1)
+        data.append(dict(type="heatmap", z=np.asarray(shown), hovertext=hover,
+                         hovertemplate="%{hovertext}<extra></extra>", xgap=0.5, ygap=0.5,
+                         coloraxis="coloraxis2" if difference else "coloraxis",
+                         **charts.subplot_axes(column)))
+    for axis in charts.axes(spec, "x"):
+        axis.update(tickmode="array", tickvals=list(range(len(cols))), ticktext=cols,
+                    tickangle=-60, tickfont=dict(size=9),
+                    title=dict(text="Destination (where they work)"))
+    for axis in charts.axes(spec, "y"):
+        axis.update(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows,
+                    autorange="reversed", tickfont=dict(size=9))
+    spec["yaxis"].update(title=dict(text="Origin (where they live)"))
     bar = dict(orientation="h", yref="container", y=0.01, yanchor="bottom", thickness=12,
-               title_side="top", ypad=4)
+               title=dict(side="top"), ypad=4)
     pair = 2 / 3 if len(panels) > 1 else 1.0  # the colour bars sit under the panels they key
     sequential = dict(colorscale=SEQUENTIAL, cmin=0,
-                      colorbar=dict(bar, title_text=("True and released" if len(panels) > 1
-                                                      else "True") + ": commuters",
-                                    x=pair / 2, len=pair * 0.8))
+                      colorbar=bar | dict(title=dict(side="top", text=(
+                          "True and released" if len(panels) > 1 else "True") + ": commuters"),
+                                          x=pair / 2, len=pair * 0.8))
     diverging = dict(colorscale=DIVERGING,
-                     colorbar=dict(bar, title_text="Difference, released − true: commuters",
-                                   x=5 / 6, len=0.26))
+                     colorbar=bar | dict(title=dict(side="top",
+                                                    text="Difference, released − true: "
+                                                         "commuters"),
+                                         x=5 / 6, len=0.26))
     if log:
         tickvals, ticktext = _log_ticks(top, signed=False)
         sequential.update(cmax=float(np.log10(1 + top)))
@@ -95,12 +103,12 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
             diverging["colorbar"].update(tickvals=tickvals, ticktext=ticktext)
             limit = float(_signed_log(np.array(limit)))
         diverging.update(cmin=-limit, cmax=limit)
+        spec["coloraxis2"] = diverging
     side = 14 * max(len(rows), 12)
-    fig.update_layout(coloraxis=sequential, height=min(side + 360, 1250),
-                      title=dict(text=charts.escape(title), x=0, xanchor="left"),
-                      margin=dict(l=10, r=10, t=80, b=90), **({"coloraxis2": diverging}
-                                                            if grid.released is not None else {}))
-    return fig
+    spec.update(coloraxis=sequential, height=min(side + 360, 1250),
+                title=dict(text=charts.escape(title), x=0, xanchor="left"),
+                margin=dict(l=10, r=10, t=80, b=90))
+    return charts.from_spec(data, spec)
 
 
 def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], epsilon: float,

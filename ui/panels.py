@@ -91,6 +91,19 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def open_tab(labels: dict[str, str], key: str):
+    """Tabs, one per item of ``labels`` (item → label); returns the open tab and its item.
+
+    Only the open tab's content is drawn (``on_change="rerun"``: choosing another tab reruns the
+    page, which the caches make cheap). Drawing all of them cost a rerun six metric rows and six
+    styled tables, the largest share of the server's CPU after an ε change on Explore.
+    """
+    items = list(labels)
+    tabs = st.tabs([labels[item] for item in items], key=key, on_change="rerun")
+    return next(((tab, item) for tab, item in zip(tabs, items) if tab.open),
+                (tabs[0], items[0]))
+
+
 def sweep_runner(spec, key: str, run=runs.sweep) -> runs.Sweep:
     """Run button, progress bar and Stop button of a sweep; returns what is finished so far.
 

@@ -30,14 +30,17 @@ from dpcore.evaluation import experiment, ranks, summaries
 from dpcore.evaluation.experiment import Scenario
 from dpcore.release import ReleaseResult, RunSettings
 from ui import budget, data, state
+from ui.memo import BoundedMemo
 
 #: Single releases kept per server (bundled data): bounded in bytes by ui/budget.py.
 RELEASE_CACHE_ENTRIES = budget.RELEASE_CACHE_ENTRIES
 #: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
 #: session for an upload.
 SWEEP_CACHE_ENTRIES = 2000
-#: Entries of the per-session memo used for an uploaded dataset.
+#: Entries of the per-session memo used for an uploaded dataset (and at most
+#: ui/budget.SESSION_MEMO_BYTES bytes).
 SESSION_MEMO_ENTRIES = 16
+SESSION_MEMO_BYTES = budget.SESSION_MEMO_BYTES
 _MEMO = "run_session_memo"
 
 
@@ -51,23 +54,16 @@ def _session_memo() -> dict:
     upload = st.session_state.get(state.UPLOADED_MATRIX)
     memo = st.session_state.setdefault(_MEMO, {"upload": None})
     if memo["upload"] is not upload or "entries" not in memo:  # forget the old upload
-        memo.update(upload=upload, entries=OrderedDict(), sweeps=_Store(SWEEP_CACHE_ENTRIES))
+        memo.update(upload=upload, entries=BoundedMemo(SESSION_MEMO_ENTRIES, SESSION_MEMO_BYTES),
+                    sweeps=_Store(SWEEP_CACHE_ENTRIES))
     return memo
 
 
 def session_memo(name: str, key: tuple, compute):
     """Session-only memo for uploaded data: the last few results, in this session alone (every
-    page caches computations on an upload here, never in a global cache)."""
-    entries = _session_memo()["entries"]
-    full_key = (name, key)
-    if full_key in entries:
-        entries.move_to_end(full_key)
-        return entries[full_key]
-    value = compute()
-    entries[full_key] = value
-    while len(entries) > SESSION_MEMO_ENTRIES:
-        entries.popitem(last=False)
-    return value
+    page caches computations on an upload here, never in a global cache), bounded in entries
+    and bytes (:class:`ui.memo.BoundedMemo`)."""
+    return _session_memo()["entries"].get_or_compute((name, key), compute)
 
 
 def _freeze(matrix: ODMatrix) -> ODMatrix:

@@ -1,0 +1,85 @@
+"""A memo bounded in entries and in bytes, evicting the least recently used entry first.
+
+One session's results on its upload are memoised here (:func:`ui.runs.session_memo`), never in a
+cache shared by sessions. An entry count alone does not bound memory: sixteen entries of an upload
+near the import limit (50 million cells, 400 MB a dense vector) would hold 6 GB. So every entry's
+size is measured when it is stored (:func:`nbytes`), and the oldest entries are dropped until the
+total fits the byte bound (``ui.budget.SESSION_MEMO_BYTES``). A value larger than the bound on its
+own is returned but not kept.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+
+def nbytes(value) -> int:
+    """Bytes held by ``value``: its NumPy arrays, pandas frames and strings, found through
+    dataclass fields, attributes, mappings and sequences (each object counted once)."""
+    seen: set[int] = set()
+
+    def walk(item) -> int:
+        if item is None or isinstance(item, (bool, int, float, complex)) or id(item) in seen:
+            return 0
+        seen.add(id(item))
+        if isinstance(item, np.ndarray):
+            own = item.nbytes  # a view counts as a copy: an overestimate, on the safe side
+            if item.dtype == object:
+                own += sum(walk(element) for element in item.ravel())
+            return own
+        if isinstance(item, (pd.DataFrame, pd.Series, pd.Index)):
+            usage = item.memory_usage(deep=True)
+            return int(usage.sum() if hasattr(usage, "sum") else usage)
+        if isinstance(item, (str, bytes)):
+            return sys.getsizeof(item)
+        if isinstance(item, Mapping):
+            return sum(walk(k) + walk(v) for k, v in item.items())
+        if isinstance(item, (list, tuple, set, frozenset)):
+            return sum(walk(element) for element in item)
+        fields = getattr(item, "__dict__", None)
+        slots = [getattr(item, name) for cls in type(item).__mro__
+                 for name in getattr(cls, "__slots__", ()) if hasattr(item, name)]
+        return (walk(dict(fields)) if fields else 0) + sum(walk(slot) for slot in slots)
+
+    return walk(value)
+
+
+class BoundedMemo:
+    """Least recently used first out, at most ``entries`` entries and ``max_bytes`` bytes."""
+
+    def __init__(self, entries: int, max_bytes: int):
+        self.entries, self.max_bytes = entries, max_bytes
+        self._values: OrderedDict = OrderedDict()
+        self._sizes: dict = {}
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self._sizes.values())
+
+    def __contains__(self, key) -> bool:
+        return key in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self):
+        return iter(list(self._values))
+
+    def get_or_compute(self, key, compute):
+        """The value stored under ``key``, else ``compute()`` (stored if it fits)."""
+        if key in self._values:
+            self._values.move_to_end(key)
+            return self._values[key]
+        value = compute()
+        size = nbytes(value)
+        if size <= self.max_bytes:
+            self._values[key], self._sizes[key] = value, size
+            while len(self._values) > self.entries or self.total_bytes > self.max_bytes:
+                oldest, _ = self._values.popitem(last=False)
+                del self._sizes[oldest]
+        return value
