@@ -193,8 +193,12 @@ class SketchOracle(PureProtocol):
             chunk = min(SIMULATION_CHUNK, max(1, REPORT_BATCH_BYTES // self.report_bytes(d)))
         sketch = np.zeros((self.k, self.m), dtype=np.int64)
         for start in range(0, len(items), chunk):
-            sketch += self.accumulate(self.perturb(items[start:start + chunk], d, rng, family), d)
+            sketch += self.sketch(items[start:start + chunk], d, rng, family)
         return self.estimate(sketch, len(items), d, family)
+
+    def sketch(self, items, d, rng, family: HashFamily) -> np.ndarray:
+        """The server's (k, m) sketch of these people's reports: ``accumulate(perturb(…))``."""
+        return self.accumulate(self.perturb(items, d, rng, family), d)
 
     @abstractmethod
     def support(self, sketch: np.ndarray, n: int, d: int, family: HashFamily) -> np.ndarray:
@@ -258,6 +262,23 @@ class CMS(SketchOracle):
             order = np.argsort(rows, kind="stable")
             present, starts = np.unique(rows[order], return_index=True)
             sketch[present] = np.add.reduceat(bits[order], starts, axis=0, dtype=np.int64)
+        return sketch
+
+    def sketch(self, items, d, rng, family):
+        """``accumulate(perturb(…))`` in distribution without writing out each person's m bits:
+        every person's row and hash are drawn, and since the bits are independent, the +1 entries
+        of column i in row l are exactly ``Bin(A, p) + Bin(N − A, q)`` (N people in row l, A of
+        them hashed to i). O(people + k·m) instead of O(people·m)."""
+        items = _as_items(items, d)
+        p, q = self.bit_probabilities()
+        rows = rng.integers(0, self.k, size=len(items))
+        own = np.bincount(rows * self.m + family(rows, items), minlength=self.k * self.m)
+        own = own.reshape(self.k, self.m)
+        people = np.bincount(rows, minlength=self.k)
+        used = np.flatnonzero(people)
+        sketch = np.zeros((self.k, self.m), dtype=np.int64)
+        sketch[used] = (rng.binomial(own[used], p)
+                        + rng.binomial(people[used, None] - own[used], q))
         return sketch
 
     def support(self, sketch, n, d, family):
