@@ -65,10 +65,10 @@ MAX_ROWS = MAX_COLUMNS = 1 << 16
 #: HCMS needs m a power of two (the Hadamard transform): 2, 4, …, 65,536.
 POWERS_OF_TWO = tuple(1 << i for i in range(1, 17))
 
-REFERENCES = ("[Apple17] Apple Differential Privacy Team. Learning with privacy at scale. Apple "
-              "Machine Learning Journal 1(8), 2017.",
-              "[WBLJ17] Wang, Blocki, Li, Jha. Locally differentially private protocols for "
-              "frequency estimation. USENIX Security 2017 (the pure-protocol view).")
+REFERENCES = (("[Apple17] Apple Differential Privacy Team. Learning with privacy at scale. Apple "
+               "Machine Learning Journal 1(8), 2017."),
+              ("[WBLJ17] Wang, Blocki, Li, Jha. Locally differentially private protocols for "
+               "frequency estimation. USENIX Security 2017 (the pure-protocol view)."))
 
 APPROXIMATION = ("The fast release draws each cell's support count independently, which is every "
                  "cell's exact law under an idealised hash. Left out: cells hashed to the same "

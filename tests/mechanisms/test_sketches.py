@@ -22,7 +22,11 @@ from scipy.linalg import hadamard
 from dpcore import mechanisms
 from dpcore.mechanisms.local import HASH_PRIME
 from dpcore.mechanisms.sketches import HashFamily
-from tests.mechanisms.stat_checks import assert_same_moments, assert_unbiased, assert_variance_any_law
+from tests.mechanisms.stat_checks import (
+    assert_same_moments,
+    assert_unbiased,
+    assert_variance_any_law,
+)
 
 KEYS = ("cms", "hcms")
 
