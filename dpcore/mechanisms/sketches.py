@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, Param
+from dpcore.mechanisms.base import EPSILON, Param
 from dpcore.mechanisms.hadamard import fwht
 from dpcore.mechanisms.local import (
     BLOCK_ELEMENTS,
@@ -62,6 +62,10 @@ from dpcore.mechanisms.local import (
 
 #: Largest k and m offered: 65,536 rows × 65,536 columns is already a 4-billion-entry sketch.
 MAX_ROWS = MAX_COLUMNS = 1 << 16
+#: People per batch in ``simulate``: each batch costs O(k·m) on top of its people (CMS draws a
+#: binomial per sketch entry), so batches are larger than the base's SIMULATION_CHUNK; a million
+#: people hold about 50 MB of temporaries.
+SKETCH_CHUNK = 1 << 20
 #: HCMS needs m a power of two (the Hadamard transform): 2, 4, …, 65,536.
 POWERS_OF_TWO = tuple(1 << i for i in range(1, 17))
 
@@ -190,7 +194,7 @@ class SketchOracle(PureProtocol):
         items = _as_items(items, d)
         family = self._family(family, d, rng)
         if chunk is None:
-            chunk = min(SIMULATION_CHUNK, max(1, REPORT_BATCH_BYTES // self.report_bytes(d)))
+            chunk = min(SKETCH_CHUNK, max(1, REPORT_BATCH_BYTES // self.report_bytes(d)))
         sketch = np.zeros((self.k, self.m), dtype=np.int64)
         for start in range(0, len(items), chunk):
             sketch += self.sketch(items[start:start + chunk], d, rng, family)
@@ -285,7 +289,9 @@ class CMS(SketchOracle):
         return family.gather(sketch, d)
 
     def report_bytes(self, d):
-        return self.m + 8
+        """Per person in ``simulate``'s batches, which go through :meth:`sketch` (row, column and
+        key as integers), not through ``perturb``'s m bits."""
+        return 24
 
     def bits_per_user(self, d):
         _check_domain(d, "CMS")
