@@ -91,6 +91,17 @@ def test_phone_shows_the_mechanisms_own_report_and_send_again_redraws():
     assert at.session_state[lessons.DRAW] == 1
 
 
+@pytest.mark.parametrize("key", ["cms", "hcms"])
+def test_phone_walks_through_apples_sketches(key):
+    """The sketches are in the picker through the registry; their walkthrough and crowd run."""
+    county = datasets.load("ireland_county")
+    at = learn_page("phone")
+    at.selectbox(key="kept_widget_learn_mechanism").set_value(key).run()
+    assert not at.exception and not at.error
+    cell = at.selectbox(key="kept_widget_learn_commute").value
+    assert all(step in text(at) for step in expected_phone(key, 1.0, 0, county, cell).steps)
+
+
 def test_phone_on_ed_data_runs_on_the_rolled_up_counties():
     at = learn_page("phone", "ireland_ed")
     assert any("rolled up to the parent level" in c.value for c in at.caption)

@@ -33,7 +33,7 @@ RUNS = 150
 K = 10
 #: (mechanism, ε): local mechanisms at a larger ε so the top flows are a mix of true and invented.
 CASES = [("laplace", 1.0), ("discrete_laplace", 0.5), ("gaussian", 1.0), ("grr", 8.0),
-         ("oue", 4.0), ("sue", 4.0), ("olh", 4.0), ("ss", 4.0)]
+         ("oue", 4.0), ("sue", 4.0), ("olh", 4.0), ("ss", 4.0), ("cms", 4.0), ("hcms", 4.0)]
 STATISTICS = ("rmse", "max_error", "invented_top")
 DOMAINS = ("county", "zipf_90k")
 N_TESTS = len(CASES) * len(STATISTICS) * len(DOMAINS)

@@ -14,8 +14,10 @@ for an exchangeable vector the identities of the cells holding given values form
 random arrangement, drawn for the few cells that matter.
 
 * **Discrete outcomes** (discrete Laplace; SUE/OUE/BLH/OLH, whose empty cell's support count is
-  ``Bin(n, q*)`` [WBLJ17]; the app's subset-selection fast release, which draws the same
-  binomial): the profile ``(N_x)`` over the support is ``Multinomial(M; P[X = x])`` — the
+  ``Bin(n, q*)`` [WBLJ17]; the app's subset-selection fast release, and that of Apple's CMS and
+  HCMS [Apple17], which draw the same binomial — the sketches with q* = q + (p − q)/m, their
+  per-cell law under an idealised hash; the coupling through a fixed hash family, which the
+  dense fast release leaves out too, is stated by the mechanism's ``approximation``): the profile ``(N_x)`` over the support is ``Multinomial(M; P[X = x])`` — the
   histogram of M i.i.d. draws. Drawn over a window that holds all but a negligible mass, with two
   extra categories for the tails whose members are drawn from the conditional tail law (discrete
   Laplace: memoryless geometric; binomial: inverse CDF). Every statistic is exact.
@@ -51,6 +53,8 @@ rank correlations, false zeros and invented flows, GEH, the cell regression and 
 the planner checks on them. Metrics that need every cell's position (trip ends, trip lengths,
 sectors, self-containment, the histogram W1) are NaN. Post-processing: Base, Base-Pos and Post-Pos.
 
+[Apple17] Apple Differential Privacy Team. Learning with privacy at scale. Apple Machine Learning
+Journal 1(8), 2017.
 [WBLJ17] Wang, Blocki, Li, Jha. Locally differentially private protocols for frequency
 estimation. USENIX Security 2017.
 """
@@ -79,7 +83,7 @@ GEH_EMPTY_LIMIT = metrics.GEH_LIMIT ** 2 / 2
 METHODS = ("base", "base_pos", "post_pos")
 #: Mechanisms the sparse path releases, and those it refuses with the reason.
 SUPPORTED = ("laplace", "discrete_laplace", "gaussian", "stability_histogram", "grr", "sue", "oue",
-             "blh", "olh", "ss")
+             "blh", "olh", "ss", "cms", "hcms")
 UNSUPPORTED = {
     "hr": "Hadamard response estimates every cell through a transform of the whole domain",
     "hm": "the Hadamard mechanism estimates every cell through a transform of the whole domain",

@@ -170,9 +170,14 @@ class PureProtocol(LocalOracle):
         d = _check_domain(d, type(self).__name__)
         return (d, *self.support_probabilities(d))
 
-    def estimate(self, statistic, n, d):
+    def invert(self, support, n, d):
+        """ĉ_v = (C_v − n q*)/(p* − q*) from the support counts C_v."""
         _, p, q = self._probabilities(d)
-        return (np.asarray(statistic, dtype=np.float64) - n * q) / (p - q)
+        return (np.asarray(support, dtype=np.float64) - n * q) / (p - q)
+
+    def estimate(self, statistic, n, d):
+        """The statistic is the support counts themselves (a sketch server overrides this)."""
+        return self.invert(statistic, n, d)
 
     def release(self, counts, rng):
         """Support counts drawn as independent ``Bin(c_v, p*) + Bin(n − c_v, q*)`` per cell.
@@ -188,7 +193,7 @@ class PureProtocol(LocalOracle):
         support = rng.binomial(n, q, size=d)
         live = np.flatnonzero(counts)
         support[live] = rng.binomial(n - counts[live], q) + rng.binomial(counts[live], p)
-        return self.estimate(support, n, d)
+        return self.invert(support, n, d)
 
     def variance(self, counts):
         counts = _as_counts(counts).astype(np.float64)
@@ -246,7 +251,7 @@ class GRR(PureProtocol):
             support += rng.multinomial(uniform, np.full(d, 1.0 / d))
         else:              # … or one draw per uniform reporter, whichever is fewer
             support += np.bincount(rng.integers(0, d, size=uniform), minlength=d)
-        return self.estimate(support, n, d)
+        return self.invert(support, n, d)
 
     def covariance(self, counts, u: int, v: int) -> float:
         """Cov(ĉ_u, ĉ_v) for u ≠ v: −[c_u p q + c_v p q + (n − c_u − c_v) q²]/(p − q)², the sum of

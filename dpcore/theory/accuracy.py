@@ -84,6 +84,10 @@ _COSTS: dict[str, tuple[str, Callable[[Mechanism, int, int], float]]] = {
            lambda m, n, d: n + m.layout(d).outputs * math.log2(m.layout(d).outputs)),
     "hm": ("O(n·t + D log D)",
            lambda m, n, d: n * m.coefficients(d) + m.padded(d) * math.log2(m.padded(d))),
+    # [Apple17]: add n m-bit vectors (CMS) or n bits and one FWHT per row (HCMS); read k entries
+    # per cell.
+    "cms": ("O(n·m + k·d)", lambda m, n, d: n * m.m + m.k * d),
+    "hcms": ("O(n + k·m log m + k·d)", lambda m, n, d: n + m.k * m.m * math.log2(m.m) + m.k * d),
 }
 
 

@@ -48,6 +48,7 @@ from dpcore.mechanisms.local import (
     UnaryEncoding,
     universal_hash,
 )
+from dpcore.mechanisms.sketches import CMS, HCMS, HashFamily, SketchOracle
 from dpcore.theory import accuracy, amplification
 from dpcore.theory.privacy_theory import posterior_bound
 
@@ -445,6 +446,51 @@ def _hm_steps(mech: HadamardMechanism, item, d, report, label):
             f"{t} column indices and {t} signs", kept, None)
 
 
+def _sketch_choice(mech: SketchOracle, item, row, family: HashFamily) -> str:
+    column = int(family(row, item))
+    return (f"The server has published $k = {tex_number(mech.k)}$ hash functions onto "
+            f"$m = {tex_number(mech.m)}$ columns. The phone picks function #{row} at random and "
+            f"hashes the commute: $h_{{{row}}}({item}) = {column}$.")
+
+
+def _sketch_support(d, supported, label) -> str:
+    return (f"The report supports every cell whose entry reads +1 at its own column of row $j$ "
+            f"— {len(supported):,} of the {d:,} cells: {_named(supported, label)}.")
+
+
+def _cms_steps(mech: CMS, item, d, report, label, family: HashFamily):
+    row, bits = int(report["j"][0]), report["bits"][0]
+    own = bool(bits[int(family(row, item))])
+    supported = np.flatnonzero(bits[family(row, np.arange(d))])
+    p, q = mech.bit_probabilities()
+    return ([_sketch_choice(mech, item, row, family),
+             f"Write $m = {tex_number(mech.m)}$ entries, +1 at that column and −1 elsewhere, and "
+             f"flip each with probability $1/(1+e^{{\\varepsilon/2}}) = {q:.4g}$: this time the "
+             f"own entry came out **{'+1' if own else '−1'}**, and {int(bits.sum()):,} entries "
+             "read +1.",
+             _sketch_support(d, supported, label)],
+            f"row {row} and {mech.m:,} signs, {int(bits.sum()):,} of them +1", own, len(supported))
+
+
+def _hcms_steps(mech: HCMS, item, d, report, label, family: HashFamily):
+    row, column, bit = (int(report[key][0]) for key in ("j", "l", "bit"))
+
+    def entry(cells):   # H_m[h_j(v), l] = (−1)^popcount(h_j(v) & l)
+        return 1 - 2 * (np.bitwise_count(family(row, cells) & column) & 1).astype(np.int64)
+
+    true = int(entry(item))
+    p, _ = mech.bit_probabilities()
+    supported = np.flatnonzero(bit * entry(np.arange(d)) > 0)
+    return ([_sketch_choice(mech, item, row, family),
+             f"Pick column $l = {column}$ of the {mech.m:,} × {mech.m:,} Hadamard table at random: "
+             f"the true entry is $H[{int(family(row, item))}, {column}] = {true:+d}$.",
+             f"Send it with probability $e^\\varepsilon/(1+e^\\varepsilon) = {p:.4g}$, flipped "
+             f"otherwise: this time the phone sent **{bit:+d}** ("
+             + ("kept" if bit == true else "flipped") + ").",
+             _sketch_support(d, supported, label)],
+            f"one bit ({bit:+d}) with row {row} and column {column}", bit == true, len(supported))
+
+
 def phone_report(mech: LocalMechanism, item: int, d: int, rng: np.random.Generator,
                  label: Label = str) -> PhoneReport:
     """One commuter's report, step by step, drawn with the mechanism's own client (``perturb``).
@@ -461,6 +507,11 @@ def phone_report(mech: LocalMechanism, item: int, d: int, rng: np.random.Generat
         permutation = mech.draw_permutation(d, rng)
         report = mech.perturb(items, d, rng, permutation=permutation)
         steps, sent, own, size = _hr_steps(mech, item, d, report, label, permutation)
+    elif isinstance(mech, SketchOracle):   # the server's public hash family, drawn per round
+        family = mech.draw_family(d, rng)
+        report = mech.perturb(items, d, rng, family=family)
+        explain = _cms_steps if isinstance(mech, CMS) else _hcms_steps
+        steps, sent, own, size = explain(mech, item, d, report, label, family)
     else:
         report = mech.perturb(items, d, rng)
         explain = {GRR: _grr_steps, UnaryEncoding: _unary_steps, LocalHashing: _hashing_steps,

@@ -9,7 +9,7 @@ the ε-LDP audit of the contract tests: its author adds its definition here.
 Definitions: GRR [War65, KBR16]; unary encoding and local hashing [WBLJ17] (local hashing over a
 fully random hash family, as analysed); subset selection [WHWNXYLQ16, YB18]; dBitFlip [DKY17];
 Hadamard response [ASZ19] and the Hadamard mechanism [CMM21], the Hadamard matrices taken from
-``scipy.linalg.hadamard``.
+``scipy.linalg.hadamard``; Apple's CMS and HCMS [Apple17] given their public hash family.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from scipy.linalg import hadamard
 
 from dpcore.mechanisms.hadamard import HadamardMechanism, HadamardResponse
 from dpcore.mechanisms.local import BLH, GRR, OLH, OUE, SUE, DBitFlip, SubsetSelection
+from dpcore.mechanisms.sketches import CMS, HCMS
 
 
 # ------------------------------------------------------------------------ frequency oracles
@@ -161,6 +162,59 @@ def hm_matrix(d, epsilon, t):
     return np.where(truth, keep, (1 - keep) / (2**t - 1)) / D**t
 
 
+# --------------------------------------------------------------------------- Apple sketches
+def sketch_hash_table(coefficients, m, d):
+    """h_l(v) = ((a v² + b v + c) mod (2³¹ − 1)) mod m for every row l and cell v, in exact Python
+    integers (rows × cells)."""
+    prime = 2**31 - 1
+    return np.array([[((int(a) * v * v + int(b) * v + int(c)) % prime) % m for v in range(d)]
+                     for a, b, c in coefficients], dtype=np.int64)
+
+
+def cms_matrix(eps, d, table):
+    """P[x, (j, w)] of CMS given the public hashes ``table`` (k × d): w is the d-bit pattern of the
+    sent vector at the columns h_j(0), …, h_j(d−1) (bit v = 1 when ṽ[h_j(v)] = +1).
+
+    The sent vector's other m − |{h_j(v)}| entries are i.i.d. Bernoulli(1/(1+e^{ε/2})) for every x
+    and independent of these, so summing them out leaves every ratio P[x→y]/P[x'→y] unchanged:
+    this matrix attains exactly the largest ratio of the full (j, ṽ) report space."""
+    a = exp(eps / 2)
+    p, q = a / (a + 1), 1 / (a + 1)
+    k = len(table)
+    patterns = (np.arange(2**d)[:, None] >> np.arange(d)) & 1          # (w, v)
+    P = np.zeros((d, k, 2**d))
+    for j, row in enumerate(table):
+        columns = np.unique(row)
+        first = np.array([np.flatnonzero(row == u)[0] for u in columns])
+        # w must give one value per column: cells sharing a column see the same entry
+        consistent = (patterns == patterns[:, first][:, np.searchsorted(columns, row)]).all(axis=1)
+        plus = patterns[:, first] == 1                                  # (w, column)
+        for x in range(d):
+            own = columns == row[x]
+            prob = np.where(plus, np.where(own, p, q), np.where(own, 1 - p, 1 - q))
+            P[x, j] = np.where(consistent, prob.prod(axis=1), 0.0) / k
+    return P.reshape(d, -1)
+
+
+def hcms_matrix(eps, d, table, m):
+    """P[x, (j, s, b)] of HCMS given the public hashes: s is the sign pattern
+    (H_m[h_j(v), l])_v of the column l sent, b the bit sent. Columns l with the same pattern have
+    the same probability under every x, so merging them keeps every ratio:
+    P = N_{j,s}/(k m) · (e^ε/(1+e^ε) if b = s_x else 1/(1+e^ε))."""
+    e = exp(eps)
+    k, H = len(table), hadamard(m)
+    P = np.zeros((d, k, 2**d, 2))
+    for j, row in enumerate(table):
+        code = ((H[row] < 0).astype(np.int64) << np.arange(d)[:, None]).sum(axis=0)   # per l
+        share = np.bincount(code, minlength=2**d) / (k * m)
+        minus = (np.arange(2**d)[:, None] >> np.arange(d)) & 1          # s_v = −1
+        for x in range(d):
+            agree_plus = minus[:, x] == 0                               # b = +1 equals s_x
+            P[x, j, :, 0] = share * np.where(agree_plus, e, 1) / (1 + e)
+            P[x, j, :, 1] = share * np.where(agree_plus, 1, e) / (1 + e)
+    return P.reshape(d, -1)
+
+
 # ------------------------------------------------------------------------- registry-level view
 @dataclass(frozen=True)
 class Definition:
@@ -239,6 +293,45 @@ def _hm(m, d):
                       lambda r: hm_index(r["j"], r["s"], pow2_at_least(d)))
 
 
+#: Seed of the public hash family of the sketches in the audit (any fixed one: the mechanisms are
+#: ε-LDP for every family, which is public and independent of the data).
+SKETCH_FAMILY_SEED = 11
+
+
+def _cms(m, d):
+    """Codes (j, w); the client is held to the law of w (summed over j) — 2^d codes, enough
+    reports per code for the chi-square at k = 1,024 rows."""
+    family = m.draw_family(d, np.random.default_rng(SKETCH_FAMILY_SEED))
+    table = sketch_hash_table(family.coefficients, m.m, d)
+
+    def encode(r):
+        j, bits = np.asarray(r["j"], dtype=np.int64), np.asarray(r["bits"])
+        w = bits[np.arange(len(j))[:, None], table[j]]                  # (people, v)
+        return (w.astype(np.int64) << np.arange(d)).sum(axis=1)
+
+    return Definition(cms_matrix(m.epsilon, d, table), m.epsilon, encode, {"family": family},
+                      columns=np.arange(m.k * 2**d) % 2**d)
+
+
+def _hcms(m, d):
+    """Codes (j, s, b); the client is held to the law of the pattern (b·s_v = +1)_v."""
+    family = m.draw_family(d, np.random.default_rng(SKETCH_FAMILY_SEED))
+    table = sketch_hash_table(family.coefficients, m.m, d)
+    H = hadamard(m.m)
+
+    def encode(r):
+        j, l, b = (np.asarray(r[key], dtype=np.int64) for key in ("j", "l", "bit"))
+        agrees = b[:, None] * H[table[j], l[:, None]] > 0                # (people, v)
+        return (agrees.astype(np.int64) << np.arange(d)).sum(axis=1)
+
+    minus = (np.arange(2**d)[:, None] >> np.arange(d)) & 1              # s as bits, (s, v)
+    agree = np.stack([1 - minus, minus])                                # b = +1 / b = −1
+    per_code = (agree << np.arange(d)).sum(axis=2).T                    # (s, b)
+    columns = np.tile(per_code.ravel(), m.k)
+    return Definition(hcms_matrix(m.epsilon, d, table, m.m), m.epsilon, encode,
+                      {"family": family}, columns=columns)
+
+
 #: Exact class → (mechanism, d) ↦ Definition. Exact classes, not isinstance: a subclass (a variant)
 #: must state its own distribution.
 BY_CLASS = {
@@ -252,6 +345,8 @@ BY_CLASS = {
     DBitFlip: _dbitflip,
     HadamardResponse: _hr,
     HadamardMechanism: _hm,
+    CMS: _cms,
+    HCMS: _hcms,
 }
 
 

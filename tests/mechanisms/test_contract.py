@@ -276,8 +276,10 @@ SIM_RUNS = 1500
 def test_simulate_agrees_with_release(key, epsilon, scale, seed):
     """Per cell, means (Welch z) and variances (fourth-moment z) agree, false-failure rate 1e-4.
 
-    Only per-cell laws are a registry-wide promise: subset selection and dBitFlip state that their
-    fast release drops the correlation between cells, and local hashing's ``simulate`` runs a real,
+    Only per-cell laws are a registry-wide promise: subset selection, dBitFlip and Apple's sketches
+    state that their fast release drops the correlation between cells (the sketches also the fixed
+    hash family's collision term, ``tests/mechanisms/test_sketches.py``), and local hashing's
+    ``simulate`` runs a real,
     only pairwise-independent hash family whose sums over cells legitimately differ from the
     idealised release (OLH at ε = 4: variance of the total 8.8k vs 12.8k). Joint laws are tested
     per mechanism where they are promised (GRR, Hadamard)."""
