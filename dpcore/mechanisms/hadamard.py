@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param
+from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param, table_size
 from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 
 #: Users per batch in ``release``: bounds the per-user temporaries (a few arrays of this length).
@@ -400,7 +400,7 @@ class HadamardResponse(LocalMechanism):
         return self._decode(_histogram(reports(), lay.outputs), int(counts.sum()), d, permutation)
 
     # ------------------------------------------------------------------------------ theory
-    def variance(self, counts, permutation=None):
+    def variance(self, counts, n=None, d=None, permutation=None):
         """Exact per-cell variance of ĉ.
 
         Blocked form: given ``permutation``, the conditional variance (c_blk from that permutation);
@@ -409,12 +409,14 @@ class HadamardResponse(LocalMechanism):
         c_blk(s) replaced by c_s + (n − c_s)·Σ_β m_β(m_β−1)/(d(d−1)), m_β the blocks' item counts.
         """
         counts = _as_counts(counts).astype(float)
-        d, n = len(counts), counts.sum()
+        n, d = table_size(counts, n, d)
         lay, _, scale = self.constants(d)
         e = math.exp(self.epsilon)
         if not lay.blocked:
-            c_blk = np.full(d, n)
+            c_blk = np.full(len(counts), n)
         elif permutation is not None:
+            if len(counts) != d:
+                raise ValueError("the variance given a permutation needs the whole table's counts")
             block = self._check_permutation(permutation, d) // lay.items_per_block
             c_blk = np.bincount(block, weights=counts, minlength=lay.blocks)[block]
         else:
@@ -590,11 +592,12 @@ class HadamardMechanism(LocalMechanism):
         return self.estimate(total, int(counts.sum()), d)
 
     # ------------------------------------------------------------------------------ theory
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         counts = _as_counts(counts).astype(float)
-        t = self.coefficients(len(counts))
+        n, d = table_size(counts, n, d)
+        t = self.coefficients(d)
         _, b = hm_probabilities(self.epsilon, t)
-        return counts.sum() / (t * b * b) + counts * ((t - 1) / (t * b) - 1)
+        return n / (t * b * b) + counts * ((t - 1) / (t * b) - 1)
 
     def bits_per_user(self, d):
         return float(self.coefficients(d) * (math.log2(self.padded(d)) + 1))
