@@ -201,10 +201,11 @@ class HRLayout:
     def items_per_block(self) -> int:
         return self.block_size - 1
 
-    def block_sizes(self) -> np.ndarray:
-        """How many items each used block holds (all full except possibly the last)."""
+    def same_block_pairs(self) -> int:
+        """Σ_β m_β(m_β − 1): ordered pairs of distinct items sharing a block, m_β the items in
+        block β (all blocks full except possibly the last), in O(1) — there can be 2²⁴ blocks."""
         full, rest = divmod(self.d, self.items_per_block)
-        return np.array([self.items_per_block] * full + ([rest] if rest else []), dtype=np.int64)
+        return full * self.items_per_block * (self.items_per_block - 1) + rest * (rest - 1)
 
     def encode(self, symbols: np.ndarray) -> np.ndarray:
         """Rows (first output of the block, Hadamard row, lowest set bit of that row) per symbol."""
@@ -420,8 +421,7 @@ class HadamardResponse(LocalMechanism):
             block = self._check_permutation(permutation, d) // lay.items_per_block
             c_blk = np.bincount(block, weights=counts, minlength=lay.blocks)[block]
         else:
-            m = lay.block_sizes()
-            share = float((m * (m - 1)).sum()) / (d * (d - 1)) if d > 1 else 0.0
+            share = lay.same_block_pairs() / (d * (d - 1)) if d > 1 else 0.0
             c_blk = counts + (n - counts) * share
         return scale * (2 * n + (e - 1) * c_blk) / (e - 1) - counts
 

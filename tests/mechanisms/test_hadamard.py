@@ -194,7 +194,7 @@ def test_hr_decoder_is_exactly_unbiased_with_the_exact_variance(epsilon):
 def test_hr_unconditional_variance_is_the_average_over_all_permutations():
     d, epsilon = 5, 2.0           # B = 4 blocks of 3 items: blocks of sizes 3 and 2 are used
     mech = HadamardResponse(epsilon=epsilon)
-    assert mech.layout(d).block_sizes().tolist() == [3, 2]
+    assert mech.layout(d).same_block_pairs() == 3 * 2 + 2 * 1
     counts = np.array([7, 0, 3, 12, 1])
     conditional = [mech.variance(counts, permutation=np.array(p))
                    for p in itertools.permutations(range(d))]
