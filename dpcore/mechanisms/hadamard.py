@@ -1,11 +1,13 @@
 """Hadamard response (HR) and the Hadamard mechanism with t coefficients (HM), plus the fast
 Walsh–Hadamard transform (FWHT) both servers need.
 
-Both are local mechanisms whose server decodes with one FWHT, so the fast ``release`` is the real
-protocol itself: every commuter's report is sampled (vectorised), the reports are histogrammed and
-transformed once. That is exact in distribution — unlike aggregate-count shortcuts, which for these
-mechanisms get each count's law right but not the joint law (one report's support indicators are
-tied together by the Hadamard structure) — and costs O(n + K log K).
+Both are local mechanisms whose server decodes with one FWHT of a histogram of the reports, so the
+fast ``release`` draws that histogram exactly and transforms it once — unlike shortcuts through
+each cell's support count, which for these mechanisms get each count's law right but not the joint
+law (one report's support indicators are tied together by the Hadamard structure). HR samples every
+commuter's report (vectorised): O(n + K log K). HM draws its histograms from their exact laws,
+report by report or as multinomial counts, whichever is cheaper (see
+:meth:`HadamardMechanism.release`): at most O(min(nt, cells·D) + D log D).
 
 The Sylvester–Hadamard matrix is never built: its entry H[i, j] = (−1)^popcount(i & j).
 
@@ -26,7 +28,8 @@ from dpcore.mechanisms import register
 from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param, table_size
 from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 
-#: Users per batch in ``release``: bounds the per-user temporaries (a few arrays of this length).
+#: People (HR) or reports (HM) per batch in ``release``: bounds the temporaries (a few arrays of
+#: this length).
 RELEASE_CHUNK = 1 << 22
 #: Largest t the Hadamard mechanism accepts; at ε = 20 (the largest ε allowed) the best t is ~24.
 MAX_COEFFICIENTS = 32
@@ -37,6 +40,12 @@ SHUFFLE_BUCKETED_FROM = 1 << 20
 SHUFFLE_BUCKETS = 256
 #: Elements the FWHT transforms at a time while they stay in the CPU cache (1 MB of int32).
 FWHT_CACHE_ELEMENTS = 1 << 18
+#: A histogram is drawn as multinomial counts (one binomial per bin) instead of report by report
+#: when it has at most 1/MULTINOMIAL_COST bins per report: a binomial draw costs about as much as
+#: this many reports (drawn, signed and tallied).
+MULTINOMIAL_COST = 12
+#: Cells × columns of the largest per-cell multinomial table drawn at once (32 MB of int64).
+MULTINOMIAL_BLOCK = 1 << 22
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -142,6 +151,17 @@ def _batches(people: np.ndarray, limit: int):
         stop = max(start + 1, int(np.searchsorted(ends, before + limit, side="right")))
         yield slice(start, stop)
         start = stop
+
+
+def _uniform_histogram(reports: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Histogram over [size] (a power of two) of ``reports`` independent uniform reports: one
+    multinomial when there are fewer bins than reports (weighed by :data:`MULTINOMIAL_COST`), else
+    report by report in batches. Both are exact."""
+    if size * MULTINOMIAL_COST <= reports:
+        return rng.multinomial(reports, np.full(size, 1.0 / size))
+    dtype = _index_dtype(size)
+    return _histogram((rng.integers(0, size, size=min(RELEASE_CHUNK, reports - start), dtype=dtype)
+                       for start in range(0, reports, RELEASE_CHUNK)), size)
 
 
 def _histogram(parts, size: int) -> np.ndarray:
@@ -482,8 +502,9 @@ Walsh–Hadamard transform turns the sums into estimates.
   ε ≤ 1, 2 at ε = 2, 3 at ε = 3, 4 at ε = 4 on large domains) — pure-LDP's rule
   $\lceil\log_2(e^\varepsilon+1)\rceil$ picks a larger t with up to ~3× the variance.
 
-Communication: $t(\log_2 D + 1)$ bits. The fast release draws every commuter's report (exact in
-distribution): $O(nt + D\log D)$."""
+Communication: $t(\log_2 D + 1)$ bits. The fast release draws the column sums from their exact
+law (each report's sign pattern is all-true with probability $b_t$, else uniform), without
+simulating the commuters one by one."""
 
 
 @register
@@ -579,17 +600,56 @@ class HadamardMechanism(LocalMechanism):
         return self.estimate(self._column_sums(_histogram(keys, 2 * size), size), len(items), d)
 
     def release(self, counts, rng):
-        """Exact fast path: every commuter's report drawn (vectorised, in batches), one FWHT."""
+        """Exact fast path: the column sums A drawn from their law without the clients' loop.
+
+        The pattern law "the true one with probability p_t, else one of the 2^t − 1 others" is the
+        mixture "with probability b_t all t signs true, else t independent fair signs":
+        P[true pattern] = b_t + (1 − b_t)/2^t = p_t and every other (1 − b_t)/2^t. A person of
+        the second kind sends t reports uniform over the 2D (column, sign) bins whatever their
+        cell, so all those reports form one uniform histogram; a person of the first kind in cell
+        x sends t uniform columns j with the true sign H[x, j]. Each histogram is drawn the
+        cheaper exact way (:func:`_uniform_histogram`, :meth:`_true_sign_sums`), then one FWHT.
+        """
         counts = _as_counts(counts)
-        d, t = len(counts), self.coefficients(len(counts))
+        d, n = len(counts), int(counts.sum())
+        t, size = self.coefficients(d), self.padded(d)
+        _, bias = hm_probabilities(self.epsilon, t)
         present = np.flatnonzero(counts)
-        people = counts[present]
-        size = self.padded(d)
-        keys = (self._report_keys(*self._sample(np.repeat(present[part], people[part]), d, rng),
-                                  size)
-                for part in _batches(people, max(1, RELEASE_CHUNK // t)))
-        total = self._column_sums(_histogram(keys, 2 * size), size)
-        return self.estimate(total, int(counts.sum()), d)
+        truthful = rng.binomial(counts[present], bias)   # people sending their true signs
+        fair = _uniform_histogram((n - int(truthful.sum())) * t, 2 * size, rng)
+        total = self._column_sums(fair, size) + self._true_sign_sums(present, truthful * t, size,
+                                                                     rng)
+        return self.estimate(total, n, d)
+
+    @staticmethod
+    def _true_sign_sums(cells: np.ndarray, reports: np.ndarray, size: int,
+                        rng: np.random.Generator) -> np.ndarray:
+        """A[j] = Σ_x H[x, j]·m_xj, where cell x sends ``reports[x]`` independent uniform columns
+        and m_x is their histogram: per cell a multinomial over the D columns when the cells × D
+        table is small beside the reports (county level at large ε), else report by report."""
+        columns = np.arange(size, dtype=_index_dtype(2 * size))
+        if len(cells) * size * MULTINOMIAL_COST <= reports.sum():
+            total = np.zeros(size, dtype=np.int64)
+            uniform = np.full(size, 1.0 / size)   # exact: size is a power of two
+            rows = max(1, MULTINOMIAL_BLOCK // size)
+            for start in range(0, len(cells), rows):
+                hits = rng.multinomial(reports[start:start + rows], uniform)
+                negative = np.bitwise_count(
+                    cells[start:start + rows, None].astype(columns.dtype) & columns) & 1
+                total += hits.sum(axis=0) - 2 * (hits * negative).sum(axis=0)
+            return total
+
+        def keys(part):  # j for a +1 report, D + j for a −1 report
+            drawn = rng.integers(0, size, size=int(reports[part].sum()), dtype=columns.dtype)
+            sign = np.bitwise_count(np.repeat(cells[part].astype(columns.dtype), reports[part])
+                                    & drawn).astype(columns.dtype)
+            sign &= 1
+            sign *= size
+            drawn += sign
+            return drawn
+
+        tally = _histogram((keys(part) for part in _batches(reports, RELEASE_CHUNK)), 2 * size)
+        return HadamardMechanism._column_sums(tally, size)
 
     # ------------------------------------------------------------------------------ theory
     def variance(self, counts, n=None, d=None):
