@@ -19,6 +19,7 @@ differential privacy", PVLDB 14(11), 2021, and pure-LDP's ``HadamardMech{Client,
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -151,17 +152,6 @@ def _batches(people: np.ndarray, limit: int):
         stop = max(start + 1, int(np.searchsorted(ends, before + limit, side="right")))
         yield slice(start, stop)
         start = stop
-
-
-def _uniform_histogram(reports: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Histogram over [size] (a power of two) of ``reports`` independent uniform reports: one
-    multinomial when there are fewer bins than reports (weighed by :data:`MULTINOMIAL_COST`), else
-    report by report in batches. Both are exact."""
-    if size * MULTINOMIAL_COST <= reports:
-        return rng.multinomial(reports, np.full(size, 1.0 / size))
-    dtype = _index_dtype(size)
-    return _histogram((rng.integers(0, size, size=min(RELEASE_CHUNK, reports - start), dtype=dtype)
-                       for start in range(0, reports, RELEASE_CHUNK)), size)
 
 
 def _histogram(parts, size: int) -> np.ndarray:
@@ -606,50 +596,71 @@ class HadamardMechanism(LocalMechanism):
         mixture "with probability b_t all t signs true, else t independent fair signs":
         P[true pattern] = b_t + (1 − b_t)/2^t = p_t and every other (1 − b_t)/2^t. A person of
         the second kind sends t reports uniform over the 2D (column, sign) bins whatever their
-        cell, so all those reports form one uniform histogram; a person of the first kind in cell
-        x sends t uniform columns j with the true sign H[x, j]. Each histogram is drawn the
-        cheaper exact way (:func:`_uniform_histogram`, :meth:`_true_sign_sums`), then one FWHT.
+        cell: their histogram is one uniform multinomial. A person of the first kind in cell x
+        sends t uniform columns j with the true sign H[x, j]: per cell a multinomial over the D
+        columns. Each part is drawn as multinomial counts when it has few bins beside its reports
+        (:data:`MULTINOMIAL_COST`), else report by report (both parts in one tally); then one FWHT.
         """
         counts = _as_counts(counts)
         d, n = len(counts), int(counts.sum())
         t, size = self.coefficients(d), self.padded(d)
         _, bias = hm_probabilities(self.epsilon, t)
-        present = np.flatnonzero(counts)
-        truthful = rng.binomial(counts[present], bias)   # people sending their true signs
-        fair = _uniform_histogram((n - int(truthful.sum())) * t, 2 * size, rng)
-        total = self._column_sums(fair, size) + self._true_sign_sums(present, truthful * t, size,
-                                                                     rng)
+        cells = np.flatnonzero(counts)
+        true_reports = rng.binomial(counts[cells], bias) * t   # from people sending true signs
+        fair_reports = n * t - int(true_reports.sum())
+        total, keys = np.zeros(size, dtype=np.int64), []
+        if 2 * size * MULTINOMIAL_COST <= fair_reports:
+            total += self._column_sums(rng.multinomial(fair_reports, np.full(2 * size,
+                                                                             0.5 / size)), size)
+        else:
+            keys.append(self._fair_keys(fair_reports, size, rng))
+        if len(cells) * size * MULTINOMIAL_COST <= true_reports.sum():
+            total += self._true_sign_sums(cells, true_reports, size, rng)
+        else:
+            keys.append(self._true_sign_keys(cells, true_reports, size, rng))
+        if keys:
+            total += self._column_sums(_histogram(itertools.chain(*keys), 2 * size), size)
         return self.estimate(total, n, d)
+
+    @staticmethod
+    def _fair_keys(reports: int, size: int, rng: np.random.Generator):
+        """Report keys (:meth:`_report_keys`' bins) of reports uniform over all 2D bins, in
+        batches."""
+        dtype = _index_dtype(2 * size)
+        for start in range(0, reports, RELEASE_CHUNK):
+            yield rng.integers(0, 2 * size, size=min(RELEASE_CHUNK, reports - start), dtype=dtype)
+
+    @staticmethod
+    def _true_sign_keys(cells: np.ndarray, reports: np.ndarray, size: int,
+                        rng: np.random.Generator):
+        """Report keys of ``reports[x]`` uniform columns j from each cell x with the true sign
+        H[x, j] (j for +1, D + j for −1), in batches."""
+        dtype = _index_dtype(2 * size)
+        for part in _batches(reports, RELEASE_CHUNK):
+            drawn = rng.integers(0, size, size=int(reports[part].sum()), dtype=dtype)
+            sign = np.bitwise_count(np.repeat(cells[part].astype(dtype), reports[part])
+                                    & drawn).astype(dtype)
+            sign &= 1
+            sign *= size
+            drawn += sign
+            yield drawn
 
     @staticmethod
     def _true_sign_sums(cells: np.ndarray, reports: np.ndarray, size: int,
                         rng: np.random.Generator) -> np.ndarray:
-        """A[j] = Σ_x H[x, j]·m_xj, where cell x sends ``reports[x]`` independent uniform columns
-        and m_x is their histogram: per cell a multinomial over the D columns when the cells × D
-        table is small beside the reports (county level at large ε), else report by report."""
-        columns = np.arange(size, dtype=_index_dtype(2 * size))
-        if len(cells) * size * MULTINOMIAL_COST <= reports.sum():
-            total = np.zeros(size, dtype=np.int64)
-            uniform = np.full(size, 1.0 / size)   # exact: size is a power of two
-            rows = max(1, MULTINOMIAL_BLOCK // size)
-            for start in range(0, len(cells), rows):
-                hits = rng.multinomial(reports[start:start + rows], uniform)
-                negative = np.bitwise_count(
-                    cells[start:start + rows, None].astype(columns.dtype) & columns) & 1
-                total += hits.sum(axis=0) - 2 * (hits * negative).sum(axis=0)
-            return total
-
-        def keys(part):  # j for a +1 report, D + j for a −1 report
-            drawn = rng.integers(0, size, size=int(reports[part].sum()), dtype=columns.dtype)
-            sign = np.bitwise_count(np.repeat(cells[part].astype(columns.dtype), reports[part])
-                                    & drawn).astype(columns.dtype)
-            sign &= 1
-            sign *= size
-            drawn += sign
-            return drawn
-
-        tally = _histogram((keys(part) for part in _batches(reports, RELEASE_CHUNK)), 2 * size)
-        return HadamardMechanism._column_sums(tally, size)
+        """A[j] = Σ_x H[x, j]·m_xj of the same reports, m_x drawn per cell as a multinomial over
+        the D columns (cheaper than report by report when cells × D is small beside the
+        reports: county level at large ε)."""
+        columns = np.arange(size, dtype=_index_dtype(size))
+        uniform = np.full(size, 1.0 / size)   # exact: size is a power of two
+        total = np.zeros(size, dtype=np.int64)
+        rows = max(1, MULTINOMIAL_BLOCK // size)
+        for start in range(0, len(cells), rows):
+            hits = rng.multinomial(reports[start:start + rows], uniform)
+            negative = np.bitwise_count(
+                cells[start:start + rows, None].astype(columns.dtype) & columns) & 1
+            total += hits.sum(axis=0) - 2 * (hits * negative).sum(axis=0)
+        return total
 
     # ------------------------------------------------------------------------------ theory
     def variance(self, counts, n=None, d=None):
