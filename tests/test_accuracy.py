@@ -49,8 +49,8 @@ def test_variances_come_from_the_mechanisms(county_table):
 
 @pytest.mark.parametrize("key", CENTRAL_WITH_VARIANCE)
 def test_central_variance_does_not_depend_on_the_domain(key):
-    # compare_mechanisms evaluates central mechanisms on two cells; that is only right if their
-    # per-cell variance depends on the cell's own count alone.
+    # A central mechanism's per-cell variance depends on the cell's own count alone, not on the
+    # table's n and d (which its variance accepts and ignores).
     mech = mechanisms.build(key, **mechanisms.declared(key, {"epsilon": 0.7, "delta": 1e-5}))
     short = mech.variance(np.array([40, 0]))
     long = mech.variance(np.array([40, 0, 3, 1000, 0, 0, 9]))

@@ -192,9 +192,9 @@ class FakeLocal:
 
     p, q = 0.5, 0.2
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         counts = np.asarray(counts, dtype=float)
-        p, q, n = self.p, self.q, counts.sum()
+        p, q, n = self.p, self.q, counts.sum() if n is None else n
         return n * q * (1 - q) / (p - q) ** 2 + counts * (1 - p - q) / (p - q)
 
 

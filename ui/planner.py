@@ -17,6 +17,7 @@ import streamlit as st
 
 from dpcore import mechanisms
 from dpcore.evaluation import metrics, planner
+from dpcore.evaluation.count_profile import CountProfile
 from dpcore.evaluation.experiment import Scenario
 from dpcore.release import RunSettings
 from ui import charts, learn_charts, runs, safe
@@ -88,10 +89,11 @@ def answers(settings: RunSettings, target: planner.Target, trials: int
     key = _key(settings, target, trials)
     if key in stored:
         return stored[key]
-    od, truth = runs.view(settings), runs.true_counts(settings)
+    od = runs.view(settings)
+    profile = CountProfile.of_matrix(od)
     specs = [(k, settings.own_params(k)) for k in settings.mechanisms]
     searched = [k for k, p in specs
-                if not planner.has_closed_form(k, p, target.metric, settings.postprocess, truth)]
+                if not planner.has_closed_form(k, p, target.metric, settings.postprocess, profile)]
     if searched:
         place = st.empty()
         left, right, status = place.container().columns([2, 1, 4], vertical_alignment="center")
@@ -110,7 +112,7 @@ def answers(settings: RunSettings, target: planner.Target, trials: int
         bar = status.progress(0.0, "Starting…")
         try:
             result = planner.plan(od, specs, target, postprocess=settings.postprocess,
-                                  trials=trials, seed=settings.seed, truth=truth,
+                                  trials=trials, seed=settings.seed,
                                   runner=_runner(settings, trials),
                                   progress=lambda done, total: bar.progress(
                                       min(done / total, 1.0), f"{done:,} of at most {total:,} "
@@ -121,7 +123,7 @@ def answers(settings: RunSettings, target: planner.Target, trials: int
             return None
         place.empty()
     else:
-        result = planner.plan(od, specs, target, postprocess=settings.postprocess, truth=truth)
+        result = planner.plan(od, specs, target, postprocess=settings.postprocess)
     stored[key] = result
     return result
 
@@ -151,7 +153,7 @@ def curve(found: list[planner.Answer], settings: RunSettings, target: planner.Ta
           ) -> tuple[go.Figure, pd.DataFrame]:
     """Error against ε per mechanism (closed form, or the ε the search tried) with a marker at
     each answer; baselines as flat dashed lines (ε does not apply); the target as a line."""
-    truth = runs.true_counts(settings)
+    profile = CountProfile.of_matrix(runs.view(settings))
     metric = "geh_pass_share" if target.metric == planner.CHECKS else target.metric
     fig, rows = go.Figure(), []
     for a in found:
@@ -161,7 +163,7 @@ def curve(found: list[planner.Answer], settings: RunSettings, target: planner.Ta
                 a.method == planner.UNREACHABLE and not len(a.tried)):
             xs = list(CURVE_GRID)
             ys = [planner.expected_error(mechanisms.build(a.mechanism, epsilon=e, **params),
-                                         metric, truth)[0] for e in xs]
+                                         metric, profile)[0] for e in xs]
         else:
             xs, ys = list(a.tried["epsilon"]), list(a.tried["mean"])
         if not cls.uses_epsilon:

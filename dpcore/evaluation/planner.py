@@ -9,7 +9,9 @@ How an answer is found (the ``method`` column says which):
 
 * **closed form** — RMSE of the raw release (post-processing Base) is √(mean per-cell variance +
   bias²) from the mechanism's closed-form variance (:func:`dpcore.evaluation.summaries.theoretical_rmse`),
-  decreasing in ε, solved for the target by Brent's method on log ε. MAE of an *unbiased*
+  decreasing in ε, solved for the target by Brent's method on log ε. Each evaluation is a weighted
+  sum over the distinct true counts (:class:`dpcore.evaluation.count_profile.CountProfile`), so it
+  costs the same at ED level (9.8 M cells) as at county level. MAE of an *unbiased*
   mechanism: exact for Laplace (E|Z| = b), discrete Laplace (2α/(1 − α²)) and Gaussian (σ√(2/π));
   for the local mechanisms, whose per-cell error is a sum of many independent reports, the normal
   approximation E|Z| ≈ σ√(2/π) (said so in ``method``). These are expected values: a single
@@ -38,6 +40,7 @@ from scipy import optimize, stats
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import experiment, metrics, summaries
+from dpcore.evaluation.count_profile import CountProfile
 from dpcore.mechanisms.base import EPSILON
 
 #: The "planner's checks as a whole" target: every applicable acceptance check passes.
@@ -141,35 +144,36 @@ _EXACT_MAE = {  # E|noise| of the mechanisms whose noise law is known exactly
 }
 
 
-def expected_error(mechanism: mechanisms.Mechanism, metric: str, truth: np.ndarray
+def expected_error(mechanism: mechanisms.Mechanism, metric: str, profile: CountProfile
                    ) -> tuple[float, str] | None:
     """The expected RMSE or MAE of a raw release, with how it is known; None without a closed
     form (another metric, or MAE of a biased mechanism)."""
     if metric == "rmse":
-        value = summaries.theoretical_rmse(mechanism, truth)
+        value = summaries.theoretical_rmse(mechanism, profile)
         return None if value is None else (value, CLOSED)
     if metric != "mae" or getattr(mechanism, "expected", None) is not None:
         return None
     if mechanism.key in _EXACT_MAE:
         return float(_EXACT_MAE[mechanism.key](mechanism)), CLOSED
-    variance = mechanism.variance(truth)
+    variance = profile.variance(mechanism)
     if variance is None:
         return None
-    return float(np.mean(np.sqrt(variance)) * math.sqrt(2 / math.pi)), CLOSED_NORMAL
+    return profile.mean(np.sqrt(variance)) * math.sqrt(2 / math.pi), CLOSED_NORMAL
 
 
-def has_closed_form(key: str, params: dict, metric: str, postprocess: str, truth) -> bool:
+def has_closed_form(key: str, params: dict, metric: str, postprocess: str,
+                    profile: CountProfile) -> bool:
     """Whether :func:`closed_form` answers this (raw releases of RMSE, or MAE when unbiased)."""
     if postprocess != "base" or metric not in ("rmse", "mae"):
         return False
-    return expected_error(mechanisms.build(key, **params), metric, truth) is not None
+    return expected_error(mechanisms.build(key, **params), metric, profile) is not None
 
 
-def closed_form(key: str, params: dict, truth: np.ndarray, target: Target) -> Answer:
+def closed_form(key: str, params: dict, profile: CountProfile, target: Target) -> Answer:
     """Smallest ε whose expected RMSE/MAE (raw release) is at most the target value."""
     def error(epsilon):
         return expected_error(mechanisms.build(key, epsilon=epsilon, **params), target.metric,
-                              truth)
+                              profile)
 
     low, high = EPSILON_RANGE
     at_low, method = error(low)
@@ -267,22 +271,22 @@ def max_releases(trials: int) -> int:
 
 
 def plan(od: ODMatrix, mechanism_specs, target: Target, *, postprocess: str = "base",
-         trials: int = 20, seed: int = 0, truth: np.ndarray | None = None,
-         runner: Runner | None = None, force_search: bool = False,
+         trials: int = 20, seed: int = 0, runner: Runner | None = None,
+         force_search: bool = False,
          progress: Callable[[int, int], bool | None] | None = None) -> list[Answer]:
     """Each mechanism's answer, closed form where it exists (unless ``force_search``), else
     searched. ``mechanism_specs``: keys or ``(key, params)``. ``progress(done, total)`` counts
     releases; returning False stops: the answers so far are returned, the rest marked stopped."""
-    truth = od.to_dense() if truth is None else truth
+    profile = CountProfile.of_matrix(od)
     runner = runner or pipeline_runner(od, postprocess, trials, seed)
     specs = [(s, {}) if isinstance(s, str) else (s[0], dict(s[1])) for s in mechanism_specs]
-    searched = [not force_search and has_closed_form(k, p, target.metric, postprocess, truth)
+    searched = [not force_search and has_closed_form(k, p, target.metric, postprocess, profile)
                 for k, p in specs]
     total = sum(max_releases(trials) for closed in searched if not closed)
     answers, done = [], 0
     for (key, params), closed in zip(specs, searched):
         if closed:
-            answers.append(closed_form(key, params, truth, target))
+            answers.append(closed_form(key, params, profile, target))
             continue
         base = done
 

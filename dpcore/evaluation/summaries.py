@@ -18,6 +18,7 @@ from scipy import stats
 
 from dpcore import mechanisms
 from dpcore.evaluation import metrics
+from dpcore.evaluation.count_profile import CountProfile
 from dpcore.evaluation.metrics import PlannerCheck, planner_checks
 
 
@@ -47,22 +48,25 @@ def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k
     return "; ".join(parts) + "."
 
 
-def theoretical_rmse(mechanism, true_counts) -> float | None:
+def theoretical_rmse(mechanism, true_counts: CountProfile | np.ndarray) -> float | None:
     """Expected RMSE per cell of the *raw* release: √(mean(Var + bias²)), in commuters.
 
     From the mechanism's closed-form per-cell ``variance`` (and its exact ``expected`` value when
-    it is biased, e.g. the stability histogram). None when the mechanism has no closed form.
+    it is biased, e.g. the stability histogram), over the distinct counts of ``true_counts`` (a
+    :class:`CountProfile`, or dense counts, profiled here: build the profile once when evaluating
+    many mechanisms or ε). None when the mechanism has no closed form.
     Strictly √E[MSE], which Jensen puts slightly above E[RMSE] for small domains.
     """
-    counts = np.asarray(true_counts)
-    variance = mechanism.variance(counts)
+    profile = (true_counts if isinstance(true_counts, CountProfile)
+               else CountProfile.of_counts(true_counts))
+    variance = profile.variance(mechanism)
     if variance is None:
         return None
     mse = np.asarray(variance, dtype=float)
     expected = getattr(mechanism, "expected", None)
     if expected is not None:
-        mse = mse + (np.asarray(expected(counts), dtype=float) - counts) ** 2
-    return float(np.sqrt(np.mean(mse)))
+        mse = mse + (np.asarray(expected(profile.values), dtype=float) - profile.values) ** 2
+    return math.sqrt(profile.mean(mse))
 
 
 def pass_rates(draws: list[list[PlannerCheck]]) -> pd.DataFrame:
@@ -150,12 +154,13 @@ def theory_curves(truths: dict[str, np.ndarray], mechanism_specs, epsilons, metr
     rows = []
     if metric in ("rmse", "rmse_freq"):
         for label, counts in truths.items():
-            n = float(np.sum(counts))
+            profile = CountProfile.of_counts(counts)
+            n = profile.n
             for key, params in mechanism_specs:
                 for epsilon in epsilons:
                     try:
                         value = theoretical_rmse(
-                            mechanisms.build(key, epsilon=epsilon, **dict(params)), counts)
+                            mechanisms.build(key, epsilon=epsilon, **dict(params)), profile)
                     except ValueError:
                         value = None
                     if value is not None:

@@ -6,7 +6,9 @@ A mechanism is immutable once built (``Mechanism(epsilon=1.0, ...)``). It offers
   server (local) would publish, drawn directly from their distribution over the dense domain;
 * ``simulate(items, d, rng)`` — the protocol as it would really run, one report per person
   (for central mechanisms: count, then add noise);
-* ``variance(counts)`` — the theoretical per-cell variance of the raw estimate (commuters²);
+* ``variance(counts, n=None, d=None)`` — the theoretical per-cell variance of the raw estimate
+  (commuters²), a function of each cell's count and the table's n and d only (see
+  :func:`table_size`);
 * ``bits_per_user(d)`` — communication per person (local mechanisms);
 * ``explain()`` — a short plain-language description with its formulas (markdown + LaTeX).
 
@@ -34,6 +36,18 @@ SUBSTITUTION, ADD_REMOVE = "substitution", "add_remove"
 #: Users per chunk in per-user simulation: bounds memory (reports for d = 1,085 UE are
 #: chunk × d booleans, 65 MB at this size).
 SIMULATION_CHUNK = 1 << 16
+
+
+def table_size(counts: np.ndarray, n: float | None = None, d: int | None = None
+               ) -> tuple[float, int]:
+    """(n, d) of the table that ``counts`` belong to, for a closed-form variance.
+
+    Every per-cell variance here is a function of (c_v, n, d) and the settings alone, so a caller
+    holding only some cells — the planner's distinct counts, each standing for many cells — gives
+    the table's n and d; by default ``counts`` is the whole domain (n = its sum, d = its length).
+    """
+    return (float(np.sum(counts)) if n is None else float(n),
+            len(counts) if d is None else int(d))
 
 
 @dataclass(frozen=True)
@@ -190,8 +204,11 @@ class Mechanism(ABC):
     def simulate(self, items: np.ndarray, d: int, rng: np.random.Generator) -> np.ndarray:
         """Run the real protocol on one cell index per person; return the estimated counts."""
 
-    def variance(self, counts: np.ndarray) -> np.ndarray | None:
-        """Theoretical per-cell variance of the raw estimate (commuters²); None if no closed form."""
+    def variance(self, counts: np.ndarray, n: float | None = None, d: int | None = None
+                 ) -> np.ndarray | None:
+        """Theoretical per-cell variance of the raw estimate (commuters²) of cells holding
+        ``counts`` in a table of n people and d cells (:func:`table_size`; default: ``counts`` is
+        the whole table); None if there is no closed form."""
         return None
 
     def bits_per_user(self, d: int) -> float | None:

@@ -54,7 +54,7 @@ class Baseline(Mechanism):
 class DeterministicBaseline(Baseline):
     """A method without randomness: its error is all bias (``expected`` is the release)."""
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         return np.zeros(np.shape(counts))
 
     def expected(self, counts):
@@ -118,7 +118,7 @@ class RandomRounding(Baseline):
         up = rng.random(counts.size) < (counts - down) / self.base
         return down + self.base * up
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         remainder = np.asarray(counts, dtype=float) % self.base
         return remainder * (self.base - remainder)
 
@@ -225,7 +225,7 @@ class CellKey(Baseline):
     def expected(self, counts):
         return self._moments(counts)[0]
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         return self._moments(counts)[1]
 
     def explain(self):

@@ -144,7 +144,7 @@ class Laplace(_NeighbourAware):
         counts = _as_counts(counts)
         return counts + rng.laplace(0.0, self.scale, counts.size)
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         return np.full(np.shape(counts), 2 * self.scale ** 2)
 
     def explain(self):
@@ -191,7 +191,7 @@ class DiscreteLaplace(_NeighbourAware):
         down = np.floor(rng.standard_exponential(counts.size) / rate)
         return counts + (up - down)
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         a = self.alpha
         return np.full(np.shape(counts), 2 * a / (1 - a) ** 2)
 
@@ -246,7 +246,7 @@ class Gaussian(_NeighbourAware):
         counts = _as_counts(counts)
         return counts + rng.normal(0.0, self.sigma, counts.size)
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         return np.full(np.shape(counts), self.sigma ** 2)
 
     def explain(self):
@@ -358,7 +358,7 @@ class StabilityHistogram(_NeighbourAware):
         _, bias, _ = self._moments(counts)
         return np.where(np.asarray(counts) > 0, np.asarray(counts, dtype=float) + bias, 0.0)
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         """Exact variance of each published value, suppression included (0 for true zeros).
 
         Far above τ it is the noise variance 2b²; near τ it mixes "published" and "0".
@@ -443,7 +443,7 @@ class TopK(_NeighbourAware):
         out[chosen] = counts[chosen] + rng.laplace(0.0, self.count_scale, self.k)
         return out
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         """None: a data-dependent selection mixed with Laplace noise has no closed form."""
         return None
 

@@ -1,11 +1,13 @@
 """Hadamard response (HR) and the Hadamard mechanism with t coefficients (HM), plus the fast
 Walsh–Hadamard transform (FWHT) both servers need.
 
-Both are local mechanisms whose server decodes with one FWHT, so the fast ``release`` is the real
-protocol itself: every commuter's report is sampled (vectorised), the reports are histogrammed and
-transformed once. That is exact in distribution — unlike aggregate-count shortcuts, which for these
-mechanisms get each count's law right but not the joint law (one report's support indicators are
-tied together by the Hadamard structure) — and costs O(n + K log K).
+Both are local mechanisms whose server decodes with one FWHT of a histogram of the reports, so the
+fast ``release`` draws that histogram exactly and transforms it once — unlike shortcuts through
+each cell's support count, which for these mechanisms get each count's law right but not the joint
+law (one report's support indicators are tied together by the Hadamard structure). HR samples every
+commuter's report (vectorised): O(n + K log K). HM draws its histograms from their exact laws,
+report by report or as multinomial counts, whichever is cheaper (see
+:meth:`HadamardMechanism.release`): at most O(min(nt, cells·D) + D log D).
 
 The Sylvester–Hadamard matrix is never built: its entry H[i, j] = (−1)^popcount(i & j).
 
@@ -17,16 +19,18 @@ differential privacy", PVLDB 14(11), 2021, and pure-LDP's ``HadamardMech{Client,
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param
+from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param, table_size
 from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 
-#: Users per batch in ``release``: bounds the per-user temporaries (a few arrays of this length).
+#: People (HR) or reports (HM) per batch in ``release``: bounds the temporaries (a few arrays of
+#: this length).
 RELEASE_CHUNK = 1 << 22
 #: Largest t the Hadamard mechanism accepts; at ε = 20 (the largest ε allowed) the best t is ~24.
 MAX_COEFFICIENTS = 32
@@ -37,6 +41,12 @@ SHUFFLE_BUCKETED_FROM = 1 << 20
 SHUFFLE_BUCKETS = 256
 #: Elements the FWHT transforms at a time while they stay in the CPU cache (1 MB of int32).
 FWHT_CACHE_ELEMENTS = 1 << 18
+#: A histogram is drawn as multinomial counts (one binomial per bin) instead of report by report
+#: when it has at most 1/MULTINOMIAL_COST bins per report: a binomial draw costs about as much as
+#: this many reports (drawn, signed and tallied).
+MULTINOMIAL_COST = 12
+#: Cells × columns of the largest per-cell multinomial table drawn at once (32 MB of int64).
+MULTINOMIAL_BLOCK = 1 << 22
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -201,10 +211,11 @@ class HRLayout:
     def items_per_block(self) -> int:
         return self.block_size - 1
 
-    def block_sizes(self) -> np.ndarray:
-        """How many items each used block holds (all full except possibly the last)."""
+    def same_block_pairs(self) -> int:
+        """Σ_β m_β(m_β − 1): ordered pairs of distinct items sharing a block, m_β the items in
+        block β (all blocks full except possibly the last), in O(1) — there can be 2²⁴ blocks."""
         full, rest = divmod(self.d, self.items_per_block)
-        return np.array([self.items_per_block] * full + ([rest] if rest else []), dtype=np.int64)
+        return full * self.items_per_block * (self.items_per_block - 1) + rest * (rest - 1)
 
     def encode(self, symbols: np.ndarray) -> np.ndarray:
         """Rows (first output of the block, Hadamard row, lowest set bit of that row) per symbol."""
@@ -400,7 +411,7 @@ class HadamardResponse(LocalMechanism):
         return self._decode(_histogram(reports(), lay.outputs), int(counts.sum()), d, permutation)
 
     # ------------------------------------------------------------------------------ theory
-    def variance(self, counts, permutation=None):
+    def variance(self, counts, n=None, d=None, permutation=None):
         """Exact per-cell variance of ĉ.
 
         Blocked form: given ``permutation``, the conditional variance (c_blk from that permutation);
@@ -409,17 +420,18 @@ class HadamardResponse(LocalMechanism):
         c_blk(s) replaced by c_s + (n − c_s)·Σ_β m_β(m_β−1)/(d(d−1)), m_β the blocks' item counts.
         """
         counts = _as_counts(counts).astype(float)
-        d, n = len(counts), counts.sum()
+        n, d = table_size(counts, n, d)
         lay, _, scale = self.constants(d)
         e = math.exp(self.epsilon)
         if not lay.blocked:
-            c_blk = np.full(d, n)
+            c_blk = np.full(len(counts), n)
         elif permutation is not None:
+            if len(counts) != d:
+                raise ValueError("the variance given a permutation needs the whole table's counts")
             block = self._check_permutation(permutation, d) // lay.items_per_block
             c_blk = np.bincount(block, weights=counts, minlength=lay.blocks)[block]
         else:
-            m = lay.block_sizes()
-            share = float((m * (m - 1)).sum()) / (d * (d - 1)) if d > 1 else 0.0
+            share = lay.same_block_pairs() / (d * (d - 1)) if d > 1 else 0.0
             c_blk = counts + (n - counts) * share
         return scale * (2 * n + (e - 1) * c_blk) / (e - 1) - counts
 
@@ -480,8 +492,9 @@ Walsh–Hadamard transform turns the sums into estimates.
   ε ≤ 1, 2 at ε = 2, 3 at ε = 3, 4 at ε = 4 on large domains) — pure-LDP's rule
   $\lceil\log_2(e^\varepsilon+1)\rceil$ picks a larger t with up to ~3× the variance.
 
-Communication: $t(\log_2 D + 1)$ bits. The fast release draws every commuter's report (exact in
-distribution): $O(nt + D\log D)$."""
+Communication: $t(\log_2 D + 1)$ bits. The fast release draws the column sums from their exact
+law (each report's sign pattern is all-true with probability $b_t$, else uniform), without
+simulating the commuters one by one."""
 
 
 @register
@@ -577,24 +590,85 @@ class HadamardMechanism(LocalMechanism):
         return self.estimate(self._column_sums(_histogram(keys, 2 * size), size), len(items), d)
 
     def release(self, counts, rng):
-        """Exact fast path: every commuter's report drawn (vectorised, in batches), one FWHT."""
+        """Exact fast path: the column sums A drawn from their law without the clients' loop.
+
+        The pattern law "the true one with probability p_t, else one of the 2^t − 1 others" is the
+        mixture "with probability b_t all t signs true, else t independent fair signs":
+        P[true pattern] = b_t + (1 − b_t)/2^t = p_t and every other (1 − b_t)/2^t. A person of
+        the second kind sends t reports uniform over the 2D (column, sign) bins whatever their
+        cell: their histogram is one uniform multinomial. A person of the first kind in cell x
+        sends t uniform columns j with the true sign H[x, j]: per cell a multinomial over the D
+        columns. Each part is drawn as multinomial counts when it has few bins beside its reports
+        (:data:`MULTINOMIAL_COST`), else report by report (both parts in one tally); then one FWHT.
+        """
         counts = _as_counts(counts)
-        d, t = len(counts), self.coefficients(len(counts))
-        present = np.flatnonzero(counts)
-        people = counts[present]
-        size = self.padded(d)
-        keys = (self._report_keys(*self._sample(np.repeat(present[part], people[part]), d, rng),
-                                  size)
-                for part in _batches(people, max(1, RELEASE_CHUNK // t)))
-        total = self._column_sums(_histogram(keys, 2 * size), size)
-        return self.estimate(total, int(counts.sum()), d)
+        d, n = len(counts), int(counts.sum())
+        t, size = self.coefficients(d), self.padded(d)
+        _, bias = hm_probabilities(self.epsilon, t)
+        cells = np.flatnonzero(counts)
+        true_reports = rng.binomial(counts[cells], bias) * t   # from people sending true signs
+        fair_reports = n * t - int(true_reports.sum())
+        total, keys = np.zeros(size, dtype=np.int64), []
+        if 2 * size * MULTINOMIAL_COST <= fair_reports:
+            total += self._column_sums(rng.multinomial(fair_reports, np.full(2 * size,
+                                                                             0.5 / size)), size)
+        else:
+            keys.append(self._fair_keys(fair_reports, size, rng))
+        if len(cells) * size * MULTINOMIAL_COST <= true_reports.sum():
+            total += self._true_sign_sums(cells, true_reports, size, rng)
+        else:
+            keys.append(self._true_sign_keys(cells, true_reports, size, rng))
+        if keys:
+            total += self._column_sums(_histogram(itertools.chain(*keys), 2 * size), size)
+        return self.estimate(total, n, d)
+
+    @staticmethod
+    def _fair_keys(reports: int, size: int, rng: np.random.Generator):
+        """Report keys (:meth:`_report_keys`' bins) of reports uniform over all 2D bins, in
+        batches."""
+        dtype = _index_dtype(2 * size)
+        for start in range(0, reports, RELEASE_CHUNK):
+            yield rng.integers(0, 2 * size, size=min(RELEASE_CHUNK, reports - start), dtype=dtype)
+
+    @staticmethod
+    def _true_sign_keys(cells: np.ndarray, reports: np.ndarray, size: int,
+                        rng: np.random.Generator):
+        """Report keys of ``reports[x]`` uniform columns j from each cell x with the true sign
+        H[x, j] (j for +1, D + j for −1), in batches."""
+        dtype = _index_dtype(2 * size)
+        for part in _batches(reports, RELEASE_CHUNK):
+            drawn = rng.integers(0, size, size=int(reports[part].sum()), dtype=dtype)
+            sign = np.bitwise_count(np.repeat(cells[part].astype(dtype), reports[part])
+                                    & drawn).astype(dtype)
+            sign &= 1
+            sign *= size
+            drawn += sign
+            yield drawn
+
+    @staticmethod
+    def _true_sign_sums(cells: np.ndarray, reports: np.ndarray, size: int,
+                        rng: np.random.Generator) -> np.ndarray:
+        """A[j] = Σ_x H[x, j]·m_xj of the same reports, m_x drawn per cell as a multinomial over
+        the D columns (cheaper than report by report when cells × D is small beside the
+        reports: county level at large ε)."""
+        columns = np.arange(size, dtype=_index_dtype(size))
+        uniform = np.full(size, 1.0 / size)   # exact: size is a power of two
+        total = np.zeros(size, dtype=np.int64)
+        rows = max(1, MULTINOMIAL_BLOCK // size)
+        for start in range(0, len(cells), rows):
+            hits = rng.multinomial(reports[start:start + rows], uniform)
+            negative = np.bitwise_count(
+                cells[start:start + rows, None].astype(columns.dtype) & columns) & 1
+            total += hits.sum(axis=0) - 2 * (hits * negative).sum(axis=0)
+        return total
 
     # ------------------------------------------------------------------------------ theory
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         counts = _as_counts(counts).astype(float)
-        t = self.coefficients(len(counts))
+        n, d = table_size(counts, n, d)
+        t = self.coefficients(d)
         _, b = hm_probabilities(self.epsilon, t)
-        return counts.sum() / (t * b * b) + counts * ((t - 1) / (t * b) - 1)
+        return n / (t * b * b) + counts * ((t - 1) / (t * b) - 1)
 
     def bits_per_user(self, d):
         return float(self.coefficients(d) * (math.log2(self.padded(d)) + 1))

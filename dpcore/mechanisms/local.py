@@ -34,7 +34,7 @@ from abc import abstractmethod
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param
+from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param, table_size
 
 #: The Mersenne prime 2³¹ − 1 of the universal hash family ((a·x + b) mod P) mod g: with a, x < 2³¹
 #: every intermediate fits an int64, and the domain must be smaller than P.
@@ -195,10 +195,10 @@ class PureProtocol(LocalOracle):
         support[live] = rng.binomial(n - counts[live], q) + rng.binomial(counts[live], p)
         return self.invert(support, n, d)
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         counts = _as_counts(counts).astype(np.float64)
-        _, p, q = self._probabilities(len(counts))
-        n = counts.sum()
+        n, d = table_size(counts, n, d)
+        _, p, q = self._probabilities(d)
         return n * q * (1 - q) / (p - q) ** 2 + counts * (1 - p - q) / (p - q)
 
 
@@ -650,11 +650,12 @@ class DBitFlip(LocalOracle):
         sampled[live] += sampled_own
         return self.estimate(np.stack([ones, sampled]), n, d)
 
-    def variance(self, counts):
+    def variance(self, counts, n=None, d=None):
         counts = _as_counts(counts).astype(np.float64)
-        d, rate = self._sampling(len(counts))
+        n, d = table_size(counts, n, d)
+        d, rate = self._sampling(d)
         a = math.exp(self.epsilon / 2)
-        return counts.sum() / rate * a / (a - 1) ** 2 + counts * (1 / rate - 1)
+        return n / rate * a / (a - 1) ** 2 + counts * (1 / rate - 1)
 
     def bits_per_user(self, d):
         d, _ = self._sampling(d)

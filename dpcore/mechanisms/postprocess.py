@@ -79,15 +79,13 @@ def clip_query(total):
 def zero_cell_variance(mechanism, n: int, d: int) -> float | None:
     """Var* for Base-Cut: the mechanism's variance of a cell whose true count is 0, given n and d.
 
-    Evaluates ``mechanism.variance`` on a public stand-in vector (all n people in cell 0, d cells),
-    so it depends only on (ε, n, d), never on the data. None if the mechanism has no closed form.
+    ``mechanism.variance`` of one empty cell in a table of n people and d cells: it depends only on
+    (ε, n, d), never on the data. None if the mechanism has no closed form.
     """
     if d < 2:
         raise ValueError(f"need at least 2 cells to evaluate a zero cell's variance; got d={d}.")
-    stand_in = np.zeros(d, dtype=np.int64)
-    stand_in[0] = n
-    v = mechanism.variance(stand_in)
-    return None if v is None else float(np.asarray(v)[1])
+    v = mechanism.variance(np.zeros(1, dtype=np.int64), n=n, d=d)
+    return None if v is None else float(np.asarray(v)[0])
 
 
 def base(estimates, n, variance=None) -> np.ndarray:

@@ -102,24 +102,10 @@ def _check(n, d, epsilon, cell_count=0):
 
 
 def _cell_variances(mech: Mechanism, n: int, d: int, cell_count: int) -> tuple[float, float] | None:
-    """(variance at an empty cell, at a cell of ``cell_count``) from ``mech.variance``; None if it
-    has no closed form.
-
-    Local mechanisms see the full domain (their noise depends on n and d): the counts are
-    ``[cell_count, 0, n − cell_count, 0, …]``, O(d) memory and time. Central mechanisms calibrate
-    noise to the sensitivity, not the domain, so two cells suffice (a test checks this holds).
-    """
-    if mech.model == CENTRAL:
-        out = mech.variance(np.array([cell_count, 0]))
-        return None if out is None else (float(out[1]), float(out[0]))
-    if d >= 3:
-        counts = np.zeros(d, dtype=np.int64)
-        counts[0], counts[2] = cell_count, n - cell_count
-        out = mech.variance(counts)
-        return None if out is None else (float(out[1]), float(out[0]))
-    empty = mech.variance(np.array([0, n]))
-    cell = mech.variance(np.array([cell_count, n - cell_count]))
-    return None if empty is None else (float(empty[0]), float(cell[0]))
+    """(variance at an empty cell, at a cell of ``cell_count``) in a table of n people and d cells,
+    from ``mech.variance``; None if it has no closed form."""
+    out = mech.variance(np.array([0, cell_count]), n=n, d=d)
+    return None if out is None else (float(out[0]), float(out[1]))
 
 
 def _max_error(mech: Mechanism, n: int, d: int, variance: float) -> float:

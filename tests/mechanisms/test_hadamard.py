@@ -194,7 +194,7 @@ def test_hr_decoder_is_exactly_unbiased_with_the_exact_variance(epsilon):
 def test_hr_unconditional_variance_is_the_average_over_all_permutations():
     d, epsilon = 5, 2.0           # B = 4 blocks of 3 items: blocks of sizes 3 and 2 are used
     mech = HadamardResponse(epsilon=epsilon)
-    assert mech.layout(d).block_sizes().tolist() == [3, 2]
+    assert mech.layout(d).same_block_pairs() == 3 * 2 + 2 * 1
     counts = np.array([7, 0, 3, 12, 1])
     conditional = [mech.variance(counts, permutation=np.array(p))
                    for p in itertools.permutations(range(d))]
@@ -311,6 +311,27 @@ def test_release_matches_per_user_simulation(key, params, seed):
         return np.column_stack([a, a.sum(axis=1), a[:, 11] + a[:, 19], a[:, 0] + a[:, 1]])
 
     assert_same_distribution(with_sums(fast), with_sums(slow))
+
+
+@pytest.mark.parametrize("cost", [0, 10**18], ids=["multinomial", "report_by_report"])
+@pytest.mark.parametrize("epsilon,t", [(1.0, 1), (3.0, 3)])
+def test_hm_release_both_ways_matches_per_user_simulation(monkeypatch, cost, epsilon, t, seed):
+    """The fast release draws its histograms as multinomial counts or report by report by cost;
+    forced either way, it has the per-user protocol's law (cells, total and two pair sums) and the
+    exact variance."""
+    monkeypatch.setattr(had, "MULTINOMIAL_COST", cost)
+    mech = HadamardMechanism(epsilon=epsilon, t=t)
+    items = np.repeat(np.arange(len(SMALL)), SMALL)
+    rng = np.random.default_rng(seed)
+    fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
+    slow = np.stack([mech.simulate(items, len(SMALL), rng) for _ in range(1500)])
+
+    def with_sums(a):
+        return np.column_stack([a, a.sum(axis=1), a[:, 11] + a[:, 19], a[:, 0] + a[:, 1]])
+
+    assert_same_distribution(with_sums(fast), with_sums(slow))
+    assert_unbiased(fast, SMALL, mech.variance(SMALL))
+    assert_variance(fast, mech.variance(SMALL))
 
 
 # ---------------------------------------------------------------------------------- choice of t
