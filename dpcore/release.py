@@ -53,6 +53,7 @@ from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import metrics, sparse_release
+from dpcore.evaluation.ranks import PRESENT_AT
 from dpcore.evaluation.sparse_vector import SparseVector
 from dpcore.mechanisms import postprocess
 
@@ -360,12 +361,16 @@ def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: b
     try:
         drawn = sparse_release.run(od, spec, keep=max(SPARSE_TOP, k))
     except ValueError as error:
-        raise ValueError(f"{error} (the domain has {od.domain_size:,} cells, so releases are "
-                         f"sparse: only the {od.nonzero:,} non-empty cells are drawn one by "
-                         "one).") from None
+        raise ValueError(f"{str(error).rstrip('.')}. The domain has {od.domain_size:,} cells, "
+                         f"so releases are sparse: only its {od.nonzero:,} non-empty cells are "
+                         "drawn one by one.") from None
     mechanism = spec.build()
+    # Every empty cell at or above 0.5 is in the kept top unless the top is full; then those
+    # strictly above its last value are.
+    full = drawn.top_flat.size >= drawn.keep
+    known_from = float(np.nextafter(drawn.top_values[-1], np.inf)) if full else PRESENT_AT
     raw = SparseVector(od.domain_size, od.flat_index, drawn.nonzero, drawn.zeros, drawn.top_flat,
-                       drawn.top_values, sparse_release.noise_law(mechanism))
+                       drawn.top_values, known_from, sparse_release.noise_law(mechanism))
     outputs = {}
     for method in spec.postprocess:
         started = time.perf_counter()

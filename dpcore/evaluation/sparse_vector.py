@@ -133,8 +133,9 @@ class SparseVector:
     """A vector over ``size`` cells: ``values`` at the sorted flat indices ``flat`` (the data's
     non-zero cells), the other cells' values as the distribution ``zeros``, and (a release) the
     kept top: ``top_flat``/``top_values``, its largest present cells among all, largest first,
-    ties by flat index. ``law`` is the continuous noise law of the empty cells (a SciPy
-    distribution), when they have one: it places a rank inside a band."""
+    ties by flat index. ``known_from``: every cell whose value is at least this is among those
+    named (``flat`` or the kept top). ``law`` is the continuous noise law of the empty cells (a
+    SciPy distribution), when they have one: it places a rank inside a band."""
 
     size: int
     flat: np.ndarray
@@ -142,6 +143,7 @@ class SparseVector:
     zeros: ZeroCells
     top_flat: np.ndarray | None = None
     top_values: np.ndarray | None = None
+    known_from: float = np.inf
     law: object = None
     _order: tuple = field(init=False, repr=False, compare=False)
 
@@ -156,7 +158,8 @@ class SparseVector:
     def counts(cls, od: ODMatrix) -> SparseVector:
         """The true counts of ``od``: exact at its non-zero cells, 0 everywhere else."""
         empty = od.domain_size - od.nonzero
-        return cls(od.domain_size, od.flat_index, od.counts, ZeroCells(empty, [0.0], [empty]))
+        return cls(od.domain_size, od.flat_index, od.counts, ZeroCells(empty, [0.0], [empty]),
+                   known_from=float(np.nextafter(0.0, 1.0)))
 
     @property
     def rank_note(self) -> str | None:

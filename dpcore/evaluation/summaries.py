@@ -19,6 +19,7 @@ from scipy import stats
 from dpcore import mechanisms
 from dpcore.evaluation import metrics
 from dpcore.evaluation.metrics import PlannerCheck, planner_checks
+from dpcore.evaluation.sparse_vector import SparseVector
 
 
 def _plural(count: float, one: str, many: str) -> str:
@@ -51,9 +52,12 @@ def theoretical_rmse(mechanism, true_counts) -> float | None:
     """Expected RMSE per cell of the *raw* release: √(mean(Var + bias²)), in commuters.
 
     From the mechanism's closed-form per-cell ``variance`` (and its exact ``expected`` value when
-    it is biased, e.g. the stability histogram). None when the mechanism has no closed form.
+    it is biased, e.g. the stability histogram). None when the mechanism has no closed form, and
+    over a huge domain (a :class:`SparseVector`), whose closed forms are written per dense vector.
     Strictly √E[MSE], which Jensen puts slightly above E[RMSE] for small domains.
     """
+    if isinstance(true_counts, SparseVector):   # variance() takes d from a dense vector
+        return None
     counts = np.asarray(true_counts)
     variance = mechanism.variance(counts)
     if variance is None:
@@ -150,7 +154,7 @@ def theory_curves(truths: dict[str, np.ndarray], mechanism_specs, epsilons, metr
     rows = []
     if metric in ("rmse", "rmse_freq"):
         for label, counts in truths.items():
-            n = float(np.sum(counts))
+            n = float(counts.values.sum() if isinstance(counts, SparseVector) else np.sum(counts))
             for key, params in mechanism_specs:
                 for epsilon in epsilons:
                     try:
