@@ -28,7 +28,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
-budget.stop_if_too_big(od.domain_size, 1)  # sweeps release one at a time
+budget.stop_if_too_big(od, 1)  # sweeps release one at a time
 
 left, middle, right = st.columns([2, 3, 1])
 metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric",

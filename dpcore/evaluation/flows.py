@@ -148,7 +148,8 @@ def zones(od: ODMatrix, counts, keep_empty: bool = True) -> pd.DataFrame:
     outside a rolled-up subset), so that a map fits the zones that matter.
     """
     if isinstance(counts, SparseVector):
-        cells = np.union1d(counts.flat, counts.top_flat if counts.top_flat is not None else [])
+        cells = (counts.flat if counts.top_flat is None
+                 else np.union1d(counts.flat, counts.top_flat))
         o, d = np.divmod(cells, od.n_destinations)
         out_totals = np.bincount(o, weights=counts.at(cells), minlength=od.n_origins)
         in_totals = np.bincount(d, weights=counts.at(cells), minlength=od.n_destinations)
@@ -212,13 +213,20 @@ def _zone_positions(od: ODMatrix, zone: str) -> tuple[int | None, int | None]:
 
 
 def zone_totals(od: ODMatrix, zone: str, true_counts, released=None) -> ZoneTotals:
-    """Totals in, out and within one zone (by id); released totals NaN when not given."""
+    """Totals in, out and within one zone (by id); released totals NaN when not given, and for
+    a sparse release (a zone's row holds thousands of empty cells whose values were not drawn)."""
     o, d = _zone_positions(od, zone)
     label = od.origins.labels[o] if o is not None else od.destinations.labels[d]
 
     def sums(values):
-        if values is None:
+        if values is None or (isinstance(values, SparseVector) and values.top_flat is not None):
             return math.nan, math.nan, math.nan
+        if isinstance(values, SparseVector):   # true counts: exact from the non-empty cells
+            origin, destination = np.divmod(values.flat, od.n_destinations)
+            out = float(values.values[origin == o].sum())
+            into = float(values.values[destination == d].sum())
+            within = float(values.values[(origin == o) & (destination == d)].sum())
+            return out, into, within
         grid = np.asarray(values, dtype=float).reshape(od.n_origins, od.n_destinations)
         out = float(grid[o].sum()) if o is not None else 0.0
         into = float(grid[:, d].sum()) if d is not None else 0.0
