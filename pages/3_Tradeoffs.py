@@ -12,7 +12,7 @@ from dpcore.evaluation.experiment import Scenario
 from dpcore.interfaces import grids
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
-from ui import budget, controls, runs, tradeoffs
+from ui import budget, controls, huge, runs, tradeoffs
 from ui.viewstate import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
@@ -60,10 +60,12 @@ def sweep(scenarios, grid, methods) -> runs.SweepSpec:
 st.header("Error against ε")
 main = tradeoffs.epsilon_section(sweep([here], epsilons, [settings.postprocess]),
                                  settings.postprocess, metric, log_y)
+huge.unavailable(od, "Theory (closed forms over a dense vector of every cell)")
 
 st.header("Post-processing compared (thesis figure 5.10)")
+available = huge.postprocess_methods(od)
 methods = kept(st.multiselect, "Post-processing methods", "tradeoffs_methods",
-               ["base", "base_pos", "base_cut"], options=list(postprocess.METHODS),
+               [m for m in ("base", "base_pos", "base_cut") if m in available], options=available,
                format_func=lambda k: postprocess.METHODS[k][0])
 if methods:
     tradeoffs.sweep_chart(sweep([here], epsilons, methods), "tradeoffs_postprocess",

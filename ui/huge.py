@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dpcore.data import national
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
 from dpcore.evaluation import sparse_release
 from dpcore.mechanisms import postprocess
 from dpcore.release import SPARSE_TOP, ReleaseResult
-from ui import charts
+from ui import charts, data
 
 #: Zones offered in a huge dataset's zone pickers (those with the most commuters living there).
 PICKER_ZONES = 1_000
@@ -61,3 +62,19 @@ def postprocess_methods(od: ODMatrix) -> list[str]:
     if is_huge(od):
         return list(sparse_release.METHODS)
     return list(postprocess.METHODS)
+
+
+def national_offer() -> None:
+    """The Data page's offer of the national synthetic dataset, generated on first use."""
+    st.header("National-scale synthetic data")
+    st.markdown(f"{data.NATIONAL_DESCRIPTION} It is not shipped with the app: the first use "
+                "generates it (about 20 seconds, ≈ 100 MB in the cache folder "
+                f"`$DPCORE_CACHE`), then every session shares it.")
+    if st.button("Use the national synthetic dataset", key="national_use",
+                 icon=":material/public:"):
+        if not national.cache_path().exists():
+            with st.spinner("Generating the national synthetic dataset (about 20 s)…"):
+                national.make()
+        data.select(national.KEY)
+        st.success(f"{national.TITLE} is now the current dataset: open Explore, Tradeoffs or "
+                   "the Flow map.")
