@@ -14,6 +14,7 @@ import streamlit as st
 from dpcore.data import national
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
 from dpcore.evaluation import sparse_release
+from dpcore.evaluation.sparse_vector import RANK_NOTE
 from dpcore.mechanisms import postprocess
 from dpcore.release import SPARSE_TOP, ReleaseResult
 from ui import charts, data
@@ -49,12 +50,13 @@ def release_note(od: ODMatrix, results: dict[str, ReleaseResult]) -> None:
     st.caption(f"Sparse releases: {why(od)} (exact in distribution: "
                "docs/HUGE_DOMAINS.md). Scores that need every cell's position (trip lengths, "
                "trip ends, sectors, self-containment) are n/a.")
-    for key, result in results.items():
-        if result.approximation and not result.error:
+    done = {key: result for key, result in results.items() if not result.error}
+    for key, result in done.items():
+        if result.approximation:
             st.caption(f"⚠ **{charts.name(key)}: approximate.** {result.approximation}")
-        rank_note = None if result.error else result.released.rank_note
-        if rank_note:
-            st.caption(f"**{charts.name(key)}:** {rank_note}")
+    ranked = [charts.name(key) for key, result in done.items() if result.released.rank_note]
+    if ranked:
+        st.caption(f"**Ranks ({', '.join(ranked)}).** {RANK_NOTE}")
 
 
 def postprocess_methods(od: ODMatrix) -> list[str]:
