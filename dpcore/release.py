@@ -407,9 +407,8 @@ def release_table(od: ODMatrix, true_counts, released, only_nonzero: bool = Fals
     released count is not 0; a :class:`SparseVector` release: :data:`SPARSE_TABLE_NOTE`).
     The page's download and the command line write this same table."""
     if isinstance(released, SparseVector):
-        cells = np.union1d(released.flat, released.top_flat)
+        cells, values = released.known()
         truth = np.rint(SparseVector.counts(od).at(cells)).astype(np.int64)
-        values = released.at(cells)
     else:
         truth, values = np.asarray(true_counts), np.asarray(released, dtype=float)
         cells = np.arange(od.domain_size)

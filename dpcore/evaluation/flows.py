@@ -148,11 +148,10 @@ def zones(od: ODMatrix, counts, keep_empty: bool = True) -> pd.DataFrame:
     outside a rolled-up subset), so that a map fits the zones that matter.
     """
     if isinstance(counts, SparseVector):
-        cells = (counts.flat if counts.top_flat is None
-                 else np.union1d(counts.flat, counts.top_flat))
+        cells, values = counts.known()
         o, d = np.divmod(cells, od.n_destinations)
-        out_totals = np.bincount(o, weights=counts.at(cells), minlength=od.n_origins)
-        in_totals = np.bincount(d, weights=counts.at(cells), minlength=od.n_destinations)
+        out_totals = np.bincount(o, weights=values, minlength=od.n_origins)
+        in_totals = np.bincount(d, weights=values, minlength=od.n_destinations)
     else:
         grid = np.asarray(counts, dtype=float).reshape(od.n_origins, od.n_destinations)
         out_totals = grid.sum(axis=1)
@@ -319,14 +318,14 @@ def _group_codes(od: ODMatrix, cells: np.ndarray) -> np.ndarray:
 
 
 def _sparse_candidates(true_counts: SparseVector, released: SparseVector | None, view: str
-                       ) -> tuple[np.ndarray, float]:
-    """The cells whose values the view knows, and the value from which it knows them all."""
-    cells = true_counts.flat
-    floor = true_counts.known_from
-    if released is not None and view != TRUE:
-        cells = np.union1d(np.union1d(cells, released.flat), released.top_flat)
-        floor = max(floor, released.known_from)
-    return cells, floor
+                       ) -> tuple[np.ndarray, np.ndarray, float]:
+    """The cells whose values the view knows (flat order), the view's values there, and the
+    value from which it knows every cell."""
+    if released is None or view == TRUE:
+        return true_counts.flat, true_counts.values, true_counts.known_from
+    cells, r = released.known()   # the data's non-zero cells and the released top
+    return (cells, shown_values(view, true_counts.at(cells), r),
+            max(true_counts.known_from, released.known_from))
 
 
 def _largest(cells: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -371,8 +370,7 @@ def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
     note = None
     if isinstance(true_counts, SparseVector):
         t = true_counts
-        known, floor = _sparse_candidates(true_counts, released, view)
-        shown = shown_values(view, t.at(known), None if released is None else released.at(known))
+        known, shown, floor = _sparse_candidates(true_counts, released, view)
         if floor > threshold:
             note = (f"A sparse release names its values one by one only for the non-empty "
                     f"commutes and its largest released flows, so flows shown at less than "

@@ -29,6 +29,7 @@ empty cells are exactly 0), so a view takes the truth and a release the same way
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -145,14 +146,33 @@ class SparseVector:
     top_values: np.ndarray | None = None
     known_from: float = np.inf
     law: object = None
-    _order: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         values = np.asarray(self.values, dtype=float)
         values.flags.writeable = False
         object.__setattr__(self, "values", values)
-        by_value = np.lexsort((self.flat, values))   # ascending value, then flat index
-        object.__setattr__(self, "_order", (values[by_value], self.flat[by_value]))
+
+    @cached_property
+    def _by_value(self) -> tuple[np.ndarray, np.ndarray]:
+        """Values ascending and their flat indices; a stable sort keeps tied values in flat
+        order (``flat`` is sorted), as the ranks' tie-break needs. Made once per vector."""
+        order = np.argsort(self.values, kind="stable")
+        return self.values[order], self.flat[order]
+
+    @cached_property
+    def _known(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.top_flat is None or not self.top_flat.size:
+            return self.flat, self.values
+        found, _ = self._explicit(self.top_flat)
+        extra = np.argsort(self.top_flat[~found])
+        cells, values = self.top_flat[~found][extra], self.top_values[~found][extra]
+        at = np.searchsorted(self.flat, cells)    # a merge of two sorted lists: O(n), no sort
+        return np.insert(self.flat, at, cells), np.insert(self.values, at, values)
+
+    def known(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every cell whose value is named (the non-zero cells and the kept top), in flat order,
+        and those values."""
+        return self._known
 
     @classmethod
     def counts(cls, od: ODMatrix) -> SparseVector:
@@ -195,7 +215,10 @@ class SparseVector:
         n = max(int(n), 0)
         if self.top_flat is not None:
             return self.top_flat[:n]
-        positive = self.values > 0
+        positive = np.flatnonzero(self.values > 0)
+        if positive.size > n > 0:   # only the n largest (with their ties) need sorting
+            kth = np.partition(self.values[positive], positive.size - n)[positive.size - n]
+            positive = positive[self.values[positive] >= kth]
         cells, values = self.flat[positive], self.values[positive]
         return cells[np.lexsort((cells, -values))[:n]]
 
@@ -206,11 +229,11 @@ class SparseVector:
         if np.isnan(values).any():
             raise ValueError("ranks are known only for the non-zero cells and the kept top")
         explicit, _ = self._explicit(cells)
-        sorted_values, sorted_flat = self._order
-        above = sorted_values.size - np.searchsorted(sorted_values, values, side="right")
+        sorted_values, sorted_flat = self._by_value
         first = np.searchsorted(sorted_values, values, side="left")
-        last = sorted_values.size - above
-        tied = np.array([np.searchsorted(sorted_flat[lo:hi], cell)
+        last = np.searchsorted(sorted_values, values, side="right")
+        above = sorted_values.size - last
+        tied = np.array([np.searchsorted(sorted_flat[lo:hi], cell)   # at a smaller flat index
                          for lo, hi, cell in zip(first, last, cells)], dtype=np.int64)
         empty_before = cells - np.searchsorted(self.flat, cells) - (~explicit)
         others = self.zeros.count - (~explicit)
