@@ -6,7 +6,6 @@ import functools
 import numpy as np
 
 from dpcore.data.od import ODMatrix, ZoneSet
-from ui import state
 
 TRACTS, COUNTIES, FLOWS = 8_000, 80, 100_000
 
@@ -29,9 +28,3 @@ def huge_matrix() -> ODMatrix:
     counts = rng.geometric(0.02, FLOWS)
     return ODMatrix.from_pairs("Huge synthetic state", zones, zones, origins, near, counts)
 
-
-def as_upload(at, matrix: ODMatrix | None = None, filename: str = "state_tracts.csv") -> None:
-    """Make ``matrix`` (default :func:`huge_matrix`) this AppTest session's uploaded dataset."""
-    at.session_state[state.UPLOADED_MATRIX] = huge_matrix() if matrix is None else matrix
-    at.session_state[state.UPLOADED_FILENAME] = filename
-    at.session_state[state.CURRENT_DATASET] = state.UPLOADED

@@ -5,13 +5,13 @@ huge sparse matrix, and the national synthetic dataset offered on the Data page.
 from pathlib import Path
 
 import numpy as np
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms, release
 from dpcore.data import national
 from dpcore.evaluation import ranks, sparse_release
-from tests.huge import as_upload, huge_matrix
+from tests.app_pages import run_page
+from tests.huge import huge_matrix
 from tests.plotly_spec import figure, traces, values
 from tests.test_sparse_import import lodes_state
 from ui import state
@@ -21,14 +21,10 @@ PAGES = ROOT / "pages"
 CAP = "possible commutes would hold"     # the memory guard's message
 
 
-def page(name: str, matrix=None, **query) -> AppTest:
-    at = AppTest.from_file(str(PAGES / name), default_timeout=300)
-    as_upload(at, matrix)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+def page(name: str, **query) -> AppTest:
+    """The page on the huge matrix, uploaded in this session."""
+    upload = {state.UPLOADED_MATRIX: huge_matrix(), state.UPLOADED_FILENAME: "state_tracts.csv"}
+    return run_page(str(PAGES / name), query, state.UPLOADED, upload, timeout=300)
 
 
 def messages(at: AppTest) -> str:

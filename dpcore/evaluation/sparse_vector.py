@@ -35,6 +35,7 @@ import numpy as np
 
 from dpcore.data.od import ODMatrix
 
+
 # ---------------------------------------------------------------------------- empty cells
 @dataclass(frozen=True)
 class Band:
@@ -250,7 +251,7 @@ class SparseVector:
                 count += band.count
             elif value < band.high:
                 count += band.count * self._share_above(band, value)
-        return int(round(count))
+        return round(count)
 
     def _share_above(self, band: Band, value: float) -> float:
         if self.law is None:
