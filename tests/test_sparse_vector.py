@@ -84,6 +84,11 @@ def test_ties_among_empty_cells_are_placed_at_their_expected_position():
     above = 4 + 20                                # explicit cells above 2.0, empty cells at 3.0
     empty_before = 40 - 4                         # empty cells with a smaller flat index
     assert rank == 1 + above + round(30 * empty_before / 90)
+    # an empty cell of the kept top at 3.0: the other 19 empty cells at 3.0 are spread uniformly
+    # over the 89 other empty cells, 49 of which come before it (cells 0–54 less 6 explicit)
+    kept = SparseVector(100, od_flat, values, zeros, np.array([55]), np.array([3.0]))
+    assert kept.at([55, 40, 56]).tolist()[:2] == [3.0, 2.0] and np.isnan(kept.at([56])[0])
+    assert kept.ranks([55])[0] == 1 + 4 + round(19 * 49 / 89)
     assert vector.rank_note is not None
 
 

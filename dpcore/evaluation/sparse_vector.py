@@ -236,7 +236,7 @@ class SparseVector:
         above = sorted_values.size - last
         tied = np.array([np.searchsorted(sorted_flat[lo:hi], cell)   # at a smaller flat index
                          for lo, hi, cell in zip(first, last, cells)], dtype=np.int64)
-        empty_before = cells - np.searchsorted(self.flat, cells) - (~explicit)
+        empty_before = cells - np.searchsorted(self.flat, cells)
         others = self.zeros.count - (~explicit)
         return (1 + above + tied + np.array([self._empty_above(v) for v in values])
                 + np.rint(self._empty_tied(values, explicit) * empty_before
