@@ -22,6 +22,15 @@ their underlying random numbers, which makes their comparison sharper). ``SeedSe
 the key into independent, well-mixed streams (O'Neill, "PCG: a family of simple fast
 space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` documentation).
 
+**Huge domains.** A matrix too large for a dense vector (:attr:`ODMatrix.fits_dense` false, e.g.
+a whole US state or the nation at tract level) is released by
+:mod:`dpcore.evaluation.sparse_release` in O(non-zero cells + k), from the same random stream, and
+published as a :class:`dpcore.evaluation.sparse_vector.SparseVector`; :func:`true_values` gives
+the truth in the matching form. The views read either form through
+:mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`, so a page does not ask which
+path ran. Mechanisms and post-processings the sparse path cannot release come back as the
+release's ``error``, with the reason.
+
 Post-processing needs two things beyond the estimates, both handled here and nowhere else:
 Base-Cut needs the noise variance of an empty cell (public: it depends on ε, n and d only), and
 Post-Pos answers aggregate queries from the raw estimates, so its metrics see the raw release too.
@@ -43,13 +52,17 @@ import pandas as pd
 from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import metrics
+from dpcore.evaluation import metrics, sparse_release
+from dpcore.evaluation.ranks import PRESENT_AT
+from dpcore.evaluation.sparse_vector import SparseVector
 from dpcore.mechanisms import postprocess
 
 #: Columns of the tidy table a scored release contributes to (one row per post-processing and
 #: metric): the experiment runner's table and the command line's sweep file.
 TIDY_COLUMNS = ["mechanism", "params", "epsilon", "postprocess", "trial", "metric", "value",
                 "seconds"]
+#: Released top cells a sparse release names (the flow map draws up to 1,000 of them).
+SPARSE_TOP = 1_000
 
 
 # -------------------------------------------------------------------------------------- seeding
@@ -234,9 +247,10 @@ def _empty_cell_variance(mechanism: mechanisms.Mechanism, spec: ReleaseSpec,
 # -------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Scored:
-    """One post-processing of a release: the published vector (read-only) and its metrics."""
+    """One post-processing of a release: the published vector (read-only; a
+    :class:`SparseVector` over a huge domain) and its metrics."""
 
-    released: np.ndarray
+    released: np.ndarray | SparseVector
     metrics: Mapping[str, float]
     seconds: float
 
@@ -247,15 +261,22 @@ class ReleaseResult:
 
     ``error`` replaces everything else when a setting the user chose cannot be used (a
     parameter out of range, Base-Cut for a mechanism without a closed-form variance): see
-    :func:`attempt`.
+    :func:`attempt`. ``approximation`` says what is not exact in distribution, where something
+    is (a sparse release's, :attr:`dpcore.evaluation.sparse_release.SparseRelease.approximation`).
     """
 
     spec: ReleaseSpec
-    raw: np.ndarray | None = None
+    raw: np.ndarray | SparseVector | None = None
     outputs: Mapping[str, Scored] = field(default_factory=dict)
     seconds: float = float("nan")
     bits_per_user: float | None = None
     error: str | None = None
+    approximation: str | None = None
+
+    @property
+    def sparse(self) -> bool:
+        """Whether the release is a :class:`SparseVector` (a domain too large to be dense)."""
+        return isinstance(self.raw, SparseVector)
 
     @property
     def mechanism(self) -> str:
@@ -296,15 +317,24 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def true_values(od: ODMatrix) -> np.ndarray | SparseVector:
+    """The true counts a release is compared with: dense when the domain fits, else sparse."""
+    return od.to_dense() if od.fits_dense else SparseVector.counts(od)
+
+
 def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None, k: int = 10,
-        top_n: int = 100, score: bool = True, only=None) -> ReleaseResult:
+        top_n: int = 100, score: bool = True, only=None, sparse: bool | None = None
+        ) -> ReleaseResult:
     """Release ``od`` with ``spec``, post-process it each way asked and score each.
 
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
     ``score=False`` skips the metrics (a release for download only); ``only`` keeps just those
-    metrics (:func:`dpcore.evaluation.metrics.compute`). Raises ValueError for
-    settings that cannot be used, with a message for the user.
+    metrics (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the sparse path (see
+    the module docstring); by default it is taken exactly when the domain does not fit densely.
+    Raises ValueError for settings that cannot be used, with a message for the user.
     """
+    if (not od.fits_dense) if sparse is None else sparse:
+        return _run_sparse(od, spec, k=k, top_n=top_n, score=score, only=only)
     mechanism = check(spec, od)
     truth = od.to_dense() if true_counts is None else true_counts
     started = time.perf_counter()
@@ -325,6 +355,36 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
                          mechanism.bits_per_user(od.domain_size))
 
 
+def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: bool, only
+                ) -> ReleaseResult:
+    """:func:`run` by :mod:`dpcore.evaluation.sparse_release` (exact as its docstring says)."""
+    try:
+        drawn = sparse_release.run(od, spec, keep=max(SPARSE_TOP, k))
+    except ValueError as error:
+        raise ValueError(f"{str(error).rstrip('.')}. The domain has {od.domain_size:,} cells, "
+                         f"so releases are sparse: only its {od.nonzero:,} non-empty cells are "
+                         "drawn one by one.") from None
+    mechanism = spec.build()
+    # Every empty cell at or above 0.5 is in the kept top unless the top is full; then those
+    # strictly above its last value are.
+    full = drawn.top_flat.size >= drawn.keep
+    known_from = float(np.nextafter(drawn.top_values[-1], np.inf)) if full else PRESENT_AT
+    raw = SparseVector(od.domain_size, od.flat_index, drawn.nonzero, drawn.zeros, drawn.top_flat,
+                       drawn.top_values, known_from, sparse_release.noise_law(mechanism))
+    outputs = {}
+    for method in spec.postprocess:
+        started = time.perf_counter()
+        released = raw if method == "base" else raw.clipped()   # Base-Pos, Post-Pos per cell
+        post_seconds = time.perf_counter() - started
+        values = sparse_release.score(drawn, method, k, top_n) if score else {}
+        if only is not None:
+            values = {name: values[name] for name in only}
+        outputs[method] = Scored(released, MappingProxyType(values), post_seconds)
+    return ReleaseResult(spec, raw, MappingProxyType(outputs), drawn.seconds,
+                         mechanism.bits_per_user(od.domain_size),
+                         approximation=drawn.approximation)
+
+
 def attempt(od: ODMatrix, spec: ReleaseSpec, **options) -> ReleaseResult:
     """:func:`run`, with a setting the user cannot use returned as ``error`` instead of raised
     (and, as a last guard, any arithmetic failure: a page shows a message, never a traceback)."""
@@ -335,19 +395,29 @@ def attempt(od: ODMatrix, spec: ReleaseSpec, **options) -> ReleaseResult:
 
 
 # ------------------------------------------------------------------------------------- download
+#: What a sparse release's table lists (its other cells were never drawn one by one).
+SPARSE_TABLE_NOTE = ("only the non-empty true cells and the released top {top:,} (a sparse "
+                     "release: the other empty cells' values exist only as a distribution)")
+
+
 def release_table(od: ODMatrix, true_counts, released, only_nonzero: bool = False
                   ) -> pd.DataFrame:
     """A release as a table: ``origin``, ``destination`` (zone ids), ``true_count``,
     ``released_count``, one row per cell (``only_nonzero``: cells whose true or rounded
-    released count is not 0). The page's download and the command line write this same table."""
-    true_counts = np.asarray(true_counts)
-    released = np.asarray(released, dtype=float)
-    cells = np.arange(od.domain_size)
-    if only_nonzero:
-        cells = np.flatnonzero((true_counts != 0) | (np.rint(released) != 0))
+    released count is not 0; a :class:`SparseVector` release: :data:`SPARSE_TABLE_NOTE`).
+    The page's download and the command line write this same table."""
+    if isinstance(released, SparseVector):
+        cells, values = released.known()
+        truth = np.rint(SparseVector.counts(od).at(cells)).astype(np.int64)
+    else:
+        truth, values = np.asarray(true_counts), np.asarray(released, dtype=float)
+        cells = np.arange(od.domain_size)
+        if only_nonzero:
+            cells = np.flatnonzero((truth != 0) | (np.rint(values) != 0))
+        truth, values = truth[cells], values[cells]
     return pd.DataFrame({
         "origin": pd.Categorical.from_codes(cells // od.n_destinations, od.origins.ids),
         "destination": pd.Categorical.from_codes(cells % od.n_destinations, od.destinations.ids),
-        "true_count": true_counts[cells],
-        "released_count": released[cells],
+        "true_count": truth,
+        "released_count": values,
     })

@@ -6,7 +6,7 @@ Thin page: the import flow and the examples are drawn by :mod:`ui.upload`.
 import streamlit as st
 
 from dpcore.data import importers
-from ui import state, upload
+from ui import huge, state, upload
 
 st.set_page_config(page_title="Data · Commuting Privacy Lab", page_icon="📄",
                    layout="wide")
@@ -37,6 +37,8 @@ if commuting_file is None:
 else:
     attempt = upload.run_import(commuting_file, zones_file, file_format, level)
     upload.show(commuting_file, attempt)
+
+huge.national_offer()
 
 st.header("Accepted formats")
 upload.examples()

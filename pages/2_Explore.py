@@ -8,7 +8,7 @@ figures from :mod:`ui.charts`.
 import streamlit as st
 
 from dpcore.evaluation import ranks, summaries
-from ui import budget, charts, controls, heatmap, panels, runs
+from ui import budget, charts, controls, heatmap, huge, panels, runs
 from ui import heavy_hitters as heavy_hitters_ui
 from ui.viewstate import kept
 
@@ -24,7 +24,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
-budget.stop_if_too_big(od.domain_size, len(settings.mechanisms))
+budget.stop_if_too_big(od, len(settings.mechanisms))
 st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
            f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "
            "from the seed, so the same settings always give the same release — here, in the "
@@ -47,6 +47,7 @@ for key, result in results.items():
 released = {key: r.released for key, r in results.items() if not r.error}
 if not released:
     st.stop()
+huge.release_note(od, results)
 truth = runs.true_counts(settings)
 pairs = {key: runs.ordering(settings, key, min(scope, od.domain_size)) for key in released}
 

@@ -12,7 +12,7 @@ from dpcore.evaluation.experiment import Scenario
 from dpcore.interfaces import grids
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
-from ui import budget, controls, runs, tradeoffs
+from ui import budget, controls, huge, runs, tradeoffs
 from ui import heavy_hitters as heavy_hitters_ui
 from ui.viewstate import kept
 
@@ -29,7 +29,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
-budget.stop_if_too_big(od.domain_size, 1)  # sweeps release one at a time
+budget.stop_if_too_big(od, 1)  # sweeps release one at a time
 
 left, middle, right = st.columns([2, 3, 1])
 metric = kept(left.selectbox, "Metric", "tradeoffs_metric", "rmse", url="metric",
@@ -63,8 +63,9 @@ main = tradeoffs.epsilon_section(sweep([here], epsilons, [settings.postprocess])
                                  settings.postprocess, metric, log_y)
 
 st.header("Post-processing compared (thesis figure 5.10)")
+available = huge.postprocess_methods(od)
 methods = kept(st.multiselect, "Post-processing methods", "tradeoffs_methods",
-               ["base", "base_pos", "base_cut"], options=list(postprocess.METHODS),
+               [m for m in ("base", "base_pos", "base_cut") if m in available], options=available,
                format_func=lambda k: postprocess.METHODS[k][0])
 if methods:
     tradeoffs.sweep_chart(sweep([here], epsilons, methods), "tradeoffs_postprocess",

@@ -26,7 +26,7 @@ try:
 except ValueError as error:
     st.warning(str(error))
     st.stop()
-budget.stop_if_too_big(od.domain_size, 1)
+budget.stop_if_too_big(od, 1)
 mechanism = settings.mechanisms[0]
 result = runs.release_of(settings, mechanism)
 if result.error:
@@ -37,7 +37,7 @@ st.caption(f"{charts.name(mechanism)}, ε = {settings.epsilon:g}, seed {settings
            "sidebar; every page shares them.")
 
 options = flowmap.view_options(od, runs.true_counts(settings), result.released)
-zone_colour = choropleth.controls(options.released is not None)
+zone_colour = choropleth.controls(options.released is not None, options.od)
 areas = choropleth.for_map(*zone_colour, options.od, options.truth, options.released)
 chosen = flowmap.selections(options)
 side_by_side = options.view == flowmap.SIDE_BY_SIDE

@@ -8,11 +8,15 @@ count is the byte budget over the largest entry, since ``st.cache_resource`` bou
 vectors of |X| × 8 bytes at once, and the page keeps one per chosen mechanism. (c) is checked
 before the work starts (:func:`dense_work_problem`), so one session cannot take the server down,
 and the figures below keep ten sessions on the ED data within 16 GB (``bench/bench_memory.py``).
+A domain too large for a dense vector is released sparsely (:mod:`dpcore.release`): its vectors
+hold one value per non-zero cell, so its work is counted in non-zero cells (:func:`work_cells`).
 """
 
 from __future__ import annotations
 
 import streamlit as st
+
+from dpcore.data.od import ODMatrix
 
 MIB = 2 ** 20
 #: Every dense vector is float64.
@@ -43,6 +47,12 @@ SESSION_WORK_BYTES = 1280 * MIB
 SESSION_MEMO_BYTES = SESSION_WORK_BYTES
 
 
+def work_cells(od: ODMatrix) -> int:
+    """Cells each vector of a release of ``od`` holds: |X|, or its non-zero cells when the
+    release is sparse (the kept top and the empty cells' distribution are small beside them)."""
+    return od.domain_size if od.fits_dense else od.nonzero
+
+
 def dense_work_bytes(cells: int, mechanisms: int) -> int:
     """Bytes a page holds at once to release and score ``mechanisms`` mechanisms over ``cells``."""
     return cells * BYTES_PER_CELL * (mechanisms + TRANSIENT_VECTORS)
@@ -67,9 +77,9 @@ def dense_work_problem(cells: int, mechanisms: int) -> str | None:
             "sidebar.")
 
 
-def stop_if_too_big(cells: int, mechanisms: int) -> None:
-    """Before dense work: show the problem and stop the page when it exceeds the session budget."""
-    problem = dense_work_problem(cells, mechanisms)
+def stop_if_too_big(od: ODMatrix, mechanisms: int) -> None:
+    """Before the work: show the problem and stop the page when it exceeds the session budget."""
+    problem = dense_work_problem(work_cells(od), mechanisms)
     if problem:
         st.warning(problem)
         st.stop()

@@ -18,7 +18,7 @@ from dpcore.data import geography
 from dpcore.data.geography import ZoneAreas
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import choropleth
-from ui import data, runs, state
+from ui import data, huge, runs, state
 from ui.maps import html_text, zone_tooltips
 from ui.viewstate import kept
 
@@ -120,9 +120,12 @@ def zone_areas(current: data.Current) -> ZoneAreas:
     return _bundled_areas(current.key)
 
 
-def controls(has_release: bool) -> tuple[str, str]:
+def controls(has_release: bool, od: ODMatrix) -> tuple[str, str]:
     """The two choices, in one row and mirrored in the URL: which figure colours the zone areas
-    (or none), and whether its true or released value or the release's error."""
+    (or none), and whether its true or released value or the release's error (none on a huge
+    domain: a zone's released total sums thousands of empty cells never drawn one by one)."""
+    if huge.unavailable(od, "Colouring zone areas by their totals"):
+        return NONE, "true"
     left, right = st.columns([2, 3])
     measure = kept(left.selectbox, "Colour zone areas by", "flowmap_areas", NONE,
                    url="zone_colour", options=list(OPTIONS), format_func=OPTIONS.__getitem__,

@@ -19,7 +19,7 @@ from streamlit_folium import st_folium
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import flows
 from dpcore.interfaces.export import safe_csv
-from ui import charts, data, maps, safe
+from ui import charts, data, huge, maps, safe
 
 VIEW, SIDE_BY_SIDE = "flowmap_view", "side_by_side"
 RULE, TOP_K, MIN_COUNT = "flowmap_rule", "flowmap_top_k", "flowmap_min_count"
@@ -82,13 +82,17 @@ def view_options(od: ODMatrix, truth, released) -> Options:
         top_k, min_count = top[1].number_input("k", 1, 100_000, 250, key=TOP_K), None
     else:
         top_k, min_count = None, top[1].number_input("Commuters", 1, 10**7, 100, key=MIN_COUNT)
-    if od.has_parent_level and top[3].toggle(
+    if od.has_parent_level and not huge.is_huge(od) and top[3].toggle(
             "Roll up", key=ROLL_UP,
             help="Roll the flows up to parent zones (e.g. ED → county): sum each pair of "
                  "parents' flows, true and released alike. The noise of many small cells adds "
                  "up in each parent flow."):
         od, truth, released = flows.roll_up(od, truth, released)
     zone_frame = flows.zones(od, truth, keep_empty=False)
+    if huge.is_huge(od):   # a picker of 85,000 zones would not load: the busiest ones
+        zone_frame = zone_frame.nlargest(huge.PICKER_ZONES, "residents")
+        top[3].caption(f"Zones offered: the {huge.PICKER_ZONES:,} with most residents. No roll-up: "
+                       f"{huge.why(od)}.")
     names = {ALL_ZONES: "All zones", **dict(zip(zone_frame["id"], zone_frame["label"]))}
     if st.session_state.get(ZONE) not in names:
         st.session_state[ZONE] = ALL_ZONES
@@ -142,9 +146,12 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
     for column, v in zip(st.columns(len(chosen)), chosen):
         counts = options.released if v == flows.RELEASED else options.truth
         frame = flows.zones(options.od, counts, keep_empty=False)
+        if huge.is_huge(options.od):   # only the zones of the flows drawn, not all 85,000
+            frame = frame[frame["id"].isin(_zones_of(chosen[v]) | {options.zone})]
         built = build(v, frame)
         column.caption(f"**{flows.VIEWS[v]}**: {len(chosen[v].lines):,} lines drawn "
-                       f"({built.flow_layers} grouped layers).")
+                       f"({built.flow_layers} grouped layers)." + (f" {chosen[v].note}"
+                                                                 if chosen[v].note else ""))
         with column:
             st_folium(built.map, key=f"{MAP}_{v}", height=maps.HEIGHT, use_container_width=True,
                       returned_objects=RETURNED, render=False,  # one render pass, not two
@@ -158,6 +165,12 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
             column.warning(f"{chosen[v].matched[flows.LINES]:,} flows match; only the largest "
                            f"{options.cap:,} are drawn. Raise the limit under “More lines, "
                            "basemap”.")
+
+
+def _zones_of(selection: flows.FlowSelection) -> set[str]:
+    """Zone ids at either end of the flows a selection shows."""
+    parts = [getattr(selection, group) for group in flows.GROUPS]
+    return {str(z) for part in parts for z in (*part["origin"], *part["destination"])}
 
 
 def side_tables(options: Options, selection: flows.FlowSelection, places) -> None:

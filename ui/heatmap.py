@@ -16,7 +16,7 @@ import streamlit as st
 
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import heatmap
-from ui import charts
+from ui import charts, huge
 from ui.viewstate import kept
 
 #: ColorBrewer YlGnBu, as plotly.py defines it (named scales are resolved in Python, and a
@@ -115,6 +115,8 @@ def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], epsilon:
             key: str) -> None:
     """The OD heat map with its controls and downloads (``released``: mechanism → values)."""
     st.subheader("The OD matrix as a heat map")
+    if huge.unavailable(od, "The heat map (every cell of a block of zones)"):
+        return
     left, middle, right = st.columns(3)
     names = {k: charts.name(k) for k in released}
     chosen = (kept(left.selectbox, "Release shown", f"{key}_mechanism", next(iter(names)),

@@ -9,7 +9,8 @@ import streamlit as st
 
 from dpcore.evaluation import metrics, summaries
 from dpcore.interfaces.export import safe_csv
-from dpcore.release import ReleaseResult, RunSettings, release_table
+from dpcore.release import (SPARSE_TABLE_NOTE, SPARSE_TOP, ReleaseResult, RunSettings,
+                            release_table)
 from ui import charts, runs, state
 
 #: Pass probability at or above which a check shows green, at or below which red (amber between).
@@ -161,8 +162,11 @@ def release_downloads(settings: RunSettings, od, truth, results: dict[str, Relea
     uploaded = settings.dataset == state.UPLOADED
     source = "--file YOUR_FILE.csv" if uploaded else None
     extra = " --only-nonzero" if only_nonzero else ""
+    sparse = not od.fits_dense
     st.caption("Columns: origin, destination (zone ids), true_count, released_count"
-               + (f"; only cells whose true or rounded released count is not 0 (the domain has "
+               + (f"; {SPARSE_TABLE_NOTE.format(top=SPARSE_TOP)} (the domain has "
+                  f"{od.domain_size:,} cells)." if sparse else
+                  f"; only cells whose true or rounded released count is not 0 (the domain has "
                   f"{od.domain_size:,} cells)." if only_nonzero else "."))
     with st.expander("The same releases from the command line"):
         st.code("\n".join(settings.command(key, source, f"release_{key}.csv") + extra

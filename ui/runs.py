@@ -81,8 +81,9 @@ def _bundled_view(dataset: str, view: views.View) -> ODMatrix:
 
 @st.cache_resource(max_entries=budget.DENSE_CACHE_ENTRIES)
 def _bundled_dense(dataset: str, view: views.View) -> np.ndarray:
-    dense = _bundled_view(dataset, view).to_dense()
-    dense.flags.writeable = False
+    dense = release.true_values(_bundled_view(dataset, view))
+    if isinstance(dense, np.ndarray):
+        dense.flags.writeable = False
     return dense
 
 
@@ -95,10 +96,12 @@ def matrix_of(dataset: str, view: views.View) -> ODMatrix:
 
 
 def true_counts_of(dataset: str, view: views.View) -> np.ndarray:
-    """Dense true counts of a view (read-only for bundled data)."""
+    """True counts of a view (:func:`dpcore.release.true_values`: dense, or sparse over a huge
+    domain; read-only for bundled data)."""
     if not _uploaded(dataset):
         return _bundled_dense(dataset, view.whole)
-    return session_memo("dense", view.whole, lambda: matrix_of(dataset, view).to_dense())
+    return session_memo("dense", view.whole,
+                        lambda: release.true_values(matrix_of(dataset, view)))
 
 
 def view(settings: RunSettings) -> ODMatrix:

@@ -128,7 +128,7 @@ class Subsamples:
         key = (view, job.spec.seed, job.spec.trial)
         if key != self.key:
             matrix = subsampled(whole, view, job.spec.seed, job.spec.trial)
-            self.key, self.value = key, (matrix, matrix.to_dense())
+            self.key, self.value = key, (matrix, release.true_values(matrix))
         return self.value
 
 
@@ -143,7 +143,7 @@ class _Data:
         """The view before subsampling, and its dense counts."""
         if view.whole not in self.views:
             matrix = views.select(self.od, view.whole)
-            self.views[view.whole] = (matrix, matrix.to_dense())
+            self.views[view.whole] = (matrix, release.true_values(matrix))
         return self.views[view.whole]
 
     def matrix(self, job: Job) -> tuple[ODMatrix, np.ndarray]:

@@ -18,7 +18,13 @@ shows as at least one commuter (released ≥ :data:`~dpcore.evaluation.metrics.P
 metrics use. Width classes (:func:`width_breaks`, :func:`width_class`) let a map draw thousands of
 flows as a handful of grouped lines.
 
-Pure NumPy/pandas over dense count vectors in flat-index order (``ODMatrix.to_dense()``).
+Pure NumPy/pandas over dense count vectors in flat-index order (``ODMatrix.to_dense()``), or
+over :class:`~dpcore.evaluation.sparse_vector.SparseVector` s for a domain too large for them: then
+:func:`select` looks only at the cells whose values are known (the non-empty commutes and the
+released top) and above the value from which every cell is known
+(:attr:`~dpcore.evaluation.sparse_vector.SparseVector.known_from`), and says so in
+:attr:`FlowSelection.note`; :func:`zones` counts true totals exactly and released totals over the
+known cells only.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import pandas as pd
 
 from dpcore.data.od import ARROW, ODMatrix
 from dpcore.evaluation.metrics import PRESENT_AT
+from dpcore.evaluation.ranks import values_at
+from dpcore.evaluation.sparse_vector import SparseVector
 
 TRUE, RELEASED, DIFFERENCE = "true", "released", "difference"
 #: What a map can show; the difference view sizes and ranks flows by max(true, released).
@@ -139,9 +147,15 @@ def zones(od: ODMatrix, counts, keep_empty: bool = True) -> pd.DataFrame:
     ``keep_empty=False`` leaves out zones with neither residents nor jobs (e.g. the counties
     outside a rolled-up subset), so that a map fits the zones that matter.
     """
-    grid = np.asarray(counts, dtype=float).reshape(od.n_origins, od.n_destinations)
-    out_totals = grid.sum(axis=1)
-    in_totals = grid.sum(axis=0)
+    if isinstance(counts, SparseVector):
+        cells, values = counts.known()
+        o, d = np.divmod(cells, od.n_destinations)
+        out_totals = np.bincount(o, weights=values, minlength=od.n_origins)
+        in_totals = np.bincount(d, weights=values, minlength=od.n_destinations)
+    else:
+        grid = np.asarray(counts, dtype=float).reshape(od.n_origins, od.n_destinations)
+        out_totals = grid.sum(axis=1)
+        in_totals = grid.sum(axis=0)
     origin_ids = pd.Index(od.origins.ids)
     extra = ~pd.Index(od.destinations.ids).isin(origin_ids)
     destination_rows = pd.Index(od.destinations.ids).get_indexer(origin_ids)
@@ -198,13 +212,20 @@ def _zone_positions(od: ODMatrix, zone: str) -> tuple[int | None, int | None]:
 
 
 def zone_totals(od: ODMatrix, zone: str, true_counts, released=None) -> ZoneTotals:
-    """Totals in, out and within one zone (by id); released totals NaN when not given."""
+    """Totals in, out and within one zone (by id); released totals NaN when not given, and for
+    a sparse release (a zone's row holds thousands of empty cells whose values were not drawn)."""
     o, d = _zone_positions(od, zone)
     label = od.origins.labels[o] if o is not None else od.destinations.labels[d]
 
     def sums(values):
-        if values is None:
+        if values is None or (isinstance(values, SparseVector) and values.top_flat is not None):
             return math.nan, math.nan, math.nan
+        if isinstance(values, SparseVector):   # true counts: exact from the non-empty cells
+            origin, destination = np.divmod(values.flat, od.n_destinations)
+            out = float(values.values[origin == o].sum())
+            into = float(values.values[destination == d].sum())
+            within = float(values.values[(origin == o) & (destination == d)].sum())
+            return out, into, within
         grid = np.asarray(values, dtype=float).reshape(od.n_origins, od.n_destinations)
         out = float(grid[o].sum()) if o is not None else 0.0
         into = float(grid[:, d].sum()) if d is not None else 0.0
@@ -220,7 +241,8 @@ def zone_totals(od: ODMatrix, zone: str, true_counts, released=None) -> ZoneTota
 class FlowSelection:
     """The flows a map shows, in three groups (see the module docstring), largest first.
 
-    ``matched`` counts, per group, the flows that passed the filter before the cap was applied.
+    ``matched`` counts, per group, the flows that passed the filter before the cap was applied;
+    ``note`` says what a sparse release's selection could not look at.
     """
 
     view: str
@@ -229,6 +251,7 @@ class FlowSelection:
     unplaced: pd.DataFrame
     matched: dict
     cap: int
+    note: str | None = None
 
     def truncated(self, group: str = LINES) -> int:
         """How many matching flows of ``group`` the cap left out."""
@@ -268,31 +291,41 @@ def flow_frame(od: ODMatrix, cells, true_counts, released=None, shown=None) -> p
     """One row per flat cell index: everything a map and its tables need (:data:`FLOW_COLUMNS`)."""
     cells = np.asarray(cells, dtype=np.int64)
     o, d = np.divmod(cells, od.n_destinations)
-    t = np.asarray(true_counts)[cells].astype(float)
+    t = values_at(true_counts, cells).astype(float)
     r = (np.full(cells.size, np.nan) if released is None
-         else np.asarray(released)[cells].astype(float))
+         else values_at(released, cells).astype(float))
     return pd.DataFrame({
         "cell": cells,
         "origin": od.origins.ids[o], "destination": od.destinations.ids[d],
         "origin_label": od.origins.labels[o], "destination_label": od.destinations.labels[d],
         "true": t, "released": r, "difference": r - t,
         "status": classify(t, r) if released is not None else np.full(cells.size, "", object),
-        "shown": t if shown is None else np.asarray(shown)[cells].astype(float),
+        "shown": t if shown is None else values_at(shown, cells).astype(float),
         "origin_lat": od.origins.lat[o], "origin_lon": od.origins.lon[o],
         "destination_lat": od.destinations.lat[d], "destination_lon": od.destinations.lon[d],
     }, columns=FLOW_COLUMNS)
 
 
-def _group_codes(od: ODMatrix) -> np.ndarray:
-    """Group of every cell of the domain as an index into :data:`GROUPS` (int8, flat order)."""
-    placed = od.origins.has_coordinates[:, None] & od.destinations.has_coordinates[None, :]
-    codes = np.where(placed, GROUPS.index(LINES), GROUPS.index(UNPLACED)).astype(np.int8)
+def _group_codes(od: ODMatrix, cells: np.ndarray) -> np.ndarray:
+    """Group of each cell as an index into :data:`GROUPS`: within one placed zone, a line
+    between two placed zones, else unplaced."""
+    o, d = np.divmod(cells, od.n_destinations)
+    placed = od.origins.has_coordinates[o] & od.destinations.has_coordinates[d]
     own_column = pd.Index(od.destinations.ids).get_indexer(od.origins.ids)
-    rows = np.flatnonzero(own_column >= 0)
-    diagonal = codes[rows, own_column[rows]]
-    codes[rows, own_column[rows]] = np.where(diagonal == GROUPS.index(LINES), GROUPS.index(WITHIN),
-                                             diagonal)
-    return codes.reshape(-1)
+    codes = np.where(placed, GROUPS.index(LINES), GROUPS.index(UNPLACED)).astype(np.int8)
+    codes[placed & (own_column[o] == d)] = GROUPS.index(WITHIN)
+    return codes
+
+
+def _sparse_candidates(true_counts: SparseVector, released: SparseVector | None, view: str
+                       ) -> tuple[np.ndarray, np.ndarray, float]:
+    """The cells whose values the view knows (flat order), the view's values there, and the
+    value from which it knows every cell."""
+    if released is None or view == TRUE:
+        return true_counts.flat, true_counts.values, true_counts.known_from
+    cells, r = released.known()   # the data's non-zero cells and the released top
+    return (cells, shown_values(view, true_counts.at(cells), r),
+            max(true_counts.known_from, released.known_from))
 
 
 def _largest(cells: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -333,39 +366,61 @@ def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
         raise ValueError(f"top_k must be at least 1; got {top_k}")
     if cap < 1:
         raise ValueError(f"cap must be at least 1; got {cap}")
-    t = np.asarray(true_counts).reshape(-1)
-    if t.size != od.domain_size:
-        raise ValueError(f"expected {od.domain_size:,} true counts over the domain of {od.name}, "
-                         f"got {t.size:,}")
-    if released is not None:
-        released = np.asarray(released).reshape(-1)
-        if released.size != od.domain_size:
-            raise ValueError(f"expected {od.domain_size:,} released values over the domain of "
-                             f"{od.name}, got {released.size:,}")
-    values = shown_values(view, t, released)
     threshold = max(PRESENT_AT, float(min_count) if min_count is not None else 0.0)
+    note = None
+    if isinstance(true_counts, SparseVector):
+        t = true_counts
+        known, shown, floor = _sparse_candidates(true_counts, released, view)
+        if floor > threshold:
+            note = (f"A sparse release names its values one by one only for the non-empty "
+                    f"commutes and its largest released flows, so flows shown at less than "
+                    f"{floor:,.1f} commuters are not listed.")
+            threshold = floor
+    else:
+        t = np.asarray(true_counts).reshape(-1)
+        if t.size != od.domain_size:
+            raise ValueError(f"expected {od.domain_size:,} true counts over the domain of "
+                             f"{od.name}, got {t.size:,}")
+        if released is not None:
+            released = np.asarray(released).reshape(-1)
+            if released.size != od.domain_size:
+                raise ValueError(f"expected {od.domain_size:,} released values over the domain "
+                                 f"of {od.name}, got {released.size:,}")
+        known, shown = None, shown_values(view, t, released)
+
+    def value_of(cells):
+        return shown[cells] if known is None else shown[np.searchsorted(known, cells)]
 
     if zone is None:
-        cells = np.flatnonzero(values >= threshold)
+        cells = (np.flatnonzero(shown >= threshold) if known is None
+                 else known[shown >= threshold])
     else:
         o, d = _zone_positions(od, zone)
-        row = (np.arange(od.n_destinations) + o * od.n_destinations
-               if o is not None and direction != TO else np.empty(0, np.int64))
-        column = (np.arange(od.n_origins) * od.n_destinations + d
-                  if d is not None and direction != FROM else np.empty(0, np.int64))
-        cells = np.union1d(row, column)
-        cells = cells[values[cells] >= threshold]
+        if known is None:
+            row = (np.arange(od.n_destinations) + o * od.n_destinations
+                   if o is not None and direction != TO else np.empty(0, np.int64))
+            column = (np.arange(od.n_origins) * od.n_destinations + d
+                      if d is not None and direction != FROM else np.empty(0, np.int64))
+            cells = np.union1d(row, column)
+        else:
+            origin, destination = np.divmod(known, od.n_destinations)
+            cells = known[((origin == o) & (direction != TO))
+                          | ((destination == d) & (direction != FROM))]
+        cells = cells[value_of(cells) >= threshold]
 
-    codes = _group_codes(od)[cells]
+    codes = _group_codes(od, cells)
     groups = {name: codes == code for code, name in enumerate(GROUPS)}
 
     frames, matched = {}, {}
     for name, mask in groups.items():
         group = cells[mask]
         matched[name] = int(min(group.size, top_k)) if top_k is not None else int(group.size)
-        chosen = _largest(group, values[group], min(matched[name], cap))
-        frames[name] = flow_frame(od, chosen, t, released, values)
-    return FlowSelection(view, frames[LINES], frames[WITHIN], frames[UNPLACED], matched, cap)
+        chosen = _largest(group, value_of(group), min(matched[name], cap))
+        frames[name] = flow_frame(od, chosen, t, released, shown if known is None else None)
+        if known is not None:
+            frames[name]["shown"] = value_of(chosen).astype(float)
+    return FlowSelection(view, frames[LINES], frames[WITHIN], frames[UNPLACED], matched, cap,
+                         note)
 
 
 # ---------------------------------------------------------------------------------- line widths

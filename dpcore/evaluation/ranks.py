@@ -4,6 +4,10 @@ The thesis reads a release largely through its ordering (figures 5.4, 5.9, 5.11,
 5.1–5.4: the rank each release gives the true top flows) and through its busiest commutes (the bars
 of figures 5.1, 5.5, 5.6, 5.12). Every top-k in the product comes from :func:`top_cells`, so ties
 are broken the same way on every page, in every metric and in every download.
+
+Every function here takes a dense vector over the domain or, for a domain too large for one, a
+:class:`~dpcore.evaluation.sparse_vector.SparseVector`; :func:`top_cells`, :func:`ordinal_ranks`
+and :func:`values_at` are the one place that tells them apart.
 """
 
 from __future__ import annotations
@@ -12,13 +16,17 @@ import numpy as np
 import pandas as pd
 
 from dpcore.data.od import ODMatrix
+from dpcore.evaluation.sparse_vector import SparseVector
 
 #: A released cell is a flow when it rounds to at least one commuter.
 PRESENT_AT = 0.5
 
 
 def top_cells(values: np.ndarray, n: int) -> np.ndarray:
-    """Flat indices of the n largest values, largest first, ties broken by index."""
+    """Flat indices of the n largest values, largest first, ties broken by index (a
+    :class:`SparseVector` names at most its known largest cells)."""
+    if isinstance(values, SparseVector):
+        return values.top(n)
     values = np.asarray(values)
     n = min(int(n), values.size)
     if n <= 0:
@@ -35,8 +43,11 @@ def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
     histogram over edges at each queried value v and just above it (``nextafter``) counts, for
     every v, the values above it and those equal to it; equal values at a smaller index are then
     counted per tied value. So the rank of a top flow among 9.8 M released cells (thesis table
-    5.3: "5031772") costs about one pass.
+    5.3: "5031772") costs about one pass. A :class:`SparseVector` counts from its distribution
+    (:meth:`SparseVector.ranks`).
     """
+    if isinstance(values, SparseVector):
+        return values.ranks(cells)
     values = np.asarray(values)
     cells = np.asarray(cells, dtype=np.int64)
     if cells.size == 0:
@@ -67,6 +78,13 @@ def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
     return ranks.astype(np.int64)
 
 
+def values_at(values, cells) -> np.ndarray:
+    """The values at flat indices ``cells`` (a :class:`SparseVector`: NaN where not known)."""
+    if isinstance(values, SparseVector):
+        return values.at(cells)
+    return np.asarray(values)[np.asarray(cells, dtype=np.int64)]
+
+
 def rank_pairs(true_counts, released, n: int | None = None) -> pd.DataFrame:
     """True rank against released rank for the top ``n`` true cells (all cells when None).
 
@@ -74,12 +92,14 @@ def rank_pairs(true_counts, released, n: int | None = None) -> pd.DataFrame:
     ``released_zero`` (shown as less than one commuter, i.e. absent from the release) — the data
     of the thesis's ordering scatters (figures 5.4, 5.9, 5.11, 5.15).
     """
-    t = np.asarray(true_counts)
-    r = np.asarray(released, dtype=float)
-    cells = top_cells(t, t.size if n is None else n)
+    if not isinstance(true_counts, SparseVector):
+        true_counts = np.asarray(true_counts)
+    cells = top_cells(true_counts, true_counts.size if n is None else n)
+    r = values_at(released, cells).astype(float)
     return pd.DataFrame({"cell": cells, "true_rank": np.arange(1, cells.size + 1),
-                         "released_rank": ordinal_ranks(r, cells), "true": t[cells],
-                         "released": r[cells], "released_zero": r[cells] < PRESENT_AT})
+                         "released_rank": ordinal_ranks(released, cells),
+                         "true": values_at(true_counts, cells), "released": r,
+                         "released_zero": r < PRESENT_AT})
 
 
 def rank_table(od: ODMatrix, pairs: dict[str, pd.DataFrame], k: int = 10,
@@ -108,12 +128,13 @@ def top_flows(od: ODMatrix, true_counts, released: dict[str, np.ndarray], k: int
     ``rank``, ``commute``, ``mechanism``, ``true``, ``released``, ``error`` (released −
     true, commuters): the data of the noisy-vs-true bars (thesis figures 5.1, 5.5, 5.6, 5.12).
     """
-    t = np.asarray(true_counts)
-    cells = top_cells(t, min(k, np.count_nonzero(t)))
+    cells = top_cells(true_counts, k)
+    t = values_at(true_counts, cells)
+    cells, t = cells[t != 0], t[t != 0]
     labels = od.cell_labels(cells)
     frames = [pd.DataFrame({"rank": np.arange(1, cells.size + 1), "commute": labels,
-                            "mechanism": key, "true": t[cells],
-                            "released": np.asarray(values, dtype=float)[cells]})
+                            "mechanism": key, "true": t,
+                            "released": values_at(values, cells).astype(float)})
               for key, values in released.items()]
     if not frames:
         return pd.DataFrame(columns=["rank", "commute", "mechanism", "true", "released", "error"])

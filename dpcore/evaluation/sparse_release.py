@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import integrate, stats
@@ -71,6 +71,7 @@ from scipy import integrate, stats
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import metrics
 from dpcore.evaluation.ranks import PRESENT_AT, top_cells
+from dpcore.evaluation.sparse_vector import Band, ZeroCells
 from dpcore.mechanisms import CENTRAL, local
 
 #: Cells drawn one by one when the empty cells (or one band of them) are at most this many.
@@ -94,95 +95,6 @@ CLT_NOTE = ("The RMSE, MAE and total of the empty cells below the tail threshold
             "the normal law of their sums (exact mean and covariance; central limit theorem over "
             f"more than {EXPLICIT_LIMIT:,} cells per band); every count, the maximum and the top-k "
             "are exact.")
-
-
-# ---------------------------------------------------------------------------- empty cells
-@dataclass(frozen=True)
-class Band:
-    """``count`` empty cells with values in [low, high) (one sign), known by their sums."""
-
-    low: float
-    high: float
-    count: int
-    total: float
-    total_sq: float
-
-
-@dataclass(frozen=True)
-class ZeroCells:
-    """The released values of the M empty cells: atoms (value, multiplicity) plus bands."""
-
-    count: int
-    values: np.ndarray
-    multiplicity: np.ndarray
-    bands: tuple[Band, ...] = ()
-    _suffix: tuple = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        values = np.asarray(self.values, dtype=float)
-        mult = np.asarray(self.multiplicity, dtype=np.int64)
-        keep = mult > 0
-        levels, inverse = np.unique(values[keep], return_inverse=True)
-        weights = np.bincount(inverse, weights=mult[keep], minlength=levels.size)
-        object.__setattr__(self, "values", levels)
-        object.__setattr__(self, "multiplicity", weights.astype(np.int64))
-        # suffix sums over the ascending atoms: counts and value sums at or above each atom
-        object.__setattr__(self, "_suffix", (np.append(np.cumsum(weights[::-1])[::-1], 0.0),
-                                             np.append(np.cumsum((levels * weights)[::-1])[::-1],
-                                                       0.0)))
-        accounted = int(self.multiplicity.sum()) + sum(b.count for b in self.bands)
-        if accounted != self.count:
-            raise AssertionError(f"{accounted} empty cells accounted for, expected {self.count}")
-
-    @property
-    def exact(self) -> bool:
-        return not self.bands
-
-    def _at_least(self, x: float, which: int) -> float:
-        for band in self.bands:
-            if band.low < x < band.high and band.count:
-                raise AssertionError(f"a band [{band.low}, {band.high}) straddles {x}")
-        atoms = self._suffix[which][np.searchsorted(self.values, x, side="left")]
-        return float(atoms) + sum(b.total if which else b.count for b in self.bands if b.low >= x)
-
-    def count_at_least(self, x: float) -> int:
-        return int(round(self._at_least(x, 0)))
-
-    def sum_at_least(self, x: float) -> float:
-        return self._at_least(x, 1)
-
-    def count_positive(self) -> int:
-        """Cells above 0 (a band starting at 0 is continuous: it holds no exact zeros)."""
-        atoms = self._suffix[0][np.searchsorted(self.values, 0.0, side="right")]
-        return int(round(atoms)) + sum(b.count for b in self.bands if b.low >= 0)
-
-    def total(self) -> float:
-        return float(self._suffix[1][0]) + sum(b.total for b in self.bands)
-
-    def total_sq(self) -> float:
-        return (float(np.sum(self.values ** 2 * self.multiplicity))
-                + sum(b.total_sq for b in self.bands))
-
-    def total_abs(self) -> float:
-        return (float(np.sum(np.abs(self.values) * self.multiplicity))
-                + sum(abs(b.total) for b in self.bands))
-
-    def max_abs(self) -> float:
-        """Largest |value| (bands lie strictly inside the explicit tail, so atoms hold it)."""
-        bands = [max(abs(b.low), abs(b.high)) for b in self.bands if b.count]
-        atoms = float(max(-self.values[0], self.values[-1])) if self.values.size else 0.0
-        if bands and (not self.values.size or max(bands) > atoms):
-            raise AssertionError("the largest empty-cell value is inside a band")
-        return atoms
-
-    def clipped(self) -> ZeroCells:
-        """Base-Pos: every value below 0 becomes 0."""
-        negative = self.values < 0
-        zeros = int(self.multiplicity[negative].sum()
-                    + sum(b.count for b in self.bands if b.high <= 0))
-        values = np.append(self.values[~negative], 0.0)
-        mult = np.append(self.multiplicity[~negative], zeros)
-        return ZeroCells(self.count, values, mult, tuple(b for b in self.bands if b.low >= 0))
 
 
 # ------------------------------------------------------------------------------- samplers
@@ -429,9 +341,14 @@ def _central(mechanism, od: ODMatrix, rng, keep, explicit_limit):
         return nonzero, ZeroCells(m, [0.0], [m])
     if key == "discrete_laplace":
         return nonzero, ZeroCells(m, *discrete_laplace_zeros(m, mechanism.alpha, rng))
-    law = (stats.laplace(scale=mechanism.scale) if key == "laplace"
-           else stats.norm(scale=mechanism.sigma))
-    return nonzero, continuous_zeros(m, law, keep, rng, explicit_limit)
+    return nonzero, continuous_zeros(m, noise_law(mechanism), keep, rng, explicit_limit)
+
+
+def noise_law(mechanism):
+    """The continuous noise law of a central mechanism's cells (Laplace, Gaussian), else None."""
+    if mechanism.key == "laplace":
+        return stats.laplace(scale=mechanism.scale)
+    return stats.norm(scale=mechanism.sigma) if mechanism.key == "gaussian" else None
 
 
 def draw(od: ODMatrix, mechanism, rng: np.random.Generator, keep: int = KEEP,

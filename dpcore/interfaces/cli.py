@@ -236,7 +236,7 @@ def _cmd_release(args) -> int:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
     od = views.select(_load(args), _view(args))
-    true = od.to_dense()
+    true = release.true_values(od)
     result = release.run(od, spec, true_counts=true, score=False)
     frame = release.release_table(od, true, result.released, args.only_nonzero)
     export.write_safe_csv(frame, args.out)

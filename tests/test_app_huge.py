@@ -1,0 +1,121 @@
+"""AppTests of the pages on a huge domain (more cells than a dense release holds): a whole
+state's LODES tract file through the Data page, then Explore, Tradeoffs and the Flow map on a
+huge sparse matrix, and the national synthetic dataset offered on the Data page."""
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from dpcore import mechanisms, release
+from dpcore.data import national
+from dpcore.evaluation import ranks, sparse_release, summaries
+from dpcore.evaluation.count_profile import CountProfile
+from tests.app_pages import run_page
+from tests.huge import huge_matrix
+from tests.plotly_spec import figure, traces, values
+from tests.test_sparse_import import lodes_state
+from ui import state
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ROOT / "pages"
+CAP = "possible commutes would hold"     # the memory guard's message
+
+
+def page(name: str, **query) -> AppTest:
+    """The page on the huge matrix, uploaded in this session."""
+    upload = {state.UPLOADED_MATRIX: huge_matrix(), state.UPLOADED_FILENAME: "state_tracts.csv"}
+    return run_page(str(PAGES / name), query, state.UPLOADED, upload, timeout=300)
+
+
+def messages(at: AppTest) -> str:
+    return "\n".join(box.value for kind in ("warning", "info", "error", "caption")
+                     for box in getattr(at, kind))
+
+
+def test_a_state_lodes_tract_file_imports_sparse_and_releases_without_a_cap():
+    at = AppTest.from_file(str(ROOT / "Home.py"), default_timeout=300)
+    at.switch_page("pages/1_Data.py").run()
+    at.selectbox(key=state.UPLOAD_FORMAT).set_value("lodes").run()
+    at.selectbox(key=state.level_widget("lodes")).set_value("tract").run()
+    at.file_uploader(key=state.UPLOAD_FILE).set_value(("ca_od.csv", lodes_state(),
+                                                       "text/csv")).run()
+    assert not at.exception, at.exception
+    assert not at.error and any("sparse release" in box.value for box in at.info)
+    at.button(key=state.USE_UPLOAD).click().run()
+    matrix = at.session_state[state.UPLOADED_MATRIX]
+    assert matrix.n_origins == 8_000 and not matrix.fits_dense
+    at.switch_page("pages/2_Explore.py")
+    at.query_params["mech"] = ["laplace", "oue"]
+    at.run()
+    assert not at.exception, at.exception
+    assert CAP not in messages(at) and not at.warning
+    bars = figure(at, "busiest commutes")
+    assert len(bars["data"]) == 3      # true + two releases
+
+
+def test_explore_shows_the_sparse_releases_and_says_what_it_cannot():
+    at = page("2_Explore.py", mech=["laplace", "oue", "hr"], seed="5")
+    od = huge_matrix()
+    text = messages(at)
+    assert "no sparse release" in text and "Hadamard response" in text      # refused: why
+    assert "The heat map" in text and "64,000,000 possible commutes" in text
+    assert "approximate" in text and "normal law" in text                  # Laplace's CLT label
+    assert CAP not in text
+    truth = release.true_values(od)
+    result = release.run(od, release.ReleaseSpec("laplace", 1.0, {}, ("base_pos",), 5))
+    cells = ranks.top_cells(truth, 30)
+    (trace,) = traces(figure(at, "busiest commutes"), mechanisms.get("laplace").name)
+    assert np.allclose(values(trace["y"]), result.released.at(cells))
+    table = at.dataframe[0].value
+    expected = ranks.rank_pairs(truth, result.released, 10)["released_rank"].to_numpy()
+    assert list(table[table.columns[3]]) == list(expected)
+
+
+def test_tradeoffs_curves_against_epsilon_on_a_huge_domain():
+    at = page("3_Tradeoffs.py", mech=["laplace", "oue"])
+    at.text_input(key="kept_widget_tradeoffs_grid").set_value("1, 5")
+    at.number_input(key="kept_widget_tradeoffs_trials").set_value(2)
+    at.run()
+    at.button(key="tradeoffs_epsilon_run").click().run()
+    assert not at.exception, at.exception
+    fig = figure(at, "against ε (")
+    od = huge_matrix()
+    for key in ("laplace", "oue"):
+        (line,) = traces(fig, mechanisms.get(key).name)
+        x, y = values(line["x"]).astype(float), values(line["y"]).astype(float)
+        assert list(x) == [1.0, 5.0]
+        expected = [np.mean([release.run(od, release.ReleaseSpec(key, e, {}, ("base_pos",), 0,
+                                                                 trial)).metrics["rmse"]
+                             for trial in range(2)]) for e in (1.0, 5.0)]
+        assert np.allclose(y, expected)
+        # The closed forms need only the table's distinct counts, n and d, so the theory bound
+        # is drawn on a huge domain too, from the sparse matrix alone.
+        (bound,) = [t for t in fig["data"] if t.get("name", "").startswith(
+            mechanisms.get(key).name) and t["name"].endswith("theory bound")]
+        theory = [summaries.theoretical_rmse(mechanisms.build(key, epsilon=e),
+                                             CountProfile.of_matrix(od)) for e in (1.0, 5.0)]
+        assert np.allclose(values(bound["y"]).astype(float), theory)
+    options = at.multiselect(key="kept_widget_tradeoffs_methods").options
+    assert len(options) == len(sparse_release.METHODS)      # only those a sparse release has
+
+
+def test_flow_map_draws_the_top_flows_and_turns_the_zone_colours_off():
+    at = page("4_Flow_map.py", mech=["laplace"])
+    text = messages(at)
+    assert "Colouring zone areas" in text and "No roll-up" in text
+    assert "lines drawn" in text
+    assert at.selectbox(key="flowmap_zone").options.__len__() <= 1 + 1_000
+
+
+def test_the_national_dataset_is_made_on_demand(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPCORE_CACHE", str(tmp_path))
+    small = national.generate(scale=0.02)           # the real generator at a small size
+    monkeypatch.setattr(national, "generate", lambda scale=1.0: small)
+    at = AppTest.from_file(str(ROOT / "Home.py"), default_timeout=300)
+    at.switch_page("pages/1_Data.py").run()
+    at.button(key="national_use").click().run()
+    assert not at.exception, at.exception
+    assert national.cache_path().exists()
+    assert at.session_state[state.CURRENT_DATASET] == national.KEY
+    assert any(national.TITLE in box.value for box in at.success)

@@ -1,0 +1,82 @@
+"""What the pages say and offer on a huge domain, in one place.
+
+A matrix too large for a dense vector (more than :data:`dpcore.data.od.DENSE_CELL_LIMIT` cells:
+a whole US state or the nation at tract level) is released sparsely by dpcore's one pipeline
+(:mod:`dpcore.release`), and the views read the result without asking which path ran. What
+needs every cell's released value — the heat map, zone totals of a release, roll-ups of a
+release — is replaced by one sentence saying why (:func:`unavailable`).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dpcore.data import national
+from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
+from dpcore.evaluation import sparse_release
+from dpcore.evaluation.sparse_vector import RANK_NOTE
+from dpcore.mechanisms import postprocess
+from dpcore.release import SPARSE_TOP, ReleaseResult
+from ui import charts, data
+
+#: Zones offered in a huge dataset's zone pickers (those with the most commuters living there).
+PICKER_ZONES = 1_000
+
+
+def is_huge(od: ODMatrix) -> bool:
+    return not od.fits_dense
+
+
+def why(od: ODMatrix) -> str:
+    """The reason, in one sentence fragment."""
+    return (f"this dataset has {od.domain_size:,} possible commutes, more than the "
+            f"{DENSE_CELL_LIMIT:,} a dense release holds, so each release is sparse: only its "
+            f"{od.nonzero:,} non-empty commutes and the {SPARSE_TOP:,} largest released flows are "
+            "known one by one, the other empty cells as a distribution")
+
+
+def unavailable(od: ODMatrix, what: str) -> bool:
+    """On a huge domain, say that ``what`` is not shown and why, and return True."""
+    if is_huge(od):
+        st.info(f"{what} is not shown: {why(od)}.")
+        return True
+    return False
+
+
+def release_note(od: ODMatrix, results: dict[str, ReleaseResult]) -> None:
+    """Under a huge domain's releases: how they were made, and what is approximate in each."""
+    if not is_huge(od):
+        return
+    st.caption(f"Sparse releases: {why(od)} (exact in distribution: "
+               "docs/HUGE_DOMAINS.md). Scores that need every cell's position (trip lengths, "
+               "trip ends, sectors, self-containment) are n/a.")
+    done = {key: result for key, result in results.items() if not result.error}
+    for key, result in done.items():
+        if result.approximation:
+            st.caption(f"⚠ **{charts.name(key)}: approximate.** {result.approximation}")
+    ranked = [charts.name(key) for key, result in done.items() if result.released.rank_note]
+    if ranked:
+        st.caption(f"**Ranks ({', '.join(ranked)}).** {RANK_NOTE}")
+
+
+def postprocess_methods(od: ODMatrix) -> list[str]:
+    """Post-processings a release of ``od`` can use (a sparse release: those cell by cell)."""
+    if is_huge(od):
+        return list(sparse_release.METHODS)
+    return list(postprocess.METHODS)
+
+
+def national_offer() -> None:
+    """The Data page's offer of the national synthetic dataset, generated on first use."""
+    st.header("National-scale synthetic data")
+    st.markdown(f"{data.NATIONAL_DESCRIPTION} It is not shipped with the app: the first use "
+                "generates it (about 20 seconds, ≈ 100 MB in the cache folder "
+                f"`$DPCORE_CACHE`), then every session shares it.")
+    if st.button("Use the national synthetic dataset", key="national_use",
+                 icon=":material/public:"):
+        if not national.cache_path().exists():
+            with st.spinner("Generating the national synthetic dataset (about 20 s)…"):
+                national.make()
+        data.select(national.KEY)
+        st.success(f"{national.TITLE} is now the current dataset: open Explore, Tradeoffs or "
+                   "the Flow map.")
