@@ -112,6 +112,15 @@ def execute(job: Job, matrix: ODMatrix, true_counts: np.ndarray | None = None, *
     return table.assign(scenario=job.scenario.label, n=matrix.n)
 
 
+def _dense(matrix: ODMatrix) -> np.ndarray:
+    """The matrix's counts, read-only: every job of a trial shares them, and the metrics keep
+    what they derive from a truth vector that cannot change (its observed cells) for the next
+    release scored against it."""
+    dense = matrix.to_dense()
+    dense.flags.writeable = False
+    return dense
+
+
 class Subsamples:
     """The subsample of the trial being run, with its dense counts, shared by that trial's jobs.
 
@@ -128,7 +137,7 @@ class Subsamples:
         key = (view, job.spec.seed, job.spec.trial)
         if key != self.key:
             matrix = subsampled(whole, view, job.spec.seed, job.spec.trial)
-            self.key, self.value = key, (matrix, matrix.to_dense())
+            self.key, self.value = key, (matrix, _dense(matrix))
         return self.value
 
 
@@ -143,7 +152,7 @@ class _Data:
         """The view before subsampling, and its dense counts."""
         if view.whole not in self.views:
             matrix = views.select(self.od, view.whole)
-            self.views[view.whole] = (matrix, matrix.to_dense())
+            self.views[view.whole] = (matrix, _dense(matrix))
         return self.views[view.whole]
 
     def matrix(self, job: Job) -> tuple[ODMatrix, np.ndarray]:

@@ -217,6 +217,44 @@ def _layout(od: ODMatrix) -> _Layout:
     return layout
 
 
+@dataclass(frozen=True)
+class _Truth:
+    """What every call needs of the true counts besides the counts: their total and the
+    observed (t ≠ 0) cells."""
+
+    n: float
+    observed: np.ndarray         # flat indices
+    observed_counts: np.ndarray  # the counts there, as float
+
+
+#: Per ODMatrix, the true counts seen last (a weak reference) and their :class:`_Truth`: a sweep
+#: scores every post-processing of every release of a trial against one truth, and finding its
+#: observed cells is a pass over the whole domain.
+_TRUTHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _flat_counts(true_counts) -> np.ndarray:
+    """The true counts as a flat numeric array; integer counts are not copied to float (r − t is
+    float64 either way, exactly while counts stay below 2⁵³)."""
+    t = np.asarray(true_counts)
+    if t.dtype.kind not in "iuf":
+        t = t.astype(float)
+    return t if t.ndim == 1 else t.reshape(-1)
+
+
+def _truth(t: np.ndarray, od: ODMatrix) -> _Truth:
+    """:class:`_Truth` of the flat counts ``t``, remembered for the next call when ``t`` is
+    read-only and owns its data (so it cannot change under the cache)."""
+    cached = _TRUTHS.get(od)
+    if cached is not None and cached[0]() is t:
+        return cached[1]
+    observed = np.flatnonzero(t)
+    truth = _Truth(float(t.sum()), observed, t[observed].astype(float))
+    if not t.flags.writeable and t.flags.owndata:
+        _TRUTHS[od] = (weakref.ref(t), truth)
+    return truth
+
+
 # ------------------------------------------------------------------------------------- helpers
 def _ratio(numerator, denominator) -> float:
     return float(numerator / denominator) if denominator else math.nan
@@ -314,7 +352,7 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
     dict of str to float
         NaN where a metric does not apply (no coordinates, no parent level, nothing to rank).
     """
-    t = np.asarray(true_counts, dtype=float).reshape(-1)
+    t = _flat_counts(true_counts)
     r = np.asarray(released, dtype=float).reshape(-1)
     d = od.domain_size
     if t.size != d or r.size != d:
@@ -324,30 +362,37 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
         raise ValueError(f"k and top_n must be at least 1; got k={k}, top_n={top_n}.")
     if bin_km < FINE_BIN_KM:
         raise ValueError(f"bin_km must be at least {FINE_BIN_KM} km; got {bin_km}.")
-    layout = _layout(od)
-    query = r if raw is None else np.asarray(raw, dtype=float).reshape(-1)
-    n = float(t.sum())
-    observed = np.flatnonzero(t)
-    t_obs, r_obs = t[observed], r[observed]
-    out: dict[str, float] = {}
-
-    # cell errors ------------------------------------------------------------------------------
-    error = r - t
-    squared_error = float(np.dot(error, error))
-    np.abs(error, out=error)
-    out["rmse"] = math.sqrt(squared_error / d)
-    out["mae"] = float(error.sum()) / d
-    out["max_error"] = float(error.max())
-    for name in ("rmse", "mae", "max_error"):
-        out[f"{name}_freq"] = _ratio(out[name], n)
-    out["pct_rmse"] = (100 * math.sqrt(np.mean((r_obs - t_obs) ** 2)) / t_obs.mean()
-                       if observed.size else math.nan)
     names = METRICS if only is None else tuple(only)
     unknown = [name for name in names if name not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid: {', '.join(METRICS)}")
-    if set(names) <= set(CELL_ERRORS):
+    truth = _truth(t, od)
+    n, observed, t_obs = truth.n, truth.observed, truth.observed_counts
+    out: dict[str, float] = {}
+
+    # cell errors: one error vector, squared and then made absolute in place ------------------
+    error = np.subtract(r, t)
+    squared_error = float(np.dot(error, error))
+    np.abs(error, out=error)
+    out["rmse"] = math.sqrt(squared_error / d)
+    out["max_error"] = float(error.max())
+    wanted = set(names)
+    if wanted & {"mae", "mae_freq"}:
+        out["mae"] = float(error.sum()) / d
+        out["mae_freq"] = _ratio(out["mae"], n)
+    del error
+    out["rmse_freq"], out["max_error_freq"] = _ratio(out["rmse"], n), _ratio(out["max_error"], n)
+    if "pct_rmse" in wanted:
+        r_obs = r[observed]
+        out["pct_rmse"] = (100 * math.sqrt(np.mean((r_obs - t_obs) ** 2)) / t_obs.mean()
+                           if observed.size else math.nan)
+    if wanted <= set(CELL_ERRORS):
         return {name: float(out[name]) for name in names}
+
+    t = np.asarray(t, dtype=float)
+    r_obs = r[observed]
+    layout = _layout(od)
+    query = r if raw is None else np.asarray(raw, dtype=float).reshape(-1)
 
     # top-k and ranks: the k-th largest released value is at least the smallest released value
     # of any k cells, so only cells above that can be in the released top-k.

@@ -172,7 +172,10 @@ class PureProtocol(LocalOracle):
 
     def estimate(self, statistic, n, d):
         _, p, q = self._probabilities(d)
-        return (np.asarray(statistic, dtype=np.float64) - n * q) / (p - q)
+        estimates = np.array(statistic, dtype=np.float64)  # one new array, then in place
+        estimates -= n * q
+        estimates /= p - q
+        return estimates
 
     def release(self, counts, rng):
         """Support counts drawn as independent ``Bin(c_v, p*) + Bin(n − c_v, q*)`` per cell.
