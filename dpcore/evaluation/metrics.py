@@ -65,6 +65,7 @@ from scipy import sparse, stats
 from dpcore.data import geo
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation.ranks import PRESENT_AT, top_cells
+from dpcore.mechanisms.base import occupied_cells
 
 #: Width of the length bins on which the trip-length W1 is computed (its error is below this).
 FINE_BIN_KM = 0.1
@@ -217,22 +218,6 @@ def _layout(od: ODMatrix) -> _Layout:
     return layout
 
 
-@dataclass(frozen=True)
-class _Truth:
-    """What every call needs of the true counts besides the counts: their total and the
-    observed (t ≠ 0) cells."""
-
-    n: float
-    observed: np.ndarray         # flat indices
-    observed_counts: np.ndarray  # the counts there, as float
-
-
-#: Per ODMatrix, the true counts seen last (a weak reference) and their :class:`_Truth`: a sweep
-#: scores every post-processing of every release of a trial against one truth, and finding its
-#: observed cells is a pass over the whole domain.
-_TRUTHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _flat_counts(true_counts) -> np.ndarray:
     """The true counts as a flat numeric array; integer counts are not copied to float (r − t is
     float64 either way, exactly while counts stay below 2⁵³)."""
@@ -240,19 +225,6 @@ def _flat_counts(true_counts) -> np.ndarray:
     if t.dtype.kind not in "iuf":
         t = t.astype(float)
     return t if t.ndim == 1 else t.reshape(-1)
-
-
-def _truth(t: np.ndarray, od: ODMatrix) -> _Truth:
-    """:class:`_Truth` of the flat counts ``t``, remembered for the next call when ``t`` is
-    read-only and owns its data (so it cannot change under the cache)."""
-    cached = _TRUTHS.get(od)
-    if cached is not None and cached[0]() is t:
-        return cached[1]
-    observed = np.flatnonzero(t)
-    truth = _Truth(float(t.sum()), observed, t[observed].astype(float))
-    if not t.flags.writeable and t.flags.owndata:
-        _TRUTHS[od] = (weakref.ref(t), truth)
-    return truth
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -366,8 +338,8 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
     unknown = [name for name in names if name not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid: {', '.join(METRICS)}")
-    truth = _truth(t, od)
-    n, observed, t_obs = truth.n, truth.observed, truth.observed_counts
+    observed, values = occupied_cells(t)  # found once per read-only truth (a sweep's trial)
+    n, t_obs = float(values.sum()), values.astype(float)
     out: dict[str, float] = {}
 
     # cell errors: one error vector, squared and then made absolute in place ------------------

@@ -23,7 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param
+from dpcore.mechanisms.base import (
+    EPSILON,
+    SIMULATION_CHUNK,
+    LocalMechanism,
+    Param,
+    occupied_cells,
+)
 from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 
 #: Users per batch in ``release``: bounds the per-user temporaries (a few arrays of this length).
@@ -383,8 +389,7 @@ class HadamardResponse(LocalMechanism):
         d = len(counts)
         permutation = self._run_permutation(permutation, d, rng)
         lay, uniform, _ = self.constants(d)
-        present = np.flatnonzero(counts)
-        people = counts[present]
+        present, people = occupied_cells(counts)
         code = lay.encode(present if permutation is None else permutation[present])
         inside = rng.binomial(people, 1.0 - uniform)
 
@@ -580,14 +585,13 @@ class HadamardMechanism(LocalMechanism):
         """Exact fast path: every commuter's report drawn (vectorised, in batches), one FWHT."""
         counts = _as_counts(counts)
         d, t = len(counts), self.coefficients(len(counts))
-        present = np.flatnonzero(counts)
-        people = counts[present]
+        present, people = occupied_cells(counts)
         size = self.padded(d)
         keys = (self._report_keys(*self._sample(np.repeat(present[part], people[part]), d, rng),
                                   size)
                 for part in _batches(people, max(1, RELEASE_CHUNK // t)))
         total = self._column_sums(_histogram(keys, 2 * size), size)
-        return self.estimate(total, int(counts.sum()), d)
+        return self.estimate(total, int(people.sum()), d)
 
     # ------------------------------------------------------------------------------ theory
     def variance(self, counts):
