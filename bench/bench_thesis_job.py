@@ -8,7 +8,9 @@ the release, the post-processing and the scoring (cProfile, CPU clock). The data
 (mechanism, ε)'s Base-Cut variance are prepared by a warm-up pass first, as on a worker that has
 run the first trial.
 
-CPU time, not wall time, so that runs on a machine shared with other work can be compared.
+Each run is a fresh process with a Dask worker's environment (one BLAS thread: a multi-threaded
+``np.dot`` costs three times the CPU). CPU time, not wall time, so that runs on a machine shared
+with other work can be compared.
 ``--against DIR`` also runs the same jobs with the code in DIR (e.g. ``git worktree add /tmp/base
 BASE``), alternating the two in fresh processes, so both are measured under the same load.
 
@@ -68,10 +70,20 @@ def measure(root: Path, dataset: str, trials: int) -> dict:
             "phases": {k: v / len(jobs) for k, v in phases.items()}}
 
 
+def worker_environment() -> dict:
+    """The environment a Dask worker process starts with (one BLAS thread, glibc's trim
+    threshold; ``distributed.nanny.pre-spawn-environ``), so jobs cost here what they cost there."""
+    import dask.config
+    import distributed  # noqa: F401  (registers the distributed.* defaults)
+
+    spawn = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    return {**os.environ, **{key: str(value) for key, value in spawn.items()}}
+
+
 def child(root: Path, dataset: str, trials: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", str(root), "--dataset", dataset,
                           "--trials", str(trials)], check=True, capture_output=True, text=True,
-                         cwd=root)
+                         cwd=root, env=worker_environment())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
