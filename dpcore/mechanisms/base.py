@@ -37,8 +37,15 @@ SUBSTITUTION, ADD_REMOVE = "substitution", "add_remove"
 SIMULATION_CHUNK = 1 << 16
 
 
-#: The count vector :func:`occupied_cells` saw last (a weak reference) and its answer.
+#: The count vector :func:`occupied_cells` saw last (a weak reference) and its answer; dropped
+#: with the vector, so no data outlives the run (or the session) it belongs to.
 _OCCUPIED: tuple = (lambda: None, None)
+
+
+def _forget_occupied(source: weakref.ref) -> None:
+    global _OCCUPIED
+    if _OCCUPIED[0] is source:
+        _OCCUPIED = (lambda: None, None)
 
 
 def occupied_cells(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +64,7 @@ def occupied_cells(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     values = counts[cells]
     if isinstance(counts, np.ndarray) and not counts.flags.writeable and counts.flags.owndata:
         cells.flags.writeable = values.flags.writeable = False
-        _OCCUPIED = (weakref.ref(counts), (cells, values))
+        _OCCUPIED = (weakref.ref(counts, _forget_occupied), (cells, values))
     return cells, values
 
 
