@@ -313,3 +313,18 @@ def test_only_cell_errors_are_the_same_numbers_as_every_metric():
     assert mixed == {"rmse": every["rmse"], "kendall_tau": every["kendall_tau"]}
     with pytest.raises(ValueError, match="unknown metric.*nope"):
         metrics.compute(truth, released, od, only=("rmse", "nope"))
+
+
+def test_integer_read_only_and_float_truths_score_exactly_alike():
+    """A sweep scores against the integer counts, read-only (their non-empty cells found once):
+    the same numbers, to the bit, as against the counts as floats, call after call."""
+    od = datasets.load("toy_town")
+    truth = od.to_dense()
+    truth.flags.writeable = False
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        released = truth + rng.laplace(0, 4, truth.size)
+        as_float = metrics.compute(truth.astype(float), released, od)
+        assert metrics.compute(truth, released, od) == as_float
+        assert metrics.compute(truth, released, od, only=("rmse", "max_error_freq")) == {
+            "rmse": as_float["rmse"], "max_error_freq": as_float["max_error_freq"]}

@@ -2,6 +2,7 @@
 report.thesis_html (one self-contained HTML file), and ``python -m dpcore reproduce-thesis``."""
 
 import re
+import threading
 
 import numpy as np
 import pandas as pd
@@ -71,6 +72,24 @@ def test_rank_tables_rank_the_sweeps_trial_zero_release(county_chapter):
                 & (sweep["trial"] == 0) & (sweep["postprocess"] == "base_pos")
                 & (sweep["metric"] == "rmse")]
     assert row["value"].item() == pytest.approx(np.sqrt(np.mean((released - truth) ** 2)))
+
+
+def test_a_stopped_run_has_no_tables_and_leaves_no_rank_thread_running():
+    """The rank tables' releases run in a thread beside the sweep; Stop ends both."""
+    cancel = threading.Event()
+    chapter = thesis.run(datasets.load("ireland_county"), epsilons=EPSILONS, trials=2, seed=3,
+                         progress=lambda done, total: cancel.set(), cancel=cancel)
+    assert chapter.table.attrs["cancelled"] and chapter.table.attrs["jobs_done"] == 1
+    assert chapter.tables == [] and chapter.figures == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("thesis-ranks")]
+
+
+def test_rank_releases_stop_when_asked():
+    od = datasets.load("ireland_county")
+    stop = threading.Event()
+    stop.set()
+    lv = thesis.levels(od)
+    assert thesis._rank_tables(od, lv, thesis.mechanism_specs(od), 0, "", stop) == []
 
 
 def test_report_is_one_offline_html_with_every_figure(county_chapter, tmp_path):

@@ -112,6 +112,16 @@ def execute(job: Job, matrix: ODMatrix, true_counts: np.ndarray | None = None, *
     return table.assign(scenario=job.scenario.label, n=matrix.n)
 
 
+def _truth(matrix: ODMatrix):
+    """The matrix's true counts (:func:`dpcore.release.true_values`), read-only when dense: every
+    job of a trial shares them, and the metrics keep what they derive from a truth vector that
+    cannot change (its observed cells) for the next release scored against it."""
+    truth = release.true_values(matrix)
+    if isinstance(truth, np.ndarray):
+        truth.flags.writeable = False
+    return truth
+
+
 class Subsamples:
     """The subsample of the trial being run, with its dense counts, shared by that trial's jobs.
 
@@ -128,7 +138,7 @@ class Subsamples:
         key = (view, job.spec.seed, job.spec.trial)
         if key != self.key:
             matrix = subsampled(whole, view, job.spec.seed, job.spec.trial)
-            self.key, self.value = key, (matrix, release.true_values(matrix))
+            self.key, self.value = key, (matrix, _truth(matrix))
         return self.value
 
 
@@ -143,7 +153,7 @@ class _Data:
         """The view before subsampling, and its dense counts."""
         if view.whole not in self.views:
             matrix = views.select(self.od, view.whole)
-            self.views[view.whole] = (matrix, release.true_values(matrix))
+            self.views[view.whole] = (matrix, _truth(matrix))
         return self.views[view.whole]
 
     def matrix(self, job: Job) -> tuple[ODMatrix, np.ndarray]:

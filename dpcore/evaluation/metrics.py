@@ -65,6 +65,7 @@ from scipy import sparse, stats
 from dpcore.data import geo
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation.ranks import PRESENT_AT, top_cells
+from dpcore.mechanisms.base import occupied_cells
 
 #: Width of the length bins on which the trip-length W1 is computed (its error is below this).
 FINE_BIN_KM = 0.1
@@ -217,6 +218,15 @@ def _layout(od: ODMatrix) -> _Layout:
     return layout
 
 
+def _flat_counts(true_counts) -> np.ndarray:
+    """The true counts as a flat numeric array; integer counts are not copied to float (r − t is
+    float64 either way, exactly while counts stay below 2⁵³)."""
+    t = np.asarray(true_counts)
+    if t.dtype.kind not in "iuf":
+        t = t.astype(float)
+    return t if t.ndim == 1 else t.reshape(-1)
+
+
 # ------------------------------------------------------------------------------------- helpers
 def _ratio(numerator, denominator) -> float:
     return float(numerator / denominator) if denominator else math.nan
@@ -314,7 +324,7 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
     dict of str to float
         NaN where a metric does not apply (no coordinates, no parent level, nothing to rank).
     """
-    t = np.asarray(true_counts, dtype=float).reshape(-1)
+    t = _flat_counts(true_counts)
     r = np.asarray(released, dtype=float).reshape(-1)
     d = od.domain_size
     if t.size != d or r.size != d:
@@ -324,30 +334,37 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
         raise ValueError(f"k and top_n must be at least 1; got k={k}, top_n={top_n}.")
     if bin_km < FINE_BIN_KM:
         raise ValueError(f"bin_km must be at least {FINE_BIN_KM} km; got {bin_km}.")
-    layout = _layout(od)
-    query = r if raw is None else np.asarray(raw, dtype=float).reshape(-1)
-    n = float(t.sum())
-    observed = np.flatnonzero(t)
-    t_obs, r_obs = t[observed], r[observed]
-    out: dict[str, float] = {}
-
-    # cell errors ------------------------------------------------------------------------------
-    error = r - t
-    squared_error = float(np.dot(error, error))
-    np.abs(error, out=error)
-    out["rmse"] = math.sqrt(squared_error / d)
-    out["mae"] = float(error.sum()) / d
-    out["max_error"] = float(error.max())
-    for name in ("rmse", "mae", "max_error"):
-        out[f"{name}_freq"] = _ratio(out[name], n)
-    out["pct_rmse"] = (100 * math.sqrt(np.mean((r_obs - t_obs) ** 2)) / t_obs.mean()
-                       if observed.size else math.nan)
     names = METRICS if only is None else tuple(only)
     unknown = [name for name in names if name not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid: {', '.join(METRICS)}")
-    if set(names) <= set(CELL_ERRORS):
+    observed, values = occupied_cells(t)  # found once per read-only truth (a sweep's trial)
+    n, t_obs = float(values.sum()), values.astype(float)
+    out: dict[str, float] = {}
+
+    # cell errors: one error vector, squared and then made absolute in place ------------------
+    error = np.subtract(r, t)
+    squared_error = float(np.dot(error, error))
+    np.abs(error, out=error)
+    out["rmse"] = math.sqrt(squared_error / d)
+    out["max_error"] = float(error.max())
+    wanted = set(names)
+    if wanted & {"mae", "mae_freq"}:
+        out["mae"] = float(error.sum()) / d
+        out["mae_freq"] = _ratio(out["mae"], n)
+    del error
+    out["rmse_freq"], out["max_error_freq"] = _ratio(out["rmse"], n), _ratio(out["max_error"], n)
+    if "pct_rmse" in wanted:
+        r_obs = r[observed]
+        out["pct_rmse"] = (100 * math.sqrt(np.mean((r_obs - t_obs) ** 2)) / t_obs.mean()
+                           if observed.size else math.nan)
+    if wanted <= set(CELL_ERRORS):
         return {name: float(out[name]) for name in names}
+
+    t = np.asarray(t, dtype=float)
+    r_obs = r[observed]
+    layout = _layout(od)
+    query = r if raw is None else np.asarray(raw, dtype=float).reshape(-1)
 
     # top-k and ranks: the k-th largest released value is at least the smallest released value
     # of any k cells, so only cells above that can be in the released top-k.

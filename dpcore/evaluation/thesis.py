@@ -20,6 +20,8 @@ response and Hadamard), and the subsets are swept over the whole ε grid (the th
 
 from __future__ import annotations
 
+import concurrent.futures as futures
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,9 +183,11 @@ def _figures(table: pd.DataFrame, lv: Levels, settings: str) -> list[Figure]:
     return out
 
 
-def _rank_tables(od: ODMatrix, lv: Levels, specs, seed: int, settings: str) -> list[Table]:
+def _rank_tables(od: ODMatrix, lv: Levels, specs, seed: int, settings: str,
+                 stop: threading.Event | None = None) -> list[Table]:
     """Tables 5.1–5.4: the true top-10 commutes and the rank each mechanism's release (trial 0,
-    Base-Pos: the same release as the sweep's trial 0) gives them."""
+    Base-Pos: the same release as the sweep's trial 0) gives them. Returns what it has made when
+    ``stop`` is set (checked before each release)."""
     numbers = iter(range(1, 5))
     out = []
     for scenario in lv.whole:
@@ -192,6 +196,8 @@ def _rank_tables(od: ODMatrix, lv: Levels, specs, seed: int, settings: str) -> l
         for epsilon in RANK_EPSILONS:
             pairs = {}
             for key, params in specs:
+                if stop is not None and stop.is_set():
+                    return out
                 spec = release.ReleaseSpec(key, epsilon, params, (MAIN_POSTPROCESS,), seed, 0)
                 released = release.run(matrix, spec, true_counts=truth, score=False).released
                 pairs[key] = ranks.rank_pairs(truth, released, RANK_TOP)
@@ -227,10 +233,6 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     lv = levels(od)
     specs = mechanism_specs(od)
     epsilons = tuple(float(e) for e in epsilons)
-    table = experiment.run(od, specs, epsilons, postprocess=POSTPROCESS, trials=trials,
-                           seed=seed, n_jobs=n_jobs, metrics=METRICS, scenarios=lv.scenarios,
-                           progress=progress,
-                           cancel=cancel, scheduler=scheduler)
     settings = {"dataset": od.name, "commuters n": f"{od.n:,}",
                 "ε grid": ", ".join(f"{e:g}" for e in epsilons), "trials per point": trials,
                 "seed": seed, "stability histogram δ": f"1/(2n) = {1 / (2 * od.n):.3g}",
@@ -239,12 +241,28 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     line = (f"Settings: {od.name}, ε ∈ {{{', '.join(f'{e:g}' for e in epsilons)}}}, "
             f"{trials} trial(s) per point, seed {seed}, stability histogram δ = 1/(2n) = "
             f"{1 / (2 * od.n):.3g}; bands are 95 % confidence intervals of the mean.")
-    chapter = Chapter(od.name, settings, table)
-    if table.attrs.get("cancelled"):
-        chapter.seconds = time.perf_counter() - started
-        return chapter
+    # The rank tables' releases (24, half of them at ED level: seconds) are made in a thread of
+    # this process while the sweep runs, instead of after it: here the process mostly waits for
+    # the workers (or for NumPy, which releases the GIL).
+    stop = threading.Event()
+    with futures.ThreadPoolExecutor(1, thread_name_prefix="thesis-ranks") as pool:
+        ranked = pool.submit(_rank_tables, od, lv, specs, seed, line, stop)
+        try:
+            table = experiment.run(od, specs, epsilons, postprocess=POSTPROCESS, trials=trials,
+                                   seed=seed, n_jobs=n_jobs, metrics=METRICS,
+                                   scenarios=lv.scenarios, progress=progress, cancel=cancel,
+                                   scheduler=scheduler)
+        except BaseException:
+            stop.set()  # an error or Ctrl-C: do not wait for the remaining rank releases
+            raise
+        chapter = Chapter(od.name, settings, table)
+        if table.attrs.get("cancelled"):
+            stop.set()
+            chapter.seconds = time.perf_counter() - started
+            return chapter
+        rank_tables = ranked.result()
     chapter.figures = _figures(table, lv, line)
-    chapter.tables = _rank_tables(od, lv, specs, seed, line) + [_times(table, line)]
+    chapter.tables = rank_tables + [_times(table, line)]
     chapter.seconds = time.perf_counter() - started
     return chapter
 

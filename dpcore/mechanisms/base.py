@@ -19,6 +19,7 @@ single commuter's report can be shown on the Learn page.
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -48,6 +49,37 @@ def table_size(counts: np.ndarray, n: float | None = None, d: int | None = None
     """
     return (float(np.sum(counts)) if n is None else float(n),
             len(counts) if d is None else int(d))
+
+
+#: The count vector :func:`occupied_cells` saw last (a weak reference) and its answer; dropped
+#: with the vector, so no data outlives the run (or the session) it belongs to.
+_OCCUPIED: tuple = (lambda: None, None)
+
+
+def _forget_occupied(source: weakref.ref) -> None:
+    global _OCCUPIED
+    if _OCCUPIED[0] is source:
+        _OCCUPIED = (lambda: None, None)
+
+
+def occupied_cells(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The non-zero cells of a flat count vector (flat indices, ascending) and their counts.
+
+    Most cells of an OD domain are empty, so releases and metrics work on these; finding them is
+    a pass over the whole domain (20 ms at ED level). A sweep releases and scores one truth many
+    times, so the answer for a read-only vector that owns its data — which cannot change — is
+    kept for the next call; both arrays returned are then read-only.
+    """
+    global _OCCUPIED
+    source, answer = _OCCUPIED
+    if source() is counts:
+        return answer
+    cells = np.flatnonzero(counts)
+    values = counts[cells]
+    if isinstance(counts, np.ndarray) and not counts.flags.writeable and counts.flags.owndata:
+        cells.flags.writeable = values.flags.writeable = False
+        _OCCUPIED = (weakref.ref(counts, _forget_occupied), (cells, values))
+    return cells, values
 
 
 @dataclass(frozen=True)

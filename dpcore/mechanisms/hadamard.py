@@ -26,7 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param, table_size
+from dpcore.mechanisms.base import (
+    EPSILON,
+    SIMULATION_CHUNK,
+    LocalMechanism,
+    Param,
+    occupied_cells,
+    table_size,
+)
 from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 
 #: People (HR) or reports (HM) per batch in ``release``: bounds the temporaries (a few arrays of
@@ -394,8 +401,7 @@ class HadamardResponse(LocalMechanism):
         d = len(counts)
         permutation = self._run_permutation(permutation, d, rng)
         lay, uniform, _ = self.constants(d)
-        present = np.flatnonzero(counts)
-        people = counts[present]
+        present, people = occupied_cells(counts)
         code = lay.encode(present if permutation is None else permutation[present])
         inside = rng.binomial(people, 1.0 - uniform)
 
@@ -605,8 +611,8 @@ class HadamardMechanism(LocalMechanism):
         d, n = len(counts), int(counts.sum())
         t, size = self.coefficients(d), self.padded(d)
         _, bias = hm_probabilities(self.epsilon, t)
-        cells = np.flatnonzero(counts)
-        true_reports = rng.binomial(counts[cells], bias) * t   # from people sending true signs
+        cells, people = occupied_cells(counts)
+        true_reports = rng.binomial(people, bias) * t   # from people sending true signs
         fair_reports = n * t - int(true_reports.sum())
         total, keys = np.zeros(size, dtype=np.int64), []
         if 2 * size * MULTINOMIAL_COST <= fair_reports:

@@ -34,7 +34,14 @@ from abc import abstractmethod
 import numpy as np
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import EPSILON, SIMULATION_CHUNK, LocalMechanism, Param, table_size
+from dpcore.mechanisms.base import (
+    EPSILON,
+    SIMULATION_CHUNK,
+    LocalMechanism,
+    Param,
+    occupied_cells,
+    table_size,
+)
 
 #: The Mersenne prime 2³¹ − 1 of the universal hash family ((a·x + b) mod P) mod g: with a, x < 2³¹
 #: every intermediate fits an int64, and the domain must be smaller than P.
@@ -173,7 +180,10 @@ class PureProtocol(LocalOracle):
     def invert(self, support, n, d):
         """ĉ_v = (C_v − n q*)/(p* − q*) from the support counts C_v."""
         _, p, q = self._probabilities(d)
-        return (np.asarray(support, dtype=np.float64) - n * q) / (p - q)
+        estimates = np.array(support, dtype=np.float64)  # one new array, then in place
+        estimates -= n * q
+        estimates /= p - q
+        return estimates
 
     def estimate(self, statistic, n, d):
         """The statistic is the support counts themselves (a sketch server overrides this)."""
@@ -187,12 +197,12 @@ class PureProtocol(LocalOracle):
         """
         counts = _as_counts(counts)
         d, p, q = self._probabilities(len(counts))
-        n = int(counts.sum())
+        live, people = occupied_cells(counts)
+        n = int(people.sum())
         # Most cells are empty: one scalar-parameter draw for all of them (faster than an array of
         # parameters), then the non-empty cells are redrawn with their own parameters.
         support = rng.binomial(n, q, size=d)
-        live = np.flatnonzero(counts)
-        support[live] = rng.binomial(n - counts[live], q) + rng.binomial(counts[live], p)
+        support[live] = rng.binomial(n - people, q) + rng.binomial(people, p)
         return self.invert(support, n, d)
 
     def variance(self, counts, n=None, d=None):
@@ -242,10 +252,10 @@ class GRR(PureProtocol):
         """Exact "keep or uniform" sampler of the support counts (see the class docstring)."""
         counts = _as_counts(counts)
         d, p, q = self._probabilities(len(counts))
-        n = int(counts.sum())
+        live, people = occupied_cells(counts)
+        n = int(people.sum())
         support = np.zeros(d, dtype=np.int64)
-        live = np.flatnonzero(counts)
-        support[live] = rng.binomial(counts[live], p - q)
+        support[live] = rng.binomial(people, p - q)
         uniform = n - int(support.sum())
         if d <= uniform:   # d binomials …
             support += rng.multinomial(uniform, np.full(d, 1.0 / d))
@@ -640,12 +650,12 @@ class DBitFlip(LocalOracle):
         counts = _as_counts(counts)
         d, rate = self._sampling(len(counts))
         own, other = self.bit_probabilities()
-        n = int(counts.sum())
+        live, people = occupied_cells(counts)
+        n = int(people.sum())
         sampled = rng.binomial(n, rate, size=d)     # as if every cell were empty, then
-        live = np.flatnonzero(counts)               # the non-empty cells are redrawn
-        sampled[live] = rng.binomial(n - counts[live], rate)
+        sampled[live] = rng.binomial(n - people, rate)  # the non-empty cells are redrawn
         ones = rng.binomial(sampled, other)
-        sampled_own = rng.binomial(counts[live], rate)
+        sampled_own = rng.binomial(people, rate)
         ones[live] += rng.binomial(sampled_own, own)
         sampled[live] += sampled_own
         return self.estimate(np.stack([ones, sampled]), n, d)

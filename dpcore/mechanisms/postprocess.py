@@ -254,6 +254,5 @@ def apply(key: str, estimates, n, variance=None) -> np.ndarray:
     except KeyError:
         raise ValueError(f"unknown post-processing method {key!r}; valid keys: "
                          f"{', '.join(METHODS)}") from None
-    x = _as_estimates(estimates)
-    _check_total(n, x)
-    return method(x, n, variance)
+    _check_total(n, np.asarray(estimates))
+    return method(estimates, n, variance)  # every method checks the estimates (one pass, not two)
