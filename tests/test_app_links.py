@@ -73,3 +73,12 @@ def test_a_valid_link_gives_no_notice_and_a_hostile_one_stays_inert():
     assert not re.search(r"(?<!\\)\]\(http|(?<!\\)!\[", notice)  # only escaped forms
     assert "![x](http" in notices(at)[0]  # shown as text
     assert len(notice) < 400  # the value is cut short
+
+
+def test_mechanisms_typed_comma_separated_in_a_link_are_read_like_repeated_ones():
+    at = open_page(EXPLORE, dataset="ireland_county", mech="laplace, oue,hr")
+    assert not notices(at)
+    assert at.session_state[KEYS["mechanisms"].value] == ("laplace", "oue", "hr")
+    at = open_page(EXPLORE, dataset="ireland_county", mech="laplace,nope")
+    (notice,) = notices(at)
+    assert "mech=nope" in notice and "using laplace instead" in notice

@@ -124,7 +124,9 @@ def _from_url() -> dict:
                               "one of " + viewstate.listed(postprocess.METHODS))}
     if viewstate.read(KEYS["areas"].url):
         found["areas"] = tuple(a for a in viewstate.read(KEYS["areas"].url) if a)
-    linked = viewstate.read(KEYS["mechanisms"].url)
+    # Repeated (mech=laplace&mech=oue), as the page writes it, or comma-separated, as people type it.
+    linked = [key.strip() for value in viewstate.read(KEYS["mechanisms"].url)
+              for key in value.split(",") if key.strip()]
     keys = tuple(k for k in linked if k in mechanisms.names())
     if keys:
         found["mechanisms"] = keys
