@@ -147,6 +147,19 @@ def test_outlines_contain_every_zone_of_their_parent():
     assert maps.outlines(datasets.load("ireland_county").origins) == []
 
 
+@pytest.mark.parametrize("parents", [maps.MAX_OUTLINES, maps.MAX_OUTLINES + 1])
+def test_a_nation_of_counties_is_not_outlined(parents):
+    """A national map's thousands of county names covered its flows: beyond MAX_OUTLINES parents
+    there are no outlines (and so the largest zones are labelled instead)."""
+    rng = np.random.default_rng(0)
+    n = 3 * parents
+    parent_ids = np.repeat([f"c{i}" for i in range(parents)], 3)
+    zones = ZoneSet.from_ids([f"z{i}" for i in range(n)], lat=rng.uniform(30, 45, n),
+                             lon=rng.uniform(-120, -70, n), parent=parent_ids,
+                             parent_zones=ZoneSet.from_ids([f"c{i}" for i in range(parents)]))
+    assert len(maps.outlines(zones)) == (parents if parents <= maps.MAX_OUTLINES else 0)
+
+
 # ------------------------------------------------------------------------------------ styling
 def test_line_widths_are_proportional_to_the_class_bounds():
     breaks = np.array([100, 200, 500, 1000, 2000, 5000])

@@ -65,6 +65,10 @@ ARC_POINTS = 9
 PRECISION = 5
 #: Zones labelled when there are no outlines to label instead (the largest ones).
 MAX_LABELS = 40
+#: Parents outlined and labelled at most: Ireland's 26 counties help read a map of its EDs, a
+#: nation's 3,000 counties would cover the flows with their names (the largest zones are
+#: labelled instead).
+MAX_OUTLINES = MAX_LABELS
 SIZE_BY = {"residents": "Residents (commuters living in the zone)",
            "jobs": "Jobs (commuters working or studying in the zone)"}
 HEIGHT = 620
@@ -123,9 +127,10 @@ def outlines(zones) -> list[tuple[str, np.ndarray]]:
     """Convex hull ([lat, lon] ring) of the placed zones of each parent, with the parent's label.
 
     ``zones`` is a :class:`~dpcore.data.od.ZoneSet` with a parent level (e.g. EDs in counties);
-    parents with fewer than three distinct points get no outline.
+    parents with fewer than three distinct points get no outline, and none do when there are
+    more than :data:`MAX_OUTLINES` parents.
     """
-    if zones.parent is None:
+    if zones.parent is None or len(pd.unique(zones.parent)) > MAX_OUTLINES:
         return []
     parents = zones.parent_zones
     labels = (dict(zip(parents.ids, parents.labels)) if parents is not None else {})
