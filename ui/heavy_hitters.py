@@ -232,5 +232,6 @@ def walk_chart(walk: pd.DataFrame, k: int, name: str) -> go.Figure:
     fig.update_yaxes(range=[0, k * 1.05], title_text="Commutes", row=2, col=1)
     fig.update_xaxes(title_text="Level (prefix length in bits grows at each level)", row=2,
                      col=1)
+    fig.update_xaxes(dtick=1)   # levels are whole numbers
     return fig
 
