@@ -119,3 +119,9 @@ def test_the_national_dataset_is_made_on_demand(monkeypatch, tmp_path):
     assert national.cache_path().exists()
     assert at.session_state[state.CURRENT_DATASET] == national.KEY
     assert any(national.TITLE in box.value for box in at.success)
+
+
+def test_plan_and_publish_explains_why_a_huge_table_is_not_published():
+    at = page("6_Plan_and_publish.py", mech=["laplace"])
+    assert "every one of them" in messages(at)
+    assert not [b for b in at.button if b.key == "publish_go"]

@@ -12,6 +12,7 @@ from scipy import stats
 from dpcore.data import datasets
 from dpcore.interfaces import cli, ledger, publish
 from dpcore.mechanisms.base import ADD_REMOVE
+from tests.huge import huge_matrix
 
 ALPHA = 1e-4  # family-wise false-failure rate of each statistical check
 CELLS = 20_000
@@ -163,3 +164,14 @@ def test_ledger_totals():
     assert totals["epsilon"].iloc[2] == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)))
     assert totals["delta"].iloc[0] == pytest.approx(1e-6)
     assert len(book.table()) == 3
+
+
+def test_a_huge_domain_is_refused_before_any_noise_is_drawn():
+    """6.4·10⁷ cells: a published table needs a noisy value for every cell, so it is refused
+    with the reason and what to do (not a DomainTooLargeError after minutes of OpenDP)."""
+    od = huge_matrix()
+    assert "every one of them" in publish.too_large(od)
+    assert publish.too_large(datasets.load("ireland_ed")) is None
+    for call in (publish.publish, publish.publish_levels):
+        with pytest.raises(ValueError, match="choose some areas in the sidebar or roll up"):
+            call(od, publish.DISCRETE_LAPLACE, 1.0, source={})

@@ -60,6 +60,10 @@ def section(settings: RunSettings) -> None:
                "could be re-derived by anyone who learns the seed, and its noise subtracted. "
                "This is why a publish cannot be repeated, unlike the explorations above.")
     od = runs.view(settings)
+    problem = publish.too_large(od)
+    if problem:
+        st.info(problem)
+        return
     left, middle, right = st.columns(3)
     mechanism = left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
                                format_func=publish.MECHANISMS.__getitem__)

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpcore.data.od import ODMatrix
+from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
 from dpcore.interfaces import export
 from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
@@ -240,10 +240,33 @@ def _manifest(noise: Noise, postprocess: str, source: dict, levels: list[dict],
     }
 
 
+def too_large(od: ODMatrix) -> str | None:
+    """Why ``od`` cannot be published here (None when it can).
+
+    A published table carries a noisy value for every cell of the domain — leaving the empty
+    cells out would show exactly which commutes exist — so it is as large as the domain, and a
+    whole-state or national tract table (10⁸–10¹⁰ cells) is not something to publish cell by
+    cell: choose some areas or a coarser level."""
+    if od.domain_size <= DENSE_CELL_LIMIT:
+        return None
+    return (f"{od.name} has {od.domain_size:,} possible commutes. A differentially private "
+            "table publishes a noisy value for every one of them (leaving the empty ones out "
+            "would show which commutes exist), and at most "
+            f"{DENSE_CELL_LIMIT:,} can be published here. To publish, choose some areas in the "
+            "sidebar or roll up to the parent level.")
+
+
+def _check_size(od: ODMatrix) -> None:
+    problem = too_large(od)
+    if problem:
+        raise ValueError(problem)
+
+
 def publish(od: ODMatrix, mechanism: str, epsilon: float, *, delta: float = 0.0,
             neighbours: str = SUBSTITUTION, postprocess: str = "base_pos", source: dict,
             progress: Callable[[int, int], None] | None = None) -> Published:
     """One level, the whole budget. ``source`` describes the input (name and SHA-256)."""
+    _check_size(od)
     _post(postprocess, np.zeros(0))
     noise = calibrate(mechanism, epsilon, delta, neighbours)
     released = _post(postprocess, noisy(noise, od.to_dense(), progress))
@@ -323,6 +346,7 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
     if not od.has_parent_level:
         raise ValueError(f"{od.name} has no parent level: consistent levels need zones nested "
                          "in parents (e.g. EDs in counties)")
+    _check_size(od)
     if not 0 < fine_share < 1:
         raise ValueError(f"the fine level's share of the budget must be in (0, 1); got "
                          f"{fine_share}")
