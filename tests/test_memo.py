@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from dpcore.data import datasets
 from dpcore import release
+from dpcore.data import datasets
 from ui import budget, runs
 from ui.memo import BoundedMemo, nbytes
 

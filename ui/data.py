@@ -16,7 +16,6 @@ from dpcore.data import datasets, national
 from dpcore.data.od import ODMatrix, ZoneSet
 from ui import state
 
-
 NATIONAL_DESCRIPTION = (
     "About 85,000 synthetic tract-like zones in 3,100 county-like parents across the contiguous "
     "United States, about 150 million commuters and a few million non-empty commutes: a domain "

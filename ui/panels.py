@@ -9,8 +9,13 @@ import streamlit as st
 
 from dpcore.evaluation import metrics, summaries
 from dpcore.interfaces.export import safe_csv
-from dpcore.release import (SPARSE_TABLE_NOTE, SPARSE_TOP, ReleaseResult, RunSettings,
-                            release_table)
+from dpcore.release import (
+    SPARSE_TABLE_NOTE,
+    SPARSE_TOP,
+    ReleaseResult,
+    RunSettings,
+    release_table,
+)
 from ui import charts, runs, state
 
 #: Pass probability at or above which a check shows green, at or below which red (amber between).
