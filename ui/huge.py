@@ -9,6 +9,8 @@ release — is replaced by one sentence saying why (:func:`unavailable`).
 
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from dpcore.data import national
@@ -19,6 +21,9 @@ from dpcore.mechanisms import postprocess
 from dpcore.release import SPARSE_TOP, ReleaseResult
 from ui import charts, data
 
+#: One generation of the national dataset at a time in this server process: two sessions
+#: clicking at once would otherwise each spend ~20 s and ~1 GB making the same file.
+_MAKING = threading.Lock()
 #: Zones offered in a huge dataset's zone pickers (those with the most commuters living there).
 PICKER_ZONES = 1_000
 
@@ -75,8 +80,9 @@ def national_offer() -> None:
     if st.button("Use the national synthetic dataset", key="national_use",
                  icon=":material/public:"):
         if not national.cache_path().exists():
-            with st.spinner("Generating the national synthetic dataset (about 20 s)…"):
-                national.make()
+            with st.spinner("Generating the national synthetic dataset (about 20 s)…"), _MAKING:
+                if not national.cache_path().exists():   # another session may have made it
+                    national.make()                      # while this one waited
         data.select(national.KEY)
         st.success(f"{national.TITLE} is now the current dataset: open Explore, Tradeoffs or "
                    "the Flow map.")
