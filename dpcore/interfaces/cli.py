@@ -295,21 +295,25 @@ def _cmd_reproduce_thesis(args) -> int:
     return 0
 
 
-def _cmd_sweep(args) -> int:
+def _mechanism_specs(args) -> list[tuple[str, dict]]:
+    """``--mechanisms``, ``--param`` and ``--delta`` as (key, params) pairs, checked before any
+    data is loaded (unknown keys fail listing the valid ones; δ goes to those that use it)."""
     keys = _csv_list(args.mechanisms)
     if not keys:
         raise ValueError("--mechanisms needs at least one mechanism key")
     for key in keys:
-        mechanisms.get(key)  # unknown keys fail here, listing the valid ones
+        mechanisms.get(key)
     per_key = _params(args.param, keys)
+    return [(key, {**per_key[key], **({"delta": args.delta} if args.delta is not None and
+                                       mechanisms.get(key).uses_delta else {})})
+            for key in keys]
+
+
+def _cmd_sweep(args) -> int:
+    specs = _mechanism_specs(args)
+    keys = [key for key, _ in specs]
     if args.delta is not None and not any(mechanisms.get(key).uses_delta for key in keys):
         raise ValueError(f"none of {', '.join(keys)} uses δ; leave out --delta")
-    specs = []
-    for key in keys:
-        params = dict(per_key[key])
-        if args.delta is not None and mechanisms.get(key).uses_delta:
-            params["delta"] = args.delta
-        specs.append((key, params))
     epsilons = _csv_list(args.epsilons, float)
     methods = _csv_list(args.postprocess)
     od = _load(args)
@@ -348,30 +352,16 @@ def _cmd_heavy_hitters(args) -> int:
 
 
 def _cmd_plan(args) -> int:
-    keys = _csv_list(args.mechanisms)
-    if not keys:
-        raise ValueError("--mechanisms needs at least one mechanism key")
-    for key in keys:
-        mechanisms.get(key)
+    specs = _mechanism_specs(args)
     if args.postprocess not in postprocess.METHODS:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
-    per_key = _params(args.param, keys)
-    specs = [(key, {**per_key[key], **({"delta": args.delta} if args.delta is not None and
-                                         mechanisms.get(key).uses_delta else {})})
-             for key in keys]
     target = planner.Target(args.metric, float("nan") if args.target is None else args.target,
                             args.probability)
     od = views.select(_load(args), _view(args))
-
-    def progress(done, total):
-        if sys.stderr.isatty():
-            print(f"\r{done}/{total} releases", end="" if done < total else "\n",
-                  file=sys.stderr, flush=True)
-
     started = time.perf_counter()
     answers = planner.plan(od, specs, target, postprocess=args.postprocess, trials=args.trials,
-                           seed=args.seed, force_search=args.search, progress=progress)
+                           seed=args.seed, force_search=args.search, progress=_progress)
     export.write_safe_csv(planner.plan_table(answers), args.out)
     print(planner.sentence(answers, lambda key: mechanisms.get(key).name))
     print(f"plan: {len(answers)} mechanism(s) in {_duration(time.perf_counter() - started)} "
