@@ -116,4 +116,4 @@ def test_learn_lesson_on_an_upload_escapes_names_and_keeps_runs_in_the_session()
     assert "This report supports" in shown
     assert not re.search(r"(?<!\\)<img|(?<!\\)\]\(http", shown)
     store = at.session_state["run_session_memo"]["sweeps"]
-    assert any(key[0] == "heavy_hitters" for key in store.entries)
+    assert any(key[0] == "heavy_hitters" for key in store)

@@ -166,6 +166,6 @@ def test_uploaded_data_sweeps_stay_in_the_session():
     at.number_input(key=TRIALS).set_value(2).run()
     run_sweep(at, "tradeoffs_epsilon")
     assert list(mean_line(figure(at, "against ε ("), "Laplace")[0]) == [1.0]
-    shared = runs._shared_store().entries
+    shared = list(runs._shared_store())
     assert not [key for key in shared if key[0][0] == state.UPLOADED]
     assert at.session_state["run_session_memo"]["entries"]

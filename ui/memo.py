@@ -11,6 +11,7 @@ own is returned but not kept.
 from __future__ import annotations
 
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -50,12 +51,15 @@ def nbytes(value) -> int:
 
 
 class BoundedMemo:
-    """Least recently used first out, at most ``entries`` entries and ``max_bytes`` bytes."""
+    """Least recently used first out, at most ``entries`` entries and (unless ``max_bytes`` is
+    None) ``max_bytes`` bytes. Thread-safe: a store shared by sessions is read and written from
+    their script threads at once."""
 
-    def __init__(self, entries: int, max_bytes: int):
+    def __init__(self, entries: int, max_bytes: int | None = None):
         self.entries, self.max_bytes = entries, max_bytes
         self._values: OrderedDict = OrderedDict()
         self._sizes: dict = {}
+        self._lock = threading.Lock()
 
     @property
     def total_bytes(self) -> int:
@@ -70,16 +74,33 @@ class BoundedMemo:
     def __iter__(self):
         return iter(list(self._values))
 
-    def get_or_compute(self, key, compute):
-        """The value stored under ``key``, else ``compute()`` (stored if it fits)."""
-        if key in self._values:
+    def get(self, key):
+        """The value stored under ``key`` (now the most recently used), else None."""
+        with self._lock:
+            if key not in self._values:
+                return None
             self._values.move_to_end(key)
             return self._values[key]
-        value = compute()
-        size = nbytes(value)
-        if size <= self.max_bytes:
+
+    def put(self, key, value) -> None:
+        """Store ``value`` if it fits on its own, dropping the oldest entries until all fit."""
+        size = 0 if self.max_bytes is None else nbytes(value)
+        if self.max_bytes is not None and size > self.max_bytes:
+            return
+        with self._lock:
             self._values[key], self._sizes[key] = value, size
-            while len(self._values) > self.entries or self.total_bytes > self.max_bytes:
+            self._values.move_to_end(key)
+            while len(self._values) > self.entries or (self.max_bytes is not None and
+                                                        self.total_bytes > self.max_bytes):
                 oldest, _ = self._values.popitem(last=False)
                 del self._sizes[oldest]
+
+    def get_or_compute(self, key, compute):
+        """The value stored under ``key``, else ``compute()`` (stored if it fits)."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = compute()
+        self.put(key, value)
         return value

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -55,7 +53,7 @@ def _session_memo() -> dict:
     memo = st.session_state.setdefault(_MEMO, {"upload": None})
     if memo["upload"] is not upload or "entries" not in memo:  # forget the old upload
         memo.update(upload=upload, entries=BoundedMemo(SESSION_MEMO_ENTRIES, SESSION_MEMO_BYTES),
-                    sweeps=_Store(SWEEP_CACHE_ENTRIES))
+                    sweeps=BoundedMemo(SWEEP_CACHE_ENTRIES))
     return memo
 
 
@@ -198,31 +196,13 @@ class Sweep:
         return self.done == self.total
 
 
-class _Store:
-    """A bounded, thread-safe map of finished sweep jobs (shared by sessions for bundled data)."""
-
-    def __init__(self, capacity: int):
-        self.capacity, self.entries, self.lock = capacity, OrderedDict(), threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            if key in self.entries:
-                self.entries.move_to_end(key)
-            return self.entries.get(key)
-
-    def put(self, key, value) -> None:
-        with self.lock:
-            self.entries[key] = value
-            while len(self.entries) > self.capacity:
-                self.entries.popitem(last=False)
-
-
 @st.cache_resource
-def _shared_store() -> _Store:
-    return _Store(SWEEP_CACHE_ENTRIES)
+def _shared_store() -> BoundedMemo:
+    """Finished sweep jobs on bundled data, shared by every session (bounded in entries)."""
+    return BoundedMemo(SWEEP_CACHE_ENTRIES)
 
 
-def job_store(dataset: str) -> _Store:
+def job_store(dataset: str) -> BoundedMemo:
     """Where finished jobs are kept: shared for bundled data, this session's own for an upload
     (other sweeps, such as the heavy-hitter runs, keep theirs here under keys of their own)."""
     return _shared_store() if not _uploaded(dataset) else _session_memo()["sweeps"]
@@ -337,8 +317,8 @@ def client(address: str):
     return _connection(address)[0]
 
 
-def _compute_on_cluster(spec: SweepSpec, jobs: list[experiment.Job], store: _Store, address: str,
-                        progress) -> None:
+def _compute_on_cluster(spec: SweepSpec, jobs: list[experiment.Job], store: BoundedMemo,
+                        address: str, progress) -> None:
     """Send the jobs with missing post-processings to the cluster and store each as it arrives
     (:func:`dpcore.evaluation.cluster.completed`). Stop interrupts the script at ``progress``; closing the
     stream then cancels the jobs still queued on the cluster."""
