@@ -5,7 +5,8 @@ cache shared by sessions. An entry count alone does not bound memory: sixteen en
 near the import limit (50 million cells, 400 MB a dense vector) would hold 6 GB. So every entry's
 size is measured when it is stored (:func:`nbytes`), and the oldest entries are dropped until the
 total fits the byte bound (``ui.budget.SESSION_MEMO_BYTES``). A value larger than the bound on its
-own is returned but not kept.
+own is returned but not kept. The sweeps' stores of finished jobs (:func:`ui.runs.job_store`) are
+the same class, bounded in entries only (each job is a small table of metrics).
 """
 
 from __future__ import annotations
