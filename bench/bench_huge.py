@@ -15,7 +15,7 @@ the cache folder first if it is missing, and says so). Figures are medians over 
 wall-clock and CPU seconds (CPU time is steadier on a shared machine); the first run of each
 path is a warm-up and not counted. The dense metrics are all of :func:`dpcore.evaluation.metrics.compute`
 (trip lengths, sectors and self-containment included); the sparse ones are the subset
-:func:`dpcore.evaluation.sparse_release.score` computes (the others need every cell's position).
+:func:`dpcore.evaluation.sparse_metrics.score` computes (the others need every cell's position).
 """
 
 import dataclasses

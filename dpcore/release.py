@@ -24,8 +24,8 @@ space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` d
 
 **Huge domains.** A matrix too large for a dense vector (:attr:`ODMatrix.fits_dense` false, e.g.
 a whole US state or the nation at tract level) is released by
-:mod:`dpcore.evaluation.sparse_release` in O(non-zero cells + k), from the same random stream, and
-published as a :class:`dpcore.evaluation.sparse_vector.SparseVector`; :func:`true_values` gives
+:mod:`dpcore.mechanisms.sparse_release` in O(non-zero cells + k), from the same random stream, and
+published as a :class:`dpcore.mechanisms.sparse_vector.SparseVector`; :func:`true_values` gives
 the truth in the matching form. The views read either form through
 :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`, so a page does not ask which
 path ran. Mechanisms and post-processings the sparse path cannot release come back as the
@@ -52,10 +52,10 @@ import pandas as pd
 from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import metrics, sparse_release
+from dpcore.evaluation import metrics, sparse_metrics
 from dpcore.evaluation.ranks import PRESENT_AT
-from dpcore.evaluation.sparse_vector import SparseVector
-from dpcore.mechanisms import postprocess
+from dpcore.mechanisms import postprocess, sparse_release
+from dpcore.mechanisms.sparse_vector import SparseVector
 
 #: Columns of the tidy table a scored release contributes to (one row per post-processing and
 #: metric): the experiment runner's table and the command line's sweep file.
@@ -262,7 +262,7 @@ class ReleaseResult:
     ``error`` replaces everything else when a setting the user chose cannot be used (a
     parameter out of range, Base-Cut for a mechanism without a closed-form variance): see
     :func:`attempt`. ``approximation`` says what is not exact in distribution, where something
-    is (a sparse release's, :attr:`dpcore.evaluation.sparse_release.SparseRelease.approximation`).
+    is (a sparse release's, :attr:`dpcore.mechanisms.sparse_release.SparseRelease.approximation`).
     """
 
     spec: ReleaseSpec
@@ -357,7 +357,7 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
 
 def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: bool, only
                 ) -> ReleaseResult:
-    """:func:`run` by :mod:`dpcore.evaluation.sparse_release` (exact as its docstring says)."""
+    """:func:`run` by :mod:`dpcore.mechanisms.sparse_release` (exact as its docstring says)."""
     try:
         drawn = sparse_release.run(od, spec, keep=max(SPARSE_TOP, k))
     except ValueError as error:
@@ -376,7 +376,7 @@ def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: b
         started = time.perf_counter()
         released = raw if method == "base" else raw.clipped()   # Base-Pos, Post-Pos per cell
         post_seconds = time.perf_counter() - started
-        values = sparse_release.score(drawn, method, k, top_n) if score else {}
+        values = sparse_metrics.score(drawn, method, k, top_n) if score else {}
         if only is not None:
             values = {name: values[name] for name in only}
         outputs[method] = Scored(released, MappingProxyType(values), post_seconds)

@@ -9,8 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms, release
 from dpcore.data import national
-from dpcore.evaluation import ranks, sparse_release, summaries
-from dpcore.evaluation.count_profile import CountProfile
+from dpcore.evaluation import ranks, summaries
+from dpcore.mechanisms import sparse_release
+from dpcore.mechanisms.count_profile import CountProfile
 from tests.app_pages import run_page
 from tests.huge import huge_matrix
 from tests.plotly_spec import figure, traces, values

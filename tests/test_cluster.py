@@ -59,7 +59,7 @@ def test_cluster_sweep_stops_when_asked(dask_client):
 def test_generator_closed_early_cancels_the_rest(dask_client):
     od = datasets.load("ireland_county")
     jobs = experiment.plan(mechanisms.names(), [0.5, 1.0, 2.0], trials=3, seed=5)
-    stream = cluster.completed(dask_client, od, jobs)
+    stream = cluster.completed(dask_client, od, jobs, experiment.execute_on_worker)
     next(stream)
     stream.close()
     deadline = time.monotonic() + TIMEOUT

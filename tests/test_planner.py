@@ -11,8 +11,8 @@ from statsmodels.stats.proportion import proportion_confint
 from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import experiment, planner, summaries
-from dpcore.evaluation.count_profile import CountProfile
 from dpcore.interfaces import cli
+from dpcore.mechanisms.count_profile import CountProfile
 
 COUNTY = datasets.load("ireland_county")
 TRUTH = CountProfile.of_matrix(COUNTY)

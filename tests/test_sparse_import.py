@@ -9,7 +9,8 @@ from dpcore import mechanisms, release
 from dpcore.data.importers import ImportFailed, import_od
 from dpcore.data.importing import building
 from dpcore.data.od import DENSE_CELL_LIMIT, ZONE_LIMIT
-from dpcore.evaluation import sparse_release as sr
+from dpcore.evaluation import sparse_metrics
+from dpcore.mechanisms import sparse_release as sr
 
 TRACTS = 8_000   # a large state: 8,000 × 8,000 = 64 M cells, above the dense limit
 ROWS = 30_000
@@ -43,7 +44,7 @@ def test_large_state_at_tract_level_imports_sparse_and_releases():
     draw = sr.draw(od, mechanisms.build("laplace", epsilon=1.0),
                    release.generator(7, "release", "laplace", 1.0, 0))
     assert draw.zeros.count == od.domain_size - od.nonzero
-    assert sr.score(draw)["rmse"] > 0
+    assert sparse_metrics.score(draw)["rmse"] > 0
 
 
 def test_auto_level_of_a_sparse_import_is_the_finest_whose_zones_fit():

@@ -1,4 +1,4 @@
-"""The published vector of a sparse release (dpcore.evaluation.sparse_vector.SparseVector) and the
+"""The published vector of a sparse release (dpcore.mechanisms.sparse_vector.SparseVector) and the
 routing of dpcore.release.run: the views read it exactly as they read the dense vector."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from scipy import stats
 
 from dpcore import release
 from dpcore.data import datasets
-from dpcore.evaluation import flows, ranks, sparse_release
+from dpcore.evaluation import flows, ranks, sparse_metrics
 from dpcore.evaluation.ranks import PRESENT_AT
-from dpcore.evaluation.sparse_vector import SparseVector, ZeroCells
+from dpcore.mechanisms import sparse_release
+from dpcore.mechanisms.sparse_vector import SparseVector, ZeroCells
 from tests.huge import huge_matrix
 
 
@@ -107,7 +108,7 @@ def test_run_takes_the_sparse_path_exactly_when_the_domain_does_not_fit():
     result = release.run(od, spec, k=10, top_n=100)
     assert result.sparse and isinstance(result.released, SparseVector)
     drawn = sparse_release.run(od, spec, keep=release.SPARSE_TOP)   # the same random stream
-    assert result.metrics == sparse_release.score(drawn, "base_pos", 10, 100)
+    assert result.metrics == sparse_metrics.score(drawn, "base_pos", 10, 100)
     assert np.array_equal(result.outputs["base"].released.values, drawn.nonzero)
     assert np.array_equal(result.released.values, np.maximum(drawn.nonzero, 0))
     assert np.array_equal(result.released.top(release.SPARSE_TOP), drawn.top_flat)

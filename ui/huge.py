@@ -15,9 +15,8 @@ import streamlit as st
 
 from dpcore.data import national
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
-from dpcore.evaluation import sparse_release
-from dpcore.evaluation.sparse_vector import RANK_NOTE
-from dpcore.mechanisms import postprocess
+from dpcore.mechanisms import postprocess, sparse_release
+from dpcore.mechanisms.sparse_vector import RANK_NOTE
 from dpcore.release import SPARSE_TOP, ReleaseResult
 from ui import charts, data
 

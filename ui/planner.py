@@ -17,8 +17,8 @@ import streamlit as st
 
 from dpcore import mechanisms
 from dpcore.evaluation import metrics, planner
-from dpcore.evaluation.count_profile import CountProfile
 from dpcore.evaluation.experiment import Scenario
+from dpcore.mechanisms.count_profile import CountProfile
 from dpcore.release import RunSettings
 from ui import charts, learn_charts, runs, safe
 from ui.viewstate import kept

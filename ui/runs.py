@@ -336,7 +336,8 @@ def _compute_on_cluster(spec: SweepSpec, jobs: list[experiment.Job], store: Boun
             done += 1
     od = (st.session_state[state.UPLOADED_MATRIX] if _uploaded(spec.dataset)
           else data.bundled(spec.dataset))
-    with contextlib.closing(cluster.completed(client(address), od, todo, k=spec.k,
+    with contextlib.closing(cluster.completed(client(address), od, todo,
+                                              experiment.execute_on_worker, k=spec.k,
                                               top_n=spec.top_n)) as stream:
         for job, rows in stream:
             if isinstance(rows, ValueError):  # a setting this mechanism cannot run with

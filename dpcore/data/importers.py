@@ -78,7 +78,7 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
         after an ``ImportFailed`` with code "unmapped_columns"; unmapped roles are recognised.
     zones : optional (bytes, filename) of a zones file (zone, lat, lon[, parent][, label]).
     sparse : allow domains beyond :data:`~dpcore.data.od.DENSE_CELL_LIMIT` cells, for the sparse
-        release (:mod:`dpcore.evaluation.sparse_release`); the limits are then
+        release (:mod:`dpcore.mechanisms.sparse_release`); the limits are then
         :data:`~dpcore.data.od.ZONE_LIMIT` zones per side and :data:`~dpcore.data.od.NONZERO_LIMIT`
         non-zero cells.
 

@@ -23,7 +23,7 @@ import pandas as pd
 #: a 10,000 × 10,000 tract matrix does not.
 DENSE_CELL_LIMIT = 50_000_000
 #: Limits of the sparse representation (memory O(zones + non-zero cells)), for data released by
-#: :mod:`dpcore.evaluation.sparse_release`: at most this many non-zero cells (≈ 1.2 GB as rows, columns and
+#: :mod:`dpcore.mechanisms.sparse_release`: at most this many non-zero cells (≈ 1.2 GB as rows, columns and
 #: counts) and zones on each side (the national tract level has 85,000).
 NONZERO_LIMIT = 50_000_000
 ZONE_LIMIT = 1_000_000
@@ -226,7 +226,7 @@ class ODMatrix:
     @property
     def fits_dense(self) -> bool:
         """Whether a dense vector over the domain is allowed (:data:`DENSE_CELL_LIMIT`); larger
-        domains are released by :mod:`dpcore.evaluation.sparse_release`."""
+        domains are released by :mod:`dpcore.mechanisms.sparse_release`."""
         return self.domain_size <= DENSE_CELL_LIMIT
 
     @property

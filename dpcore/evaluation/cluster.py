@@ -2,7 +2,8 @@
 
 The experiment runner's jobs are independent and seeded by their own coordinates
 (:func:`dpcore.release.generator`), so they can run on any worker in any order and still give the
-table the in-process runner gives. This module only moves them: the dataset is scattered to every
+table the in-process runner gives. This module only moves them (it knows nothing of what a job is; the runner passes the worker
+function, so imports flow one way, experiment → cluster): the dataset is scattered to every
 worker once (``broadcast=True``), each job is a small task that names it, results stream back in
 the order they finish (``as_completed``) so progress and cancellation work. A job whose worker
 dies is run again elsewhere by the scheduler (``distributed.scheduler.allowed-failures``), one that
@@ -27,7 +28,6 @@ from typing import Callable, Iterator
 import pandas as pd
 
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import experiment
 
 #: ``--scheduler local``: a cluster of this machine's cores, started for the run.
 LOCAL = "local"
@@ -84,12 +84,13 @@ def client_for(scheduler) -> Iterator:
         client.close()
 
 
-def completed(client, od: ODMatrix, jobs: list[experiment.Job], *, k: int = 10,
+def completed(client, od: ODMatrix, jobs: list, task: Callable, *, k: int = 10,
               top_n: int = 100, only=None, cancel: threading.Event | None = None,
-              retries: int = RETRIES) -> Iterator[tuple[experiment.Job, object]]:
-    """Run ``jobs`` on the cluster; yield ``(job, rows)`` as each finishes, where ``rows`` is its
-    part of the tidy table (scored as :func:`dpcore.evaluation.experiment.execute` with ``k``, ``top_n``,
-    ``only``) or the exception it raised.
+              retries: int = RETRIES) -> Iterator[tuple[object, object]]:
+    """Run ``jobs`` (each with an ``index``) on the cluster as ``task(od, token, job, scoring)``
+    (:func:`dpcore.evaluation.experiment.execute_on_worker`); yield ``(job, rows)`` as each
+    finishes, where ``rows`` is its part of the tidy table (scored with ``k``, ``top_n``, ``only``)
+    or the exception it raised.
 
     Stops early when ``cancel`` is set; leaving the loop early (break, an exception, cancel)
     cancels the jobs not yet finished, so a stopped sweep does not keep the cluster busy.
@@ -101,7 +102,7 @@ def completed(client, od: ODMatrix, jobs: list[experiment.Job], *, k: int = 10,
     data = client.scatter(od, broadcast=True, hash=False)
     token = data.key
     scoring = {"k": k, "top_n": top_n, "only": only}
-    by_future = {client.submit(experiment.execute_on_worker, data, token, job, scoring,
+    by_future = {client.submit(task, data, token, job, scoring,
                                key=f"dpcore-job-{token}-{job.index}", retries=retries - 1,
                                pure=False): job
                  for job in jobs}
@@ -123,12 +124,12 @@ def completed(client, od: ODMatrix, jobs: list[experiment.Job], *, k: int = 10,
         client.cancel(list(by_future) + [data])
 
 
-def run_jobs(scheduler, od: ODMatrix, jobs: list[experiment.Job], scoring: dict,
+def run_jobs(scheduler, od: ODMatrix, jobs: list, task: Callable, scoring: dict,
              finished: Callable[[pd.DataFrame], bool], cancel: threading.Event | None) -> bool:
     """The runner's seam (:func:`dpcore.evaluation.experiment.run` with ``scheduler=``): every job on the
     cluster, ``finished(rows)`` called as each arrives; True if stopped before the end."""
     with client_for(scheduler) as client, contextlib.closing(
-            completed(client, od, jobs, cancel=cancel, **scoring)) as stream:
+            completed(client, od, jobs, task, cancel=cancel, **scoring)) as stream:
         count = 0
         for _job, outcome in stream:
             if isinstance(outcome, BaseException):

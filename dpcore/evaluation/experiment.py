@@ -244,7 +244,8 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
     elif scheduler is not None:
         from dpcore.evaluation import cluster  # Dask only when asked for
 
-        cancelled = cluster.run_jobs(scheduler, od, jobs, scoring, finished, cancel)
+        cancelled = cluster.run_jobs(scheduler, od, jobs, execute_on_worker, scoring, finished,
+                                     cancel)
     elif workers == 1:
         for job in jobs:
             if not finished(data.execute(job, scoring)):

@@ -19,10 +19,10 @@ metrics use. Width classes (:func:`width_breaks`, :func:`width_class`) let a map
 flows as a handful of grouped lines.
 
 Pure NumPy/pandas over dense count vectors in flat-index order (``ODMatrix.to_dense()``), or
-over :class:`~dpcore.evaluation.sparse_vector.SparseVector` s for a domain too large for them: then
+over :class:`~dpcore.mechanisms.sparse_vector.SparseVector` s for a domain too large for them: then
 :func:`select` looks only at the cells whose values are known (the non-empty commutes and the
 released top) and above the value from which every cell is known
-(:attr:`~dpcore.evaluation.sparse_vector.SparseVector.known_from`), and says so in
+(:attr:`~dpcore.mechanisms.sparse_vector.SparseVector.known_from`), and says so in
 :attr:`FlowSelection.note`; :func:`zones` counts true totals exactly and released totals over the
 known cells only.
 """
@@ -38,7 +38,7 @@ import pandas as pd
 from dpcore.data.od import ARROW, ODMatrix
 from dpcore.evaluation.metrics import PRESENT_AT
 from dpcore.evaluation.ranks import values_at
-from dpcore.evaluation.sparse_vector import SparseVector
+from dpcore.mechanisms.sparse_vector import SparseVector
 
 TRUE, RELEASED, DIFFERENCE = "true", "released", "difference"
 #: What a map can show; the difference view sizes and ranks flows by max(true, released).

@@ -10,7 +10,7 @@ How an answer is found (the ``method`` column says which):
 * **closed form** — RMSE of the raw release (post-processing Base) is √(mean per-cell variance +
   bias²) from the mechanism's closed-form variance (:func:`dpcore.evaluation.summaries.theoretical_rmse`),
   decreasing in ε, solved for the target by Brent's method on log ε. Each evaluation is a weighted
-  sum over the distinct true counts (:class:`dpcore.evaluation.count_profile.CountProfile`), so it
+  sum over the distinct true counts (:class:`dpcore.mechanisms.count_profile.CountProfile`), so it
   costs the same at ED level (9.8 M cells) as at county level. MAE of an *unbiased*
   mechanism: exact for Laplace (E|Z| = b), discrete Laplace (2α/(1 − α²)) and Gaussian (σ√(2/π));
   for the local mechanisms, whose per-cell error is a sum of many independent reports, the normal
@@ -40,8 +40,8 @@ from scipy import optimize, stats
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import experiment, metrics, summaries
-from dpcore.evaluation.count_profile import CountProfile
 from dpcore.mechanisms.base import EPSILON
+from dpcore.mechanisms.count_profile import CountProfile
 
 #: The "planner's checks as a whole" target: every applicable acceptance check passes.
 CHECKS = "checks"

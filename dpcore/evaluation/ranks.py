@@ -6,7 +6,7 @@ of figures 5.1, 5.5, 5.6, 5.12). Every top-k in the product comes from :func:`to
 are broken the same way on every page, in every metric and in every download.
 
 Every function here takes a dense vector over the domain or, for a domain too large for one, a
-:class:`~dpcore.evaluation.sparse_vector.SparseVector`; :func:`top_cells`, :func:`ordinal_ranks`
+:class:`~dpcore.mechanisms.sparse_vector.SparseVector`; :func:`top_cells`, :func:`ordinal_ranks`
 and :func:`values_at` are the one place that tells them apart.
 """
 
@@ -16,10 +16,9 @@ import numpy as np
 import pandas as pd
 
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation.sparse_vector import SparseVector
+from dpcore.mechanisms.sparse_vector import PRESENT_AT, SparseVector
 
-#: A released cell is a flow when it rounds to at least one commuter.
-PRESENT_AT = 0.5
+__all__ = ["PRESENT_AT"]  # re-exported: the metrics read it here
 
 
 def top_cells(values: np.ndarray, n: int) -> np.ndarray:

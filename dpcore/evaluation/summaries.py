@@ -18,8 +18,8 @@ from scipy import stats
 
 from dpcore import mechanisms
 from dpcore.evaluation import metrics
-from dpcore.evaluation.count_profile import CountProfile
 from dpcore.evaluation.metrics import PlannerCheck, planner_checks
+from dpcore.mechanisms.count_profile import CountProfile
 
 
 def _plural(count: float, one: str, many: str) -> str:

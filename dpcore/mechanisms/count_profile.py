@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation.sparse_vector import SparseVector
+from dpcore.mechanisms.sparse_vector import SparseVector
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class CountProfile:
     @classmethod
     def of_counts(cls, counts) -> CountProfile:
         """From true counts over the whole domain: dense, or a huge domain's
-        :class:`~dpcore.evaluation.sparse_vector.SparseVector`."""
+        :class:`~dpcore.mechanisms.sparse_vector.SparseVector`."""
         if isinstance(counts, SparseVector):
             return cls.of_nonzero(counts.values[counts.values != 0], counts.size)
         counts = np.asarray(counts).reshape(-1)

@@ -2,7 +2,7 @@
 distribution where it is not.
 
 A release over a national tract domain (≈ 7·10⁹ cells) is made by
-:mod:`dpcore.evaluation.sparse_release` in O(non-zero cells + k): the data's non-zero cells are
+:mod:`dpcore.mechanisms.sparse_release` in O(non-zero cells + k): the data's non-zero cells are
 drawn one by one, the empty cells are represented by their *empirical distribution*
 (:class:`ZeroCells`: how many take each value) and the largest released cells are named (the
 *kept top*). :class:`SparseVector` packages those three parts as the "published vector" the views
@@ -34,6 +34,9 @@ from functools import cached_property
 import numpy as np
 
 from dpcore.data.od import ODMatrix
+
+#: A released cell is a flow when it rounds to at least one commuter.
+PRESENT_AT = 0.5
 
 
 # ---------------------------------------------------------------------------- empty cells
