@@ -1,16 +1,19 @@
 """The Classroom page's two roles: the teacher's live screen and the student's phone.
 
 The rooms live in :class:`dpcore.interfaces.classroom.RoomStore` (one SQLite file shared by every session —
-that is the point: a class shares a room). A session holds only the teacher keys of the rooms it
-created (``st.session_state``) and which rounds it has already answered. The student's commute is
-picked and randomised inside :mod:`ui.classroom_component`; this module never sees it, except a
-true answer the student chooses to reveal.
+that is the point: a class shares a room). A session holds the teacher keys of the rooms it
+created, a random session token, its :class:`~dpcore.interfaces.classroom.Ticket` per round (room
+and round as this page read them, a single-use nonce, OLH's issued seed) and a rate limit — what
+the store trusts instead of anything the phone says. The student's commute is picked and
+randomised inside :mod:`ui.classroom_component`; this module never sees it, except a true answer
+the student chooses to reveal. A store failure is shown as its plain message on either screen.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import secrets
 import time
 from urllib.parse import urlsplit
 
@@ -22,6 +25,7 @@ import streamlit as st
 
 from dpcore import mechanisms
 from dpcore.interfaces import classroom, export
+from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
 from ui import charts, classroom_component, data, safe
 
@@ -34,7 +38,6 @@ ROUND_CHECK_SECONDS = 5
 URL_VARIABLE = "DPCORE_CLASSROOM_URL"
 #: Commutes drawn in the live chart.
 CHART_CELLS = 15
-EPSILONS = (0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 
 # --- session-state keys -------------------------------------------------------------------------
 #: {room code: teacher key} of the rooms this session created or unlocked.
@@ -46,6 +49,15 @@ REVEALED = "classroom_revealed"
 PHONE = "classroom_phone"
 JOIN_CODE = "classroom_join_code"
 VIEWED_ROUND = "classroom_viewed_round"
+#: This browser session's random token (the store keeps only hashes of it).
+SESSION = "classroom_session"
+#: {"CODE:round": Ticket} issued to this session.
+TICKETS = "classroom_tickets"
+#: This session's RateLimit on report and reveal attempts.
+RATE = "classroom_rate"
+#: Widget key of "About how many students?".
+STUDENTS = "classroom_students"
+OPEN = "classroom_open"
 
 
 @st.cache_resource
@@ -55,19 +67,35 @@ def store() -> classroom.RoomStore:
 
 
 def _init() -> None:
-    for key in (TEACHER_KEYS, SENT, REVEALED):
+    for key in (TEACHER_KEYS, SENT, REVEALED, TICKETS):
         st.session_state.setdefault(key, {})
+    st.session_state.setdefault(SESSION, secrets.token_hex(16))
+    st.session_state.setdefault(RATE, classroom.RateLimit())
+
+
+def unavailable(problem: StoreUnavailable, teacher: bool = False) -> None:
+    """A store failure as its plain message (and, on the teacher's screen, the technical detail
+    for whoever runs the server)."""
+    st.error(safe.markdown(problem))
+    if teacher and problem.detail:
+        st.caption(f"For whoever runs the server: {safe.markdown(problem.detail)}")
 
 
 def main() -> None:
     """Route by the URL: ``?room=CODE`` is a student, ``?teach=CODE`` the teacher's screen."""
     _init()
-    if "room" in st.query_params:
-        student(st.query_params["room"])
-    elif "teach" in st.query_params:
-        teacher(st.query_params["teach"])
-    else:
-        landing()
+    is_teacher = "teach" in st.query_params
+    try:
+        if "room" in st.query_params:
+            student(st.query_params["room"])
+        elif is_teacher:
+            teacher(st.query_params["teach"])
+        else:
+            landing()
+    except StoreUnavailable as problem:
+        unavailable(problem, teacher=is_teacher)
+    except classroom.ClassroomError as problem:
+        st.error(safe.markdown(problem))
 
 
 # ------------------------------------------------------------------------------------ landing
@@ -78,13 +106,25 @@ def landing() -> None:
     join, start = st.columns(2, gap="large")
     with join:
         st.subheader("Join a class")
-        code = st.text_input("Room code", key=JOIN_CODE, placeholder="ABCD-EFGH")
-        if st.button("Join", type="primary") and code:
-            st.query_params["room"] = classroom.normalise_code(code)
-            st.rerun()
+        join_box()
     with start:
         st.subheader("Start a class")
         create_form()
+
+
+def join_box(typed: str = "") -> None:
+    """A box for the room code (pre-filled with what was typed before, so a typo can be fixed)."""
+    code = st.text_input("Room code", value=typed, key=JOIN_CODE, placeholder="ABCD-EFGH",
+                         max_chars=20)
+    if st.button("Join", type="primary") and code:
+        st.query_params.clear()
+        st.query_params["room"] = classroom.normalise_code(code)
+        st.rerun()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def proposal(students: int, d: int) -> classroom.Proposal:
+    return classroom.propose(students, d)
 
 
 def create_form() -> None:
@@ -92,39 +132,48 @@ def create_form() -> None:
     origins, destinations = classroom.zone_choices(current.matrix)
     default_o, default_d = classroom.default_zones(current.matrix)
     st.caption(f"Zones of **{safe.markdown(current.title)}** (choose another dataset on the home "
-               f"page); at most {classroom.MAX_CELLS} home × work combinations.")
-    with st.form("classroom_create"):
-        title = st.text_input("Question shown to students",
-                              "Where do you live, and where do you work or study?")
-        picked_o = st.multiselect("Home zones", origins, default=default_o)
-        picked_d = st.multiselect("Work or study zones", destinations, default=default_d)
-        mechanism, epsilon = mechanism_inputs("oue", 1.0)
-        reveal = st.checkbox("Let students also send their true answer, separately and "
-                             "optionally (NOT private), to compare at the end")
-        hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
-        limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
-                                classroom.MAX_REPORTS)
-        if st.form_submit_button("Open the room", type="primary"):
-            try:
-                question = classroom.Question(title, tuple(picked_o), tuple(picked_d))
-                code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
-                                                hours=float(hours), max_reports=int(limit))
-            except classroom.ClassroomError as problem:
-                st.error(safe.markdown(problem))
-                return
-            st.session_state[TEACHER_KEYS][code] = key
-            st.query_params.clear()
-            st.query_params["teach"] = code
-            st.rerun()
+               f"page); at most {classroom.MAX_CELLS - 1} home × work combinations, plus "
+               f"\"{classroom.NONE_OF_THESE}\" for everyone else.")
+    title = st.text_input("Question shown to students",
+                          "Where do you live, and where do you work or study?",
+                          max_chars=classroom.MAX_TITLE)
+    picked_o = st.multiselect("Home zones", origins, default=default_o)
+    picked_d = st.multiselect("Work or study zones", destinations, default=default_d)
+    students = int(st.number_input("About how many students?", 2, classroom.MAX_REPORTS, 25,
+                                   key=STUDENTS))
+    d = max(len(picked_o) * len(picked_d), 1) + 1
+    proposed = proposal(students, d)
+    st.info(f"Proposed for this class: {safe.markdown(proposed.expectation())} A smaller ε is "
+            "more private and noisier; fewer students need a larger ε to see anything.")
+    mechanism, epsilon = mechanism_inputs(proposed.mechanism, proposed.epsilon,
+                                          key=f"create-{students}-{d}")
+    reveal = st.checkbox("Let students also send their true answer, separately and "
+                         "optionally (NOT private), to compare at the end")
+    hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
+    limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
+                            classroom.MAX_REPORTS)
+    if st.button("Open the room", type="primary", key=OPEN):
+        try:
+            question = classroom.Question(title, tuple(picked_o), tuple(picked_d))
+            code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
+                                            hours=float(hours), max_reports=int(limit),
+                                            students=students)
+        except classroom.ClassroomError as problem:
+            st.error(safe.markdown(problem))
+            return
+        st.session_state[TEACHER_KEYS][code] = key
+        st.query_params.clear()
+        st.query_params["teach"] = code
+        st.rerun()
 
 
-def mechanism_inputs(mechanism: str, epsilon: float) -> tuple[str, float]:
-    """Mechanism and ε pickers, starting at the given values."""
+def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
+    """Mechanism and ε pickers, starting at the given values (a new ``key`` resets them)."""
     keys = list(classroom.MECHANISMS)
     chosen = st.selectbox("Local mechanism", keys, index=keys.index(mechanism),
-                          format_func=lambda k: mechanisms.get(k).name)
-    value = min(EPSILONS, key=lambda e: abs(e - epsilon))
-    eps = st.select_slider("Privacy budget ε", EPSILONS, value=value)
+                          format_func=lambda k: mechanisms.get(k).name, key=f"mech-{key}")
+    value = min(classroom.EPSILONS, key=lambda e: abs(e - epsilon))
+    eps = st.select_slider("Privacy budget ε", classroom.EPSILONS, value=value, key=f"eps-{key}")
     return chosen, float(eps)
 
 
@@ -191,7 +240,7 @@ def controls(room: classroom.Room, key: str) -> None:
     with st.expander(f"Round {current.number}: {mechanisms.get(current.mechanism).name}, "
                      f"ε = {current.epsilon:g} — change mechanism or ε (opens a new round)"):
         with st.form("classroom_round"):
-            mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon)
+            mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon, "round")
             if st.form_submit_button("Open a new round with these settings"):
                 if (mechanism, epsilon) == (current.mechanism, current.epsilon):
                     st.info("These are the current round's settings; nothing changed.")
@@ -206,15 +255,50 @@ def controls(room: classroom.Room, key: str) -> None:
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
+    discard(room, key)
     with st.expander("Teacher key (do not open on the projector)"):
         st.caption("Whoever has this key can change or close the room: it lets you take control "
                    "from another browser.")
         st.code(key, language=None)
 
 
+def discard(room: classroom.Room, key: str) -> None:
+    """The room's browser sessions (by an anonymous label), most rejected reports first, and a
+    button to discard one session's reports."""
+    sessions = store().sessions(room.code)
+    with st.expander(f"Browser sessions ({len(sessions):,}): discard a misbehaving one"):
+        if not sessions:
+            st.caption("No phone has sent anything yet.")
+            return
+        st.caption("Each row is one browser session, labelled by 8 characters of a hash (nothing "
+                   "about the student). A session with many rejected reports is probably a "
+                   "script; discarding it deletes its reports in every round and refuses its "
+                   "later ones. (Its revealed answers, stored unlinked, stay.)")
+        shown = sessions[:50]
+        st.dataframe(pd.DataFrame({"session": [s.label for s in shown],
+                                   "reports kept": [s.reports for s in shown],
+                                   "reports rejected": [s.rejected for s in shown],
+                                   "discarded": ["yes" if s.discarded else "" for s in shown]}),
+                     hide_index=True)
+        choices = [s for s in shown if not s.discarded]
+        if choices:
+            chosen = st.selectbox("Session to discard", choices, format_func=lambda s: s.label,
+                                  key="classroom_discard_choice")
+            if st.button("Discard this session's reports"):
+                deleted = store().discard_session(room.code, key, chosen.session)
+                st.success(f"Session {chosen.label} discarded: {deleted} report(s) deleted.")
+
+
 @st.fragment(run_every=REFRESH_SECONDS)
 def live_view(code: str) -> None:
     """Reports, estimate and spread of one round, re-read every :data:`REFRESH_SECONDS`."""
+    try:
+        _live_view(code)
+    except (StoreUnavailable, classroom.ClassroomError) as problem:
+        st.error(safe.markdown(problem))
+
+
+def _live_view(code: str) -> None:
     rounds = store().rounds(code)
     numbers = [r.number for r in rounds]
     if st.session_state.get(VIEWED_ROUND) not in numbers:
@@ -231,14 +315,21 @@ def live_view(code: str) -> None:
                       help=", ".join(f"{k}: {v}" for k, v in snap.rejected.items()) or None)
     columns[2].metric("Room total", f"{snap.room_reports:,} of {snap.room.max_reports:,}")
     if estimate is None:
-        st.info("No reports yet: the estimate appears as soon as the first phone sends.")
+        expected = snap.room.students
+        band = classroom.Z95 * classroom.empty_sd(snap.round, question.d, expected)
+        st.info(f"No reports yet: the estimate appears as soon as the first phone sends. With "
+                f"the {expected} students you expect, a commute nobody takes will read "
+                f"0 ± {band:,.1f} students (95 % of the time): the grey band below. "
+                f"{safe.markdown(proposal(expected, question.d).expectation())}")
+        st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
         return
     table = estimate_table(question, estimate, snap.reveals)
+    band = classroom.Z95 * estimate.empty_sd
     st.markdown(f"With {estimate.n:,} reports, a commute nobody takes still shows up as "
-                f"0 ± {classroom.Z95 * estimate.empty_sd:,.1f} students (95 % of the time): that "
+                f"0 ± {band:,.1f} students (95 % of the time): that "
                 "is the spread this mechanism predicts for this many reports. Estimates inside "
                 "that band cannot be told from noise.")
-    st.plotly_chart(estimate_chart(table, estimate), key="classroom_chart")
+    st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart")
     st.markdown("**Top commutes (estimated)**")
     st.dataframe(table.head(5), hide_index=True)
     if snap.reveals is not None:
@@ -252,23 +343,34 @@ def live_view(code: str) -> None:
 
 def estimate_table(question: classroom.Question, estimate: classroom.Estimate,
                    reveals) -> pd.DataFrame:
-    """One row per commute, busiest estimate first."""
+    """One row per commute, busiest estimate first (rounded to 0.1; "0", never "-0")."""
+    def rounded(values):
+        return np.round(values, 1) + 0.0          # adding 0.0 turns −0.0 into 0.0
+
     frame = pd.DataFrame({
         "commute": [question.label(c) for c in range(question.d)],
-        "estimate": np.round(estimate.estimate, 1),
-        "95% low": np.round(estimate.lower, 1),
-        "95% high": np.round(estimate.upper, 1)})
+        "estimate": rounded(estimate.estimate),
+        "95% low": rounded(estimate.lower),
+        "95% high": rounded(estimate.upper)})
     if reveals is not None:
         frame["revealed (not private)"] = reveals
     return frame.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def estimate_chart(table: pd.DataFrame, estimate: classroom.Estimate) -> go.Figure:
-    top = table.head(CHART_CELLS).iloc[::-1]
-    band = classroom.Z95 * estimate.empty_sd
+def estimate_chart(table: pd.DataFrame | None, band: float, n: int) -> go.Figure:
+    """The top commutes' estimates with 95 % intervals over the grey noise-only band (±``band``);
+    before the first report (``table`` None) the band alone, so the class sees what to beat."""
     fig = go.Figure()
     fig.add_vrect(x0=-band, x1=band, fillcolor="grey", opacity=0.15, line_width=0,
                   annotation_text="noise only", annotation_position="top left")
+    if table is None:
+        fig.update_layout(height=220, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+                          title="Estimated students per commute (no reports yet)",
+                          xaxis={"title": "students (estimated)",
+                                 "range": [-1.5 * band - 1, 1.5 * band + 1]},
+                          yaxis={"visible": False})
+        return fig
+    top = table.head(CHART_CELLS).iloc[::-1]
     fig.add_bar(x=top["estimate"], y=[charts.escape(charts.short(c)) for c in top["commute"]],
                 orientation="h", name="estimate with 95 % interval",
                 error_x={"type": "data", "symmetric": False,
@@ -281,7 +383,7 @@ def estimate_chart(table: pd.DataFrame, estimate: classroom.Estimate) -> go.Figu
                         mode="markers", marker_symbol="diamond", marker_size=10,
                         name="revealed true answers (not private)")
     fig.update_layout(height=120 + 28 * len(top), margin={"l": 10, "r": 10, "t": 40, "b": 40},
-                      title=f"Estimated students per commute (top {len(top)}, {estimate.n} reports)",
+                      title=f"Estimated students per commute (top {len(top)}, {n} reports)",
                       xaxis_title="students (estimated)", legend_orientation="h")
     return fig
 
@@ -294,6 +396,8 @@ def student(code: str) -> None:
         current = store().current_round(room.code)
     except classroom.ClassroomError as problem:
         st.error(safe.markdown(problem))
+        st.markdown("Typed it wrong? Type the code again:")
+        join_box(classroom.format_code(classroom.normalise_code(code)[:classroom.CODE_LENGTH]))
         return
     question = room.question
     st.markdown(f"Room **{classroom.format_code(room.code)}** · round {current.number} · "
@@ -303,15 +407,24 @@ def student(code: str) -> None:
         return
     st.subheader(safe.markdown(question.title))
     round_key = f"{room.code}:{current.number}"
+    ticket = st.session_state[TICKETS].get(round_key)
+    if ticket is None:
+        ticket = store().ticket(room.code, st.session_state[SESSION])
+        st.session_state[TICKETS][round_key] = ticket
     mech = current.build()
     with st.expander("What your phone will do", expanded=True):
         for number, step in enumerate(learn.device_rules(mech, question.d), start=1):
             st.markdown(f"{number}. {step}")
         st.caption("Your choice below is randomised by this page in your own browser; only the "
                    "report is sent.")
-    data_for_phone = {"room": room.code, "spec": classroom.client_spec(current, question.d),
+    st.caption(f"Not listed? Choose \"none of these\" in either list: your answer then counts "
+               f"in the extra commute \"{classroom.NONE_OF_THESE}\", so the listed commutes are "
+               f"estimated only from those who take them ({question.d} possible answers in all).")
+    data_for_phone = {"room": room.code, "nonce": ticket.nonce,
+                      "spec": classroom.client_spec(current, question.d, ticket.seed),
                       "origins": list(question.origins),
                       "destinations": list(question.destinations),
+                      "noneLabel": classroom.NONE_OF_THESE,
                       "reveal": room.reveal,
                       "alreadySent": bool(st.session_state[SENT].get(round_key, {}).get("ok")),
                       "sent": st.session_state[SENT].get(round_key),
@@ -333,8 +446,8 @@ def follow_rounds(code: str, shown: int) -> None:
     """Bring the phone to the teacher's new round (or closed room) without a reload."""
     try:
         room, latest = store().room(code), store().current_round(code)
-    except classroom.ClassroomError:
-        return
+    except (classroom.ClassroomError, StoreUnavailable):
+        return          # the next full run says what is wrong
     if latest.number != shown or not room.is_open():
         st.rerun(scope="app")
 
@@ -347,25 +460,32 @@ def _trigger(name: str):
     return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
 
 
+def _current_ticket(payload) -> classroom.Ticket | None:
+    """This session's ticket whose nonce the phone echoed: the page's own room and round."""
+    if not isinstance(payload, dict):
+        return None
+    nonce = payload.get("nonce")
+    return next((t for t in st.session_state.get(TICKETS, {}).values() if t.nonce == nonce), None)
+
+
 def _received_report() -> None:
     payload = _trigger("report")
     if not isinstance(payload, dict):
         return
-    round_key = f"{payload.get('room')}:{payload.get('round')}"
-    if st.session_state[SENT].get(round_key, {}).get("ok"):
-        st.session_state[SENT][round_key] = {
-            "ok": True, "message": "This session has already sent a report in this round; the "
-                                   "second one was not counted."}
-        return
-    st.session_state[SENT][round_key] = submit(payload)
+    ticket = _current_ticket(payload)
+    if ticket is None:
+        return              # not a report this page asked for (an old or forged message): ignored
+    st.session_state[SENT][f"{ticket.room}:{ticket.round}"] = submit(ticket, payload.get("report"))
 
 
-def submit(payload: dict) -> dict:
-    """Hand one phone's report to the store: {"ok", "message"} for the student."""
+def submit(ticket: classroom.Ticket, report) -> dict:
+    """Hand one phone's report to the store under this session's ticket: {"ok", "message"}."""
+    if not st.session_state[RATE].allow():
+        return {"ok": False, "message": "Not counted: too many attempts from this page; wait a "
+                                        "minute and reload."}
     try:
-        count = store().submit(str(payload.get("room", "")), payload.get("round"),
-                               payload.get("report"), nonce=payload.get("nonce"))
-    except classroom.ClassroomError as problem:
+        count = store().submit(ticket, report)
+    except (classroom.ClassroomError, StoreUnavailable) as problem:
         return {"ok": False, "message": f"Not counted: {problem}"}
     return {"ok": True, "message": f"Sent: report number {count} of this round. Your true "
                                    "commute never left your phone."}
@@ -373,15 +493,21 @@ def submit(payload: dict) -> dict:
 
 def _received_reveal() -> None:
     payload = _trigger("reveal")
-    if not isinstance(payload, dict):
+    ticket = _current_ticket(payload)
+    if ticket is None:
         return
-    round_key = f"{payload.get('room')}:{payload.get('round')}"
+    round_key = f"{ticket.room}:{ticket.round}"
     if round_key in st.session_state[REVEALED]:
         return
+    st.session_state[REVEALED][round_key] = reveal(ticket, payload.get("cell"))
+
+
+def reveal(ticket: classroom.Ticket, cell) -> str:
+    """Hand a true answer the student chose to send to the store; what the phone should say."""
+    if not st.session_state[RATE].allow():
+        return "True answer not sent: too many attempts from this page; wait a minute."
     try:
-        store().reveal(str(payload.get("room", "")), payload.get("round"), payload.get("cell"),
-                       nonce=payload.get("nonce"))
-        message = "True answer sent (not private)."
-    except classroom.ClassroomError as problem:
-        message = f"True answer not sent: {problem}"
-    st.session_state[REVEALED][round_key] = message
+        store().reveal(ticket, cell)
+    except (classroom.ClassroomError, StoreUnavailable) as problem:
+        return f"True answer not sent: {problem}"
+    return "True answer sent (not private)."

@@ -1,18 +1,27 @@
 """Live classroom rooms: students' own browsers randomise their commute, the server estimates.
 
 A teacher opens a *room* on a question "where do you live → where do you work/study" over at most
-:data:`MAX_CELLS` origin × destination cells, with a local mechanism (GRR, OUE, OLH or Hadamard
-response) and ε. Every (mechanism, ε) is a *round*; a new round closes the previous one. Students
-send the report their browser drew; the server validates it against the round's report format
-(:func:`parse_report`), stores it, and estimates the class's counts with the mechanism's own
-server code (``accumulate`` then ``estimate`` of :mod:`dpcore.mechanisms`), so what the class sees
-is what the audited Python protocol computes [WBLJ17, ASZ19].
+:data:`MAX_CELLS` cells (the listed origin × destination pairs plus one "none of these" cell), with
+a local mechanism (GRR, OUE, OLH or Hadamard response) and ε. Every (mechanism, ε) is a *round*;
+a new round closes the previous one. Students send the report their browser drew; the server
+validates it against the round's report format (:func:`parse_report`) and what the mechanism makes
+plausible (:func:`plausible_ones`), stores it, and estimates the class's counts with the mechanism's
+own server code (``accumulate`` then ``estimate`` of :mod:`dpcore.mechanisms`), so what the class
+sees is what the audited Python protocol computes [WBLJ17, ASZ19].
 
-Storage: one SQLite file (standard library) in WAL mode, so many sessions can read while one writes
-and a server restart keeps every round. Every write is one ``BEGIN IMMEDIATE`` transaction that
+Trust. Nothing from a phone is believed but its report. The page hands each browser session a
+:class:`Ticket` for the round it shows (room and round read from the database, a fresh single-use
+nonce, and for OLH the hash seed to use); :meth:`RoomStore.submit` takes the ticket, not a room or
+round named by the phone, and the database's ``UNIQUE (room, round, session)`` key admits one
+report per session and round whatever the spelling of the code. A reveal ("true answer") needs a
+report of the same session and round. Sessions are stored only as SHA-256 of the page's random
+session token with a purpose prefix ("report:", "reveal:"), so the file alone does not link a
+reveal to a report. Threat model and limits: docs/CLASSROOM.md.
+
+Storage: the server's SQLite database (:mod:`dpcore.interfaces.store`: WAL, short timeouts, a size
+cap, failures as plain :class:`~dpcore.interfaces.store.StoreUnavailable` messages, the schema
+re-created when the file is deleted). Every write is one ``BEGIN IMMEDIATE`` transaction that
 re-checks the room's limits, so concurrent writers neither lose reports nor overshoot a limit.
-Only room settings, times and reports are stored — never a student's true answer, except in the
-separate, optional and clearly labelled "reveal" table that students fill in only if they choose to.
 
 Schema::
 
@@ -22,26 +31,27 @@ Schema::
           closed REAL,                  -- NULL while open
           question TEXT,                -- JSON {"title", "origins": [...], "destinations": [...]}
           reveal INTEGER,               -- 1 if students may also send their true answer
-          max_reports INTEGER)          -- private reports accepted per room, all rounds together
-    rounds(room TEXT, number INTEGER,   -- 1, 2, … per room
-           mechanism TEXT, epsilon REAL,
+          max_reports INTEGER,          -- private reports accepted per room, all rounds together
+          students INTEGER)             -- the class size the teacher stated (for the noise band)
+    rounds(room, number, mechanism, epsilon,
            permutation TEXT,            -- JSON list: Hadamard response's public permutation, or NULL
-           opened REAL, closed REAL,
-           PRIMARY KEY (room, number))
-    reports(id INTEGER PRIMARY KEY, room TEXT, round INTEGER, received REAL,
+           opened REAL, closed REAL, PRIMARY KEY (room, number))
+    reports(id INTEGER PRIMARY KEY, room, round, received REAL,
             report TEXT,                -- JSON in the mechanism's ``perturb`` format, one person
-            nonce TEXT,                 -- 128 random bits the phone drew for this one report
-            UNIQUE (room, nonce))
-    reveals(id INTEGER PRIMARY KEY, room TEXT, round INTEGER,
+            nonce TEXT,                 -- the ticket's 128 random bits, used once
+            session TEXT,               -- SHA-256("report:" + session token)
+            UNIQUE (room, nonce), UNIQUE (room, round, session))
+    reveals(id INTEGER PRIMARY KEY, room, round,
             cell INTEGER,               -- a true answer a student chose to send (NOT private)
-            nonce TEXT, UNIQUE (room, nonce))   -- drawn apart from the report's nonce
-    rejections(room TEXT, round INTEGER, reason TEXT, count INTEGER,
-               PRIMARY KEY (room, round, reason))   -- bad or forged reports: counted, never kept
+            session TEXT,               -- SHA-256("reveal:" + session token)
+            UNIQUE (room, round, session))
+    rejections(room, round, reason, count, PRIMARY KEY (room, round, reason))
+    sessions(room, session, rejected INTEGER, discarded INTEGER, PRIMARY KEY (room, session))
+            -- per session (the "report:" hash): how many of its reports were rejected, and
+            -- whether the teacher discarded it (its reports deleted, later ones refused)
 
-The nonces make a resent message (a flaky connection replaying it) count once; each is fresh
-randomness, so it says nothing about the student and does not link their reveal to their report.
-Reveals carry no time and no link to a report; their row order still follows arrival order, so
-a reveal sent right after a report could be matched to it by someone with the database file.
+Reveals carry no time and no link to a report; their row order still follows arrival order, so a
+reveal sent right after a report could be matched to it by someone with the database file.
 
 Room codes: :data:`CODE_LENGTH` characters drawn by :mod:`secrets` from :data:`CODE_ALPHABET` (no
 0/O, 1/I/L), :data:`CODE_BITS` ≈ 39.6 bits: guessing one of 100 open rooms at 100 tries a second
@@ -56,36 +66,46 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import secrets
 import sqlite3
-import tempfile
 import time
-from contextlib import closing, contextmanager
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import ranks
+from dpcore.interfaces.store import DATABASE_NAME, FOLDER_VARIABLE, Database, default_folder
 from dpcore.mechanisms.base import LocalMechanism
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
 from dpcore.mechanisms.local import GRR, HASH_PRIME, OLH, OUE
 
-#: Folder of the database; default :func:`default_folder`.
-FOLDER_VARIABLE = "DPCORE_CLASSROOM_DIR"
-DATABASE_NAME = "classroom.sqlite3"
-#: Largest question: a phone shows every cell, and OUE sends one bit per cell.
+#: Re-exported from :mod:`dpcore.interfaces.store`: where the rooms live.
+__all__ = ["DATABASE_NAME", "FOLDER_VARIABLE", "default_folder"]
+
+#: Largest question, "none of these" included: a phone shows every cell, OUE sends a bit per cell.
 MAX_CELLS = 50
+#: Label of the extra cell every question has, for a commute the teacher did not list.
+NONE_OF_THESE = "None of these (a commute not listed)"
 #: Private reports a room accepts over all its rounds (a large lecture's worth of rounds).
 MAX_REPORTS = 500
+#: Rooms open at once on one server, and rounds per room: bounds on what one teacher key buys.
+MAX_OPEN_ROOMS = 100
+MAX_ROUNDS = 50
+#: Longest question title and zone name, in characters (a projector line; a long place name).
+MAX_TITLE = 200
+MAX_NAME = 80
 #: How long a room lives: a school day and the evening after.
 ROOM_HOURS = 24.0
 #: Local mechanisms a classroom can use, with a report format a phone can send.
 MECHANISMS = ("grr", "oue", "olh", "hr")
 EPSILON_RANGE = (0.1, 10.0)
+#: The ε a teacher can pick (and the proposal chooses from).
+EPSILONS = (0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 CODE_BITS = CODE_LENGTH * math.log2(len(CODE_ALPHABET))
@@ -94,26 +114,40 @@ NONCE_HEX = 32
 HEX = "0123456789abcdef"
 #: Two-sided normal quantile of the 95 % confidence intervals.
 Z95 = 1.959963984540054
-#: Seconds a writer waits for the database lock before giving up (SQLite's busy timeout).
-LOCK_TIMEOUT = 30.0
+#: Probability that an honest report is rejected as implausible (:func:`plausible_ones`).
+FALSE_REJECTION = 1e-6
+#: Report attempts one browser session may make per minute (:class:`RateLimit`).
+ATTEMPTS_PER_MINUTE = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms(code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL,
     created REAL NOT NULL, expires REAL NOT NULL, closed REAL, question TEXT NOT NULL,
-    reveal INTEGER NOT NULL, max_reports INTEGER NOT NULL);
+    reveal INTEGER NOT NULL, max_reports INTEGER NOT NULL, students INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     mechanism TEXT NOT NULL, epsilon REAL NOT NULL, permutation TEXT, opened REAL NOT NULL,
     closed REAL, PRIMARY KEY (room, number));
 CREATE TABLE IF NOT EXISTS reports(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
-    round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT,
-    UNIQUE (room, nonce));
-CREATE INDEX IF NOT EXISTS reports_by_round ON reports(room, round);
+    round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT NOT NULL,
+    session TEXT NOT NULL, UNIQUE (room, nonce), UNIQUE (room, round, session));
 CREATE TABLE IF NOT EXISTS reveals(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
-    round INTEGER NOT NULL, cell INTEGER NOT NULL, nonce TEXT, UNIQUE (room, nonce));
-CREATE INDEX IF NOT EXISTS reveals_by_round ON reveals(room, round);
+    round INTEGER NOT NULL, cell INTEGER NOT NULL, session TEXT NOT NULL,
+    UNIQUE (room, round, session));
 CREATE TABLE IF NOT EXISTS rejections(room TEXT NOT NULL, round INTEGER NOT NULL,
     reason TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, reason));
+CREATE TABLE IF NOT EXISTS sessions(room TEXT NOT NULL, session TEXT NOT NULL,
+    rejected INTEGER NOT NULL DEFAULT 0, discarded INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (room, session));
 """
+_TABLES = ("reports", "reveals", "rejections", "sessions", "rounds", "rooms")
+
+
+def _drop_older_layout(db: sqlite3.Connection) -> None:
+    """Rooms of the layout before sessions were stored cannot be kept (no per-session key):
+    drop them — rooms live a day at most."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(reports)")}
+    if columns and "session" not in columns:
+        for table in _TABLES:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 class ClassroomError(ValueError):
@@ -131,20 +165,10 @@ class ReportRejected(ClassroomError):
         self.reason = reason
 
 
-def default_folder() -> Path:
-    """``$DPCORE_CLASSROOM_DIR``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` (else the temp folder)
-    ``/commuting-privacy-lab``: outside the repository, survives a server restart."""
-    configured = os.environ.get(FOLDER_VARIABLE)
-    if configured:
-        return Path(configured)
-    cache = os.environ.get("XDG_CACHE_HOME") or (Path.home() / ".cache")
-    base = Path(cache) if Path(cache).parent.exists() else Path(tempfile.gettempdir())
-    return base / "commuting-privacy-lab"
-
-
 def normalise_code(text: str) -> str:
-    """What a student typed as a room code, upper-cased, without spaces or dashes."""
-    return "".join(ch for ch in str(text).upper() if ch not in " -\t")
+    """What a student typed as a room code: its letters and digits, upper-cased (spaces, dashes
+    and any other character dropped), at most 64 of them."""
+    return "".join(ch for ch in str(text).upper() if ch.isascii() and ch.isalnum())[:64]
 
 
 def format_code(code: str) -> str:
@@ -159,30 +183,51 @@ def _hash(key: str) -> str:
 # ------------------------------------------------------------------------------------ questions
 @dataclass(frozen=True)
 class Question:
-    """Where do you live → where do you work or study, over the listed zones (names untrusted)."""
+    """Where do you live → where do you work or study, over the listed zones (names untrusted).
+
+    The domain is every listed origin × destination pair **plus one cell, "none of these"**, the
+    last (:data:`NONE_OF_THESE`): a student whose commute is not listed answers truthfully there
+    instead of being pushed onto a wrong commute, so the listed estimates count only the students
+    who take them, and the class learns how many commutes the list missed.
+    """
 
     title: str
     origins: tuple[str, ...]
     destinations: tuple[str, ...]
 
     def __post_init__(self):
-        d = len(self.origins) * len(self.destinations)
         if not self.origins or not self.destinations:
             raise ClassroomError("Pick at least one home zone and one work/study zone.")
-        if not 2 <= d <= MAX_CELLS:
+        if len(str(self.title)) > MAX_TITLE:
+            raise ClassroomError(f"The question has {len(str(self.title)):,} characters; at most "
+                                 f"{MAX_TITLE} fit on a phone. Shorten it.")
+        long = [z for z in self.origins + self.destinations if len(str(z)) > MAX_NAME]
+        if long:
+            raise ClassroomError(f"{len(long)} zone name(s) are longer than {MAX_NAME} characters "
+                                 f"(e.g. one starting {str(long[0])[:30]!r}); pick other zones.")
+        listed = len(self.origins) * len(self.destinations)
+        if not 1 <= listed <= MAX_CELLS - 1:
             raise ClassroomError(
                 f"The question has {len(self.origins)} home zones × {len(self.destinations)} "
-                f"work/study zones = {d} possible commutes; a classroom allows 2 to {MAX_CELLS} "
-                "(a phone lists them all). Remove some zones.")
+                f"work/study zones = {listed} possible commutes; a classroom allows at most "
+                f"{MAX_CELLS - 1} (plus \"none of these\"; a phone lists them all). Remove "
+                "some zones.")
 
     @property
     def d(self) -> int:
-        return len(self.origins) * len(self.destinations)
+        """Cells of the domain: the listed commutes and "none of these"."""
+        return len(self.origins) * len(self.destinations) + 1
+
+    @property
+    def none_cell(self) -> int:
+        return self.d - 1
 
     def cell(self, origin: int, destination: int) -> int:
         return origin * len(self.destinations) + destination
 
     def label(self, cell: int) -> str:
+        if int(cell) == self.none_cell:
+            return NONE_OF_THESE
         origin, destination = divmod(int(cell), len(self.destinations))
         return f"{self.origins[origin]} → {self.destinations[destination]}"
 
@@ -198,12 +243,12 @@ class Question:
 
 def default_zones(od: ODMatrix) -> tuple[list[str], list[str]]:
     """The busiest home and work zones of ``od`` (its parent level when it has one) such that
-    origins × destinations ≤ :data:`MAX_CELLS`: the toy town's 7 homes × its 7 busiest
+    origins × destinations + 1 ≤ :data:`MAX_CELLS`: the toy town's 7 homes × its 7 busiest
     destinations, a county table's 7 × 7 busiest counties."""
     if od.has_parent_level:
         od = od.aggregate()
-    n_origins = min(od.n_origins, math.isqrt(MAX_CELLS))
-    n_destinations = min(od.n_destinations, MAX_CELLS // n_origins)
+    n_origins = min(od.n_origins, math.isqrt(MAX_CELLS - 1))
+    n_destinations = min(od.n_destinations, (MAX_CELLS - 1) // n_origins)
     origins = ranks.top_cells(od.origin_totals(), n_origins)
     destinations = ranks.top_cells(od.destination_totals(), n_destinations)
     return ([str(x) for x in od.origins.labels[np.sort(origins)]],
@@ -240,9 +285,10 @@ class Round:
         return None if self.permutation is None else np.asarray(self.permutation, dtype=np.int64)
 
 
-def client_spec(round_: Round, d: int) -> dict:
+def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> dict:
     """Everything a phone needs to randomise in this round — numbers only, derived from the
-    mechanism's own ``support_probabilities``/``constants`` so the browser and the server agree."""
+    mechanism's own ``support_probabilities``/``constants`` so the browser and the server agree.
+    For OLH, ``seed`` is the hash seed (a, b) the page issued this phone (its :class:`Ticket`)."""
     mech = round_.build()
     spec = {"mechanism": round_.mechanism, "epsilon": round_.epsilon, "d": d,
             "round": round_.number}
@@ -254,7 +300,8 @@ def client_spec(round_: Round, d: int) -> dict:
         p, q = mech.support_probabilities(d)
         spec.update(p=p, q=q)
         if isinstance(mech, OLH):
-            spec.update(g=mech.hash_range, prime=HASH_PRIME)
+            spec.update(g=mech.hash_range, prime=HASH_PRIME,
+                        seed=None if seed is None else [int(seed[0]), int(seed[1])])
     return spec
 
 
@@ -312,6 +359,46 @@ def stack_reports(round_: Round, reports: list[dict]) -> dict:
     return {k: np.array([r[k] for r in reports], dtype=np.int64) for k in keys}
 
 
+def support_size_law(p: float, q: float, d: int) -> np.ndarray:
+    """P(K = k), k = 0 … d, where K counts the cells one honest report supports: its own cell
+    with probability p plus each of the d − 1 others independently with probability q (OUE's bits
+    are independent by construction [WBLJ17]). The law does not depend on the true cell."""
+    others = np.array([math.comb(d - 1, k) * q ** k * (1 - q) ** (d - 1 - k) for k in range(d)])
+    law = np.zeros(d + 1)
+    law[:d] += (1 - p) * others
+    law[1:] += p * others
+    return law
+
+
+def plausible_ones(p: float, q: float, d: int, alpha: float = FALSE_REJECTION) -> tuple[int, int]:
+    """The range [low, high] of 1-bits an honest OUE report falls outside with probability at most
+    ``alpha`` (at most α/2 in each binomial tail of :func:`support_size_law`). A report outside
+    it is rejected as implausible: honest phones lose at most a fraction α of their reports,
+    while the forgeries that move the estimate most — all ones (+1/(p − q) − … on every cell at
+    once), all zeros — are refused."""
+    law = support_size_law(p, q, d)
+    below = np.cumsum(law)                          # P(K ≤ k)
+    above = np.cumsum(law[::-1])[::-1]              # P(K ≥ k)
+    low = int(np.flatnonzero(below <= alpha / 2)[-1] + 1) if below[0] <= alpha / 2 else 0
+    high = int(np.flatnonzero(above <= alpha / 2)[0] - 1) if above[-1] <= alpha / 2 else d
+    return low, high
+
+
+def check_plausible(round_: Round, d: int, report: dict) -> None:
+    """ReportRejected ("implausible") for an OUE report whose number of ones is outside
+    :func:`plausible_ones`. GRR and HR reports are one output each (every value equally
+    plausible); OLH's hash seed is issued by the page (see :class:`Ticket`), not chosen."""
+    if round_.mechanism != "oue":
+        return
+    p, q = round_.build().support_probabilities(d)
+    low, high = plausible_ones(p, q, d)
+    ones = report["bits"].count("1")
+    if not low <= ones <= high:
+        raise ReportRejected(f"This report has {ones} of {d} bits set; an honest phone sends "
+                             f"between {low} and {high} (all but {FALSE_REJECTION:g} of the "
+                             "time). It was not counted.", "implausible")
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A round's estimate: per-cell counts with 95 % intervals from the mechanism's variance.
@@ -347,6 +434,16 @@ def plug_in_counts(estimate: np.ndarray, n: int) -> np.ndarray:
     return counts
 
 
+def empty_sd(round_: Round, d: int, n: int) -> float:
+    """The spread (standard deviation) the mechanism predicts for the estimate of a commute
+    nobody takes, with n reports: what noise alone looks like."""
+    mech = round_.build()
+    extra = {"permutation": round_.permutation_array} if isinstance(mech, HadamardResponse) else {}
+    one_cell = np.zeros(d, dtype=np.int64)
+    one_cell[0] = n
+    return float(np.sqrt(max(float(mech.variance(one_cell, **extra)[1:].min()), 0.0)))
+
+
 def estimate_round(round_: Round, d: int, reports: list[dict]) -> Estimate | None:
     """The mechanism's own server (``accumulate`` → ``estimate``) on a round's reports; None when
     no report has arrived."""
@@ -359,13 +456,62 @@ def estimate_round(round_: Round, d: int, reports: list[dict]) -> Estimate | Non
     extra = {"permutation": round_.permutation_array} if isinstance(mech, HadamardResponse) else {}
     estimate = mech.estimate(statistic, n, d, **extra)
     variance = mech.variance(plug_in_counts(estimate, n), **extra)
-    one_cell = np.zeros(d, dtype=np.int64)
-    one_cell[0] = n
-    empty = mech.variance(one_cell, **extra)[1:]
     return Estimate(n, np.asarray(estimate, dtype=float), np.sqrt(np.clip(variance, 0, None)),
-                    float(np.sqrt(max(float(empty.min()), 0.0))))
+                    empty_sd(round_, d, n))
 
 
+# ------------------------------------------------------------------------------ class size
+@dataclass(frozen=True)
+class Proposal:
+    """Settings for a class of about ``students`` over ``d`` cells: with ``mechanism`` at
+    ``epsilon``, a commute taken by ``stands_out`` or more students stands out from the noise."""
+
+    students: int
+    d: int
+    mechanism: str
+    epsilon: float
+    stands_out: int
+
+    def expectation(self) -> str:
+        name = mechanisms.get(self.mechanism).name
+        return (f"With {self.students} students at ε = {self.epsilon:g} ({name}), commutes with "
+                f"≥ {self.stands_out} students stand out from the noise.")
+
+
+def stand_out_count(mechanism: str, epsilon: float, d: int, students: int) -> int | None:
+    """The fewest students c on one commute whose estimate clears the noise of every empty commute:
+    ``c − z_d·sd(c) ≥ z_d·sd(0)``, z_d the one-sided (1 − 0.05/d) normal quantile (Bonferroni over
+    the d commutes: the commute stays above its band, and the largest of the empty commutes below
+    theirs, 95 % of the time together), both sds from the mechanism's variance with the other
+    students elsewhere. None if no c ≤ students does."""
+    round_ = Round("", 0, mechanism, epsilon, None, 0.0, None)
+    mech = round_.build()
+    z_all = NormalDist().inv_cdf(1 - 0.05 / d)
+    band = z_all * empty_sd(round_, d, students)
+    for c in range(1, students + 1):
+        counts = np.zeros(d, dtype=np.int64)
+        counts[0], counts[1] = c, students - c
+        if c - z_all * math.sqrt(max(float(mech.variance(counts)[0]), 0.0)) >= band:
+            return c
+    return None
+
+
+def propose(students: int, d: int) -> Proposal:
+    """The most private (smallest) ε of :data:`EPSILONS`, and the mechanism with the lowest
+    stand-out count there, at which a commute shared by a fifth of the class (at least 3
+    students) stands out (:func:`stand_out_count`); the largest ε if none does."""
+    students = max(2, int(students))
+    target = max(3, math.ceil(students / 5))
+    best = None
+    for epsilon in EPSILONS:
+        counts = {m: stand_out_count(m, epsilon, d, students) for m in MECHANISMS}
+        scored = [(c, MECHANISMS.index(m), m) for m, c in counts.items() if c is not None]
+        if scored:
+            c, _, mechanism = min(scored)
+            best = Proposal(students, d, mechanism, epsilon, c)
+            if c <= target:
+                return best
+    return best or Proposal(students, d, "grr", EPSILONS[-1], students)
 # ---------------------------------------------------------------------------------------- rooms
 @dataclass(frozen=True)
 class Room:
@@ -376,9 +522,30 @@ class Room:
     question: Question
     reveal: bool
     max_reports: int
+    students: int
 
     def is_open(self, now: float | None = None) -> bool:
         return self.closed is None and (time.time() if now is None else now) < self.expires
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What the page hands one browser session for one round, before the phone draws anything.
+
+    ``room`` and ``round`` are read from the database when the page is drawn — never taken from
+    the phone's message; ``session`` is the page's own random session token; ``nonce`` is fresh
+    and used once; ``seed`` is the OLH hash seed (a, b) the phone must use (None for the other
+    mechanisms). Issuing OLH's seed, drawn uniformly from the universal family, keeps local DP
+    (OLH is ε-LDP for every fixed hash function) and stops a phone from choosing a seed that
+    hashes every cell into one bucket — which honest seeds of the real family also do, 0.2–1 % of
+    the time at d = 50, so such a report cannot be refused as implausible.
+    """
+
+    room: str
+    round: int
+    session: str
+    nonce: str
+    seed: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -393,55 +560,95 @@ class Snapshot:
     reveals: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class SessionSummary:
+    """One browser session of a room as the teacher sees it: ``label`` (the first 8 hex digits of
+    its stored hash, nothing about the student), reports kept, reports rejected, discarded."""
+
+    session: str
+    reports: int
+    rejected: int
+    discarded: bool
+
+    @property
+    def label(self) -> str:
+        return self.session[:8]
+
+
+def session_hash(session: str, purpose: str) -> str:
+    """How a session is stored: SHA-256 of "purpose:token" — "report" and "reveal" give unlinked
+    values, so the file does not pair a reveal with a report."""
+    return _hash(f"{purpose}:{session}")
+
+
+class RateLimit:
+    """At most ``limit`` attempts in any ``seconds`` window (one per browser session, kept by the
+    page): a script driving one connection cannot hammer the database."""
+
+    def __init__(self, limit: int = ATTEMPTS_PER_MINUTE, seconds: float = 60.0):
+        self.limit, self.seconds = int(limit), float(seconds)
+        self._times: deque[float] = deque()
+
+    def allow(self, now: float | None = None) -> bool:
+        """Record an attempt now; False (not recorded) when the window is already full."""
+        now = time.monotonic() if now is None else now
+        while self._times and self._times[0] <= now - self.seconds:
+            self._times.popleft()
+        if len(self._times) >= self.limit:
+            return False
+        self._times.append(now)
+        return True
+
+
+def _round_number(value) -> int:
+    """A round number as stored (1 … 2³¹), or ReportRejected with a message (e.g. for 2**64)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ReportRejected(f"The round must be a whole number; got {value!r:.40}.", "malformed")
+    if not 1 <= value <= MAX_ROUNDS:
+        raise ReportRejected(f"Round {value!s:.24} does not exist: rounds are numbered 1 to "
+                             f"{MAX_ROUNDS}. Reload the page.", "out of range")
+    return value
+
+
 class RoomStore:
-    """The classroom database. Safe to share between threads: every call opens its own
-    connection (SQLite connections are cheap), so Streamlit sessions never share one."""
+    """The classroom's tables in the server's database (:class:`dpcore.interfaces.store.Database`:
+    every call opens its own connection, failures are ``StoreUnavailable`` messages). Safe to share
+    between threads and sessions."""
 
-    def __init__(self, folder: Path | str | None = None):
-        self.folder = Path(folder) if folder is not None else default_folder()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / DATABASE_NAME
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
-
-    @contextmanager
-    def _connect(self):
-        with closing(sqlite3.connect(self.path, timeout=LOCK_TIMEOUT,
-                                     isolation_level=None)) as db:
-            db.execute(f"PRAGMA busy_timeout={int(LOCK_TIMEOUT * 1000)}")
-            db.execute("PRAGMA synchronous=NORMAL")
-            yield db
-
-    @contextmanager
-    def _write(self):
-        """One write transaction, taken up front so its checks and its insert cannot interleave
-        with another writer's."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+    def __init__(self, folder: Path | str | None = None, **options):
+        """``options`` go to :class:`Database` (``max_bytes``, ``read_timeout``, …); no I/O yet."""
+        self.db = Database(SCHEMA, folder, prepare=_drop_older_layout, **options)
+        self.folder, self.path = self.db.folder, self.db.path
 
     # ------------------------------------------------------------------------- teacher side
     def create_room(self, question: Question, mechanism: str, epsilon: float, *,
                     reveal: bool = False, hours: float = ROOM_HOURS,
-                    max_reports: int = MAX_REPORTS, now: float | None = None) -> tuple[str, str]:
+                    max_reports: int = MAX_REPORTS, students: int = 25,
+                    now: float | None = None) -> tuple[str, str]:
         """A new room with its first round open: (code, teacher key). Expired rooms are purged."""
         now = time.time() if now is None else now
+        if not 1 <= float(hours) <= 72:
+            raise ClassroomError("A room lives between 1 and 72 hours.")
+        if not 10 <= int(max_reports) <= MAX_REPORTS:
+            raise ClassroomError(f"A room accepts between 10 and {MAX_REPORTS} reports.")
+        if not 2 <= int(students) <= MAX_REPORTS:
+            raise ClassroomError(f"The class size must be between 2 and {MAX_REPORTS} students.")
         self.purge_expired(now)
         key = secrets.token_urlsafe(16)
-        with self._write() as db:
+        with self.db.write() as db:
+            open_rooms = db.execute("SELECT COUNT(*) FROM rooms WHERE closed IS NULL AND "
+                                    "expires > ?", (now,)).fetchone()[0]
+            if open_rooms >= MAX_OPEN_ROOMS:
+                raise ClassroomError(f"This server already has {open_rooms} open rooms, its "
+                                     "limit. Close a room you no longer need, or wait for rooms "
+                                     "to expire.")
             while True:
                 code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
                 if db.execute("SELECT 1 FROM rooms WHERE code=?", (code,)).fetchone() is None:
                     break
-            db.execute("INSERT INTO rooms VALUES (?,?,?,?,NULL,?,?,?)",
-                       (code, _hash(key), now, now + hours * 3600, question.to_json(),
-                        int(reveal), int(max_reports)))
+            db.execute("INSERT INTO rooms VALUES (?,?,?,?,NULL,?,?,?,?)",
+                       (code, _hash(key), now, now + float(hours) * 3600, question.to_json(),
+                        int(reveal), int(max_reports), int(students)))
             self._open_round(db, code, question.d, mechanism, epsilon, now)
         return code, key
 
@@ -452,100 +659,134 @@ class RoomStore:
                                  f"{', '.join(MECHANISMS)}.")
         if not EPSILON_RANGE[0] <= float(epsilon) <= EPSILON_RANGE[1]:
             raise ClassroomError(f"ε must be between {EPSILON_RANGE[0]} and {EPSILON_RANGE[1]}.")
+        number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rounds WHERE room=?",
+                            (code,)).fetchone()[0]
+        if number > MAX_ROUNDS:
+            raise ClassroomError(f"A room holds at most {MAX_ROUNDS} rounds; open a new room.")
         mech = mechanisms.build(mechanism, epsilon=float(epsilon))
         permutation = None
         if isinstance(mech, HadamardResponse) and mech.blocked:   # public, drawn once per round
             rng = np.random.default_rng(secrets.randbits(128))
             permutation = json.dumps(uniform_permutation(d, rng).tolist())
         db.execute("UPDATE rounds SET closed=? WHERE room=? AND closed IS NULL", (now, code))
-        number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rounds WHERE room=?",
-                            (code,)).fetchone()[0]
         db.execute("INSERT INTO rounds VALUES (?,?,?,?,?,?,NULL)",
                    (code, number, mechanism, float(epsilon), permutation, now))
         return number
 
     def _check_teacher(self, db, code: str, key: str) -> Room:
         room = self._room(db, code)
-        if not secrets.compare_digest(_hash(key or ""), self._teacher_hash(db, code)):
+        stored = db.execute("SELECT teacher_hash FROM rooms WHERE code=?", (room.code,)).fetchone()
+        if not secrets.compare_digest(_hash(key or ""), stored[0]):
             raise ClassroomError("Only the teacher who created this room can change it "
                                  "(the teacher key does not match).")
         return room
-
-    @staticmethod
-    def _teacher_hash(db, code):
-        return db.execute("SELECT teacher_hash FROM rooms WHERE code=?", (code,)).fetchone()[0]
 
     def new_round(self, code: str, key: str, mechanism: str, epsilon: float,
                   now: float | None = None) -> int:
         """Close the open round and open the next with this mechanism and ε; its number."""
         now = time.time() if now is None else now
-        with self._write() as db:
+        with self.db.write() as db:
             room = self._check_teacher(db, code, key)
             if not room.is_open(now):
                 raise ClassroomError("This room is closed; open a new room to start another round.")
-            return self._open_round(db, code, room.question.d, mechanism, epsilon, now)
+            return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now)
 
     def close_room(self, code: str, key: str, now: float | None = None) -> None:
         now = time.time() if now is None else now
-        with self._write() as db:
-            self._check_teacher(db, code, key)
-            db.execute("UPDATE rooms SET closed=COALESCE(closed, ?) WHERE code=?", (now, code))
-            db.execute("UPDATE rounds SET closed=? WHERE room=? AND closed IS NULL", (now, code))
+        with self.db.write() as db:
+            room = self._check_teacher(db, code, key)
+            db.execute("UPDATE rooms SET closed=COALESCE(closed, ?) WHERE code=?", (now, room.code))
+            db.execute("UPDATE rounds SET closed=? WHERE room=? AND closed IS NULL",
+                       (now, room.code))
 
     def is_teacher(self, code: str, key: str | None) -> bool:
-        with self._connect() as db:
-            stored = db.execute("SELECT teacher_hash FROM rooms WHERE code=?", (code,)).fetchone()
+        with self.db.read() as db:
+            stored = db.execute("SELECT teacher_hash FROM rooms WHERE code=?",
+                                (normalise_code(code),)).fetchone()
         return bool(key) and stored is not None and secrets.compare_digest(_hash(key), stored[0])
 
     def purge_expired(self, now: float | None = None) -> int:
         """Delete rooms past their expiry with everything they hold; how many were deleted."""
         now = time.time() if now is None else now
-        with self._write() as db:
+        with self.db.write() as db:
             codes = [r[0] for r in db.execute("SELECT code FROM rooms WHERE expires <= ?", (now,))]
-            for table, column in (("reports", "room"), ("reveals", "room"), ("rejections", "room"),
-                                  ("rounds", "room"), ("rooms", "code")):
+            for table in _TABLES:
+                column = "code" if table == "rooms" else "room"
                 db.executemany(f"DELETE FROM {table} WHERE {column}=?", [(c,) for c in codes])
         return len(codes)
 
+    def sessions(self, code: str) -> list[SessionSummary]:
+        """The room's sessions that sent or tried to send a report, most rejected first."""
+        with self.db.read() as db:
+            room = self._room(db, code)
+            rows = db.execute(
+                "SELECT s.session, (SELECT COUNT(*) FROM reports r WHERE r.room=s.room AND "
+                "r.session=s.session), s.rejected, s.discarded FROM sessions s WHERE s.room=? "
+                "ORDER BY s.rejected DESC, s.session", (room.code,)).fetchall()
+        return [SessionSummary(s, n, r, bool(x)) for s, n, r, x in rows]
+
+    def discard_session(self, code: str, key: str, session: str) -> int:
+        """Delete every report of one session (its stored hash) and refuse its later ones; how many
+        reports were deleted. Its reveals cannot be found (they are stored unlinked) and stay."""
+        with self.db.write() as db:
+            room = self._check_teacher(db, code, key)
+            known = db.execute("SELECT 1 FROM sessions WHERE room=? AND session=?",
+                               (room.code, session)).fetchone()
+            if known is None:
+                raise ClassroomError("This room has no such session.")
+            deleted = db.execute("DELETE FROM reports WHERE room=? AND session=?",
+                                 (room.code, session)).rowcount
+            db.execute("UPDATE sessions SET discarded=1 WHERE room=? AND session=?",
+                       (room.code, session))
+        return deleted
+
     # ------------------------------------------------------------------------------ reading
     @staticmethod
-    def _room(db, code: str) -> Room:
-        row = db.execute("SELECT code, created, expires, closed, question, reveal, max_reports "
-                         "FROM rooms WHERE code=?", (normalise_code(code),)).fetchone()
+    def _room(db, code: str, now: float | None = None) -> Room:
+        """The room, or ClassroomError if there is none — or it has expired (an expired room is
+        unreadable even before :meth:`purge_expired` deletes it)."""
+        now = time.time() if now is None else now
+        row = db.execute("SELECT code, created, expires, closed, question, reveal, max_reports, "
+                         "students FROM rooms WHERE code=? AND expires > ?",
+                         (normalise_code(code), now)).fetchone()
         if row is None:
-            raise ClassroomError(f"There is no room with the code {format_code(normalise_code(code))[:12]!r}"
-                                 " (it may have expired). Check the code with your teacher.")
+            shown = format_code(normalise_code(code)[:CODE_LENGTH])
+            raise ClassroomError(f"There is no room with the code {shown!r} (it may have "
+                                 "expired). Check the code with your teacher.")
         return Room(row[0], row[1], row[2], row[3], Question.from_json(row[4]), bool(row[5]),
-                    row[6])
+                    row[6], row[7])
 
     @staticmethod
     def _round(db, code: str, number: int | None = None) -> Round:
         sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed FROM rounds "
                "WHERE room=? " + ("AND number=?" if number is not None else "")
                + " ORDER BY number DESC LIMIT 1")
-        row = db.execute(sql, (code,) if number is None else (code, int(number))).fetchone()
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int)
+                                   or not 1 <= number <= MAX_ROUNDS):
+            raise ClassroomError(f"Room {format_code(code)} has no round {number!s:.24}.")
+        row = db.execute(sql, (code,) if number is None else (code, number)).fetchone()
         if row is None:
             raise ClassroomError(f"Room {format_code(code)} has no round {number}.")
         permutation = tuple(json.loads(row[4])) if row[4] else None
         return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6])
 
     def room(self, code: str) -> Room:
-        with self._connect() as db:
+        with self.db.read() as db:
             return self._room(db, code)
 
     def current_round(self, code: str) -> Round:
-        with self._connect() as db:
+        with self.db.read() as db:
             return self._round(db, self._room(db, code).code)
 
     def rounds(self, code: str) -> list[Round]:
-        with self._connect() as db:
-            top = self._round(db, self._room(db, code).code).number
-            return [self._round(db, code, k) for k in range(1, top + 1)]
+        with self.db.read() as db:
+            room = self._room(db, code)
+            top = self._round(db, room.code).number
+            return [self._round(db, room.code, k) for k in range(1, top + 1)]
 
     def snapshot(self, code: str, number: int | None = None) -> Snapshot:
         """Room, round (default: the latest), its reports, rejections and reveals, consistently."""
-        with self._connect() as db:
-            db.execute("BEGIN")
+        with self.db.read() as db:
             room = self._room(db, code)
             round_ = self._round(db, room.code, number)
             key = (room.code, round_.number)
@@ -561,94 +802,116 @@ class RoomStore:
                                                   "round=?", key)]
                 reveals = np.bincount(np.asarray(cells, dtype=np.int64),
                                       minlength=room.question.d)
-            db.execute("COMMIT")
         return Snapshot(room, round_, reports, total, rejected, reveals)
 
     # ------------------------------------------------------------------------------ student side
-    def submit(self, code: str, number: int, payload, nonce: str | None = None,
-               now: float | None = None) -> int:
-        """Store one private report for round ``number``; how many the round now holds.
+    def ticket(self, code: str, session: str) -> Ticket:
+        """A fresh :class:`Ticket` for this session in the room's current round (reads only)."""
+        if not isinstance(session, str) or len(session) < 16:
+            raise ClassroomError("This page has no session token; reload it.")
+        round_ = self.current_round(code)
+        seed = None
+        if round_.mechanism == "olh":
+            seed = (1 + secrets.randbelow(HASH_PRIME - 1), secrets.randbelow(HASH_PRIME))
+        return Ticket(round_.room, round_.number, session, secrets.token_hex(NONCE_HEX // 2), seed)
 
-        ClassroomError for an unknown room (nothing is stored); ReportRejected — counted under its
-        reason in ``rejections``, the report itself dropped — for a report the round cannot take.
-        A report whose ``nonce`` the room already holds is the same message again: not stored twice.
+    def submit(self, ticket: Ticket, payload, now: float | None = None) -> int:
+        """Store the private report of ``ticket``'s session for ``ticket``'s round; how many reports
+        the round now holds.
+
+        ClassroomError for an unknown or expired room (nothing is stored); ReportRejected — counted
+        under its reason in ``rejections`` and against the session, the report itself dropped — for
+        a report the round cannot take: a second one from the session (in any spelling of the
+        room), a used nonce, a closed round, a full room, a malformed or implausible report.
         """
         now = time.time() if now is None else now
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+        with self.db.write() as db:
+            room = self._room(db, ticket.room, now)
+            session = session_hash(str(ticket.session), "report")
             try:
-                room = self._room(db, code)
-                if self._seen(db, "reports", room.code, nonce):
-                    db.execute("ROLLBACK")
-                    return self._count(db, room.code, number if isinstance(number, int) else -1)
-                text = self._accept(db, room, number, payload, now)
+                text = self._accept(db, room, ticket, session, payload, now)
             except ReportRejected as rejected:
-                self._count_rejection(db, room.code, rejected)
-                db.execute("COMMIT")
-                raise
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("INSERT INTO reports(room, round, received, report, nonce) "
-                       "VALUES (?,?,?,?,?)", (room.code, int(number), now, text, nonce))
-            count = self._count(db, room.code, number)
-            db.execute("COMMIT")
-        return count
+                self._count_rejection(db, room.code, session, rejected)
+                return_error = rejected
+            else:
+                db.execute("INSERT INTO reports(room, round, received, report, nonce, session) "
+                           "VALUES (?,?,?,?,?,?)",
+                           (room.code, ticket.round, now, text, ticket.nonce, session))
+                db.execute("INSERT INTO sessions(room, session) VALUES (?,?) "
+                           "ON CONFLICT(room, session) DO NOTHING", (room.code, session))
+                return self._count(db, room.code, ticket.round)
+        raise return_error
 
     @staticmethod
-    def _count(db, code: str, number) -> int:
+    def _count(db, code: str, number: int) -> int:
         return db.execute("SELECT COUNT(*) FROM reports WHERE room=? AND round=?",
                           (code, number)).fetchone()[0]
 
-    @staticmethod
-    def _seen(db, table: str, code: str, nonce) -> bool:
-        """Whether the room already holds this nonce (ReportRejected if it is not one)."""
-        if nonce is None:
-            return False
-        if not isinstance(nonce, str) or len(nonce) != NONCE_HEX or set(nonce) - set(HEX):
-            raise ReportRejected(f"The message's nonce must be {NONCE_HEX} hexadecimal digits.",
-                                 "malformed")
-        return db.execute(f"SELECT 1 FROM {table} WHERE room=? AND nonce=?",
-                          (code, nonce)).fetchone() is not None
-
-    def _accept(self, db, room: Room, number, payload, now) -> str:
+    def _accept(self, db, room: Room, ticket: Ticket, session: str, payload, now) -> str:
         """The report's stored JSON, or ReportRejected if the room or round cannot take it."""
+        number = _round_number(ticket.round)
+        nonce = ticket.nonce
+        if not isinstance(nonce, str) or len(nonce) != NONCE_HEX or set(nonce) - set(HEX):
+            raise ReportRejected(f"The message's nonce must be {NONCE_HEX} hexadecimal digits "
+                                 "issued by the page. Reload the page.", "malformed")
         if not room.is_open(now):
             raise ReportRejected("This room is closed: the teacher closed it or it expired. "
                                  "Nothing was sent.", "room closed")
         current = self._round(db, room.code)
-        if isinstance(number, bool) or not isinstance(number, int) or number != current.number:
-            raise ReportRejected(f"Round {number!s:.12} is not open: this room is on round "
+        if number != current.number:
+            raise ReportRejected(f"Round {number} is not open: this room is on round "
                                  f"{current.number}. Reload the page to answer it.", "round closed")
+        discarded = db.execute("SELECT discarded FROM sessions WHERE room=? AND session=?",
+                               (room.code, session)).fetchone()
+        if discarded and discarded[0]:
+            raise ReportRejected("The teacher discarded this browser's reports; it cannot send "
+                                 "more in this room.", "discarded")
+        if db.execute("SELECT 1 FROM reports WHERE room=? AND round=? AND session=?",
+                      (room.code, number, session)).fetchone() is not None:
+            raise ReportRejected("This browser session has already sent a report in this round; "
+                                 "the second one was not counted.", "second report")
+        if db.execute("SELECT 1 FROM reports WHERE room=? AND nonce=?",
+                      (room.code, nonce)).fetchone() is not None:
+            raise ReportRejected("This message was already used; reload the page.", "reused nonce")
         total = db.execute("SELECT COUNT(*) FROM reports WHERE room=?", (room.code,)).fetchone()[0]
         if total >= room.max_reports:
             raise ReportRejected(f"This room is full: it accepts at most {room.max_reports} "
                                  "reports. Ask your teacher to open a new room.", "room full")
-        return json.dumps(parse_report(current, room.question.d, payload))
+        report = parse_report(current, room.question.d, payload)
+        if current.mechanism == "olh" and (report["a"], report["b"]) != tuple(ticket.seed or ()):
+            raise ReportRejected("This report does not use the hash seed this page issued; it "
+                                 "was not counted.", "implausible")
+        check_plausible(current, room.question.d, report)
+        return json.dumps(report)
 
-    def _count_rejection(self, db, code, rejected: ReportRejected):
-        """Tally under the room's latest round (the one open when it arrived): a bounded number of
-        rows whatever a forger sends."""
-        latest = self._round(db, code)
+    @staticmethod
+    def _count_rejection(db, code, session: str, rejected: ReportRejected):
+        """Tally under the room's latest round (the one open when it arrived) and the session: a
+        bounded number of rows per session whatever it sends."""
+        latest = RoomStore._round(db, code)
         db.execute("INSERT INTO rejections VALUES (?,?,?,1) ON CONFLICT(room, round, reason) "
                    "DO UPDATE SET count = count + 1", (latest.room, latest.number, rejected.reason))
+        db.execute("INSERT INTO sessions(room, session, rejected) VALUES (?,?,1) "
+                   "ON CONFLICT(room, session) DO UPDATE SET rejected = rejected + 1",
+                   (code, session))
 
-    def reveal(self, code: str, number: int, cell, nonce: str | None = None,
-               now: float | None = None) -> None:
-        """Store a true answer a student chose to send (not private), if the room allows it."""
+    def reveal(self, ticket: Ticket, cell, now: float | None = None) -> None:
+        """Store a true answer a student chose to send (not private): only if the room allows it,
+        only from a session whose report in this round was kept, once per session and round."""
         now = time.time() if now is None else now
-        with self._write() as db:
-            room = self._room(db, code)
-            if self._seen(db, "reveals", room.code, nonce):
-                return
+        with self.db.write() as db:
+            room = self._room(db, ticket.room, now)
             if not room.reveal:
                 raise ClassroomError("This room does not collect true answers.")
+            number = _round_number(ticket.round)
             if not room.is_open(now) or number != self._round(db, room.code).number:
                 raise ClassroomError("This round is closed; your true answer was not sent.")
+            sent = db.execute("SELECT 1 FROM reports WHERE room=? AND round=? AND session=?",
+                              (room.code, number, session_hash(str(ticket.session), "report")))
+            if sent.fetchone() is None:
+                raise ClassroomError("A true answer is accepted only after this browser's report "
+                                     "in this round was counted.")
             cell = _whole(cell, 0, room.question.d, "cell")
-            held = db.execute("SELECT COUNT(*) FROM reveals WHERE room=?", (room.code,)).fetchone()
-            if held[0] >= room.max_reports:
-                raise ClassroomError(f"This room is full: it accepts at most {room.max_reports} "
-                                     "true answers.")
-            db.execute("INSERT INTO reveals(room, round, cell, nonce) VALUES (?,?,?,?)",
-                       (room.code, int(number), cell, nonce))
+            db.execute("INSERT INTO reveals(room, round, cell, session) VALUES (?,?,?,?) "
+                       "ON CONFLICT(room, round, session) DO NOTHING",
+                       (room.code, number, cell, session_hash(str(ticket.session), "reveal")))

@@ -125,7 +125,8 @@ class Database:
             try:
                 yield db
             finally:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -137,7 +138,8 @@ class Database:
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:      # SQLite may have rolled back already (e.g. when full)
+                    db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
 

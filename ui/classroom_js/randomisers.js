@@ -26,13 +26,6 @@ function dpUniformReal() {
   return ((words[0] >>> 5) * 67108864 + (words[1] >>> 6)) / 9007199254740992;
 }
 
-// 128 fresh random bits as 32 hexadecimal digits: names one message so a resend counts once.
-function dpNonce() {
-  const bytes = new Uint8Array(16);
-  crypto.getRandomValues(bytes);
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
 function dpCoin(probability) {
   return dpUniformReal() < probability;
 }
@@ -68,10 +61,11 @@ const dpRandomisers = {
     return { bits };
   },
 
-  // Optimised local hashing: a personal hash seed (a, b), then randomised response over g buckets.
+  // Optimised local hashing: the hash seed (a, b) the page issued this phone (uniform over the
+  // family, drawn by the server: see dpcore.interfaces.classroom.Ticket), then randomised
+  // response over g buckets.
   olh(spec, item) {
-    const a = 1 + dpUniformInt(spec.prime - 1);
-    const b = dpUniformInt(spec.prime);
+    const [a, b] = spec.seed;
     const bucket = dpHash(a, b, item, spec.g, spec.prime);
     return { a, b, y: dpCoin(spec.p) ? bucket : dpOtherThan(bucket, spec.g) };
   },

@@ -3,7 +3,10 @@
 // Streamlit v2 component (ui/classroom_component.py). Everything from the server arrives in
 // `data`; zone names are untrusted and only ever set as textContent, never as HTML. Only the
 // report leaves through setTriggerValue("report"); the true cell leaves only through the separate
-// "reveal" button, when the teacher allowed it and the student presses it.
+// "reveal" button, when the teacher allowed it and the student presses it. Each message echoes
+// the page's single-use `data.nonce`, which is how the server knows which round it answers.
+// Every list ends with "None of these": choosing it in either list answers the question's last
+// cell (spec.d − 1), the commute the teacher did not list.
 
 function dpElement(tag, className, text) {
   const element = document.createElement(tag);
@@ -41,6 +44,9 @@ function dpSelect(label, names, testId) {
     option.value = String(index);
     select.appendChild(option);
   });
+  const none = dpElement("option", null, "None of these");
+  none.value = "-1";
+  select.appendChild(none);
   wrapper.appendChild(select);
   return [wrapper, select];
 }
@@ -60,7 +66,6 @@ function dpBuild(root, data, setTriggerValue) {
 
   let item = null;
   let report = null;
-  let reportNonce = null;
   const finished = (message) => {
     home.disabled = work.disabled = draw.disabled = send.disabled = true;
     status.textContent = message;
@@ -71,12 +76,15 @@ function dpBuild(root, data, setTriggerValue) {
   }
 
   draw.addEventListener("click", () => {
-    item = Number(home.value) * data.destinations.length + Number(work.value);
+    const listed = Number(home.value) >= 0 && Number(work.value) >= 0;
+    item = listed ? Number(home.value) * data.destinations.length + Number(work.value)
+      : spec.d - 1;
     report = dpRandomisers[spec.mechanism](spec, item);
-    reportNonce = dpNonce();
+    const commute = listed
+      ? `${data.origins[home.value]} → ${data.destinations[work.value]}` : data.noneLabel;
     steps.replaceChildren(
-      dpElement("li", null, `Your commute: ${data.origins[home.value]} → ` +
-        `${data.destinations[work.value]} (cell #${item} of ${spec.d}). It stays on this phone.`),
+      dpElement("li", null, `Your commute: ${commute} (cell #${item} of ${spec.d}). ` +
+        "It stays on this phone."),
       dpElement("li", null, dpOutcome(spec, item, report)),
       dpElement("li", null, "Your phone will send exactly this, and nothing else:"));
     sent.textContent = JSON.stringify(report);
@@ -85,12 +93,12 @@ function dpBuild(root, data, setTriggerValue) {
   });
 
   send.addEventListener("click", () => {
-    setTriggerValue("report", { room: data.room, round: spec.round, report, nonce: reportNonce });
+    setTriggerValue("report", { report, nonce: data.nonce });
     finished("Sending…");
   });
 
   reveal.addEventListener("click", () => {
-    setTriggerValue("reveal", { room: data.room, round: spec.round, cell: item, nonce: dpNonce() });
+    setTriggerValue("reveal", { cell: item, nonce: data.nonce });
     reveal.disabled = true;
   });
 
