@@ -1,6 +1,8 @@
 """AppTest of the Classroom page: the teacher opens a room and watches the estimate; a student's
 page shows the round and what the phone will do (the phone itself is tested in Chromium)."""
 
+import secrets
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ from tests.plotly_spec import figure
 from ui import classroom_view, safe
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "7_Classroom.py")
-CREATE = "FormSubmitter:classroom_create-Open the room"
+CREATE = classroom_view.OPEN
 NEW_ROUND = "FormSubmitter:classroom_round-Open a new round with these settings"
 
 
@@ -35,6 +37,11 @@ def metrics(at: AppTest) -> dict:
     return {m.label: m.value for m in at.metric}
 
 
+def tables(at: AppTest, first_column: str = "commute") -> list:
+    """The page's tables whose first column is ``first_column`` (the estimates by default)."""
+    return [d.value for d in at.dataframe if d.value.columns[0] == first_column]
+
+
 def room_with_reports(store, mechanism="grr", epsilon=2.0, n=40, names=None, **options):
     origins, destinations = names or (("Harbour", "Old Town", "Station"), ("Harbour", "Port"))
     question = classroom.Question("Where?", origins, destinations)
@@ -43,7 +50,7 @@ def room_with_reports(store, mechanism="grr", epsilon=2.0, n=40, names=None, **o
     items = np.arange(n) % 3            # cells 0, 1, 2 only
     rng = np.random.default_rng(5)
     for y in round_.build().perturb(items, question.d, rng)["y"]:
-        store.submit(code, round_.number, {"y": int(y)})
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": int(y)})
     return code, key, question
 
 
@@ -51,18 +58,28 @@ def test_teacher_opens_a_room_on_the_toy_town(store):
     at = page({})
     assert at.title[0].value.startswith("Classroom")
     homes, works = at.multiselect
-    assert len(homes.value) * len(works.value) == 49 <= classroom.MAX_CELLS
+    assert len(homes.value) * len(works.value) + 1 == 50 == classroom.MAX_CELLS
+    at.number_input(key=classroom_view.STUDENTS).set_value(6).run()
+    proposed = classroom.propose(6, 50)
+    assert any(safe.markdown(proposed.expectation()) in i.value for i in at.info)
     at.button(key=CREATE).click().run()
     assert not at.exception and not at.error
     code = at.query_params["teach"]
     code = code[0] if isinstance(code, list) else code
     room = store.room(code)
-    assert room.question.d == 49 and store.current_round(code).mechanism == "oue"
+    assert room.question.d == 50 and room.students == 6
+    current = store.current_round(code)
+    assert (current.mechanism, current.epsilon) == (proposed.mechanism, proposed.epsilon)
     assert f"`{classroom.format_code(code)}`" in text(at)
     assert len(at.get("image")) == 1, "the QR code is drawn"
     assert any(code in c.value for c in at.code)                    # the join link
     assert metrics(at)["Reports in this round"] == "0"
-    assert "No reports yet" in at.info[0].value
+    waiting = next(i.value for i in at.info if "No reports yet" in i.value)
+    band = classroom.Z95 * classroom.empty_sd(current, 50, 6)
+    assert f"0 ± {band:,.1f} students" in waiting
+    assert safe.markdown(proposed.expectation()) in waiting
+    fig = figure(at, "no reports yet")                    # the noise band before any report
+    assert fig["layout"]["shapes"][0]["x1"] == pytest.approx(band)
     assert code in at.session_state[classroom_view.TEACHER_KEYS]
 
 
@@ -73,19 +90,20 @@ def test_a_question_too_large_is_refused_with_the_reason(store):
     works.set_value(works.options[:6])
     at.button(key=CREATE).click().run()
     assert safe.markdown("10 home zones × 6 work/study zones = 60") in at.error[0].value
+    assert "at most 49" in at.error[0].value
     assert "teach" not in at.query_params
 
 
 def test_teacher_sees_count_estimate_and_intervals(store):
     code, key, question = room_with_reports(store)
     with pytest.raises(classroom.ReportRejected):
-        store.submit(code, 1, {"y": 99})                            # a forged report
+        store.submit(store.ticket(code, "f" * 32), {"y": 99})        # a forged report
     at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
     assert metrics(at)["Reports in this round"] == "40"
     assert metrics(at)["Rejected (bad or late)"] == "1"
     snap = store.snapshot(code)
     expected = classroom.estimate_round(snap.round, question.d, snap.reports)
-    top = at.dataframe[0].value
+    top = tables(at)[0]
     assert list(top.columns) == ["commute", "estimate", "95% low", "95% high"]
     best = int(np.argmax(expected.estimate))
     assert top["commute"][0] == question.label(best)
@@ -100,7 +118,7 @@ def test_teacher_sees_count_estimate_and_intervals(store):
 def test_changing_the_mechanism_opens_a_new_round_and_old_rounds_stay(store):
     code, key, _ = room_with_reports(store, n=12)
     at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
-    at.selectbox[0].set_value("hr")                                 # the round's mechanism
+    at.selectbox(key="mech-round").set_value("hr")                   # the round's mechanism
     at.button(key=NEW_ROUND).click().run()
     assert not at.exception
     assert [r.mechanism for r in store.rounds(code)] == ["grr", "hr"]
@@ -137,10 +155,12 @@ def test_without_the_key_the_screen_is_read_only_until_unlocked(store):
 
 def test_reveal_column_is_labelled_not_private(store):
     code, _, question = room_with_reports(store, n=6, reveal=True)
-    store.reveal(code, 1, 2)
+    ticket = store.ticket(code, "r" * 32)
+    store.submit(ticket, {"y": 1})
+    store.reveal(ticket, 2)
     at = page({"teach": code})
     assert "NOT private" in text(at)
-    full = at.dataframe[1].value
+    full = tables(at)[1]
     assert full.set_index("commute")["revealed (not private)"][question.label(2)] == 1
 
 
@@ -154,39 +174,113 @@ def test_student_page_shows_the_round_and_what_the_phone_does(store):
         shown = text(at)
         assert all(rule in shown for rule in rules)
         assert "round 1" in shown and classroom.format_code(code) in shown
-        assert at.main.children[4].key == classroom_view.PHONE      # the phone component
+        assert [c for c in at.main.children.values()                # the phone component
+                if getattr(c, "key", None) == classroom_view.PHONE]
         assert any("not a determined student" in c.value for c in at.caption)
 
 
-def test_student_with_an_unknown_code_is_told_what_to_do(store):
+def test_student_with_an_unknown_code_is_told_what_to_do_and_can_retype_it(store):
+    code, _ = store.create_room(classroom.Question("Where?", ("A",), ("B", "C")), "grr", 1.0)
     at = page({"room": "NOPE-NOPE"})
     assert safe.markdown("no room with the code 'NOPE-NOPE'") in at.error[0].value
     assert "Check the code with your teacher" in at.error[0].value
+    box = at.text_input(key=classroom_view.JOIN_CODE)
+    assert box.value == "NOPE-NOPE"                                  # what was typed, to fix
+    box.set_value(code.lower()).run()
+    [join] = [b for b in at.button if b.label == "Join"]
+    join.click().run()
+    assert not at.error and classroom.format_code(code) in text(at)
 
 
 def test_hostile_zone_names_stay_text(store):
     names = (("![x](http://evil/)", "<b>bold</b>"), (":red[boo]", "$x$"))
     code, key, question = room_with_reports(store, n=10, names=names)
     at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert set(table["commute"]) <= {question.label(c) for c in range(question.d)}
     fig = figure(at, "Estimated students per commute")
     ticks = " ".join(fig["data"][0]["y"])
     assert "<b>" not in ticks and "&lt;b&gt;" in ticks
 
 
+def student_session(code: str) -> AppTest:
+    """A student's page, as drawn for a phone: its session holds its token and ticket."""
+    at = page({"room": code})
+    assert not at.exception and not at.error
+    return at
+
+
 def test_what_a_phone_is_told_after_sending(store):
     code, _, _ = room_with_reports(store, n=2)
-    answer = classroom_view.submit({"room": code, "round": 1, "report": {"y": 4},
-                                    "nonce": "a" * 32})
+    at = student_session(code)
+    [ticket] = at.session_state[classroom_view.TICKETS].values()
+    assert (ticket.room, ticket.round) == (code, 1)
+    limit = classroom.RateLimit()
+    answer = classroom_view.submit(ticket, {"y": 4}, limit)
     assert answer == {"ok": True, "message": "Sent: report number 3 of this round. Your true "
                                              "commute never left your phone."}
-    assert classroom_view.submit({"room": code, "round": 1, "report": {"y": 4},
-                                  "nonce": "a" * 32})["ok"]              # a replay: still 3
+    again = classroom_view.submit(ticket, {"y": 4}, limit)
+    assert not again["ok"] and "already sent a report in this round" in again["message"]
     assert len(store.snapshot(code).reports) == 3
-    for payload, says in (({"room": code, "round": 1, "report": {"y": 6}}, "outside"),
-                          ({"room": code, "round": 2, "report": {"y": 1}}, "Round 2 is not open"),
-                          ({"room": "NOPE", "round": 1, "report": {"y": 1}}, "no room")):
-        answer = classroom_view.submit(payload)
+    for sent, report, says in ((classroom.Ticket(code, 1, "o" * 32, "0" * 32), {"y": 7},
+                                "outside"),
+                               (classroom.Ticket(code, 2, "p" * 32, "1" * 32), {"y": 1},
+                                "Round 2 is not open"),
+                               (classroom.Ticket("NOPE", 1, "q" * 32, "2" * 32), {"y": 1},
+                                "no room")):
+        answer = classroom_view.submit(sent, report, classroom.RateLimit())
         assert not answer["ok"] and answer["message"].startswith("Not counted:")
         assert says in answer["message"]
+    for _ in range(classroom.ATTEMPTS_PER_MINUTE - 2):           # the connection's rate limit
+        classroom_view.submit(ticket, {"y": 1}, limit)
+    answer = classroom_view.submit(ticket, {"y": 1}, limit)
+    assert "too many attempts" in answer["message"]
+    assert "too many attempts" in classroom_view.reveal(ticket, 1, limit)
+
+
+def test_the_phone_message_names_nothing_the_server_believes(store):
+    """The component's message is matched to this session's ticket by its nonce: a room and round
+    in the message are ignored, a message without this page's nonce is dropped."""
+    code, _, _ = room_with_reports(store, n=2)
+    other, _, _ = room_with_reports(store, n=1)
+    at = student_session(code)
+    tickets = at.session_state[classroom_view.TICKETS]
+    [ticket] = tickets.values()
+    forged = {"room": other, "round": 2 ** 64, "report": {"y": 1}, "nonce": ticket.nonce}
+    assert classroom_view.ticket_for(forged, tickets) == ticket
+    assert classroom_view.ticket_for({"report": {"y": 1}, "nonce": "9" * 32}, tickets) is None
+    assert classroom_view.ticket_for("junk", tickets) is None
+    assert classroom_view.submit(ticket, forged["report"], classroom.RateLimit())["ok"]
+    assert len(store.snapshot(code).reports) == 3 and len(store.snapshot(other).reports) == 1
+
+
+def test_a_store_failure_is_a_plain_message_on_both_screens(store, monkeypatch):
+    code, key, _ = room_with_reports(store, n=2)
+
+    def unavailable(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+    monkeypatch.setattr(classroom.Database, "_open", unavailable)
+    monkeypatch.setattr(classroom.Database, "_ensure", lambda *args: None)
+    for params, session in (({"room": code}, {}), ({"teach": code},
+                                                   {classroom_view.TEACHER_KEYS: {code: key}}),
+                            ({}, {})):
+        at = page(params, **session)
+        if not params:                                             # the landing: open a room
+            at.button(key=CREATE).click().run()
+        assert not at.exception
+        shown = " ".join(e.value for e in at.error)
+        assert "storage is busy" in shown and "OperationalError" not in shown
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert any("For whoever runs the server" in c.value for c in at.caption)
+
+
+def test_round_csv_writes_zero_not_minus_zero(store):
+    question = classroom.Question("Where?", ("A", "B"), ("C",))
+    estimate = classroom.Estimate(3, np.array([-0.04, 2.0, 1.04]), np.array([0.01, 1, 1]), 0.5)
+    table = classroom_view.estimate_table(question, estimate, None)
+    csv = classroom_view.export.safe_csv(table)
+    csv = csv.decode() if isinstance(csv, bytes) else csv
+    cells = [line.split(",") for line in csv.splitlines()]
+    assert not [c for row in cells for c in row if c.strip() in ("-0", "-0.0")]
+    assert {row[0]: row[1] for row in cells}["A → C"] in ("0", "0.0")
+    assert table["commute"].iloc[-1] == "A → C" and question.label(2) == classroom.NONE_OF_THESE

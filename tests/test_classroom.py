@@ -314,7 +314,7 @@ def test_a_new_round_is_a_new_slot_and_nonces_are_single_use(store):
 
 
 def test_tickets_come_from_the_database_not_the_phone(store):
-    code, key = store.create_room(QUESTION, "olh", 2.0)
+    code, _ = store.create_room(QUESTION, "olh", 2.0)
     ticket = store.ticket(f" {code.lower()} ", "p" * 32)
     assert (ticket.room, ticket.round) == (code, 1)
     assert len(ticket.nonce) == classroom.NONCE_HEX and 1 <= ticket.seed[0] < 2 ** 31 - 1
@@ -338,7 +338,7 @@ def test_rate_limit_per_connection():
 
 # --------------------------------------------------------------------------- reveals (issue 20)
 def test_reveals_need_a_report_of_the_same_session_and_round(store):
-    code, key = store.create_room(QUESTION, "grr", 1.0, reveal=True)
+    code, _ = store.create_room(QUESTION, "grr", 1.0, reveal=True)
     forger = store.ticket(code, "9" * 32)
     for _ in range(30):                                     # 30 "true answers", no report
         with pytest.raises(ClassroomError, match="only after"):
@@ -540,9 +540,8 @@ def test_a_read_only_store_reads_and_refuses_writes_plainly(store, monkeypatch):
 def test_a_full_disk_is_a_plain_message(store, monkeypatch):
     code, _ = store.create_room(QUESTION, "grr", 1.0)
     error = sqlite3.OperationalError("database or disk is full")
-    with pytest.raises(StoreUnavailable, match="storage is full"):
-        with store.db.write():
-            raise error
+    with pytest.raises(StoreUnavailable, match="storage is full"), store.db.write():
+        raise error
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")

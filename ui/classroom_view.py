@@ -460,27 +460,27 @@ def _trigger(name: str):
     return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
 
 
-def _current_ticket(payload) -> classroom.Ticket | None:
-    """This session's ticket whose nonce the phone echoed: the page's own room and round."""
+def ticket_for(payload, tickets: dict) -> classroom.Ticket | None:
+    """The session's ticket whose nonce the phone's message echoes — the page's own room and
+    round; anything else in the message (a room, a round) is ignored. None: not a message this
+    page asked for (stale or forged), to be dropped."""
     if not isinstance(payload, dict):
         return None
-    nonce = payload.get("nonce")
-    return next((t for t in st.session_state.get(TICKETS, {}).values() if t.nonce == nonce), None)
+    return next((t for t in tickets.values() if t.nonce == payload.get("nonce")), None)
 
 
 def _received_report() -> None:
     payload = _trigger("report")
-    if not isinstance(payload, dict):
-        return
-    ticket = _current_ticket(payload)
-    if ticket is None:
-        return              # not a report this page asked for (an old or forged message): ignored
-    st.session_state[SENT][f"{ticket.room}:{ticket.round}"] = submit(ticket, payload.get("report"))
+    ticket = ticket_for(payload, st.session_state[TICKETS])
+    if ticket is not None:
+        st.session_state[SENT][f"{ticket.room}:{ticket.round}"] = submit(
+            ticket, payload.get("report"), st.session_state[RATE])
 
 
-def submit(ticket: classroom.Ticket, report) -> dict:
-    """Hand one phone's report to the store under this session's ticket: {"ok", "message"}."""
-    if not st.session_state[RATE].allow():
+def submit(ticket: classroom.Ticket, report, limit: classroom.RateLimit) -> dict:
+    """Hand one phone's report to the store under this session's ticket, within the session's
+    rate ``limit``: {"ok", "message"} for the student."""
+    if not limit.allow():
         return {"ok": False, "message": "Not counted: too many attempts from this page; wait a "
                                         "minute and reload."}
     try:
@@ -493,18 +493,18 @@ def submit(ticket: classroom.Ticket, report) -> dict:
 
 def _received_reveal() -> None:
     payload = _trigger("reveal")
-    ticket = _current_ticket(payload)
+    ticket = ticket_for(payload, st.session_state[TICKETS])
     if ticket is None:
         return
     round_key = f"{ticket.room}:{ticket.round}"
-    if round_key in st.session_state[REVEALED]:
-        return
-    st.session_state[REVEALED][round_key] = reveal(ticket, payload.get("cell"))
+    if round_key not in st.session_state[REVEALED]:
+        st.session_state[REVEALED][round_key] = reveal(ticket, payload.get("cell"),
+                                                       st.session_state[RATE])
 
 
-def reveal(ticket: classroom.Ticket, cell) -> str:
+def reveal(ticket: classroom.Ticket, cell, limit: classroom.RateLimit) -> str:
     """Hand a true answer the student chose to send to the store; what the phone should say."""
-    if not st.session_state[RATE].allow():
+    if not limit.allow():
         return "True answer not sent: too many attempts from this page; wait a minute."
     try:
         store().reveal(ticket, cell)

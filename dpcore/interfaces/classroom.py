@@ -79,7 +79,12 @@ import numpy as np
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import ranks
-from dpcore.interfaces.store import DATABASE_NAME, FOLDER_VARIABLE, Database, default_folder
+from dpcore.interfaces.store import (
+    DATABASE_NAME,
+    FOLDER_VARIABLE,
+    Database,
+    default_folder,
+)
 from dpcore.mechanisms.base import LocalMechanism
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
 from dpcore.mechanisms.local import GRR, HASH_PRIME, OLH, OUE
@@ -575,6 +580,12 @@ class SessionSummary:
         return self.session[:8]
 
 
+def issue_seed() -> tuple[int, int]:
+    """An OLH hash seed (a, b), uniform over the universal family (1 ≤ a < P, 0 ≤ b < P), as the
+    Python client draws it, from :mod:`secrets`."""
+    return 1 + secrets.randbelow(HASH_PRIME - 1), secrets.randbelow(HASH_PRIME)
+
+
 def session_hash(session: str, purpose: str) -> str:
     """How a session is stored: SHA-256 of "purpose:token" — "report" and "reveal" give unlinked
     values, so the file does not pair a reveal with a report."""
@@ -810,9 +821,7 @@ class RoomStore:
         if not isinstance(session, str) or len(session) < 16:
             raise ClassroomError("This page has no session token; reload it.")
         round_ = self.current_round(code)
-        seed = None
-        if round_.mechanism == "olh":
-            seed = (1 + secrets.randbelow(HASH_PRIME - 1), secrets.randbelow(HASH_PRIME))
+        seed = issue_seed() if round_.mechanism == "olh" else None
         return Ticket(round_.room, round_.number, session, secrets.token_hex(NONCE_HEX // 2), seed)
 
     def submit(self, ticket: Ticket, payload, now: float | None = None) -> int:

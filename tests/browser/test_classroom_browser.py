@@ -38,16 +38,21 @@ def local(address: str) -> bool:
     return urlsplit(address).hostname in ("127.0.0.1", None)
 
 
-def send_from_a_phone(browser, url: str, screenshot_path=None) -> None:
+def send_from_a_phone(browser, url: str, screenshot_path=None, not_listed=False) -> None:
     context = browser.new_context(viewport=PHONE)
     outside = []
     context.on("request", lambda request: None if local(request.url) else
                outside.append(request.url))
     phone = context.new_page()
     phone.goto(url)
+    if not_listed:                       # a commute the teacher did not list
+        phone.locator("select[data-testid='dp-work']").select_option(label="None of these")
     phone.get_by_role("button", name="Randomise on this phone").click()
     expect(phone.get_by_text("Your phone will send exactly this")).to_be_visible()
     expect(phone.get_by_text("It stays on this phone")).to_be_visible()
+    if not_listed:
+        expect(phone.get_by_text("Your commute: None of these (a commute not listed)")
+               ).to_be_visible()
     phone.get_by_role("button", name="Send this report").click()
     expect(phone.get_by_text(re.compile(r"Sent: report number \d+")).first).to_be_visible()
     settled(phone)
@@ -65,11 +70,17 @@ def send_from_a_phone(browser, url: str, screenshot_path=None) -> None:
 def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_url, browser,
                                                                screenshot):
     page.goto(f"{app_url}/Classroom")
+    students = page.get_by_label("About how many students?")
+    students.fill("6")
+    students.press("Enter")
+    expect(page.get_by_text(re.compile(r"With 6 students at ε = \d+ .*stand out"))
+           ).to_be_visible()
     page.get_by_role("button", name="Open the room").click()
     expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
     code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
     expect(page.get_by_text(f"{code[:4]}-{code[4:]}").first).to_be_visible()
     expect(page.get_by_text("No reports yet")).to_be_visible()
+    expect(page.locator(".js-plotly-plot text", has_text="no reports yet").first).to_be_visible()
     expect(page.get_by_role("img", name="Scan to join").or_(
         page.locator("img[alt='Scan to join'], [data-testid='stImage'] img")).first).to_be_visible()
 
@@ -77,7 +88,8 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for student in range(STUDENTS):
         send_from_a_phone(browser, f"{app_url}/Classroom?room={code}",
-                          SCREENSHOTS / "classroom-student.png" if student == 0 else None)
+                          SCREENSHOTS / "classroom-student.png" if student == 0 else None,
+                          not_listed=student == 1)
 
     # the teacher did nothing: the fragment refreshed by itself
     expect(metric(page, "Reports in this round")).to_have_text(str(STUDENTS), timeout=20_000)
@@ -99,12 +111,13 @@ def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url,
     context = browser.new_context(viewport=PHONE)
     phone = context.new_page()
     phone.goto(f"{app_url}/Classroom?room={code}")
-    expect(phone.get_by_text(re.compile(r"round 1 · Optimised unary encoding"))).to_be_visible()
+    expect(phone.get_by_text(re.compile(r"round 1 · Generalised randomised response"))
+           ).to_be_visible()
 
     page.get_by_text("change mechanism or ε (opens a new round)").click()
     mechanism = page.get_by_role("combobox", name="Local mechanism")
     expect(mechanism).to_be_visible()
-    option = page.get_by_role("option", name="Generalised randomised response (direct encoding)")
+    option = page.get_by_role("option", name="Optimised unary encoding")
     for _ in range(6):  # the teacher view reruns every 2 s, which can close an open dropdown
         mechanism.click()
         try:
@@ -112,15 +125,37 @@ def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url,
             break
         except PlaywrightTimeoutError:
             continue
-    expect(mechanism).to_have_value("Generalised randomised response (direct encoding)")
+    expect(mechanism).to_have_value("Optimised unary encoding")
     page.get_by_role("button", name="Open a new round with these settings").click()
-    expect(page.get_by_role("combobox", name="Show")).to_have_value("Round 2: GRR, ε = 1 (open)")
+    expect(page.get_by_role("combobox", name="Show")).to_have_value(
+        re.compile(r"Round 2: OUE, ε = \d+ \(open\)"))
 
-    expect(phone.get_by_text(re.compile(r"round 2 · Generalised randomised response"))
+    expect(phone.get_by_text(re.compile(r"round 2 · Optimised unary encoding"))
            ).to_be_visible(timeout=20_000)
     phone.get_by_role("button", name="Randomise on this phone").click()
     phone.get_by_role("button", name="Send this report").click()
     expect(phone.get_by_text("Sent: report number 1").first).to_be_visible()
     expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
+    no_traceback(phone)
+    context.close()
+
+
+def test_a_student_with_a_wrong_code_retypes_it(page: Page, app_url, browser):
+    page.goto(f"{app_url}/Classroom")
+    page.get_by_role("button", name="Open the room").click()
+    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
+    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room=WRNG-C0DE")
+    expect(phone.get_by_text("There is no room with the code")).to_be_visible()
+    box = phone.get_by_label("Room code")
+    expect(box).to_have_value("WRNG-C0DE")       # what was typed, to fix
+    box.fill(f"{code[:4].lower()} {code[4:]}")   # typed loosely
+    box.press("Enter")
+    phone.get_by_role("button", name="Join").click()
+    expect(phone.get_by_text(re.compile(rf"Room {code[:4]}-{code[4:]} · round 1"))
+           ).to_be_visible(timeout=20_000)
+    expect(phone.get_by_role("button", name="Randomise on this phone")).to_be_enabled()
     no_traceback(phone)
     context.close()

@@ -11,7 +11,9 @@ Each randomiser is driven thousands of times in headless Chromium with its real 
   ``accumulate``/``estimate``) is z-tested against the truth cell by cell (Bonferroni).
 
 Every report also goes through the server's validation (``parse_report``), so the browser's format
-is exactly the one the server accepts. Each check fails by chance with probability ≤ ALPHA = 10⁻⁴;
+is exactly the one the server accepts. OLH's hash seed is issued per phone by the server
+(``classroom.issue_seed``, as a page's ticket does), so each OLH report here gets its own, and must
+use exactly it. Each check fails by chance with probability ≤ ALPHA = 10⁻⁴;
 with 4 checks per configuration × 6 configurations the suite's false-failure rate is ≤ 0.24 %.
 """
 
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.browser
 
 ALPHA = 1e-4
 DRAWS = 20_000
-D = 49                                  # 7 homes × 7 destinations, the toy town's question
+D = 50                                  # 7 homes × 7 destinations + "none of these": the toy town
 ITEM = 17
 CONFIGURATIONS = [("grr", 1.0), ("grr", 4.0), ("oue", 1.0), ("olh", 2.0), ("hr", 0.5), ("hr", 3.0)]
 
@@ -52,8 +54,15 @@ def randomiser(browser):
     page.add_script_tag(content=RANDOMISERS_JS)
 
     def run(spec: dict, items) -> list[dict]:
-        return page.evaluate("([spec, items]) => items.map((x) => dpRandomisers[spec.mechanism]"
-                             "(spec, x))", [spec, [int(x) for x in items]])
+        seeds = ([list(classroom.issue_seed()) for _ in items] if spec["mechanism"] == "olh"
+                 else None)
+        reports = page.evaluate(
+            "([spec, items, seeds]) => items.map((x, i) => dpRandomisers[spec.mechanism]"
+            "(seeds ? { ...spec, seed: seeds[i] } : spec, x))",
+            [spec, [int(x) for x in items], seeds])
+        if seeds is not None:
+            assert [[r["a"], r["b"]] for r in reports] == seeds     # the issued seed, no other
+        return reports
     yield run
     page.close()
 
