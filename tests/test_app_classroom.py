@@ -284,3 +284,25 @@ def test_round_csv_writes_zero_not_minus_zero(store):
     assert not [c for row in cells for c in row if c.strip() in ("-0", "-0.0")]
     assert {row[0]: row[1] for row in cells}["A → C"] in ("0", "0.0")
     assert table["commute"].iloc[-1] == "A → C" and question.label(2) == classroom.NONE_OF_THESE
+
+
+def test_teacher_discards_a_misbehaving_session(store):
+    code, key, _ = room_with_reports(store, n=4)
+    script = store.ticket(code, "s" * 32)
+    store.submit(script, {"y": 0})
+    for _ in range(3):
+        with pytest.raises(classroom.ReportRejected):
+            store.submit(store.ticket(code, "s" * 32), {"y": 0})
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    [sessions] = tables(at, "session")
+    assert list(sessions.columns) == ["session", "reports kept", "reports rejected", "discarded"]
+    assert (sessions["reports rejected"][0], sessions["reports kept"][0]) == (3, 1)
+    worst = store.sessions(code)[0]
+    assert at.selectbox(key="classroom_discard_choice").value == worst
+    [discard] = [b for b in at.button if b.label == "Discard this session's reports"]
+    discard.click().run()
+    assert not at.exception
+    assert any(f"Session {worst.label} discarded: 1 report(s) deleted" in s.value
+               for s in at.success)
+    assert len(store.snapshot(code).reports) == 4
+    assert metrics(at)["Reports in this round"] == "4"

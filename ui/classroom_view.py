@@ -57,6 +57,8 @@ TICKETS = "classroom_tickets"
 RATE = "classroom_rate"
 #: Widget key of "About how many students?".
 STUDENTS = "classroom_students"
+#: The message after a discard, shown once.
+DISCARDED = "classroom_discarded"
 OPEN = "classroom_open"
 
 
@@ -222,7 +224,7 @@ def teacher(code: str) -> None:
         unlock(room.code)
     elif room.is_open():
         controls(room, key)
-    live_view(room.code)
+    live_view(room.code, key if room.is_open() else None)
 
 
 def unlock(code: str) -> None:
@@ -255,7 +257,6 @@ def controls(room: classroom.Room, key: str) -> None:
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
-    discard(room, key)
     with st.expander("Teacher key (do not open on the projector)"):
         st.caption("Whoever has this key can change or close the room: it lets you take control "
                    "from another browser.")
@@ -266,11 +267,12 @@ def discard(room: classroom.Room, key: str) -> None:
     """The room's browser sessions (by an anonymous label), most rejected reports first, and a
     button to discard one session's reports."""
     sessions = store().sessions(room.code)
-    with st.expander(f"Browser sessions ({len(sessions):,}): discard a misbehaving one"):
+    with st.expander("Browser sessions: discard a misbehaving one"):
         if not sessions:
             st.caption("No phone has sent anything yet.")
             return
-        st.caption("Each row is one browser session, labelled by 8 characters of a hash (nothing "
+        st.caption(f"{len(sessions):,} session{'' if len(sessions) == 1 else 's'}. "
+                   "Each row is one browser session, labelled by 8 characters of a hash (nothing "
                    "about the student). A session with many rejected reports is probably a "
                    "script; discarding it deletes its reports in every round and refuses its "
                    "later ones. (Its revealed answers, stored unlinked, stay.)")
@@ -286,14 +288,21 @@ def discard(room: classroom.Room, key: str) -> None:
                                   key="classroom_discard_choice")
             if st.button("Discard this session's reports"):
                 deleted = store().discard_session(room.code, key, chosen.session)
-                st.success(f"Session {chosen.label} discarded: {deleted} report(s) deleted.")
+                st.session_state[DISCARDED] = (f"Session {chosen.label} discarded: {deleted} "
+                                               "report(s) deleted.")
+                st.rerun()                     # the counts above, without the session
+        if DISCARDED in st.session_state:
+            st.success(st.session_state.pop(DISCARDED))
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
-def live_view(code: str) -> None:
-    """Reports, estimate and spread of one round, re-read every :data:`REFRESH_SECONDS`."""
+def live_view(code: str, key: str | None) -> None:
+    """Reports, estimate and spread of one round, re-read every :data:`REFRESH_SECONDS`; with the
+    teacher ``key``, the browser sessions too (new ones appear as they send)."""
     try:
         _live_view(code)
+        if key is not None:
+            discard(store().room(code), key)
     except (StoreUnavailable, classroom.ClassroomError) as problem:
         st.error(safe.markdown(problem))
 

@@ -159,3 +159,18 @@ def test_a_student_with_a_wrong_code_retypes_it(page: Page, app_url, browser):
     expect(phone.get_by_role("button", name="Randomise on this phone")).to_be_enabled()
     no_traceback(phone)
     context.close()
+
+
+def test_teacher_discards_one_sessions_report(page: Page, app_url, browser):
+    page.goto(f"{app_url}/Classroom")
+    page.get_by_role("button", name="Open the room").click()
+    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
+    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    send_from_a_phone(browser, f"{app_url}/Classroom?room={code}")
+    expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
+    page.get_by_text("Browser sessions: discard a misbehaving one").click()
+    expect(page.get_by_text("1 session.")).to_be_visible(timeout=20_000)
+    page.get_by_role("button", name="Discard this session's reports").click()
+    expect(metric(page, "Reports in this round")).to_have_text("0", timeout=20_000)
+    settled(page)
+    no_traceback(page)
