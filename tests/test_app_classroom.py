@@ -306,3 +306,24 @@ def test_teacher_discards_a_misbehaving_session(store):
                for s in at.success)
     assert len(store.snapshot(code).reports) == 4
     assert metrics(at)["Reports in this round"] == "4"
+
+
+def test_an_expired_room_is_unreadable_also_by_its_teacher(store):
+    code, key, _ = room_with_reports(store, n=3)
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE rooms SET expires = 0")
+    for params in ({"teach": code}, {"room": code}):
+        at = page(params, **{classroom_view.TEACHER_KEYS: {code: key}})
+        assert "no room with the code" in at.error[0].value
+        assert not at.metric and not tables(at)
+
+
+def test_a_deleted_database_heals_on_the_next_request(store):
+    code, key, _ = room_with_reports(store, n=3)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert "no room with the code" in at.error[0].value           # said plainly, no traceback
+    at = page({})
+    at.button(key=CREATE).click().run()
+    assert not at.exception and not at.error and "teach" in at.query_params

@@ -841,7 +841,7 @@ class RoomStore:
                 text = self._accept(db, room, ticket, session, payload, now)
             except ReportRejected as rejected:
                 self._count_rejection(db, room.code, session, rejected)
-                return_error = rejected
+                refused = rejected          # raised once the tally is committed
             else:
                 db.execute("INSERT INTO reports(room, round, received, report, nonce, session) "
                            "VALUES (?,?,?,?,?,?)",
@@ -849,7 +849,7 @@ class RoomStore:
                 db.execute("INSERT INTO sessions(room, session) VALUES (?,?) "
                            "ON CONFLICT(room, session) DO NOTHING", (room.code, session))
                 return self._count(db, room.code, ticket.round)
-        raise return_error
+        raise refused
 
     @staticmethod
     def _count(db, code: str, number: int) -> int:
