@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -115,6 +116,7 @@ class Database:
         self.max_bytes = int(max_bytes)
         self.read_timeout, self.write_timeout = float(read_timeout), float(write_timeout)
         self._identity: tuple[int, int] | None = None   # (device, inode) the schema was made in
+        self._creating = threading.Lock()    # one thread re-creates; none deletes another's log
 
     # ------------------------------------------------------------------------------ public
     @contextmanager
@@ -179,21 +181,25 @@ class Database:
         with closing(self._open(timeout)) as db:
             yield db
 
-    def _ensure(self, timeout: float) -> None:
-        """Create the folder, the file and this owner's tables when they are missing or new."""
+    def _identity_now(self) -> tuple[int, int] | None:
         try:
             stat = os.stat(self.path)
         except FileNotFoundError:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            for suffix in ("-wal", "-shm"):       # a stale log must not be replayed into a new file
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            stat = None
-        if stat is not None and (stat.st_dev, stat.st_ino) == self._identity:
-            return
-        with closing(self._open(timeout)) as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            if self.prepare is not None:
-                self.prepare(db)
-            db.executescript(self.schema)
-        stat = os.stat(self.path)
-        self._identity = (stat.st_dev, stat.st_ino)
+            return None
+        return stat.st_dev, stat.st_ino
+
+    def _ensure(self, timeout: float) -> None:
+        """Create the folder, the file and this owner's tables when they are missing or new."""
+        if self._identity is not None and self._identity_now() == self._identity:
+            return                                 # the usual case: one stat, no lock
+        with self._creating:
+            if self._identity_now() is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                for suffix in ("-wal", "-shm"):   # a stale log must not be replayed into a new file
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            with closing(self._open(timeout)) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                if self.prepare is not None:
+                    self.prepare(db)
+                db.executescript(self.schema)
+            self._identity = self._identity_now()
