@@ -70,7 +70,7 @@ def int_opt(x: np.ndarray, c: int) -> np.ndarray:
     return z + x
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Level:
     """One level of the hierarchy: its OD matrix (zones, true counts) and, for each of its cells,
     the cell of the level above that contains it (None for the top level)."""
