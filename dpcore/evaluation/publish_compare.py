@@ -11,8 +11,9 @@ reproducible and fast; the post-processing is the methods' own code. Every metho
 * ``flat``: the finest level alone with the whole budget, negatives set to 0; the levels above
   are its sums (what a user of a one-level table would do);
 * ``wls``: the finest level and its parent, (ε, δ) split evenly, weighted least squares, rounding
-  within parents, negatives to 0 (:func:`dpcore.interfaces.publish.publish_levels`); levels above
-  the parent are its sums;
+  within parents (:func:`dpcore.interfaces.publish.publish_levels` with its default for two
+  levels, ``base``: negatives kept, since clipping them would inflate every parent total); levels
+  above the parent are its sums;
 * ``topdown``: every level, ρ split by the shares (even by default), InfTDA.
 """
 
@@ -34,7 +35,8 @@ METRICS = {
     "max_abs_error": "maximum absolute error (commuters)",
     "rmse": "RMSE per cell (commuters)",
     "invented": "invented commutes: published > 0 where the truth is 0 (cells)",
-    "lost": "lost commutes: published 0 where the truth is > 0 (cells)",
+    "lost": "lost commutes: published 0 or less where the truth is > 0 (cells)",
+    "negative": "negative counts published (cells)",
     "origin_total_rmse": "RMSE of origin totals (commuters)",
     "destination_total_rmse": "RMSE of destination totals (commuters)",
     "consistent": "adds up to the level above (share of releases)",
@@ -87,7 +89,7 @@ def release(method: str, levels: list[topdown.Level], sigmas: tuple[float, ...],
             (fine + discrete_gaussian(rng, sigmas[0], fine.size)).astype(float),
             (coarse + discrete_gaussian(rng, sigmas[1], coarse.size)).astype(float),
             groups, sigmas[0] ** 2, sigmas[1] ** 2)
-        published = np.maximum(publish.integer_consistent(fitted, parent, groups), 0)
+        published = publish.integer_consistent(fitted, parent, groups)
         return _sums_up(levels, published, len(levels) - 1)
     root = levels[-1].od.n if neighbours == SUBSTITUTION else None
     return topdown.topdown(levels, root, lambda number, counts:
@@ -109,7 +111,8 @@ def measure(levels: list[topdown.Level], released: list[np.ndarray]) -> list[dic
             "max_abs_error": float(np.abs(error).max()),
             "rmse": float(np.sqrt(np.mean(error.astype(float) ** 2))),
             "invented": float(np.count_nonzero((values > 0) & (truth == 0))),
-            "lost": float(np.count_nonzero((values == 0) & (truth > 0))),
+            "lost": float(np.count_nonzero((values <= 0) & (truth > 0))),
+            "negative": float(np.count_nonzero(values < 0)),
             "origin_total_rmse": float(np.sqrt(np.mean(
                 error.reshape(shape).sum(axis=1).astype(float) ** 2))),
             "destination_total_rmse": float(np.sqrt(np.mean(
