@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from dpcore.interfaces import classroom, ledger, publish
+from dpcore.interfaces import classroom, cli, ledger, publish
 from dpcore.data import datasets
 
 
@@ -107,9 +107,30 @@ def test_table_shows_a_dash_for_no_rho_and_totals_per_dataset(tmp_path):
 def test_record_names_the_entry_in_the_manifest(tmp_path):
     store = ledger.LedgerStore(tmp_path)
     result = publish.publish_topdown(datasets.load("toy_town"), 1.0, delta=1e-6, source={})
-    entry = ledger.record(store, result, "toy_town")
+    entry = ledger.record(store, result, "toy_town", "topdown (gaussian)")
     assert result.manifest["ledger_entry"]["number"] == entry.number == 1
     assert result.manifest["ledger_entry"]["hash"] == entry.hash
     assert entry.manifest_id == result.manifest["id"] and len(entry.manifest_id) == 32
     assert entry.rho == pytest.approx(result.manifest["rho_zcdp"])
     assert entry.levels[0].rho == pytest.approx(result.manifest["levels"][0]["rho_zcdp"])
+
+
+def test_cli_publish_records_and_ledger_shows_it(tmp_path, capsys):
+    out = tmp_path / "published"
+    assert cli.main(["publish", "--dataset", "ireland_ed", "--area", "Leitrim", "--method",
+                     "topdown", "--epsilon", "1", "--delta", "1e-6", "--compare", "2",
+                     "--out", str(out)]) == 0
+    manifest = __import__("json").loads((out / "manifest.json").read_text())
+    assert manifest["ledger_entry"]["number"] == 1
+    comparison = __import__("pandas").read_csv(out / "comparison.csv")
+    assert set(comparison["method"]) == {"flat", "wls", "topdown"}
+    assert cli.main(["publish", "--dataset", "toy_town", "--mechanism", "discrete_laplace",
+                     "--epsilon", "0.5", "--out", str(tmp_path / "second")]) == 0
+    capsys.readouterr()
+    assert cli.main(["ledger", "--out", str(tmp_path / "ledger.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert "topdown (gaussian)" in printed and "flat (discrete_laplace)" in printed
+    assert "intact" in printed and "None" not in printed
+    assert cli.main(["publish", "--dataset", "toy_town", "--method", "topdown",
+                     "--mechanism", "discrete_laplace", "--epsilon", "1",
+                     "--out", str(tmp_path / "third")]) == cli.EXIT_USAGE

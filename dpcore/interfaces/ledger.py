@@ -149,16 +149,17 @@ class LedgerStore:
         return None
 
 
-def record(store: LedgerStore, published, dataset: str) -> Entry:
-    """Append a publication (a :class:`dpcore.interfaces.publish.Published`) to the ledger and
-    name the entry in its manifest; the manifest gets a random id if it has none."""
+def record(store: LedgerStore, published, dataset: str, method: str) -> Entry:
+    """Append a publication (a :class:`dpcore.interfaces.publish.Published`, made by ``method``)
+    to the ledger and name the entry in its manifest; the manifest gets a random id (not derived
+    from anything) if it has none."""
     manifest = published.manifest
     manifest.setdefault("id", secrets.token_hex(16))
     single = manifest.get("rho_zcdp") if len(manifest["levels"]) == 1 else None
     levels = [LevelCost(lv["name"], lv.get("epsilon", lv.get("epsilon_alone")),
                         lv.get("delta", lv.get("delta_alone", 0.0)), lv.get("rho_zcdp", single))
               for lv in manifest["levels"]]
-    entry = store.append(dataset, manifest["mechanism"], levels, manifest["epsilon"],
+    entry = store.append(dataset, method, levels, manifest["epsilon"],
                          manifest["delta"], manifest.get("rho_zcdp"), manifest["id"])
     manifest["ledger_entry"] = {"number": entry.number, "hash": entry.hash,
                                 "database": "the app's local ledger (table publications)"}
