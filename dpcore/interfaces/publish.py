@@ -453,7 +453,7 @@ def topdown_budget(epsilon: float, delta: float, shares, names, neighbours: str 
     """ρ for (ε, δ) by OpenDP's own conversion (``make_zCDP_to_approxDP`` + ``make_fix_delta``,
     tighter than the ρ = ln(1/δ)(√(1 + ε/ln(1/δ)) − 1)² the reference package uses), split over
     the levels by ``shares`` (zCDP composes by adding ρ). Each level's discrete Gaussian scale is
-    found by OpenDP's ``binary_search_param`` so that its own privacy map certifies ρ·share.
+    σ = Δ₂/√(2ρ·share), raised if OpenDP's own privacy map says it spends more than ρ·share.
     Returns (total ρ, the levels)."""
     shares = [float(s) for s in shares]
     if len(shares) != len(names) or min(shares) <= 0 or not math.isclose(sum(shares), 1.0,
@@ -466,9 +466,11 @@ def topdown_budget(epsilon: float, delta: float, shares, names, neighbours: str 
     d_in = l2_sensitivity(neighbours)
     levels = []
     for name, share in zip(names, shares):
-        scale = dp.binary_search_param(lambda s: space >> dp.m.then_gaussian(scale=s),
-                                       d_in=d_in, d_out=rho * share)
+        scale = d_in / math.sqrt(2 * rho * share)  # ρ = Δ²/(2σ²), then OpenDP's map checks it
         measurement = space >> dp.m.then_gaussian(scale=scale)
+        while measurement.map(d_in) > rho * share:  # rounding: never spend more than the share
+            scale = math.nextafter(scale, math.inf)
+            measurement = space >> dp.m.then_gaussian(scale=scale)
         level_delta = delta * share
         approx = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(measurement), level_delta)
         levels.append(LevelBudget(name, share, float(measurement.map(d_in)), float(scale),
