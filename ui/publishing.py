@@ -77,12 +77,11 @@ def ledger_section() -> None:
                  "outside the app; the totals above may understate what was spent.")
 
 
-def _topdown_shares(od) -> list[float]:
+def _topdown_shares(levels: list[topdown.Level]) -> list[float]:
     """The levels of the hierarchy and their share of ρ (editable weights, normalised)."""
-    levels = topdown.hierarchy(od)
     if len(levels) == 1:
-        st.caption(f"{od.name} has no parent level here: TopDown publishes it as one level of "
-                   "non-negative whole numbers.")
+        st.caption(f"{levels[0].name} has no parent level here: TopDown publishes it as one "
+                   "level of non-negative whole numbers.")
         return [1.0]
     st.caption("How ρ is split over the levels (the paper splits it evenly). Weights are "
                "normalised to shares.")
@@ -93,21 +92,26 @@ def _topdown_shares(od) -> list[float]:
     return [w / sum(weights) for w in weights]
 
 
-def _topdown_budget_table(od, epsilon, delta, shares, neighbours) -> None:
-    levels = topdown.hierarchy(od)
-    _, budget = publish.topdown_budget(epsilon, delta, shares, [lv.name for lv in levels],
-                                       neighbours)
-    bounds = topdown.error_bound([b.scale for b in budget],
-                                 [lv.od.domain_size for lv in levels])
-    st.dataframe(pd.DataFrame({
+@st.cache_data(max_entries=64, show_spinner=False)
+def _budget(epsilon: float, delta: float, shares: tuple, names: tuple, cells: tuple,
+            neighbours: str) -> pd.DataFrame:
+    """Each level's ρ, σ, ε alone and error bound (OpenDP's calibration takes ~1 s: kept)."""
+    _, budget = publish.topdown_budget(epsilon, delta, shares, names, neighbours)
+    return pd.DataFrame({
         "level": [b.name for b in budget], "share of ρ": [b.share for b in budget],
         "ρ (zCDP)": [b.rho for b in budget], "noise σ (commuters)": [b.scale for b in budget],
         "ε alone (at δ·share)": [b.epsilon for b in budget],
-        "max error bound, 95 % (commuters)": bounds}),
-        hide_index=True, width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.4g")
-                       for c in ("share of ρ", "ρ (zCDP)", "noise σ (commuters)",
-                                 "ε alone (at δ·share)", "max error bound, 95 % (commuters)")})
+        "max error bound, 95 % (commuters)": topdown.error_bound([b.scale for b in budget],
+                                                                 list(cells))})
+
+
+def _topdown_budget_table(levels, epsilon, delta, shares, neighbours) -> None:
+    table = _budget(float(epsilon), float(delta), tuple(shares),
+                    tuple(lv.name for lv in levels), tuple(lv.od.domain_size for lv in levels),
+                    neighbours)
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g")
+                                for c in table.columns[1:]})
     st.caption("TopDown (InfTDA; Boninsegna & Silvestri 2024): each level noised with OpenDP's "
                "discrete Gaussian, then from the top, each parent's children fitted to its "
                "published count (whole numbers ≥ 0 that sum exactly to it); children of a "
@@ -145,14 +149,15 @@ def section(settings: RunSettings) -> None:
     levels = method == publish.WLS
     share = (st.slider("Share of ε for the fine level", 0.1, 0.9, 0.5, 0.05,
                        key="publish_share") if levels else 0.5)
-    shares = _topdown_shares(od) if method == publish.TOPDOWN else None
+    hierarchy = topdown.hierarchy(od) if method == publish.TOPDOWN else None
+    shares = _topdown_shares(hierarchy) if method == publish.TOPDOWN else None
     postprocess = "base_pos"
     if method != publish.TOPDOWN:
         postprocess = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
                                index=0 if levels else 1, key="publish_postprocess",
                                format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
     if method == publish.TOPDOWN:
-        cells = sum(level.od.domain_size for level in topdown.hierarchy(od))
+        cells = sum(level.od.domain_size for level in hierarchy)
     else:
         cells = od.domain_size + (od.aggregate().domain_size if levels else 0)
     if cells > SLOW_CELLS:
@@ -171,7 +176,7 @@ def section(settings: RunSettings) -> None:
                        "Clipping negatives (base_pos) after it inflates the parent totals: "
                        "prefer base here.")
         if method == publish.TOPDOWN:
-            _topdown_budget_table(od, epsilon, delta, shares, settings.neighbours)
+            _topdown_budget_table(hierarchy, epsilon, delta, shares, settings.neighbours)
     except ValueError as error:
         st.error(str(error))
         return
