@@ -43,7 +43,8 @@ def timed(label: str, target: float | None, call):
 def accuracy(od, trials: int) -> None:
     """Flat / WLS / TopDown at ε = 1 on the ED data (seeded simulated releases), and the bound."""
     results = timed(f"side by side, ED data, {trials} releases per method", None,
-                    lambda: publish_compare.compare(od, [EPSILON], DELTA, trials=trials))
+                    lambda: publish_compare.compare(od, [EPSILON], DELTA, trials=trials,
+                                                   whole_table=True))
     table = publish_compare.table(results, EPSILON)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     levels = topdown.hierarchy(od)
@@ -91,7 +92,8 @@ def main() -> None:
           f"{os.getloadavg()[2]:.1f}; ε = {EPSILON}, δ = {DELTA}")
     county = datasets.load("ireland_county")
     timed("TopDown publish, counties (one level, 1,085 cells)", 2.0,
-          lambda: publish.publish_topdown(county, EPSILON, delta=DELTA, source={}))
+          lambda: publish.publish_topdown(county, EPSILON, delta=DELTA, whole_table=True,
+                                          source={}))
     ed = datasets.load("ireland_ed")
     subset = ed.subset_by_parent(["Cavan", "Leitrim"])
     timed("TopDown publish, Cavan + Leitrim EDs and counties", None,
@@ -100,7 +102,8 @@ def main() -> None:
     if args.quick:
         return
     result = timed("TopDown publish, ED data (county → ED, 9.8 M cells)", 120.0,
-                   lambda: publish.publish_topdown(ed, EPSILON, delta=DELTA, source={}))
+                   lambda: publish.publish_topdown(ed, EPSILON, delta=DELTA, whole_table=True,
+                                                   source={}))
     levels = topdown.hierarchy(ed)
     released = list(result.released.values())
     print(f"  levels add up: {topdown.consistent(levels, released)}; "

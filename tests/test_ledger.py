@@ -106,7 +106,8 @@ def test_table_shows_a_dash_for_no_rho_and_totals_per_dataset(tmp_path):
 
 def test_record_names_the_entry_in_the_manifest(tmp_path):
     store = ledger.LedgerStore(tmp_path)
-    result = publish.publish_topdown(datasets.load("toy_town"), 1.0, delta=1e-6, source={})
+    result = publish.publish_topdown(datasets.load("toy_town"), 1.0, delta=1e-6,
+                                     whole_table=True, source={})
     entry = ledger.record(store, result, "toy_town", "topdown (gaussian)")
     assert result.manifest["ledger_entry"]["number"] == entry.number == 1
     assert result.manifest["ledger_entry"]["hash"] == entry.hash

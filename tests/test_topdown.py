@@ -106,29 +106,41 @@ def test_every_level_adds_up_is_whole_and_non_negative_and_zeros_stay_closed(rng
     assert noised[0] == 4
 
 
-def test_publish_topdown_with_opendp(rng):
+def test_publish_topdown_with_opendp():
     od = datasets.load("ireland_ed").subset_by_parent(["Leitrim"])
     result = publish.publish_topdown(od, 1.0, delta=1e-6, source={})
     levels = topdown.hierarchy(od)
     released = list(result.released.values())
     assert topdown.consistent(levels, released) == [True]
-    assert released[0].sum() == od.n  # substitution: n is the same in every neighbour
     assert all(v.min() >= 0 and v.dtype == np.int64 for v in released)
     assert set(result.table["level"]) <= {lv.name for lv in levels}
     assert "Chebyshev" in result.manifest["post_processing"]
     assert len(result.manifest["levels"]) == 2
+    # A subset of areas: a commute replaced by one leaving the areas changes its n.
+    assert "not published exactly" in result.manifest["total"]
 
 
-def test_add_remove_never_publishes_n_exactly(monkeypatch):
-    """Under add/remove the top level is its noisy counts clipped at 0 (no exact total)."""
+def test_the_whole_table_under_substitution_keeps_n(monkeypatch):
+    """n is the same in every neighbouring table of the whole table under substitution: the top
+    level is fitted to it (the paper's bounded setting). Otherwise the top level is its noisy
+    counts clipped at 0, never n exactly."""
     od = datasets.load("toy_town")
+    whole = publish.publish_topdown(od, 1.0, delta=1e-6, whole_table=True, source={})
+    assert whole.released[od.name].sum() == od.n
+    assert "true number of commuters" in whole.manifest["total"]
     levels = topdown.hierarchy(od)
     assert len(levels) == 1  # a single level: a non-negative integer release
     shift = np.arange(levels[0].od.domain_size) % 5 - 2
     released = topdown.topdown(levels, None, lambda number, counts: counts + shift)
     np.testing.assert_array_equal(released[0], np.maximum(od.to_dense() + shift, 0))
-    result = publish.publish_topdown(od, 1.0, delta=1e-6, neighbours=ADD_REMOVE, source={})
-    assert "not published exactly" in result.manifest["total"]
+    for options in (dict(neighbours=ADD_REMOVE, whole_table=True), dict(whole_table=False)):
+        calls = []
+        with monkeypatch.context() as patch:
+            patch.setattr(topdown, "topdown", lambda levels, root, noise, progress=None:
+                          calls.append(root) or [lv.od.to_dense() for lv in levels])
+            result = publish.publish_topdown(od, 1.0, delta=1e-6, source={}, **options)
+        assert calls == [None]
+        assert "not published exactly" in result.manifest["total"]
 
 
 @pytest.mark.parametrize("neighbours", [SUBSTITUTION, ADD_REMOVE])

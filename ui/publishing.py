@@ -190,7 +190,8 @@ def section(settings: RunSettings) -> None:
             options = dict(delta=delta, neighbours=settings.neighbours,
                            source=_source(settings, od), progress=progress)
             if method == publish.TOPDOWN:
-                result = publish.publish_topdown(od, epsilon, shares=shares, **options)
+                result = publish.publish_topdown(od, epsilon, shares=shares,
+                                                 whole_table=not settings.view.areas, **options)
             elif levels:
                 result = publish.publish_levels(od, mechanism, epsilon, fine_share=share,
                                                 postprocess=postprocess, **options)
@@ -252,7 +253,7 @@ def comparison_section(settings: RunSettings) -> None:
         bar = st.progress(0.0, "Comparing…")
         found[key] = publish_compare.compare(
             od, epsilons, delta, trials=trials, seed=settings.seed,
-            neighbours=settings.neighbours,
+            neighbours=settings.neighbours, whole_table=not settings.view.areas,
             progress=lambda done, total: bar.progress(done / total,
                                                       f"{done} of {total} method × ε"))
         bar.empty()

@@ -76,8 +76,11 @@ def _sums_up(levels: list[topdown.Level], fine: np.ndarray, top: int) -> list[np
 
 
 def release(method: str, levels: list[topdown.Level], sigmas: tuple[float, ...],
-            rng: np.random.Generator, neighbours: str = SUBSTITUTION) -> list[np.ndarray]:
-    """One release of every level (coarse → fine) by ``method`` with seeded noise."""
+            rng: np.random.Generator, exact_total: bool = False) -> list[np.ndarray]:
+    """One release of every level (coarse → fine) by ``method`` with seeded noise
+    (``exact_total``: TopDown's top level fitted to the true n, as
+    :func:`dpcore.interfaces.publish.publish_topdown` does for a whole table under
+    substitution)."""
     fine = levels[-1].od.to_dense()
     if method == publish.FLAT:
         noisy = np.maximum(fine + discrete_gaussian(rng, sigmas[0], fine.size), 0)
@@ -91,7 +94,7 @@ def release(method: str, levels: list[topdown.Level], sigmas: tuple[float, ...],
             groups, sigmas[0] ** 2, sigmas[1] ** 2)
         published = publish.integer_consistent(fitted, parent, groups)
         return _sums_up(levels, published, len(levels) - 1)
-    root = levels[-1].od.n if neighbours == SUBSTITUTION else None
+    root = levels[-1].od.n if exact_total else None
     return topdown.topdown(levels, root, lambda number, counts:
                            counts + discrete_gaussian(rng, sigmas[number], counts.size))
 
@@ -128,11 +131,12 @@ def methods_for(levels: list[topdown.Level]) -> list[str]:
 
 
 def compare(od, epsilons, delta: float, *, trials: int = 5, seed: int = 0,
-            shares=None, neighbours: str = SUBSTITUTION, methods=None,
-            progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+            shares=None, neighbours: str = SUBSTITUTION, whole_table: bool = False,
+            methods=None, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """Every method at every ε, ``trials`` seeded releases each: per level and metric the mean
     and its 95 % interval (normal, from the releases' standard deviation). Columns ``method,
-    epsilon, level, metric, mean, low, high, trials``."""
+    epsilon, level, metric, mean, low, high, trials``. ``whole_table`` as for
+    :func:`dpcore.interfaces.publish.publish_topdown`."""
     levels = topdown.hierarchy(od)
     methods = list(methods or methods_for(levels))
     shares = tuple(publish.even_shares(len(levels)) if shares is None else map(float, shares))
@@ -143,7 +147,9 @@ def compare(od, epsilons, delta: float, *, trials: int = 5, seed: int = 0,
         runs = []
         for trial in range(trials):
             rng = np.random.default_rng([seed, job, trial])
-            runs.append(measure(levels, release(method, levels, sigmas, rng, neighbours)))
+            runs.append(measure(levels, release(method, levels, sigmas, rng,
+                                                exact_total=whole_table
+                                                and neighbours == SUBSTITUTION)))
         for number, level in enumerate(levels):
             for metric in METRICS:
                 values = np.array([run[number][metric] for run in runs])

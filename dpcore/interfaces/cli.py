@@ -397,7 +397,7 @@ def _cmd_publish(args) -> int:
     if method == publish.TOPDOWN:
         shares = [float(x) for x in args.shares.split(",")] if args.shares else None
         result = publish.publish_topdown(od, args.epsilon, shares=shares, progress=progress,
-                                         **options)
+                                         whole_table=not args.area, **options)
     elif method == publish.WLS:
         result = publish.publish_levels(od, args.mechanism, args.epsilon,
                                         fine_share=args.fine_share, postprocess=postprocess_key,
@@ -422,7 +422,7 @@ def _compare(args, od: ODMatrix, out: Path) -> None:
                 else [args.epsilon])
     results = publish_compare.compare(od, epsilons, args.delta or 1e-6, trials=args.compare,
                                       seed=args.seed, neighbours=args.neighbours,
-                                      progress=_progress)
+                                      whole_table=not args.area, progress=_progress)
     export.write_safe_csv(results, out / "comparison.csv")
     side = publish_compare.table(results, args.epsilon if args.epsilon in epsilons
                                  else epsilons[0])

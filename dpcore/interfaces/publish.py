@@ -493,14 +493,17 @@ def even_shares(count: int) -> list[float]:
 
 
 def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
-                    neighbours: str = SUBSTITUTION, source: dict,
+                    neighbours: str = SUBSTITUTION, whole_table: bool = False, source: dict,
                     progress: Callable[[int, int], None] | None = None) -> Published:
     """Every level of ``od``'s hierarchy by TopDown (:mod:`dpcore.mechanisms.topdown`): the
     discrete Gaussian from OpenDP per level (ρ split by ``shares``, default even), fitted parent
-    by parent from the top. Under substitution neighbours the top level is fitted to the true
-    total n, which is the same in every neighbouring table (no privacy cost, the paper's
-    "bounded" setting); under add/remove n is private, so the top level is its noisy counts
-    clipped at 0 and n is never published exactly."""
+    by parent from the top.
+
+    The top level is fitted to the true total n only when n is the same in every neighbouring
+    table (no privacy cost, the paper's "bounded" setting): substitution neighbours and
+    ``whole_table`` (the caller's statement that ``od`` is the whole table, not a subset of
+    areas — a commute replaced by one leaving the areas changes a subset's n). Otherwise the top
+    level is its noisy counts clipped at 0 and n is never published exactly."""
     levels = topdown.hierarchy(od)
     for level in levels:
         _check_size(level.od)
@@ -515,7 +518,7 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
         fake = Noise(GAUSSIAN, budget[number].epsilon, budget[number].delta, neighbours,
                      budget[number].scale, budget[number].rho, budget[number].measurement)
         return noisy(fake, counts, step, workers=TOPDOWN_WORKERS)
-    root = od.n if neighbours == SUBSTITUTION else None
+    root = od.n if neighbours == SUBSTITUTION and whole_table else None
     released = topdown.topdown(levels, root, noise)
     if progress is not None:
         progress(sum(sizes), sum(sizes))
@@ -532,10 +535,12 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
         "fit (non-negative whole numbers that sum exactly to the parent); children of a parent "
         "published as 0 are not noised and are published as 0")
     manifest["total"] = ("the top level sums to the true number of commuters: under "
-                         "substitution neighbours it is the same in every neighbouring table"
+                         "substitution neighbours it is the same in every neighbouring table "
+                         "of the whole table"
                          if root is not None else
-                         "the top level is its noisy counts clipped at 0: under add/remove "
-                         "neighbours the number of commuters is not published exactly")
+                         "the top level is its noisy counts clipped at 0: the number of "
+                         "commuters is not published exactly (it differs between neighbouring "
+                         "tables under add/remove neighbours or in a subset of areas)")
     manifest["consistency"] = ("every level's flows sum exactly to the flows of the level "
                                "above (" + " → ".join(names) + ")")
     table = pd.concat([_table(level.od, values, level.name)
