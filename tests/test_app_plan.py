@@ -95,6 +95,16 @@ def test_publish_lands_in_the_ledger_which_outlives_the_session():
     assert len(ledger_tables(fresh)[0]) == 2
 
 
+def test_an_unwritable_ledger_disables_publishing_with_a_message(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("DPCORE_CLASSROOM_DIR", str(blocker))
+    at = plan_page(mech=["laplace"], pp="base", target="rmse")
+    assert not at.exception, at.exception
+    assert any("budget ledger's database cannot be opened" in e.value for e in at.error)
+    assert at.button(key="publish_go").disabled
+
+
 def test_topdown_publish_and_side_by_side_on_an_ed_subset():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
                    areas=["Leitrim"])

@@ -11,6 +11,7 @@ simulated releases (:mod:`dpcore.evaluation.publish_compare`), not OpenDP's.
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pandas as pd
 import streamlit as st
@@ -30,9 +31,16 @@ COMPARE_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
 SLOW_CELLS = 1_000_000
 
 
-def book() -> ledger.LedgerStore:
-    """The ledger of this server's database (the classroom's file)."""
-    return ledger.LedgerStore()
+def book() -> ledger.LedgerStore | None:
+    """The ledger of this server's database (the classroom's file); None, with a message, when
+    the database cannot be opened."""
+    try:
+        return ledger.LedgerStore()
+    except (sqlite3.Error, OSError) as error:
+        st.error(f"The budget ledger's database cannot be opened ({error}). Publishing is "
+                 "disabled until it can: every publication must be recorded. Check that the "
+                 f"folder {ledger.classroom.default_folder()} is writable and has free space.")
+        return None
 
 
 def _label(settings: RunSettings) -> str:
@@ -48,11 +56,12 @@ def _source(settings: RunSettings, od) -> dict:
             **publish.file_source(datasets.DATASETS[settings.dataset].files), "view": od.name}
 
 
-def ledger_section() -> None:
+def ledger_section(store: ledger.LedgerStore | None) -> None:
     """Every publication recorded on this server, the totals per dataset, the chain's check."""
-    store = book()
-    entries = store.entries()
     st.subheader("Budget ledger")
+    if store is None:
+        return
+    entries = store.entries()
     st.caption("Every publication made with this app on this server, kept in its local database "
                "(it survives a restart). Entries cannot be changed or removed: forgetting a "
                "release does not make it any less public.")
@@ -70,8 +79,9 @@ def ledger_section() -> None:
                                 "delta": st.column_config.NumberColumn("δ", format="%.2e")})
     problem = store.verify()
     if problem is None:
-        st.caption(f"Hash chain intact: {len(entries)} entries, each sealed with the previous "
-                   "one's hash.")
+        st.caption(f"Hash chain intact: {len(entries)} "
+                   f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with the "
+                   "previous one's hash.")
     else:
         st.error(f"The ledger's hash chain is broken: {problem}. Someone changed the database "
                  "outside the app; the totals above may understate what was spent.")
@@ -181,7 +191,8 @@ def section(settings: RunSettings) -> None:
         st.error(str(error))
         return
     store = book()
-    if st.button("Publish", key="publish_go", type="primary", icon=":material/publish:"):
+    if st.button("Publish", key="publish_go", type="primary", icon=":material/publish:",
+                 disabled=store is None):
         bar = st.progress(0.0, "Publishing…")
 
         def progress(done, total):
@@ -203,7 +214,13 @@ def section(settings: RunSettings) -> None:
             result = None
         bar.empty()
         if result is not None:
-            ledger.record(store, result, _label(settings), f"{method} ({mechanism})")
+            try:
+                ledger.record(store, result, _label(settings), f"{method} ({mechanism})")
+            except (sqlite3.Error, OSError) as error:
+                st.error(f"The release was made but could not be recorded in the budget "
+                         f"ledger ({error}), so it is not offered for download: publish again "
+                         "when the database is writable.")
+                result = None
             st.session_state[LAST] = result
     last = st.session_state.get(LAST)
     if last is not None:
@@ -220,7 +237,7 @@ def section(settings: RunSettings) -> None:
                             on_click="ignore", icon=":material/download:")
         with st.expander("The manifest"):
             st.json(last.manifest)
-    ledger_section()
+    ledger_section(store)
 
 
 _METHOD_LABELS = {publish.FLAT: "Flat (one level)", publish.WLS: "WLS (two levels)",
