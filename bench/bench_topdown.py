@@ -23,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.data import datasets  # noqa: E402
-from dpcore.evaluation import publish_compare  # noqa: E402
-from dpcore.interfaces import publish  # noqa: E402
-from dpcore.mechanisms import topdown  # noqa: E402
+from dpcore.data import datasets
+from dpcore.evaluation import publish_compare
+from dpcore.interfaces import publish
+from dpcore.mechanisms import topdown
 
 EPSILON, DELTA = 1.0, 1e-6
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from dpcore.interfaces import classroom, cli, ledger, publish
 from dpcore.data import datasets
+from dpcore.interfaces import classroom, cli, ledger, publish
 
 
 def level(name="county", epsilon=1.0, delta=0.0, rho=None):

@@ -133,11 +133,14 @@ def test_the_whole_table_under_substitution_keeps_n(monkeypatch):
     shift = np.arange(levels[0].od.domain_size) % 5 - 2
     released = topdown.topdown(levels, None, lambda number, counts: counts + shift)
     np.testing.assert_array_equal(released[0], np.maximum(od.to_dense() + shift, 0))
-    for options in (dict(neighbours=ADD_REMOVE, whole_table=True), dict(whole_table=False)):
+    for options in ({"neighbours": ADD_REMOVE, "whole_table": True}, {"whole_table": False}):
         calls = []
+
+        def fake(levels, root, noise, progress=None, calls=calls):
+            calls.append(root)
+            return [lv.od.to_dense() for lv in levels]
         with monkeypatch.context() as patch:
-            patch.setattr(topdown, "topdown", lambda levels, root, noise, progress=None:
-                          calls.append(root) or [lv.od.to_dense() for lv in levels])
+            patch.setattr(topdown, "topdown", fake)
             result = publish.publish_topdown(od, 1.0, delta=1e-6, source={}, **options)
         assert calls == [None]
         assert "not published exactly" in result.manifest["total"]

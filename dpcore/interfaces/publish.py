@@ -45,8 +45,8 @@ import pandas as pd
 
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
 from dpcore.interfaces import export
-from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
 from dpcore.mechanisms import topdown
+from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
 
 DISCRETE_LAPLACE, GAUSSIAN = "discrete_laplace", "gaussian"
@@ -515,9 +515,10 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
     def noise(number, counts):
         step = None if progress is None else (
             lambda done, _: progress(sum(sizes[:number]) + done, sum(sizes)))
-        fake = Noise(GAUSSIAN, budget[number].epsilon, budget[number].delta, neighbours,
-                     budget[number].scale, budget[number].rho, budget[number].measurement)
-        return noisy(fake, counts, step, workers=TOPDOWN_WORKERS)
+        level = budget[number]
+        level_noise = Noise(GAUSSIAN, level.epsilon, level.delta, neighbours, level.scale,
+                            level.rho, level.measurement)
+        return noisy(level_noise, counts, step, workers=TOPDOWN_WORKERS)
     root = od.n if neighbours == SUBSTITUTION and whole_table else None
     released = topdown.topdown(levels, root, noise)
     if progress is not None:
