@@ -135,3 +135,13 @@ def test_cli_publish_records_and_ledger_shows_it(tmp_path, capsys):
     assert cli.main(["publish", "--dataset", "toy_town", "--method", "topdown",
                      "--mechanism", "discrete_laplace", "--epsilon", "1",
                      "--out", str(tmp_path / "third")]) == cli.EXIT_USAGE
+
+
+def test_cli_ledger_fails_on_a_broken_chain(tmp_path, capsys):
+    store = ledger.LedgerStore(tmp_path)
+    fill(store)
+    with sqlite3.connect(store.path) as db:
+        db.execute("DROP TRIGGER publications_no_update")
+        db.execute("UPDATE publications SET dataset = 'elsewhere' WHERE number = 3")
+    assert cli.main(["ledger", "--folder", str(tmp_path)]) == cli.EXIT_INVALID_INPUT
+    assert "BROKEN — entry 3 was changed after it was recorded" in capsys.readouterr().out
