@@ -291,4 +291,10 @@ def comparison_section(settings: RunSettings) -> None:
     unit = publish_compare.METRICS[metric]
     fig = charts.curves(shown, "epsilon", f"{unit.split(' (')[0].capitalize()} over ε — "
                         f"{level}", "ε (log scale)", unit, group="method", log_x=True)
+    labels = list(_METHOD_LABELS.values())
+    for trace in fig.data:  # a dash and a marker per method: colour is not the only cue
+        if trace.mode == "lines+markers":
+            number = labels.index(trace.name)
+            trace.line.dash = charts.DASHES[number]
+            trace.marker.symbol = ("circle", "square", "diamond")[number]
     charts.show(fig, results, "publish-comparison", "publish_compare_chart")
