@@ -1,6 +1,7 @@
 """Plan & publish: the ε a planner's target needs, per mechanism, with today's disclosure control
 (not DP) beside it and deployed budgets on the ε ruler; then a release to publish, with its
-manifest, and the session's budget ledger.
+manifest (flat, WLS or TopDown), the budget ledger that outlives the session, and the
+three publishing methods side by side.
 
 Thin page: settings from :mod:`ui.controls`, the planner section from :mod:`ui.planner`
 (computations in :mod:`dpcore.evaluation.planner`), the publish section and the budget ledger from
@@ -31,3 +32,6 @@ planner.section(settings)
 
 st.header("Publish a release")
 publishing.section(settings)
+
+st.header("Flat, WLS and TopDown side by side")
+publishing.comparison_section(settings)

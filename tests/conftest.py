@@ -72,3 +72,10 @@ def ed():
 def toy():
     from dpcore.data import datasets
     return datasets.load("toy_town")
+
+
+@pytest.fixture(autouse=True)
+def app_database(tmp_path_factory, monkeypatch):
+    """The app's local database (classroom rooms, budget ledger) in a fresh folder for every
+    test: no test writes to the user's cache, none sees another's publications."""
+    monkeypatch.setenv("DPCORE_CLASSROOM_DIR", str(tmp_path_factory.mktemp("app-database")))

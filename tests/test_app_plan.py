@@ -67,28 +67,75 @@ def test_baseline_caption_in_sidebar():
     assert any("not differentially private" in c.value for c in at.sidebar.caption)
 
 
-def test_publish_adds_to_the_ledger_until_a_new_one_is_started():
+def ledger_tables(at):
+    """(entries, totals) shown by the ledger section."""
+    (entries,) = [d.value for d in at.dataframe if "manifest" in d.value.columns]
+    (totals,) = [d.value for d in at.dataframe if "composition" in d.value.columns]
+    return entries, totals
+
+
+def test_publish_lands_in_the_ledger_which_outlives_the_session():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
-    assert [b.label for b in at.get("download_button")][-2:] == ["release.csv", "manifest.json"]
-    ledger_rows = at.dataframe[-2].value
-    assert ledger_rows["epsilon"].tolist() == [0.5]
+    assert any("(ledger entry 1)" in s.value for s in at.success)
+    labels = [b.label for b in at.get("download_button")]
+    assert "release.csv" in labels and "manifest.json" in labels
+    entries, _ = ledger_tables(at)
+    assert entries["ε"].tolist() == [0.5] and entries["ρ (zCDP)"].tolist() == ["—"]
     at.button(key="publish_go").click().run()
-    assert len(at.dataframe[-2].value) == 2
-    totals = at.dataframe[-1].value
+    entries, totals = ledger_tables(at)
+    assert len(entries) == 2
     assert totals["epsilon"].iloc[0] == 1.0  # basic composition: 0.5 + 0.5
-    # The caption above the button was drawn before this publish was added.
-    assert any("holds 1 release(s), ε = 0.5 in total" in c.value for c in at.caption)
-    at.button(key="publish_new_ledger").click().run()
-    assert any("Nothing published yet" in c.value for c in at.caption)
+    assert totals["composition"].tolist() == ["basic (budgets add up)"]  # advanced is worse
+    assert any("Hash chain intact: 2 entries" in c.value for c in at.caption)
+    # A new session (as after a server restart) sees the same ledger.
+    fresh = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    assert len(ledger_tables(fresh)[0]) == 2
+
+
+def test_an_unwritable_ledger_disables_publishing_with_a_message(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("DPCORE_CLASSROOM_DIR", str(blocker))
+    at = plan_page(mech=["laplace"], pp="base", target="rmse")
+    assert not at.exception, at.exception
+    assert any("budget ledger's database cannot be opened" in e.value for e in at.error)
+    assert at.button(key="publish_go").disabled
+
+
+def test_topdown_publish_and_side_by_side_on_an_ed_subset():
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
+                   areas=["Leitrim"])
+    at.radio(key="publish_method").set_value("topdown").run()
+    assert not at.exception, at.exception
+    (budget,) = [d.value for d in at.dataframe if "share of ρ" in d.value.columns]
+    assert budget["share of ρ"].tolist() == [0.5, 0.5]
+    at.number_input(key="publish_topdown_weight_1").set_value(3.0).run()
+    (budget,) = [d.value for d in at.dataframe if "share of ρ" in d.value.columns]
+    assert budget["share of ρ"].tolist() == [0.25, 0.75]
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    published = at.session_state[publishing.LAST]
+    assert published.manifest["levels"][1]["share_of_rho"] == 0.75
+    assert published.manifest["ledger_entry"]["number"] == 1
+    entries, _ = ledger_tables(at)
+    assert entries["method"].tolist() == ["topdown (gaussian)"]
+    at.number_input(key="publish_compare_trials").set_value(2).run()
+    at.button(key="publish_compare_go").click().run()
+    assert not at.exception, at.exception
+    (side,) = [d.value for d in at.dataframe if "method" in d.value.columns
+               and "level" in d.value.columns and "manifest" not in d.value.columns]
+    assert set(side["method"]) == {"Flat (one level)", "WLS (two levels)", "TopDown (InfTDA)"}
+    assert len(side) == 6  # three methods × two levels
+    assert at.get("plotly_chart")
 
 
 def test_publish_consistent_levels_on_an_ed_subset():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
                    areas=["Leitrim"])
-    at.toggle(key="publish_levels").set_value(True).run()
+    at.radio(key="publish_method").set_value("wls").run()
     (errors,) = [d.value for d in at.dataframe if "level" in d.value.columns]
     assert len(errors) == 2
     consistent = errors["consistent, split ε (RMSE)"]

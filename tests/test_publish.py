@@ -1,5 +1,5 @@
 """Publishing: OpenDP's noise has the spread it should, two publishes differ, the manifest says
-everything, consistent levels sum exactly, and the ledger adds budgets up correctly."""
+everything, consistent levels sum exactly (the ledger: tests/test_ledger.py)."""
 
 import hashlib
 import json
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dpcore.data import datasets
-from dpcore.interfaces import cli, ledger, publish
+from dpcore.interfaces import cli, publish
 from dpcore.mechanisms.base import ADD_REMOVE
 from tests.huge import huge_matrix
 
@@ -146,24 +146,6 @@ def test_integer_consistent_rounding():
     out = publish.integer_consistent(fine, coarse, groups)
     np.testing.assert_array_equal(np.bincount(groups, weights=out), [1, 7])
     assert np.all(np.abs(out - fine) < 1)
-
-
-def test_ledger_totals():
-    book = ledger.Ledger()
-    assert book.totals().empty
-    book.add("county", 1.0)
-    book.add("ED", 0.5)
-    totals = book.totals().set_index("composition")
-    assert totals["epsilon"].iloc[0] == pytest.approx(1.5)
-    advanced = (math.sqrt(2 * math.log(1e6) * 1.25) + math.expm1(1.0) + 0.5 * math.expm1(0.5))
-    assert totals["epsilon"].iloc[1] == pytest.approx(advanced)
-    assert len(totals) == 2  # no Gaussian: no zCDP line
-    book.add("gaussian", 1.0, 1e-6, rho=0.1)
-    totals = book.totals()
-    rho = 0.5 + 0.125 + 0.1
-    assert totals["epsilon"].iloc[2] == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)))
-    assert totals["delta"].iloc[0] == pytest.approx(1e-6)
-    assert len(book.table()) == 3
 
 
 def test_a_huge_domain_is_refused_before_any_noise_is_drawn():

@@ -1,29 +1,52 @@
-"""The Plan & publish page's publish section and the session's budget ledger.
+"""The Plan & publish page's publish section, the budget ledger, and flat / WLS / TopDown side by
+side.
 
 A publish is never cached and never seeded: OpenDP draws from the operating system, so the same
-settings give a new release every time (:mod:`dpcore.interfaces.publish`). The ledger lives in this session
-only and only grows; "Start a new ledger" is the only reset, and says what it does not undo.
+settings give a new release every time (:mod:`dpcore.interfaces.publish`). Every publish is
+recorded in the budget ledger in the app's local database (:mod:`dpcore.interfaces.ledger`): it
+outlives the session and the server, and only grows. The side-by-side comparison draws seeded
+simulated releases (:mod:`dpcore.evaluation.publish_compare`), not OpenDP's.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 
+import pandas as pd
 import streamlit as st
 
 from dpcore.data import datasets
+from dpcore.evaluation import publish_compare
 from dpcore.interfaces import export, ledger, publish
+from dpcore.mechanisms import topdown
 from dpcore.release import RunSettings
-from ui import runs, state
+from ui import charts, runs, state
 
-LEDGER = "publish_ledger"
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
+COMPARED = "publish_compared"  # {settings: comparison results} of this session
+#: ε values of the side-by-side chart (the publish's own ε is added).
+COMPARE_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
 
 
-def book() -> ledger.Ledger:
-    return st.session_state.setdefault(LEDGER, ledger.Ledger())
+def book() -> ledger.LedgerStore | None:
+    """The ledger of this server's database (the classroom's file); None, with a message, when
+    the database cannot be opened."""
+    try:
+        return ledger.LedgerStore()
+    except (sqlite3.Error, OSError) as error:
+        st.error(f"The budget ledger's database cannot be opened ({error}). Publishing is "
+                 "disabled until it can: every publication must be recorded. Check that the "
+                 f"folder {ledger.classroom.default_folder()} is writable and has free space.")
+        return None
+
+
+def _label(settings: RunSettings) -> str:
+    """The ledger's dataset label: the bundled dataset's key; an upload is not named (its
+    file name would show in other sessions' ledgers)."""
+    return "an uploaded file" if settings.dataset == state.UPLOADED else settings.dataset
 
 
 def _source(settings: RunSettings, od) -> dict:
@@ -33,24 +56,77 @@ def _source(settings: RunSettings, od) -> dict:
             **publish.file_source(datasets.DATASETS[settings.dataset].files), "view": od.name}
 
 
-def ledger_section() -> None:
-    """Every publish of this session and the totals under each composition theorem."""
-    entries = book()
-    st.subheader("Budget ledger (this session)")
-    if not entries.entries:
-        st.caption(f"Started {entries.started}. Nothing published yet.")
+def ledger_section(store: ledger.LedgerStore | None) -> None:
+    """Every publication recorded on this server, the totals per dataset, the chain's check."""
+    st.subheader("Budget ledger")
+    if store is None:
+        return
+    entries = store.entries()
+    st.caption("Every publication made with this app on this server, kept in its local database "
+               "(it survives a restart). Entries cannot be changed or removed: forgetting a "
+               "release does not make it any less public.")
+    if not entries:
+        st.caption("Nothing published yet.")
+        return
+    st.dataframe(ledger.table(entries), hide_index=True, width="stretch",
+                 column_config={"ε": st.column_config.NumberColumn(format="%.4g"),
+                                "δ": st.column_config.NumberColumn(format="%.2e")})
+    st.markdown("**Spent so far, per dataset** (publications of one dataset are about the same "
+                "people, so their budgets compose; advanced composition and zCDP are shown only "
+                "where they give a smaller total than adding up):")
+    st.dataframe(ledger.totals_by_dataset(entries), hide_index=True, width="stretch",
+                 column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.4g"),
+                                "delta": st.column_config.NumberColumn("δ", format="%.2e")})
+    problem = store.verify()
+    if problem is None:
+        st.caption(f"Hash chain intact: {len(entries)} "
+                   f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with the "
+                   "previous one's hash.")
     else:
-        st.dataframe(entries.table(), hide_index=True, width="stretch")
-        st.markdown("**Spent so far, all releases together** (every one is about the same "
-                    "people, so their budgets compose):")
-        st.dataframe(entries.totals(), hide_index=True, width="stretch",
-                     column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.4g"),
-                                    "delta": st.column_config.NumberColumn("δ", format="%.2e")})
-    if st.button("Start a new ledger", key="publish_new_ledger", icon=":material/restart_alt:"):
-        st.session_state[LEDGER] = ledger.Ledger()
-        st.rerun()
-    st.caption("A new ledger forgets the entries, not the releases: what was published stays "
-               "published, and its privacy loss still counts for the people in it.")
+        st.error(f"The ledger's hash chain is broken: {problem}. Someone changed the database "
+                 "outside the app; the totals above may understate what was spent.")
+
+
+def _topdown_shares(levels: list[topdown.Level]) -> list[float]:
+    """The levels of the hierarchy and their share of ρ (editable weights, normalised)."""
+    if len(levels) == 1:
+        st.caption(f"{levels[0].name} has no parent level here: TopDown publishes it as one "
+                   "level of non-negative whole numbers.")
+        return [1.0]
+    st.caption("How ρ is split over the levels (the paper splits it evenly). Weights are "
+               "normalised to shares.")
+    columns = st.columns(len(levels))
+    weights = [column.number_input(f"Weight of level {number + 1}: {level.name}", 0.01, 100.0,
+                                   1.0, 0.1, key=f"publish_topdown_weight_{number}")
+               for number, (column, level) in enumerate(zip(columns, levels))]
+    return [w / sum(weights) for w in weights]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _budget(epsilon: float, delta: float, shares: tuple, names: tuple, cells: tuple,
+            neighbours: str) -> pd.DataFrame:
+    """Each level's ρ, σ, ε alone and error bound (OpenDP's calibration takes ~1 s: kept)."""
+    _, budget = publish.topdown_budget(epsilon, delta, shares, names, neighbours)
+    return pd.DataFrame({
+        "level": [b.name for b in budget], "share of ρ": [b.share for b in budget],
+        "ρ (zCDP)": [b.rho for b in budget], "noise σ (commuters)": [b.scale for b in budget],
+        "ε alone (at δ·share)": [b.epsilon for b in budget],
+        "max error bound, 95 % (commuters)": topdown.error_bound([b.scale for b in budget],
+                                                                 list(cells))})
+
+
+def _topdown_budget_table(levels, epsilon, delta, shares, neighbours) -> None:
+    table = _budget(float(epsilon), float(delta), tuple(shares),
+                    tuple(lv.name for lv in levels), tuple(lv.od.domain_size for lv in levels),
+                    neighbours)
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g")
+                                for c in table.columns[1:]})
+    st.caption("TopDown (InfTDA; Boninsegna & Silvestri 2024): each level noised with OpenDP's "
+               "discrete Gaussian, then from the top, each parent's children fitted to its "
+               "published count (whole numbers ≥ 0 that sum exactly to it); children of a "
+               "parent published as 0 stay 0. The bound holds for all levels at once with "
+               "probability 95 %: each level adds at most twice its largest noise.")
 
 
 def section(settings: RunSettings) -> None:
@@ -64,64 +140,92 @@ def section(settings: RunSettings) -> None:
     if problem:
         st.info(problem)
         return
+    methods = [m for m in publish.METHODS if m != publish.WLS or od.has_parent_level]
+    method = st.radio("Method", methods, key="publish_method", horizontal=True,
+                      index=methods.index(publish.FLAT),
+                      format_func=publish.METHODS.__getitem__)
     left, middle, right = st.columns(3)
-    mechanism = left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
-                               format_func=publish.MECHANISMS.__getitem__)
+    mechanism = (publish.GAUSSIAN if method == publish.TOPDOWN else
+                 left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
+                                format_func=publish.MECHANISMS.__getitem__))
+    if method == publish.TOPDOWN:
+        left.caption("Noise: the discrete Gaussian (zCDP), as TopDown requires.")
     epsilon = middle.number_input("ε for this publish", min_value=0.001, max_value=20.0,
                                   value=float(settings.epsilon), format="%.4g",
                                   key="publish_epsilon")
     delta = (right.number_input("δ", min_value=1e-15, max_value=0.5, value=settings.delta,
                                 format="%.2e", key="publish_delta")
              if mechanism == publish.GAUSSIAN else 0.0)
-    levels = False
-    if od.has_parent_level:
-        levels = st.toggle("Publish this level and its parent level together, consistent",
-                           key="publish_levels",
-                           help="Every fine flow then sums exactly to its parent flow.")
+    levels = method == publish.WLS
     share = (st.slider("Share of ε for the fine level", 0.1, 0.9, 0.5, 0.05,
                        key="publish_share") if levels else 0.5)
-    method = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
-                      index=0 if levels else 1, key="publish_postprocess",
-                      format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
-    cells = od.domain_size + (od.aggregate().domain_size if levels else 0)
+    hierarchy = topdown.hierarchy(od) if method == publish.TOPDOWN else None
+    shares = _topdown_shares(hierarchy) if method == publish.TOPDOWN else None
+    postprocess = "base_pos"
+    if method != publish.TOPDOWN:
+        postprocess = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
+                               index=0 if levels else 1, key="publish_postprocess",
+                               format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
+    if method == publish.TOPDOWN:
+        cells = sum(level.od.domain_size for level in hierarchy)
+    else:
+        cells = od.domain_size + (od.aggregate().domain_size if levels else 0)
     if cells > SLOW_CELLS:
-        st.warning(f"{cells:,} cells go through OpenDP one by one (several µs each): expect "
+        st.warning(f"Up to {cells:,} cells go through OpenDP (several µs each): expect "
                    "minutes. Restrict to some areas in the sidebar for a quicker publish.")
-    if levels:
-        errors = publish.level_errors(od, mechanism, epsilon, share, delta, settings.neighbours)
-        st.dataframe(errors, hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(format="%.3g")
-                                    for c in errors.columns[1:]})
-        st.caption("Expected RMSE per cell (commuters), before rounding and clipping. "
-                   "Consistent: budget split, then weighted least squares over the two levels "
-                   "(Hay et al. 2010; Boninsegna & Silvestri 2024 for OD data). Clipping "
-                   "negatives (base_pos) after it inflates the parent totals: prefer base here.")
-    entries = book()
-    if entries.entries:
-        st.caption(f"Before this publish the ledger holds {len(entries.entries)} release(s), "
-                   f"ε = {entries.totals()['epsilon'].iloc[0]:.4g} in total (basic "
-                   "composition): see the ledger below.")
-    if st.button("Publish", key="publish_go", type="primary", icon=":material/publish:"):
+    try:
+        if levels:
+            errors = publish.level_errors(od, mechanism, epsilon, share, delta,
+                                          settings.neighbours)
+            st.dataframe(errors, hide_index=True, width="stretch",
+                         column_config={c: st.column_config.NumberColumn(format="%.3g")
+                                        for c in errors.columns[1:]})
+            st.caption("Expected RMSE per cell (commuters), before rounding and clipping. "
+                       "Consistent: budget split, then weighted least squares over the two "
+                       "levels (Hay et al. 2010; Boninsegna & Silvestri 2024 for OD data). "
+                       "Clipping negatives (base_pos) after it inflates the parent totals: "
+                       "prefer base here.")
+        if method == publish.TOPDOWN:
+            _topdown_budget_table(hierarchy, epsilon, delta, shares, settings.neighbours)
+    except ValueError as error:
+        st.error(str(error))
+        return
+    store = book()
+    if st.button("Publish", key="publish_go", type="primary", icon=":material/publish:",
+                 disabled=store is None):
         bar = st.progress(0.0, "Publishing…")
 
         def progress(done, total):
-            bar.progress(done / total, f"{done:,} of {total:,} cells")
+            bar.progress(min(done / total, 1.0), f"{done:,} of up to {total:,} cells noised")
         try:
-            options = dict(delta=delta, neighbours=settings.neighbours, postprocess=method,
+            options = dict(delta=delta, neighbours=settings.neighbours,
                            source=_source(settings, od), progress=progress)
-            result = (publish.publish_levels(od, mechanism, epsilon, fine_share=share, **options)
-                      if levels else publish.publish(od, mechanism, epsilon, **options))
+            if method == publish.TOPDOWN:
+                result = publish.publish_topdown(od, epsilon, shares=shares,
+                                                 whole_table=not settings.view.areas, **options)
+            elif levels:
+                result = publish.publish_levels(od, mechanism, epsilon, fine_share=share,
+                                                postprocess=postprocess, **options)
+            else:
+                result = publish.publish(od, mechanism, epsilon, postprocess=postprocess,
+                                         **options)
         except ValueError as error:
             st.error(str(error))
             result = None
         bar.empty()
         if result is not None:
-            what = f"{mechanism}, {od.name}" + (" + parent level" if levels else "")
-            entries.add(what, epsilon, delta, result.manifest["rho_zcdp"])
+            try:
+                ledger.record(store, result, _label(settings), f"{method} ({mechanism})")
+            except (sqlite3.Error, OSError) as error:
+                st.error(f"The release was made but could not be recorded in the budget "
+                         f"ledger ({error}), so it is not offered for download: publish again "
+                         "when the database is writable.")
+                result = None
             st.session_state[LAST] = result
     last = st.session_state.get(LAST)
     if last is not None:
-        st.success(f"Published: {len(last.table):,} rows. Guarantee: "
+        entry = last.manifest.get("ledger_entry", {}).get("number")
+        st.success(f"Published: {len(last.table):,} rows (ledger entry {entry}). Guarantee: "
                    f"{last.manifest['guarantee']}")
         row = st.container(horizontal=True)
         row.download_button("release.csv", export.safe_csv(last.table), "release.csv",
@@ -133,4 +237,64 @@ def section(settings: RunSettings) -> None:
                             on_click="ignore", icon=":material/download:")
         with st.expander("The manifest"):
             st.json(last.manifest)
-    ledger_section()
+    ledger_section(store)
+
+
+_METHOD_LABELS = {publish.FLAT: "Flat (one level)", publish.WLS: "WLS (two levels)",
+                  publish.TOPDOWN: "TopDown (InfTDA)"}
+
+
+def comparison_section(settings: RunSettings) -> None:
+    """Flat, WLS and TopDown at the same budget over repeated seeded releases: a table at the
+    publish's ε and a chart over ε, per level and metric, with 95 % intervals."""
+    od = runs.view(settings)
+    if publish.too_large(od):
+        return
+    epsilon = float(st.session_state.get("publish_epsilon", settings.epsilon))
+    delta = float(st.session_state.get("publish_delta", settings.delta))
+    st.caption(f"Every method with the whole budget (ε = {epsilon:g}, δ = {delta:.2g}, discrete "
+               "Gaussian noise at the scales OpenDP calibrates), measured over repeated "
+               "releases drawn with the page's seed — simulated, so that they can be repeated: "
+               "nothing here is published or recorded in the ledger.")
+    left, right = st.columns(2)
+    trials = int(left.number_input("Releases per method and ε", 2, 50, 5,
+                                   key="publish_compare_trials"))
+    epsilons = tuple(sorted({*COMPARE_EPSILONS, epsilon}))
+    right.caption(f"ε values: {', '.join(f'{e:g}' for e in epsilons)}")
+    key = (settings.dataset, settings.view, settings.neighbours, settings.seed, trials,
+           epsilons, delta)
+    found = st.session_state.setdefault(COMPARED, {})
+    if key not in found:
+        if not st.button("Compare", key="publish_compare_go", icon=":material/compare_arrows:"):
+            return
+        bar = st.progress(0.0, "Comparing…")
+        found[key] = publish_compare.compare(
+            od, epsilons, delta, trials=trials, seed=settings.seed,
+            neighbours=settings.neighbours, whole_table=not settings.view.areas,
+            progress=lambda done, total: bar.progress(done / total,
+                                                      f"{done} of {total} method × ε"))
+        bar.empty()
+    results = found[key].assign(method=lambda f: f["method"].map(_METHOD_LABELS))
+    side = publish_compare.table(results, epsilon).rename(columns={
+        m: label for m, label in publish_compare.METRICS.items()})
+    st.dataframe(side, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g")
+                                for c in side.columns[2:]})
+    st.caption(f"Means over {trials} releases at ε = {epsilon:g}. The CSV below has the 95 % "
+               "intervals.")
+    left, right = st.columns(2)
+    metric = left.selectbox("Metric", list(publish_compare.METRICS), key="publish_compare_metric",
+                            format_func=publish_compare.METRICS.__getitem__)
+    level = right.selectbox("Level", list(dict.fromkeys(results["level"])),
+                            key="publish_compare_level")
+    shown = results[(results["metric"] == metric) & (results["level"] == level)]
+    unit = publish_compare.METRICS[metric]
+    fig = charts.curves(shown, "epsilon", f"{unit.split(' (')[0].capitalize()} over ε — "
+                        f"{level}", "ε (log scale)", unit, group="method", log_x=True)
+    labels = list(_METHOD_LABELS.values())
+    for trace in fig.data:  # a dash and a marker per method: colour is not the only cue
+        if trace.mode == "lines+markers":
+            number = labels.index(trace.name)
+            trace.line.dash = charts.DASHES[number]
+            trace.marker.symbol = ("circle", "square", "diamond")[number]
+    charts.show(fig, results, "publish-comparison", "publish_compare_chart")

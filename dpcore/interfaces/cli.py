@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,heavy-hitters,plan,publish,reproduce-thesis} …``.
+"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,heavy-hitters,plan,publish,ledger,reproduce-thesis} …``.
 
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
@@ -37,8 +37,8 @@ import numpy as np
 from dpcore import mechanisms, release
 from dpcore.data import datasets, importers, national, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
-from dpcore.evaluation import experiment, metrics, planner
-from dpcore.interfaces import export, publish
+from dpcore.evaluation import experiment, metrics, planner, publish_compare
+from dpcore.interfaces import export, ledger, publish
 from dpcore.mechanisms import postprocess
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -377,10 +377,14 @@ def _source(args) -> dict:
 
 
 def _cmd_publish(args) -> int:
+    method = args.method or (publish.WLS if args.levels else publish.FLAT)
+    if method == publish.TOPDOWN and args.mechanism != publish.GAUSSIAN:
+        raise ValueError("TopDown publishes with the discrete Gaussian (zCDP): use --mechanism "
+                         "gaussian or leave it out")
     options = dict(delta=args.delta or 0.0, neighbours=args.neighbours, source={})
     # Settings are checked before the data is loaded.
     publish.calibrate(args.mechanism, args.epsilon, options["delta"], args.neighbours)
-    postprocess_key = args.postprocess or ("base" if args.levels else "base_pos")
+    postprocess_key = args.postprocess or ("base" if method == publish.WLS else "base_pos")
     od = views.select(_load(args), _view(args))
     options["source"] = {**_source(args), "view": od.name}
 
@@ -390,18 +394,54 @@ def _cmd_publish(args) -> int:
                   file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    if args.levels:
+    if method == publish.TOPDOWN:
+        shares = [float(x) for x in args.shares.split(",")] if args.shares else None
+        result = publish.publish_topdown(od, args.epsilon, shares=shares, progress=progress,
+                                         whole_table=not args.area, **options)
+    elif method == publish.WLS:
         result = publish.publish_levels(od, args.mechanism, args.epsilon,
                                         fine_share=args.fine_share, postprocess=postprocess_key,
                                         progress=progress, **options)
     else:
         result = publish.publish(od, args.mechanism, args.epsilon, postprocess=postprocess_key,
                                  progress=progress, **options)
+    entry = ledger.record(ledger.LedgerStore(), result, args.dataset or Path(args.file).name,
+                          f"{method} ({publish.GAUSSIAN if method == publish.TOPDOWN else args.mechanism})")
     csv_path, manifest_path = result.write(args.out)
     print(result.manifest["guarantee"])
     print(f"publish: {len(result.table):,} rows in {_duration(time.perf_counter() - started)} → "
-          f"{csv_path}, {manifest_path}")
+          f"{csv_path}, {manifest_path}; ledger entry {entry.number}")
+    if args.compare:
+        _compare(args, od, Path(args.out))
     return 0
+
+
+def _compare(args, od: ODMatrix, out: Path) -> None:
+    """Flat, WLS and TopDown side by side at the chosen budget (seeded simulated releases)."""
+    epsilons = ([float(x) for x in args.compare_epsilons.split(",")] if args.compare_epsilons
+                else [args.epsilon])
+    results = publish_compare.compare(od, epsilons, args.delta or 1e-6, trials=args.compare,
+                                      seed=args.seed, neighbours=args.neighbours,
+                                      whole_table=not args.area, progress=_progress)
+    export.write_safe_csv(results, out / "comparison.csv")
+    side = publish_compare.table(results, args.epsilon if args.epsilon in epsilons
+                                 else epsilons[0])
+    print(side.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"comparison: {args.compare} releases per method and ε → {out / 'comparison.csv'}")
+
+
+def _cmd_ledger(args) -> int:
+    store = ledger.LedgerStore(args.folder)
+    entries = store.entries()
+    shown = ledger.table(entries)
+    print(shown.to_string(index=False) if len(shown) else "No publication recorded yet.")
+    print(ledger.totals_by_dataset(entries).to_string(
+        index=False, float_format=lambda v: f"{v:.4g}") if entries else "")
+    problem = store.verify()
+    print(f"chain ({store.path}): " + ("intact" if problem is None else f"BROKEN — {problem}"))
+    if args.out:
+        export.write_safe_csv(shown, args.out)
+    return 0 if problem is None else EXIT_INVALID_INPUT
 
 
 # -------------------------------------------------------------------------------------- parsing
@@ -517,7 +557,12 @@ def _parser() -> argparse.ArgumentParser:
                                               "manifest (not seeded)")
     _add_input(out, required=True)
     _add_view(out)
-    out.add_argument("--mechanism", required=True, choices=list(publish.MECHANISMS))
+    out.add_argument("--method", choices=list(publish.METHODS),
+                     help="flat: one level; wls: this level and its parent, least squares; "
+                          "topdown: every level by TopDown (InfTDA, discrete Gaussian). "
+                          "Default flat (wls with --levels)")
+    out.add_argument("--mechanism", default=publish.GAUSSIAN, choices=list(publish.MECHANISMS),
+                     help="noise of flat and wls (default gaussian; topdown: gaussian only)")
     out.add_argument("--epsilon", type=float, required=True)
     out.add_argument("--delta", type=float, help="for gaussian")
     out.add_argument("--neighbours", default="substitution",
@@ -526,12 +571,29 @@ def _parser() -> argparse.ArgumentParser:
                      help="base (keep negatives) or base_pos (negatives to 0); default base_pos, "
                           "base with --levels")
     out.add_argument("--levels", action="store_true",
-                     help="publish the zones and their parent level together, consistent")
+                     help="the same as --method wls")
     out.add_argument("--fine-share", type=float, default=0.5,
                      help="with --levels: the zones' share of ε (default 0.5)")
+    out.add_argument("--shares", metavar="S1,S2,…",
+                     help="with --method topdown: each level's share of ρ, top level first "
+                          "(default even)")
+    out.add_argument("--compare", type=int, default=0, metavar="RELEASES",
+                     help="also measure flat, WLS and TopDown side by side at this budget over "
+                          "this many seeded simulated releases each (comparison.csv)")
+    out.add_argument("--compare-epsilons", metavar="E1,E2,…",
+                     help="with --compare: the ε values to compare at (default: --epsilon)")
+    out.add_argument("--seed", type=int, default=0, help="seed of --compare's releases (the "
+                                                         "publication itself is never seeded)")
     out.add_argument("--out", required=True, metavar="DIR",
                      help="directory for release.csv and manifest.json")
     out.set_defaults(handler=_cmd_publish)
+
+    book = commands.add_parser("ledger", help="every publication recorded in the budget ledger, "
+                                              "the totals and the hash chain's check")
+    book.add_argument("--folder", metavar="DIR", help="folder of the app's database (default: "
+                                                      "$DPCORE_CLASSROOM_DIR or the cache)")
+    book.add_argument("--out", metavar="OUT.csv", help="also write the entries as CSV")
+    book.set_defaults(handler=_cmd_ledger)
     thesis = commands.add_parser(
         "reproduce-thesis", help="rerun the thesis's chapter 5 experiments into an HTML report",
         description="Reruns the experiments of the thesis's chapter 5 (central and local "

@@ -55,7 +55,33 @@ def test_plan_page_finds_epsilon_offline(page: Page, app_url, network, screensho
     page.get_by_role("button", name="Publish", exact=True).click()
     expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()
     expect(page.get_by_role("button", name="manifest.json")).to_be_visible()
-    expect(page.get_by_text("Spent so far, all releases together")).to_be_visible()
+    expect(page.get_by_text("Spent so far, per dataset")).to_be_visible()
     settled(page)
     no_traceback(page)
     screenshot("plan-published")
+
+
+def test_topdown_publish_lands_in_the_ledger_and_compares(page: Page, app_url, network,
+                                                           screenshot):
+    """TopDown on two counties' EDs: the budget per level, Publish, the ledger entry with its
+    intact chain, then flat / WLS / TopDown side by side with the chart over ε."""
+    page.goto(f"{app_url}/Plan_and_publish?dataset=ireland_ed&areas=Leitrim&mech=laplace")
+    expect(page.get_by_role("heading", name="Publish a release")).to_be_visible(timeout=120_000)
+    page.get_by_text("TopDown (InfTDA)", exact=False).first.click()
+    settled(page)
+    expect(page.get_by_text("each level adds at most twice its largest noise",
+                            exact=False)).to_be_visible()
+    page.get_by_role("button", name="Publish", exact=True).click()
+    expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows \(ledger entry \d+\)"))
+           ).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("Hash chain intact", exact=False)).to_be_visible()
+    releases = page.get_by_role("spinbutton", name="Releases per method and ε")
+    releases.fill("2")
+    releases.press("Enter")
+    settled(page)
+    page.get_by_role("button", name="Compare").click()
+    expect(page.locator(".js-plotly-plot text", has_text="over ε").first).to_be_visible(
+        timeout=180_000)
+    settled(page)
+    no_traceback(page)
+    screenshot("plan-topdown")
