@@ -11,7 +11,6 @@ simulated releases (:mod:`dpcore.evaluation.publish_compare`), not OpenDP's.
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pandas as pd
 import streamlit as st
@@ -19,6 +18,7 @@ import streamlit as st
 from dpcore.data import datasets
 from dpcore.evaluation import publish_compare
 from dpcore.interfaces import export, ledger, publish
+from dpcore.interfaces.store import StoreUnavailable
 from dpcore.mechanisms import topdown
 from dpcore.release import RunSettings
 from ui import charts, runs, state
@@ -34,13 +34,14 @@ SLOW_CELLS = 1_000_000
 def book() -> ledger.LedgerStore | None:
     """The ledger of this server's database (the classroom's file); None, with a message, when
     the database cannot be opened."""
+    book = ledger.LedgerStore()
     try:
-        return ledger.LedgerStore()
-    except (sqlite3.Error, OSError) as error:
-        st.error(f"The budget ledger's database cannot be opened ({error}). Publishing is "
-                 "disabled until it can: every publication must be recorded. Check that the "
-                 f"folder {ledger.classroom.default_folder()} is writable and has free space.")
+        book.entries()
+    except StoreUnavailable as error:
+        st.error(f"The budget ledger's database cannot be opened: {error} Publishing is "
+                 "disabled until it can: every publication must be recorded.")
         return None
+    return book
 
 
 def _label(settings: RunSettings) -> str:
@@ -216,7 +217,7 @@ def section(settings: RunSettings) -> None:
         if result is not None:
             try:
                 ledger.record(store, result, _label(settings), f"{method} ({mechanism})")
-            except (sqlite3.Error, OSError) as error:
+            except StoreUnavailable as error:
                 st.error(f"The release was made but could not be recorded in the budget "
                          f"ledger ({error}), so it is not offered for download: publish again "
                          "when the database is writable.")

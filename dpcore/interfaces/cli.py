@@ -39,6 +39,7 @@ from dpcore.data import datasets, importers, national, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner, publish_compare
 from dpcore.interfaces import export, ledger, publish
+from dpcore.interfaces.store import StoreUnavailable
 from dpcore.mechanisms import postprocess
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -633,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except _InvalidInput:
         return EXIT_INVALID_INPUT
-    except (ValueError, TypeError, KeyError, OSError, DomainTooLargeError) as err:
+    except (ValueError, TypeError, KeyError, OSError, DomainTooLargeError,
+            StoreUnavailable) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         _say(f"error: {message}", error=True)
         return EXIT_USAGE

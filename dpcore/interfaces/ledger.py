@@ -10,9 +10,10 @@ adds up exactly (Bun, Steinke, "Concentrated differential privacy", TCC 2016: an
 always, and under the others only where they are tighter (advanced composition is worse than
 basic for few or large budgets).
 
-The ledger outlives the session and the server: an append-only table in the same SQLite file as
-the classroom (:func:`dpcore.interfaces.classroom.default_folder`), which refuses updates and
-deletes. Each entry carries the SHA-256 of its own fields and of the previous entry's hash, so an
+The ledger outlives the session and the server: an append-only table in the app's one SQLite
+file (:mod:`dpcore.interfaces.store`, shared with the classroom), which refuses updates and
+deletes; a database that cannot serve a request raises :class:`~dpcore.interfaces.store.StoreUnavailable`
+with a plain message. Each entry carries the SHA-256 of its own fields and of the previous entry's hash, so an
 entry edited or removed behind the app's back breaks the chain (:meth:`LedgerStore.verify`). The
 entries hold the budget and labels only — never a count, hash or list computed from confidential
 rows. "Starting afresh" is not offered: forgetting an entry does not make its release any less
@@ -26,19 +27,16 @@ import hashlib
 import json
 import math
 import secrets
-import sqlite3
-from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from dpcore.interfaces import classroom
+from dpcore.interfaces import store
 
 #: δ' of advanced composition and the δ at which a zCDP total is stated.
 SLACK_DELTA = 1e-6
 GENESIS = "0" * 64
-LOCK_TIMEOUT = 30.0
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS publications(number INTEGER PRIMARY KEY, time TEXT NOT NULL,
     dataset TEXT NOT NULL, method TEXT NOT NULL, levels TEXT NOT NULL, epsilon REAL NOT NULL,
@@ -84,50 +82,36 @@ class Entry:
 
 
 class LedgerStore:
-    """The ledger table of the app's database. Every call opens its own connection, so
-    Streamlit sessions and processes never share one; an append is one write transaction."""
+    """The ledger table of the app's database (:class:`dpcore.interfaces.store.Database`: every
+    call opens its own connection, so Streamlit sessions and processes never share one; an append
+    is one write transaction)."""
 
     def __init__(self, folder: Path | str | None = None):
-        self.folder = Path(folder) if folder is not None else classroom.default_folder()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / classroom.DATABASE_NAME
-        with self._connect() as db:
-            db.executescript(SCHEMA)
-
-    @contextmanager
-    def _connect(self):
-        with closing(sqlite3.connect(self.path, timeout=LOCK_TIMEOUT,
-                                     isolation_level=None)) as db:
-            yield db
+        self.database = store.Database(SCHEMA, folder)
+        self.path = self.database.path
 
     def append(self, dataset: str, method: str, levels, epsilon: float, delta: float,
                rho: float | None, manifest_id: str) -> Entry:
         """Record a publication; returns its entry (number and hash)."""
         levels = tuple(LevelCost(str(lv.name), float(lv.epsilon), float(lv.delta),
                                  None if lv.rho is None else float(lv.rho)) for lv in levels)
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                last = db.execute("SELECT number, hash FROM publications ORDER BY number DESC "
-                                  "LIMIT 1").fetchone()
-                number, previous = (last[0] + 1, last[1]) if last else (1, GENESIS)
-                entry = Entry(number, _now(), str(dataset), str(method), levels, float(epsilon),
-                              float(delta), None if rho is None else float(rho),
-                              str(manifest_id), previous)
-                entry = Entry(**{**entry.__dict__, "hash": entry.digest()})
-                db.execute("INSERT INTO publications VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                           (entry.number, entry.time, entry.dataset, entry.method,
-                            json.dumps([asdict(lv) for lv in levels], ensure_ascii=False),
-                            entry.epsilon, entry.delta, entry.rho, entry.manifest_id,
-                            entry.previous, entry.hash))
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self.database.write() as db:
+            last = db.execute("SELECT number, hash FROM publications ORDER BY number DESC "
+                              "LIMIT 1").fetchone()
+            number, previous = (last[0] + 1, last[1]) if last else (1, GENESIS)
+            entry = Entry(number, _now(), str(dataset), str(method), levels, float(epsilon),
+                          float(delta), None if rho is None else float(rho),
+                          str(manifest_id), previous)
+            entry = Entry(**{**entry.__dict__, "hash": entry.digest()})
+            db.execute("INSERT INTO publications VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       (entry.number, entry.time, entry.dataset, entry.method,
+                        json.dumps([asdict(lv) for lv in levels], ensure_ascii=False),
+                        entry.epsilon, entry.delta, entry.rho, entry.manifest_id,
+                        entry.previous, entry.hash))
         return entry
 
     def entries(self) -> list[Entry]:
-        with self._connect() as db:
+        with self.database.read() as db:
             rows = db.execute("SELECT * FROM publications ORDER BY number").fetchall()
         return [Entry(number, time, dataset, method,
                       tuple(LevelCost(**lv) for lv in json.loads(levels)), epsilon, delta, rho,
