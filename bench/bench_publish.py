@@ -15,7 +15,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dpcore.data import datasets
-from dpcore.interfaces import publish  # noqa: E402
+from dpcore.interfaces import publish, published_domain  # noqa: E402
 
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 
@@ -33,6 +33,8 @@ def main():
     publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)  # import OpenDP once, outside the timings
     county = datasets.load("ireland_county")
     ed = datasets.load("ireland_ed")
+    domain = published_domain.of_dataset("ireland_ed").manifest_entry()
+    source = publish.input_entry("ireland_ed", "bench", domain)
     subset = ed.subset_by_parent(["Cavan", "Leitrim"])
     cells = np.zeros(1_000_000, dtype=np.int64)
     noise = publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)
@@ -42,10 +44,10 @@ def main():
         ("calibrate Gaussian (binary search, zCDP → (ε, δ))",
          lambda: publish.calibrate(publish.GAUSSIAN, 1.0, 1e-6)),
         (f"publish county ({county.domain_size:,} cells)",
-         lambda: publish.publish(county, publish.DISCRETE_LAPLACE, 1.0, source={})),
+         lambda: publish.publish(county, publish.DISCRETE_LAPLACE, 1.0, source=source)),
         (f"publish Cavan+Leitrim EDs + counties, consistent ({subset.domain_size:,} + "
          f"{subset.aggregate().domain_size} cells)",
-         lambda: publish.publish_levels(subset, publish.DISCRETE_LAPLACE, 1.0, source={})),
+         lambda: publish.publish_levels(subset, publish.DISCRETE_LAPLACE, 1.0, source=source)),
         ("noise on 1,000,000 cells", lambda: publish.noisy(noise, cells)),
     ]
     for label, call in rows:

@@ -3,6 +3,11 @@
 A publish is never cached and never seeded: OpenDP draws from the operating system, so the same
 settings give a new release every time (:mod:`dpcore.interfaces.publish`). The ledger lives in this session
 only and only grows; "Start a new ledger" is the only reset, and says what it does not undo.
+
+The published files hold the mechanism's output and public facts only: a bundled dataset is
+published over its own (public) geography; an upload over a domain the user names
+(:mod:`dpcore.interfaces.published_domain`), or over its own zones only after ticking that they
+accept what this reveals. The input's hash is offered apart, as a private audit record.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ import json
 
 import streamlit as st
 
-from dpcore.data import datasets
-from dpcore.interfaces import export, ledger, publish
+from dpcore.data import datasets, importers, views
+from dpcore.interfaces import export, ledger, publish, published_domain
 from dpcore.release import RunSettings
-from ui import runs, state
+from ui import runs, safe, state, widgets
 
 LEDGER = "publish_ledger"
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
+AUDIT = "publish_audit_record"  # its private audit record (never part of the published files)
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
 
@@ -26,11 +32,83 @@ def book() -> ledger.Ledger:
     return st.session_state.setdefault(LEDGER, ledger.Ledger())
 
 
-def _source(settings: RunSettings, od) -> dict:
-    if settings.dataset == state.UPLOADED:
-        return publish.matrix_source(od, str(st.session_state[state.UPLOADED_FILENAME]))
-    return {"dataset": settings.dataset,
-            **publish.file_source(datasets.DATASETS[settings.dataset].files), "view": od.name}
+DOMAIN_CACHE = "publish_domain_cache"  # (the choice, its Domain): read a zones file once
+
+
+def _uploaded_domain() -> published_domain.Domain | None:
+    """The domain the user names for an upload (None until the choice is complete)."""
+    upload = st.session_state[state.UPLOADED_MATRIX]
+    source = st.radio("Published domain: the zones a release can contain",
+                      list(published_domain.SOURCES), key="publish_domain_source",
+                      index=None, format_func=published_domain.SOURCES.__getitem__,
+                      help="Every cell of the domain gets a noisy value. A list read from your "
+                           "data would itself tell who is in it.")
+    if source is None:
+        st.info("Choose where the published zones come from: a public list (a zones file, a "
+                "bundled geography, or the official codes), so that the release does not show "
+                "which zones your data has.")
+        return None
+    if source == published_domain.ZONES_FILE:
+        file = st.file_uploader("Zones file listing the published zones (zone[, parent])",
+                                key="publish_domain_zones",
+                                max_upload_size=importers.MAX_UPLOAD_BYTES // 2 ** 20)
+        if file is None:
+            return None
+        choice = (source, file.file_id)
+        make = lambda: published_domain.of_zones_file(file.getvalue(), file.name)  # noqa: E731
+    elif source == published_domain.BUNDLED:
+        key = st.selectbox("Bundled geography", list(datasets.DATASETS),
+                           key="publish_domain_dataset",
+                           format_func=lambda k: datasets.DATASETS[k].title)
+        choice, make = (source, key), lambda: published_domain.of_dataset(key)
+    elif source == published_domain.CODES:
+        text = st.text_area("Zone codes (separated by commas, spaces or line breaks)",
+                            key="publish_domain_codes",
+                            max_chars=published_domain.MAX_CODES_CHARS)
+        if not text.strip():
+            return None
+        choice, make = (source, text), lambda: published_domain.of_codes(text)
+    else:
+        st.warning(published_domain.DATA_DERIVED_RISK)
+        if not st.checkbox("I accept that the release shows which zones my data has",
+                           key="publish_domain_ack"):
+            return None
+        choice, make = (source, id(upload)), lambda: published_domain.of_data(upload)
+    cached = st.session_state.get(DOMAIN_CACHE)
+    if cached is not None and cached[0] == choice:
+        return cached[1]
+    try:
+        domain = make()
+    except importers.ImportFailed as failure:
+        for notice in failure.notices:
+            widgets.notice(notice)
+        return None
+    except ValueError as error:
+        st.error(str(error))
+        return None
+    st.session_state[DOMAIN_CACHE] = (choice, domain)
+    return domain
+
+
+def _published_view(settings: RunSettings):
+    """(view over a public domain, the manifest's input entry), or None with a message shown."""
+    if settings.dataset != state.UPLOADED:
+        od = runs.view(settings)
+        domain = published_domain.of_dataset(settings.dataset)
+        st.caption(f"Published domain: {safe.markdown(domain.description)} (public), "
+                   f"{len(domain.origins):,} origins × {len(domain.destinations):,} destinations.")
+        return od, publish.input_entry(settings.dataset, od.name, domain.manifest_entry())
+    domain = _uploaded_domain()
+    if domain is None:
+        return None
+    try:
+        od = views.select(published_domain.apply(st.session_state[state.UPLOADED_MATRIX], domain),
+                          settings.view.whole)
+    except ValueError as error:
+        st.error(str(error))
+        return None
+    name = str(st.session_state[state.UPLOADED_FILENAME])
+    return od, publish.input_entry(name, od.name, domain.manifest_entry())
 
 
 def ledger_section() -> None:
@@ -59,7 +137,10 @@ def section(settings: RunSettings) -> None:
                "counts, with randomness from the operating system: **no seed**. A seeded release "
                "could be re-derived by anyone who learns the seed, and its noise subtracted. "
                "This is why a publish cannot be repeated, unlike the explorations above.")
-    od = runs.view(settings)
+    found = _published_view(settings)
+    if found is None:
+        return
+    od, source = found
     problem = publish.too_large(od)
     if problem:
         st.info(problem)
@@ -83,6 +164,10 @@ def section(settings: RunSettings) -> None:
     method = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
                       index=0 if levels else 1, key="publish_postprocess",
                       format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
+    problem = publish.too_large(od, levels)
+    if problem:
+        st.warning(problem)
+        return
     cells = od.domain_size + (od.aggregate().domain_size if levels else 0)
     if cells > SLOW_CELLS:
         st.warning(f"{cells:,} cells go through OpenDP one by one (several µs each): expect "
@@ -108,7 +193,7 @@ def section(settings: RunSettings) -> None:
             bar.progress(done / total, f"{done:,} of {total:,} cells")
         try:
             options = dict(delta=delta, neighbours=settings.neighbours, postprocess=method,
-                           source=_source(settings, od), progress=progress)
+                           source=source, progress=progress)
             result = (publish.publish_levels(od, mechanism, epsilon, fine_share=share, **options)
                       if levels else publish.publish(od, mechanism, epsilon, **options))
         except ValueError as error:
@@ -119,6 +204,7 @@ def section(settings: RunSettings) -> None:
             what = f"{mechanism}, {od.name}" + (" + parent level" if levels else "")
             entries.add(what, epsilon, delta, result.manifest["rho_zcdp"])
             st.session_state[LAST] = result
+            st.session_state[AUDIT] = publish.audit_record(od)
     last = st.session_state.get(LAST)
     if last is not None:
         st.success(f"Published: {len(last.table):,} rows. Guarantee: "
@@ -133,4 +219,13 @@ def section(settings: RunSettings) -> None:
                             on_click="ignore", icon=":material/download:")
         with st.expander("The manifest"):
             st.json(last.manifest)
+        with st.expander("Private audit record (not for publication)"):
+            st.caption("The SHA-256 of the table you published from and its number of "
+                       "commuters, for your own records. **Never publish it**: anyone who knows "
+                       "every record but one could try each candidate for the last one and "
+                       "match the hash.")
+            st.download_button("audit-private.json",
+                               json.dumps(st.session_state[AUDIT], indent=2, ensure_ascii=False),
+                               "audit-private.json", "application/json", key="publish_audit",
+                               on_click="ignore", icon=":material/lock:")
     ledger_section()
