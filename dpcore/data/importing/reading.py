@@ -126,8 +126,9 @@ class Table:
         return frame, rows
 
 
-def read_table(data: bytes, filename: str, report: Report) -> Table:
-    """Decode and split an uploaded file, reporting every choice made; raise on unreadable input."""
+def read_table(data: bytes, filename: str, report: Report, one_column: bool = False) -> Table:
+    """Decode and split an uploaded file, reporting every choice made; raise on unreadable input
+    (also on a single column, unless ``one_column``: e.g. a list of zones)."""
     text, encoding = decode(data, report)
     # Normalise line endings so that row numbers match what an editor shows (\r\n and old-Mac \r).
     if "\r" in text:
@@ -162,7 +163,7 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
     raw_header = [str(h).strip() for h in cells.iloc[0].tolist()]
     header = [name or f"column {i + 1}" for i, name in enumerate(raw_header)]
     unnamed = [i for i, name in enumerate(raw_header) if not name]
-    if len(header) < 2:
+    if len(header) < 2 and not one_column:
         report.fail("one_column",
                     f"Only one column was found (header “{header[0][:60]}”), so origins, "
                     f"destinations and counts cannot be told apart.",

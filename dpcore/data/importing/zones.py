@@ -209,7 +209,7 @@ def read_zone_list(data: bytes, filename: str) -> ZoneSet:
     nested in their parents when it names them: a *public* list of zones, e.g. the published
     domain of a release (:mod:`dpcore.interfaces.published_domain`). Raises ImportFailed."""
     report = Report(filename)
-    table = read_table(data, filename, report)
+    table = read_table(data, filename, report, one_column=True)
     mapping = resolve(table.header, ("zone",), ("parent", "label", "lat", "lon"),
                       _preset_roles(table.header), zone_role, report, "a zones file",
                       how="Rename the columns, e.g. “zone,parent”", mappable=False)
