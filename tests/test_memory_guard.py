@@ -12,16 +12,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from dpcore.data.importers import ImportFailed, import_od
 from dpcore.data.importing import reading
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix, ZoneSet
 from dpcore.interfaces import cli, publish
-from ui import budget
+from tests import test_app_data
+from ui import budget, upload
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -113,3 +117,44 @@ def test_the_cli_refuses_a_publish_over_the_budget_before_any_noise(tmp_path, ca
     assert code == cli.EXIT_USAGE
     assert "48,951,000 possible commutes) would hold about 1.8 GB" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------ one import at a time
+def test_a_session_imports_one_file_at_a_time_and_says_what_it_waits_for():
+    """Streamlit's fast reruns start a new run while a parse is still going: the new run waits
+    for the slot (saying why), other sessions do not."""
+    slots = upload.ImportSlots()
+    assert slots.take("s1", "first.csv") is None
+    assert slots.take("s2", "other.csv") is None  # another session is not held up
+    shown, taken = [], threading.Event()
+
+    def second_run():
+        slots.wait("s1", "second.csv", shown.append, sleep=lambda _: time.sleep(0.01))
+        taken.set()
+    thread = threading.Thread(target=second_run)
+    thread.start()
+    assert not taken.wait(0.3)  # still waiting while first.csv is parsed
+    assert shown and "“first.csv” is still being imported" in shown[0]
+    assert "“second.csv” will be imported as soon as it has finished" in shown[0]
+    slots.release("s1")
+    assert taken.wait(5)
+    thread.join()
+    assert slots.take("s1", "third.csv") == "second.csv"
+
+
+def test_the_data_page_refuses_a_file_over_the_session_budget_with_the_figure(monkeypatch):
+    """The page passes the session budget to the importer (lowered here, so that a small file
+    stands for a large one)."""
+    data = matrix(200, 100)
+    need = reading.parse_memory(len(data), 201, 101)
+    monkeypatch.setattr(budget, "SESSION_WORK_BYTES", need - 1)
+    at = AppTest.from_file(str(ROOT / "Home.py"), default_timeout=60)
+    at.switch_page("pages/1_Data.py").run()
+    upload_page = test_app_data.upload(at, "wide.csv", data)
+    (error,) = test_app_data.boxes(upload_page, "error")
+    assert f"about {need / 2 ** 30:.1f} GB of memory" in error
+    assert "201 lines × 101 columns" in error and "Nothing was read" in error
+    assert not upload_page.metric
+    monkeypatch.setattr(budget, "SESSION_WORK_BYTES", need)
+    upload_page = test_app_data.upload(at, "wide2.csv", data)
+    assert not test_app_data.boxes(upload_page, "error") and upload_page.metric
