@@ -206,3 +206,30 @@ def test_page_files_of_neighbouring_tables_match_apart_from_the_noise(monkeypatc
     assert header == "origin,destination,count"
     assert manifest["levels"][0]["cells"] == len(ZONES) ** 2
     assert "sha256" not in published and "commuters\": " not in published
+
+
+def test_page_takes_the_domain_from_an_uploaded_zones_file_and_names_missing_zones(monkeypatch):
+    downloads = Downloads(monkeypatch)
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace"]
+    at.query_params["pp"] = "base"
+    at.query_params["target"] = "rmse"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.session_state[state.UPLOADED_MATRIX] = import_od(table_bytes(HIDDEN), "flows.csv").matrix
+    at.session_state[state.UPLOADED_FILENAME] = "flows.csv"
+    at.run()
+    at.radio(key="publish_domain_source").set_value(published_domain.ZONES_FILE).run()
+    at.file_uploader(key="publish_domain_zones").set_value(
+        ("zones.csv", ("zone\n" + "\n".join(ZONES[:5]) + "\n").encode(), "text/csv")).run()
+    assert any("“Z6”, “Z7”" in e.value for e in at.error)  # the data has zones the list lacks
+    assert not [b for b in at.button if b.key == "publish_go"]
+    at.file_uploader(key="publish_domain_zones").set_value(
+        ("zones2.csv", ("zone\n" + "\n".join(ZONES) + "\n").encode(), "text/csv")).run()
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    manifest = json.loads(downloads.by_key(at, "publish_manifest"))
+    assert manifest["input"]["domain"] == {"source": published_domain.ZONES_FILE,
+                                           "description": "zones file zones2.csv",
+                                           "origins": 7, "destinations": 7}
+    audit = json.loads(downloads.by_key(at, "publish_audit"))
+    assert audit["commuters"] == 18 and "NOT FOR PUBLICATION" in audit["private"]
