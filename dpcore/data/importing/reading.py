@@ -28,11 +28,12 @@ MAX_COLUMNS = 1000
 
 #: What parsing costs, measured with ``bench/bench_import_memory.py`` (peak resident memory of an
 #: import in a fresh process): a fixed part, twice the text (the upload's bytes and the decoded
-#: text), and per cell of the table (data rows × columns) 29–43 bytes for files of a few columns
-#: whose zone names repeat, as in any OD table, and ~160 for a matrix, whose every cell becomes a
-#: number. A file whose header has more than :data:`WIDE_COLUMNS` columns is costed as a matrix.
+#: text), and per cell of the table (lines × columns) up to 48 bytes for files of a few columns
+#: (long format: 1 M rows took 177 MB, 7 M rows — 94 MB, the upload limit — 1,076 MB) and up to
+#: 170 for a matrix, whose every cell becomes a number (12,000 × 999: 1,822 MB). A file whose
+#: header has more than :data:`WIDE_COLUMNS` columns is costed as a matrix.
 PARSE_FIXED_BYTES = 100 * 2 ** 20
-PARSE_CELL_BYTES = 40
+PARSE_CELL_BYTES = 48
 PARSE_WIDE_CELL_BYTES = 170
 WIDE_COLUMNS = 20
 
