@@ -19,7 +19,7 @@ import streamlit as st
 from dpcore.data import datasets, importers, views
 from dpcore.interfaces import export, ledger, publish, published_domain
 from dpcore.release import RunSettings
-from ui import runs, safe, state, widgets
+from ui import data, runs, safe, state, widgets
 
 LEDGER = "publish_ledger"
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
@@ -55,7 +55,7 @@ def _uploaded_domain() -> published_domain.Domain | None:
         if file is None:
             return None
         choice = (source, file.file_id)
-        make = lambda: published_domain.of_zones_file(file.getvalue(), file.name)  # noqa: E731
+        make = lambda: published_domain.of_zones_file(file.getvalue(), file.name)
     elif source == published_domain.BUNDLED:
         key = st.selectbox("Bundled geography", list(datasets.DATASETS),
                            key="publish_domain_dataset",
@@ -94,7 +94,7 @@ def _published_view(settings: RunSettings):
     """(view over a public domain, the manifest's input entry), or None with a message shown."""
     if settings.dataset != state.UPLOADED:
         od = runs.view(settings)
-        domain = published_domain.of_dataset(settings.dataset)
+        domain = published_domain.of_dataset(settings.dataset, data.bundled(settings.dataset))
         st.caption(f"Published domain: {safe.markdown(domain.description)} (public), "
                    f"{len(domain.origins):,} origins × {len(domain.destinations):,} destinations.")
         return od, publish.input_entry(settings.dataset, od.name, domain.manifest_entry())
@@ -137,14 +137,15 @@ def section(settings: RunSettings) -> None:
                "counts, with randomness from the operating system: **no seed**. A seeded release "
                "could be re-derived by anyone who learns the seed, and its noise subtracted. "
                "This is why a publish cannot be repeated, unlike the explorations above.")
+    # A valid domain holds every zone of the data: a view too large already is too large on it.
+    problem = publish.too_large(runs.view(settings))
+    if problem:
+        st.info(problem)
+        return
     found = _published_view(settings)
     if found is None:
         return
     od, source = found
-    problem = publish.too_large(od)
-    if problem:
-        st.info(problem)
-        return
     left, middle, right = st.columns(3)
     mechanism = left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
                                format_func=publish.MECHANISMS.__getitem__)

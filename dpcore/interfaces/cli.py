@@ -409,7 +409,7 @@ def _cmd_publish(args) -> int:
     domain = _domain(args)
     data = _load(args)
     if domain is None:
-        domain = (published_domain.of_dataset(args.dataset) if args.dataset
+        domain = (published_domain.of_dataset(args.dataset, data) if args.dataset
                   else published_domain.of_data(data))
     od = views.select(published_domain.apply(data, domain), _view(args))
     data_name = args.dataset or Path(args.file).name

@@ -67,11 +67,11 @@ class Domain:
         return entry
 
 
-def of_dataset(key: str) -> Domain:
-    """A bundled dataset's geography (its origin and destination zones, with their parents)."""
-    od = datasets.load(key)
-    return Domain(od.origins, od.destinations, BUNDLED,
-                  f"bundled geography of {datasets.DATASETS[key].title} ({key})")
+def of_dataset(key: str, loaded: ODMatrix | None = None) -> Domain:
+    """A bundled dataset's geography (its origin and destination zones, with their parents);
+    ``loaded``: the dataset already in memory (e.g. the generated national one)."""
+    od = datasets.load(key) if loaded is None else loaded
+    return Domain(od.origins, od.destinations, BUNDLED, f"bundled geography of {od.name} ({key})")
 
 
 def of_zones_file(data: bytes, filename: str) -> Domain:

@@ -215,7 +215,7 @@ def read_zone_list(data: bytes, filename: str) -> ZoneSet:
                       how="Rename the columns, e.g. “zone,parent”", mappable=False)
     mapping = {role: mapping[role] for role in ("zone", "parent") if role in mapping}
     frame, rows = table.take(list(mapping.values()), report)
-    for role, column in mapping.items():
+    for column in mapping.values():
         frame[column] = clean_names(frame[column], rows, column, report)
     zones = frame[mapping["zone"]]
     require_present(zones, rows, mapping["zone"], "zone id", report)
