@@ -181,3 +181,46 @@ def test_a_huge_domain_is_refused_before_any_noise_is_drawn():
     for call in (publish.publish, publish.publish_levels):
         with pytest.raises(ValueError, match="choose some areas in the sidebar or roll up"):
             call(od, publish.DISCRETE_LAPLACE, 1.0, source=SOURCE)
+
+
+@pytest.mark.parametrize("epsilon", ["1e-15", "1e-16"])
+def test_opendp_refusals_are_messages_on_the_command_line(tmp_path, capsys, epsilon):
+    code = cli.main(["publish", "--dataset", "toy_town", "--mechanism", "discrete_laplace",
+                     "--epsilon", epsilon, "--out", str(tmp_path / "out")])
+    assert code == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "OpenDP cannot calibrate Discrete Laplace" in err and f"ε = {float(epsilon):g}" in err
+    assert "choose a larger ε" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_opendp_failure_while_drawing_is_a_message():
+    import opendp.prelude as dp
+
+    def refuse(_):
+        raise dp.OpenDPException("FailedFunction", "sum overflowed i64")
+    noise = publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)
+    broken = publish.Noise(noise.mechanism, 1.0, 0.0, noise.neighbours, noise.scale, None, refuse)
+    with pytest.raises(ValueError, match="OpenDP could not draw the noise at ε = 1.*overflowed"):
+        publish.noisy(broken, np.zeros(3, dtype=np.int64))
+
+
+def test_declared_codes_are_split_deduplicated_and_bounded():
+    domain = published_domain.of_codes("A, B;C\nA  D")
+    assert list(domain.origins.ids) == ["A", "B", "C", "D"] and domain.public
+    assert domain.manifest_entry() == {"source": published_domain.CODES,
+                                       "description": "4 declared zone codes",
+                                       "origins": 4, "destinations": 4}
+    with pytest.raises(ValueError, match="at least two"):
+        published_domain.of_codes(" A ")
+    with pytest.raises(ValueError, match="use a zones file instead"):
+        published_domain.of_codes("A," * published_domain.MAX_CODES_CHARS)
+    data = published_domain.of_data(datasets.load("toy_town"))
+    assert not data.public
+    assert data.manifest_entry()["warning"] == published_domain.DATA_DERIVED_RISK
+
+
+def test_the_total_is_the_release_s_own_and_exact_beyond_64_bits():
+    total = publish._total(np.array([2 ** 62, 2 ** 62, 5], dtype=np.int64), ADD_REMOVE)
+    assert total["value"] == 2 ** 63 + 5
+    assert "add/remove" in total["how"] and "not published exactly" in total["how"]

@@ -295,7 +295,9 @@ def _total(released: np.ndarray, neighbours: str) -> dict:
     why = ("under add/remove neighbours the number of commuters differs between neighbouring "
            "tables, so it is not published exactly" if neighbours == ADD_REMOVE else
            "the exact number of commuters is not published")
-    return {"value": int(released.sum()),
+    safe = released.size == 0 or int(np.abs(released).max()) < 2 ** 62 // released.size
+    total = int(released.sum()) if safe else sum(int(v) for v in released)  # no i64 wrap
+    return {"value": total,
             "how": f"sum of the published cells (post-processing of the noisy release); {why}"}
 
 
