@@ -130,7 +130,8 @@ def test_the_audit_record_stays_out_of_the_published_folder(tmp_path):
     assert not out.exists()
     assert cli.main(base + ["--audit", str(tmp_path / "audit.json")]) == 0
     audit = json.loads((tmp_path / "audit.json").read_text())
-    assert audit["commuters"] == 18 and len(audit["sha256_of_input"]) == 64
+    assert audit["commuters"] == 18 and len(audit["sha256_of_files"]) == 64
+    assert audit["files"] == ["flows.csv"] and len(audit["sha256_of_table"]) == 64
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "release.csv"]
     assert "sha256" not in (out / "manifest.json").read_text()
 

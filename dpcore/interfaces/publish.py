@@ -222,25 +222,24 @@ def input_entry(data: str, view: str, domain: dict) -> dict:
     return {"data": data, "view": view, "domain": domain}
 
 
-def audit_record(od: ODMatrix, files=(), uploaded: bytes | None = None) -> dict:
+def audit_record(od: ODMatrix, files=()) -> dict:
     """A **private** record of what was published from, for the office's own files: SHA-256 of
-    the input file(s) (or of the uploaded bytes) and of the imported table, and the number of
-    commuters. Every field is a function of the confidential rows, so it must never be
-    published (an adversary who knows all records but one would match the hash against each
-    candidate for the last). An HMAC under a key kept secret would serve the same purpose."""
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(Path(path).read_bytes())
-    if uploaded is not None:
-        digest.update(uploaded)
+    the input file(s) if any (an upload's bytes are not kept) and of the table published from,
+    and its number of commuters. Every field is a function of the confidential rows, so it must
+    never be published (an adversary who knows all records but one would match the hash against
+    each candidate for the last). An HMAC under a key kept secret would serve the same purpose."""
     table = od.to_frame()[["origin", "destination", "count"]]
-    return {"private": "NOT FOR PUBLICATION: computed from the confidential rows; a hash of "
-                       "the input identifies records as surely as the rows themselves",
-            "files": [Path(p).name for p in files],
-            "sha256_of_input": digest.hexdigest(),
-            "sha256_of_imported_table": hashlib.sha256(export.safe_csv(table)).hexdigest(),
-            "commuters": od.n,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    record = {"private": "NOT FOR PUBLICATION: computed from the confidential rows; a hash of "
+                         "the input identifies records as surely as the rows themselves",
+              "sha256_of_table": hashlib.sha256(export.safe_csv(table)).hexdigest(),
+              "commuters": od.n,
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if files:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(Path(path).read_bytes())
+        record.update(files=[Path(p).name for p in files], sha256_of_files=digest.hexdigest())
+    return record
 
 
 def check_audit_place(path, published_dir) -> Path:
