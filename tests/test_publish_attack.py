@@ -232,3 +232,24 @@ def test_page_takes_the_domain_from_an_uploaded_zones_file_and_names_missing_zon
                                            "origins": 7, "destinations": 7}
     audit = json.loads(downloads.by_key(at, "publish_audit"))
     assert audit["commuters"] == 18 and "NOT FOR PUBLICATION" in audit["private"]
+
+
+def test_page_publishes_an_upload_over_a_bundled_geography(monkeypatch):
+    """Two commutes of Toy town's zones: the domain is the bundled geography's 7 × 8 zones."""
+    downloads = Downloads(monkeypatch)
+    flows = b"origin,destination,count\nHarbour,Station,4\nHillside,Work from home,2\n"
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace"]
+    at.query_params["pp"] = "base"
+    at.query_params["target"] = "rmse"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.session_state[state.UPLOADED_MATRIX] = import_od(flows, "toy.csv").matrix
+    at.session_state[state.UPLOADED_FILENAME] = "toy.csv"
+    at.run()
+    at.radio(key="publish_domain_source").set_value(published_domain.BUNDLED).run()
+    at.selectbox(key="publish_domain_dataset").set_value("toy_town").run()
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    manifest = json.loads(downloads.by_key(at, "publish_manifest"))
+    assert manifest["input"]["domain"]["source"] == published_domain.BUNDLED
+    assert (manifest["input"]["domain"]["origins"], manifest["levels"][0]["cells"]) == (7, 56)

@@ -24,15 +24,13 @@ from ui import data, runs, safe, state, widgets
 LEDGER = "publish_ledger"
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
 AUDIT = "publish_audit_record"  # its private audit record (never part of the published files)
+DOMAIN_CACHE = "publish_domain_cache"  # (the user's choice, its Domain): read a zones file once
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
 
 
 def book() -> ledger.Ledger:
     return st.session_state.setdefault(LEDGER, ledger.Ledger())
-
-
-DOMAIN_CACHE = "publish_domain_cache"  # (the choice, its Domain): read a zones file once
 
 
 def _uploaded_domain() -> published_domain.Domain | None:
@@ -60,7 +58,7 @@ def _uploaded_domain() -> published_domain.Domain | None:
         key = st.selectbox("Bundled geography", list(datasets.DATASETS),
                            key="publish_domain_dataset",
                            format_func=lambda k: datasets.DATASETS[k].title)
-        choice, make = (source, key), lambda: published_domain.of_dataset(key)
+        choice, make = (source, key), lambda: published_domain.of_dataset(key, data.bundled(key))
     elif source == published_domain.CODES:
         text = st.text_area("Zone codes (separated by commas, spaces or line breaks)",
                             key="publish_domain_codes",
