@@ -1,6 +1,8 @@
 """Timings of publishing through OpenDP (issue 12): calibration and noise per cell, county, an ED
 subset with consistent levels, and a dense 10⁶-cell vector (the whole ED level, 9.8 M cells, is
-extrapolated from it: OpenDP's Python binding handles one cell at a time).
+extrapolated from it: OpenDP's Python binding handles one cell at a time). Then the peak memory
+of a publish per cell (issue 20), against the figures ``publish.too_large`` budgets with: the
+process's peak resident memory is reset (``/proc/self/clear_refs``) before each publish.
 
 Run from the repository root: ``python bench/bench_publish.py [repeats]`` (default 3).
 """
@@ -57,6 +59,29 @@ def main():
             per_cell = seconds / cells.size
             print(f"{'  → per cell':78} {per_cell * 1e6:9.2f} µs; whole ED level "
                   f"({ed.domain_size:,} cells) ≈ {per_cell * ed.domain_size:.0f} s")
+    twelve = ed.subset_by_parent(sorted(set(ed.origins.parent))[:12])
+    for levels, budgeted in ((False, publish.PUBLISH_CELL_BYTES),
+                             (True, publish.LEVELS_CELL_BYTES)):
+        call = publish.publish_levels if levels else publish.publish
+        per_cell = peak_bytes(lambda: call(twelve, publish.DISCRETE_LAPLACE, 1.0,
+                                           source=source)) / twelve.domain_size
+        label = f"peak memory, {'two consistent levels' if levels else 'one level'} " \
+                f"({twelve.domain_size:,} fine cells)"
+        print(f"{label:78} {per_cell:9.1f} B/cell (budgeted {budgeted})")
+
+
+def _status(key: str) -> int:
+    return next(int(line.split()[1]) for line in open("/proc/self/status")
+                if line.startswith(key)) * 1024
+
+
+def peak_bytes(call) -> int:
+    """Peak resident memory ``call`` adds to the process (Linux: the peak is reset first)."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+    before = _status("VmRSS")
+    call()
+    return _status("VmHWM") - before
 
 
 if __name__ == "__main__":

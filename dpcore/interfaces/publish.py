@@ -323,10 +323,11 @@ def _manifest(noise: Noise, postprocess: str, source: dict, levels: list[dict],
     }
 
 
-#: Peak bytes per cell of a publish (measured at 1.8 M cells: 27 for one level, 115 for the
-#: consistent pair, counting the fine cells), rounded up.
-PUBLISH_CELL_BYTES = 40
-LEVELS_CELL_BYTES = 128
+#: Peak bytes per cell of a publish, rounded up from ``bench/bench_publish.py`` (1.8 M ED cells:
+#: one level 25 with base_pos, 38 with base, whose table keeps almost every cell; the consistent
+#: pair 103 and 202 per fine cell, its two tables concatenated).
+PUBLISH_CELL_BYTES = 48
+LEVELS_CELL_BYTES = 224
 
 
 def publish_memory(od: ODMatrix, levels: bool = False) -> int:
