@@ -2,6 +2,7 @@
 searched answers behind Find with the sentence, the curve's markers, baselines labelled not DP,
 and the ε ruler."""
 
+import json
 import math
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
-from dpcore.interfaces import export
+from dpcore.interfaces import export, published_domain
 from tests.app_pages import open_page
 from tests.plotly_spec import figure, traces, values
 from ui import publishing, state
@@ -80,8 +81,8 @@ def test_publish_lands_in_the_ledger_which_outlives_the_session():
     assert not at.exception, at.exception
     assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
     assert any("(ledger entry 1)" in s.value for s in at.success)
-    labels = [b.label for b in at.get("download_button")]
-    assert "release.csv" in labels and "manifest.json" in labels
+    assert [b.label for b in at.get("download_button")][-3:] == ["release.csv", "manifest.json",
+                                                               "audit-private.json"]
     entries, _ = ledger_tables(at)
     assert entries["ε"].tolist() == [0.5] and entries["ρ (zCDP)"].tolist() == ["—"]
     at.button(key="publish_go").click().run()
@@ -146,8 +147,9 @@ def test_publish_consistent_levels_on_an_ed_subset():
 
 
 def test_upload_plans_and_publishes_in_the_session_with_safe_output():
-    """An upload (hostile zone names): the planner answers, the publish's CSV neutralises
-    formula-like names, and the manifest hashes the imported table (the bytes are not kept)."""
+    """An upload (hostile zone names): the planner answers; publishing waits for a domain, here
+    the data's own zones after the acknowledgement; the CSV neutralises formula-like names and
+    the manifest says where the domain comes from (no hash of the rows)."""
     zones = ZoneSet.from_ids(["=HYPERLINK(\"http://e.example\")", "Plain", "<b>x</b>"])
     upload = ODMatrix.from_pairs("upload", zones, zones, [0, 0, 1, 2], [1, 2, 0, 2],
                                  [30, 12, 25, 40])
@@ -161,10 +163,16 @@ def test_upload_plans_and_publishes_in_the_session_with_safe_output():
     at.run()
     assert not at.exception, at.exception
     assert "Laplace needs ε ≈" in at.markdown[0].value
+    assert not [b for b in at.button if b.key == "publish_go"]
+    at.radio(key="publish_domain_source").set_value(published_domain.DATA).run()
+    assert any(published_domain.DATA_DERIVED_RISK in w.value for w in at.warning)
+    assert not [b for b in at.button if b.key == "publish_go"]
+    at.checkbox(key="publish_domain_ack").check().run()
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     published = at.session_state[publishing.LAST]
-    assert published.manifest["input"]["files"] == ["flows.csv"]
-    assert len(published.manifest["input"]["sha256_of_imported_table"]) == 64
+    assert published.manifest["input"]["data"] == "flows.csv"
+    assert published.manifest["input"]["domain"]["source"] == published_domain.DATA
+    assert "sha256" not in json.dumps(published.manifest)
     text = export.safe_csv(published.table).decode()
     assert "'=HYPERLINK" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text

@@ -30,7 +30,7 @@ from dpcore.data.importers import (
 )
 from dpcore.data.importing.names import MAX_NAME_CHARS
 from dpcore.data.importing.reading import MAX_COLUMNS
-from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
+from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix, ZoneSet
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
@@ -446,6 +446,7 @@ def test_describe_formats_shows_every_example_and_the_limits():
     assert f"{MAX_UPLOAD_BYTES // 2**20} MB" in text and f"{DENSE_CELL_LIMIT:,}" in text
     assert f"at most {MAX_COLUMNS:,} columns" in text
     assert f"at most {MAX_NAME_CHARS} characters" in text
+    assert f"more than {MEMORY_BUDGET_BYTES / 2**30:.2f} GB of memory" in text
 
 
 def test_zones_file_with_a_county_column_uses_it_as_parent():

@@ -1,7 +1,6 @@
 """Publishing: OpenDP's noise has the spread it should, two publishes differ, the manifest says
 everything, consistent levels sum exactly (the ledger: tests/test_ledger.py)."""
 
-import hashlib
 import json
 import math
 
@@ -10,11 +9,13 @@ import pytest
 from scipy import stats
 
 from dpcore.data import datasets
-from dpcore.interfaces import cli, publish
+from dpcore.interfaces import cli, publish, published_domain
 from dpcore.mechanisms.base import ADD_REMOVE
 from tests.huge import huge_matrix
 
 ALPHA = 1e-4  # family-wise false-failure rate of each statistical check
+#: A manifest input (the domain's entry is what the manifest needs; the tests' data vary).
+SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
 CELLS = 20_000
 
 
@@ -61,8 +62,8 @@ def test_gaussian_noise_spread_and_zcdp():
 
 def test_two_publishes_differ_and_are_integers():
     od = datasets.load("ireland_county")
-    a = publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base", source={})
-    b = publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base", source={})
+    a = publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base", source=SOURCE)
+    b = publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base", source=SOURCE)
     assert not np.array_equal(a.released["fine"], b.released["fine"])
     assert (a.released["fine"] - od.to_dense()).std() > 1
 
@@ -71,10 +72,15 @@ def test_manifest_and_files(tmp_path):
     code = cli.main(["publish", "--dataset", "toy_town", "--mechanism", "gaussian", "--epsilon",
                      "2", "--delta", "1e-7", "--out", str(tmp_path)])
     assert code == 0
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    files = datasets.DATASETS["toy_town"].files
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
-    assert manifest["input"]["sha256"] == digest
+    text = (tmp_path / "manifest.json").read_text()
+    manifest = json.loads(text)
+    assert "sha256" not in text and "hash" not in text
+    assert manifest["input"]["data"] == "toy_town"
+    assert manifest["input"]["domain"]["source"] == published_domain.BUNDLED
+    assert manifest["levels"][0]["cells"] == datasets.load("toy_town").domain_size
+    released = np.loadtxt(tmp_path / "release.csv", delimiter=",", skiprows=1, usecols=2)
+    assert manifest["total"]["value"] == released.sum()
+    assert "not published" in manifest["total"]["how"]
     assert manifest["epsilon"] == 2 and manifest["delta"] == 1e-7
     assert manifest["rho_zcdp"] > 0 and manifest["opendp_version"] == publish.opendp_version()
     assert "substitution" in manifest["neighbouring_relation"]
@@ -96,14 +102,14 @@ def test_bad_settings_are_refused():
         publish.calibrate(publish.DISCRETE_LAPLACE, 1.0, 1e-6)
     od = datasets.load("toy_town")
     with pytest.raises(ValueError, match="the others use the true total"):
-        publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="norm", source={})
+        publish.publish(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="norm", source=SOURCE)
 
 
 @pytest.mark.parametrize("postprocess", ["base", "base_pos"])
 def test_consistent_levels_sum_exactly(postprocess):
     od = datasets.load("ireland_ed").subset_by_parent(["Leitrim"])
     result = publish.publish_levels(od, publish.DISCRETE_LAPLACE, 1.0, fine_share=0.7,
-                                    postprocess=postprocess, source={})
+                                    postprocess=postprocess, source=SOURCE)
     groups, parent = publish._parent_cells(od)
     fine, coarse = result.released["fine"], result.released["parent"]
     assert fine.dtype == np.int64 and coarse.dtype == np.int64
@@ -156,4 +162,47 @@ def test_a_huge_domain_is_refused_before_any_noise_is_drawn():
     assert publish.too_large(datasets.load("ireland_ed")) is None
     for call in (publish.publish, publish.publish_levels):
         with pytest.raises(ValueError, match="choose some areas in the sidebar or roll up"):
-            call(od, publish.DISCRETE_LAPLACE, 1.0, source={})
+            call(od, publish.DISCRETE_LAPLACE, 1.0, source=SOURCE)
+
+
+@pytest.mark.parametrize("epsilon", ["1e-15", "1e-16"])
+def test_opendp_refusals_are_messages_on_the_command_line(tmp_path, capsys, epsilon):
+    code = cli.main(["publish", "--dataset", "toy_town", "--mechanism", "discrete_laplace",
+                     "--epsilon", epsilon, "--out", str(tmp_path / "out")])
+    assert code == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "OpenDP cannot calibrate Discrete Laplace" in err and f"ε = {float(epsilon):g}" in err
+    assert "choose a larger ε" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_opendp_failure_while_drawing_is_a_message():
+    import opendp.prelude as dp
+
+    def refuse(_):
+        raise dp.OpenDPException("FailedFunction", "sum overflowed i64")
+    noise = publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)
+    broken = publish.Noise(noise.mechanism, 1.0, 0.0, noise.neighbours, noise.scale, None, refuse)
+    with pytest.raises(ValueError, match="OpenDP could not draw the noise at ε = 1.*overflowed"):
+        publish.noisy(broken, np.zeros(3, dtype=np.int64))
+
+
+def test_declared_codes_are_split_deduplicated_and_bounded():
+    domain = published_domain.of_codes("A, B;C\nA  D")
+    assert list(domain.origins.ids) == ["A", "B", "C", "D"] and domain.public
+    assert domain.manifest_entry() == {"source": published_domain.CODES,
+                                       "description": "4 declared zone codes",
+                                       "origins": 4, "destinations": 4}
+    with pytest.raises(ValueError, match="at least two"):
+        published_domain.of_codes(" A ")
+    with pytest.raises(ValueError, match="use a zones file instead"):
+        published_domain.of_codes("A," * published_domain.MAX_CODES_CHARS)
+    data = published_domain.of_data(datasets.load("toy_town"))
+    assert not data.public
+    assert data.manifest_entry()["warning"] == published_domain.DATA_DERIVED_RISK
+
+
+def test_the_total_is_the_release_s_own_and_exact_beyond_64_bits():
+    total = publish._total(np.array([2 ** 62, 2 ** 62, 5], dtype=np.int64), ADD_REMOVE)
+    assert total["value"] == 2 ** 63 + 5
+    assert "add/remove" in total["how"] and "not published exactly" in total["how"]

@@ -13,10 +13,13 @@ from InfTDA.optimization import int_opt as reference_int_opt
 
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.interfaces import publish
+from dpcore.interfaces import publish, published_domain
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
 from dpcore.mechanisms.central import l2_sensitivity
+
+#: The manifest's input entry: a bundled dataset's public geography.
+SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
 
 
 def three_levels(rng) -> ODMatrix:
@@ -108,7 +111,7 @@ def test_every_level_adds_up_is_whole_and_non_negative_and_zeros_stay_closed(rng
 
 def test_publish_topdown_with_opendp():
     od = datasets.load("ireland_ed").subset_by_parent(["Leitrim"])
-    result = publish.publish_topdown(od, 1.0, delta=1e-6, source={})
+    result = publish.publish_topdown(od, 1.0, delta=1e-6, source=SOURCE)
     levels = topdown.hierarchy(od)
     released = list(result.released.values())
     assert topdown.consistent(levels, released) == [True]
@@ -117,7 +120,7 @@ def test_publish_topdown_with_opendp():
     assert "Chebyshev" in result.manifest["post_processing"]
     assert len(result.manifest["levels"]) == 2
     # A subset of areas: a commute replaced by one leaving the areas changes its n.
-    assert "not published exactly" in result.manifest["total"]
+    assert "not published exactly" in result.manifest["total"]["how"]
 
 
 def test_the_whole_table_under_substitution_keeps_n(monkeypatch):
@@ -125,9 +128,9 @@ def test_the_whole_table_under_substitution_keeps_n(monkeypatch):
     level is fitted to it (the paper's bounded setting). Otherwise the top level is its noisy
     counts clipped at 0, never n exactly."""
     od = datasets.load("toy_town")
-    whole = publish.publish_topdown(od, 1.0, delta=1e-6, whole_table=True, source={})
+    whole = publish.publish_topdown(od, 1.0, delta=1e-6, whole_table=True, source=SOURCE)
     assert whole.released[od.name].sum() == od.n
-    assert "true number of commuters" in whole.manifest["total"]
+    assert "true number of commuters" in whole.manifest["total"]["how"]
     levels = topdown.hierarchy(od)
     assert len(levels) == 1  # a single level: a non-negative integer release
     shift = np.arange(levels[0].od.domain_size) % 5 - 2
@@ -141,9 +144,9 @@ def test_the_whole_table_under_substitution_keeps_n(monkeypatch):
             return [lv.od.to_dense() for lv in levels]
         with monkeypatch.context() as patch:
             patch.setattr(topdown, "topdown", fake)
-            result = publish.publish_topdown(od, 1.0, delta=1e-6, source={}, **options)
+            result = publish.publish_topdown(od, 1.0, delta=1e-6, source=SOURCE, **options)
         assert calls == [None]
-        assert "not published exactly" in result.manifest["total"]
+        assert "not published exactly" in result.manifest["total"]["how"]
 
 
 @pytest.mark.parametrize("neighbours", [SUBSTITUTION, ADD_REMOVE])

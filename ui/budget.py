@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dpcore.data.od import ODMatrix
+from dpcore.data.od import MEMORY_BUDGET_BYTES, ODMatrix
 
 MIB = 2 ** 20
 #: Every dense vector is float64.
@@ -38,7 +38,7 @@ TRANSIENT_VECTORS = 10
 #: Dense work one session's rerun may hold at once: the released vectors it keeps (one per
 #: mechanism) plus one release's transient working set. Explore's six default mechanisms at ED
 #: level need 16 × 78 MB = 1.25 GB; ten such sessions at once plus the caches stay under 16 GB.
-SESSION_WORK_BYTES = 1280 * MIB
+SESSION_WORK_BYTES = MEMORY_BUDGET_BYTES  # also what an import or a publish may hold
 #: What one session's memo of results on its upload may keep between reruns (ui/memo.py; also
 #: bounded to ui.runs.SESSION_MEMO_ENTRIES entries). The memo holds the vectors a rerun keeps (the
 #: view, its dense counts, a release per mechanism), which the rerun's budget above already

@@ -6,6 +6,11 @@ settings give a new release every time (:mod:`dpcore.interfaces.publish`). Every
 recorded in the budget ledger in the app's local database (:mod:`dpcore.interfaces.ledger`): it
 outlives the session and the server, and only grows. The side-by-side comparison draws seeded
 simulated releases (:mod:`dpcore.evaluation.publish_compare`), not OpenDP's.
+
+The published files hold the mechanism's output and public facts only: a bundled dataset is
+published over its own (public) geography; an upload over a domain the user names
+(:mod:`dpcore.interfaces.published_domain`), or over its own zones only after ticking that they
+accept what this reveals. The input's hash is offered apart, as a private audit record.
 """
 
 from __future__ import annotations
@@ -15,18 +20,20 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dpcore.data import datasets
+from dpcore.data import datasets, importers, views
 from dpcore.evaluation import publish_compare
-from dpcore.interfaces import export, ledger, publish
+from dpcore.interfaces import export, ledger, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.mechanisms import topdown
 from dpcore.release import RunSettings
-from ui import charts, runs, state
+from ui import charts, data, runs, safe, state, widgets
 
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
 COMPARED = "publish_compared"  # {settings: comparison results} of this session
 #: ε values of the side-by-side chart (the publish's own ε is added).
 COMPARE_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
+AUDIT = "publish_audit_record"  # its private audit record (never part of the published files)
+DOMAIN_CACHE = "publish_domain_cache"  # (the user's choice, its Domain): read a zones file once
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
 
@@ -50,11 +57,80 @@ def _label(settings: RunSettings) -> str:
     return "an uploaded file" if settings.dataset == state.UPLOADED else settings.dataset
 
 
-def _source(settings: RunSettings, od) -> dict:
-    if settings.dataset == state.UPLOADED:
-        return publish.matrix_source(od, str(st.session_state[state.UPLOADED_FILENAME]))
-    return {"dataset": settings.dataset,
-            **publish.file_source(datasets.DATASETS[settings.dataset].files), "view": od.name}
+def _uploaded_domain() -> published_domain.Domain | None:
+    """The domain the user names for an upload (None until the choice is complete)."""
+    upload = st.session_state[state.UPLOADED_MATRIX]
+    source = st.radio("Published domain: the zones a release can contain",
+                      list(published_domain.SOURCES), key="publish_domain_source",
+                      index=None, format_func=published_domain.SOURCES.__getitem__,
+                      help="Every cell of the domain gets a noisy value. A list read from your "
+                           "data would itself tell who is in it.")
+    if source is None:
+        st.info("Choose where the published zones come from: a public list (a zones file, a "
+                "bundled geography, or the official codes), so that the release does not show "
+                "which zones your data has.")
+        return None
+    if source == published_domain.ZONES_FILE:
+        file = st.file_uploader("Zones file listing the published zones (zone[, parent])",
+                                key="publish_domain_zones",
+                                max_upload_size=importers.MAX_UPLOAD_BYTES // 2 ** 20)
+        if file is None:
+            return None
+        choice = (source, file.file_id)
+        make = lambda: published_domain.of_zones_file(file.getvalue(), file.name)
+    elif source == published_domain.BUNDLED:
+        key = st.selectbox("Bundled geography", list(datasets.DATASETS),
+                           key="publish_domain_dataset",
+                           format_func=lambda k: datasets.DATASETS[k].title)
+        choice, make = (source, key), lambda: published_domain.of_dataset(key, data.bundled(key))
+    elif source == published_domain.CODES:
+        text = st.text_area("Zone codes (separated by commas, spaces or line breaks)",
+                            key="publish_domain_codes",
+                            max_chars=published_domain.MAX_CODES_CHARS)
+        if not text.strip():
+            return None
+        choice, make = (source, text), lambda: published_domain.of_codes(text)
+    else:
+        st.warning(published_domain.DATA_DERIVED_RISK)
+        if not st.checkbox("I accept that the release shows which zones my data has",
+                           key="publish_domain_ack"):
+            return None
+        choice, make = (source, id(upload)), lambda: published_domain.of_data(upload)
+    cached = st.session_state.get(DOMAIN_CACHE)
+    if cached is not None and cached[0] == choice:
+        return cached[1]
+    try:
+        domain = make()
+    except importers.ImportFailed as failure:
+        for notice in failure.notices:
+            widgets.notice(notice)
+        return None
+    except ValueError as error:
+        st.error(str(error))
+        return None
+    st.session_state[DOMAIN_CACHE] = (choice, domain)
+    return domain
+
+
+def _published_view(settings: RunSettings):
+    """(view over a public domain, the manifest's input entry), or None with a message shown."""
+    if settings.dataset != state.UPLOADED:
+        od = runs.view(settings)
+        domain = published_domain.of_dataset(settings.dataset, data.bundled(settings.dataset))
+        st.caption(f"Published domain: {safe.markdown(domain.description)} (public), "
+                   f"{len(domain.origins):,} origins × {len(domain.destinations):,} destinations.")
+        return od, publish.input_entry(settings.dataset, od.name, domain.manifest_entry())
+    domain = _uploaded_domain()
+    if domain is None:
+        return None
+    try:
+        od = views.select(published_domain.apply(st.session_state[state.UPLOADED_MATRIX], domain),
+                          settings.view.whole)
+    except ValueError as error:
+        st.error(str(error))
+        return None
+    name = str(st.session_state[state.UPLOADED_FILENAME])
+    return od, publish.input_entry(name, od.name, domain.manifest_entry())
 
 
 def ledger_section(store: ledger.LedgerStore | None) -> None:
@@ -136,11 +212,15 @@ def section(settings: RunSettings) -> None:
                "counts, with randomness from the operating system: **no seed**. A seeded release "
                "could be re-derived by anyone who learns the seed, and its noise subtracted. "
                "This is why a publish cannot be repeated, unlike the explorations above.")
-    od = runs.view(settings)
-    problem = publish.too_large(od)
+    # A valid domain holds every zone of the data: a view too large already is too large on it.
+    problem = publish.too_large(runs.view(settings))
     if problem:
         st.info(problem)
         return
+    found = _published_view(settings)
+    if found is None:
+        return
+    od, source = found
     methods = [m for m in publish.METHODS if m != publish.WLS or od.has_parent_level]
     method = st.radio("Method", methods, key="publish_method", horizontal=True,
                       index=methods.index(publish.FLAT),
@@ -167,6 +247,10 @@ def section(settings: RunSettings) -> None:
         postprocess = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
                                index=0 if levels else 1, key="publish_postprocess",
                                format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
+    problem = publish.too_large(od, levels)
+    if problem:
+        st.warning(problem)
+        return
     if method == publish.TOPDOWN:
         cells = sum(level.od.domain_size for level in hierarchy)
     else:
@@ -199,8 +283,8 @@ def section(settings: RunSettings) -> None:
         def progress(done, total):
             bar.progress(min(done / total, 1.0), f"{done:,} of up to {total:,} cells noised")
         try:
-            options = dict(delta=delta, neighbours=settings.neighbours,
-                           source=_source(settings, od), progress=progress)
+            options = dict(delta=delta, neighbours=settings.neighbours, source=source,
+                           progress=progress)
             if method == publish.TOPDOWN:
                 result = publish.publish_topdown(od, epsilon, shares=shares,
                                                  whole_table=not settings.view.areas, **options)
@@ -223,6 +307,7 @@ def section(settings: RunSettings) -> None:
                          "when the database is writable.")
                 result = None
             st.session_state[LAST] = result
+            st.session_state[AUDIT] = publish.audit_record(od)
     last = st.session_state.get(LAST)
     if last is not None:
         entry = last.manifest.get("ledger_entry", {}).get("number")
@@ -238,6 +323,15 @@ def section(settings: RunSettings) -> None:
                             on_click="ignore", icon=":material/download:")
         with st.expander("The manifest"):
             st.json(last.manifest)
+        with st.expander("Private audit record (not for publication)"):
+            st.caption("The SHA-256 of the table you published from and its number of "
+                       "commuters, for your own records. **Never publish it**: anyone who knows "
+                       "every record but one could try each candidate for the last one and "
+                       "match the hash.")
+            st.download_button("audit-private.json",
+                               json.dumps(st.session_state[AUDIT], indent=2, ensure_ascii=False),
+                               "audit-private.json", "application/json", key="publish_audit",
+                               on_click="ignore", icon=":material/lock:")
     ledger_section(store)
 
 

@@ -3,15 +3,23 @@
 The uploaded bytes, the import result and the chosen dataset live only in ``st.session_state``:
 never in ``st.cache_data``/``st.cache_resource`` (shared by all sessions), never on disk. Any
 exception the importer did not anticipate becomes a friendly message, never a traceback.
+
+One import at a time per session (:class:`ImportSlots`): Streamlit's fast reruns start a new
+script run when the user picks another file while the previous one is still being parsed (a
+parse cannot be interrupted), so without it two parses would hold memory at once.
 """
 
 import logging
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dpcore.data import importers
-from ui import data, safe, state, widgets
+from ui import budget, data, safe, state, widgets
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,40 @@ class Attempt:
     unexpected: str | None = None  # name of an exception the importer did not anticipate
 
 
+class ImportSlots:
+    """Which file each session is importing: at most one per session."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._busy: dict[str, str] = {}
+
+    def take(self, session: str, name: str) -> str | None:
+        """Take the session's slot for ``name``; if it is busy, the file being imported."""
+        with self._lock:
+            busy = self._busy.get(session)
+            if busy is None:
+                self._busy[session] = name
+            return busy
+
+    def release(self, session: str) -> None:
+        with self._lock:
+            self._busy.pop(session, None)
+
+    def wait(self, session: str, name: str, show: Callable[[str], None],
+             sleep: Callable[[float], None] = time.sleep) -> None:
+        """Take the slot, saying (``show``) what it waits for while another import holds it.
+        ``show`` draws on the page, so a newer rerun of the session interrupts the wait."""
+        while (busy := self.take(session, name)) is not None:
+            show(f"“{busy}” is still being imported in this session. One import runs at a time "
+                 f"(so that a session cannot hold two files in memory at once): “{name}” will "
+                 "be imported as soon as it has finished.")
+            sleep(WAIT_POLL_SECONDS)
+
+
+SLOTS = ImportSlots()
+WAIT_POLL_SECONDS = 0.5
+
+
 def mapping_for(upload) -> dict[str, str] | None:
     """The column mapping the user gave for this very file, if any."""
     mapping = st.session_state[state.COLUMN_MAPPING]
@@ -49,11 +91,17 @@ def run_import(upload, zones, file_format: str, level: str | None) -> Attempt:
     if previous is not None and previous.fingerprint == fingerprint:
         return previous
     st.session_state[state.IMPORT_ATTEMPT] = None  # let the previous matrix go before parsing
+    session = get_script_run_ctx().session_id
+    waiting = st.empty()
+    SLOTS.wait(session, upload.name, lambda message: waiting.info(safe.markdown(message),
+                                                                  icon=":material/hourglass:"))
     try:
+        waiting.empty()
         with st.spinner(f"Importing {upload.name}…"):
             result = _import_dense_or_sparse(
                 upload.getvalue(), upload.name, format=file_format, level=level, columns=columns,
-                zones=(zones.getvalue(), zones.name) if zones else None)
+                zones=(zones.getvalue(), zones.name) if zones else None,
+                memory_budget=budget.SESSION_WORK_BYTES)
         attempt = Attempt(fingerprint, upload.name, result=result, notices=tuple(result.notices))
     except importers.ImportFailed as failure:
         mappable = failure.columns is not None and any(
@@ -64,6 +112,8 @@ def run_import(upload, zones, file_format: str, level: str | None) -> Attempt:
     except Exception as error:  # noqa: BLE001 — the user sees a message, the log the traceback
         log.exception("unexpected failure importing %r", upload.name)
         attempt = Attempt(fingerprint, upload.name, unexpected=type(error).__name__)
+    finally:
+        SLOTS.release(session)
     st.session_state[state.IMPORT_ATTEMPT] = attempt
     return attempt
 

@@ -10,7 +10,9 @@ Public interface (used by the Data page and ``python -m dpcore datasets --file``
   :func:`describe_formats` is the help text with an example of each format.
 - :data:`MAX_UPLOAD_BYTES` is the size limit (100 MB); the domain limit is
   :data:`dpcore.data.od.DENSE_CELL_LIMIT`, or with ``sparse=True`` (for the sparse release)
-  :data:`dpcore.data.od.ZONE_LIMIT` zones per side and :data:`dpcore.data.od.NONZERO_LIMIT` non-zero cells.
+  :data:`dpcore.data.od.ZONE_LIMIT` zones per side and :data:`dpcore.data.od.NONZERO_LIMIT` non-zero cells;
+  the memory limit (estimated from the header and line count before parsing) is
+  :data:`dpcore.data.od.MEMORY_BUDGET_BYTES`, the app's per-session budget.
 
 The work is done in :mod:`dpcore.data.importing` (one module per format and per concern).
 """
@@ -38,7 +40,7 @@ from dpcore.data.importing.powscar import import_powscar, looks_like_powscar
 from dpcore.data.importing.reading import MAX_UPLOAD_BYTES, Table, read_table
 from dpcore.data.importing.values import parse_numbers
 from dpcore.data.importing.zones import apply_zones
-from dpcore.data.od import ODMatrix
+from dpcore.data.od import MEMORY_BUDGET_BYTES, ODMatrix
 
 __all__ = ["EXAMPLES", "FORMATS", "LEVELS", "MAX_UPLOAD_BYTES", "OD_ROLES", "ZONE_ROLES",
            "ImportFailed", "ImportResult", "Notice", "describe_formats", "import_od"]
@@ -65,7 +67,8 @@ class ImportResult:
 
 def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | None = None,
               columns: dict[str, str] | None = None,
-              zones: tuple[bytes, str] | None = None, sparse: bool = False) -> ImportResult:
+              zones: tuple[bytes, str] | None = None, sparse: bool = False,
+              memory_budget: int = MEMORY_BUDGET_BYTES) -> ImportResult:
     """Read an uploaded origin–destination file.
 
     Parameters
@@ -81,13 +84,15 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
         release (:mod:`dpcore.mechanisms.sparse_release`); the limits are then
         :data:`~dpcore.data.od.ZONE_LIMIT` zones per side and :data:`~dpcore.data.od.NONZERO_LIMIT`
         non-zero cells.
+    memory_budget : bytes the import may hold; a file whose header and line count say it would
+        take more is refused before it is parsed (code "too_much_memory").
 
     Raises
     ------
     ImportFailed
         With every error found, never another exception: unexpected failures are wrapped.
     """
-    report = Report(filename, sparse=sparse)
+    report = Report(filename, sparse=sparse, memory_budget=memory_budget)
     try:
         return _import(data, filename, format, level, columns, zones, report)
     except ImportFailed:

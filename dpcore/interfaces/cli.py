@@ -20,6 +20,8 @@ Examples::
         --target 5 --out plan.csv
     python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
         --epsilon 1 --out published/
+    python -m dpcore publish --file flows.csv --domain-zones zones.csv \\
+        --mechanism discrete_laplace --epsilon 1 --out published/ --audit private/audit.json
     python -m dpcore sweep … --scheduler local          # or --scheduler tcp://host:8786
     python -m dpcore reproduce-thesis --scheduler local --out thesis/
 """
@@ -38,7 +40,7 @@ from dpcore import mechanisms, release
 from dpcore.data import datasets, importers, national, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner, publish_compare
-from dpcore.interfaces import export, ledger, publish
+from dpcore.interfaces import export, ledger, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.mechanisms import postprocess
 
@@ -370,11 +372,32 @@ def _cmd_plan(args) -> int:
     return 0
 
 
-def _source(args) -> dict:
-    """What was published from, with the SHA-256 of the input file(s)."""
-    if args.file:
-        return publish.file_source([args.file] + ([args.zones] if args.zones else []))
-    return {"dataset": args.dataset, **publish.file_source(datasets.DATASETS[args.dataset].files)}
+def _domain(args) -> published_domain.Domain | None:
+    """The published domain the options name, checked before any data is loaded (None: the
+    bundled dataset's own geography, or the data's zones with ``--domain-from-data``)."""
+    if args.domain_zones:
+        try:
+            return published_domain.of_zones_file(_read_file(args.domain_zones),
+                                                  Path(args.domain_zones).name)
+        except importers.ImportFailed as failure:
+            for notice in failure.notices:
+                _say(notice, error=True)
+            raise _InvalidInput from None
+    if args.domain_dataset:
+        return published_domain.of_dataset(args.domain_dataset)
+    if args.domain_codes:
+        return published_domain.of_codes(args.domain_codes)
+    if args.file and not args.domain_from_data:
+        raise ValueError("publishing a file needs its domain (the zones a release can contain) "
+                         "from a public source: --domain-zones ZONES.csv, --domain-dataset KEY "
+                         "(a bundled geography) or --domain-codes A,B,…. "
+                         f"{published_domain.DATA_DERIVED_RISK} To take the zones from the data "
+                         "all the same, add --domain-from-data.")
+    return None
+
+
+def _view_text(od: ODMatrix, args) -> str:
+    return od.name + (f"; areas: {', '.join(args.area)}" if args.area else "")
 
 
 def _cmd_publish(args) -> int:
@@ -382,12 +405,21 @@ def _cmd_publish(args) -> int:
     if method == publish.TOPDOWN and args.mechanism != publish.GAUSSIAN:
         raise ValueError("TopDown publishes with the discrete Gaussian (zCDP): use --mechanism "
                          "gaussian or leave it out")
-    options = dict(delta=args.delta or 0.0, neighbours=args.neighbours, source={})
-    # Settings are checked before the data is loaded.
+    options = dict(delta=args.delta or 0.0, neighbours=args.neighbours)
+    # Settings, the domain and the audit record's place are checked before the data is loaded.
     publish.calibrate(args.mechanism, args.epsilon, options["delta"], args.neighbours)
     postprocess_key = args.postprocess or ("base" if method == publish.WLS else "base_pos")
-    od = views.select(_load(args), _view(args))
-    options["source"] = {**_source(args), "view": od.name}
+    if args.audit:
+        publish.check_audit_place(args.audit, args.out)
+    domain = _domain(args)
+    data = _load(args)
+    if domain is None:
+        domain = (published_domain.of_dataset(args.dataset, data) if args.dataset
+                  else published_domain.of_data(data))
+    od = views.select(published_domain.apply(data, domain), _view(args))
+    data_name = args.dataset or Path(args.file).name
+    options["source"] = publish.input_entry(data_name, _view_text(od, args),
+                                            domain.manifest_entry())
 
     def progress(done, total):
         if sys.stderr.isatty():
@@ -406,12 +438,20 @@ def _cmd_publish(args) -> int:
     else:
         result = publish.publish(od, args.mechanism, args.epsilon, postprocess=postprocess_key,
                                  progress=progress, **options)
-    entry = ledger.record(ledger.LedgerStore(), result, args.dataset or Path(args.file).name,
-                          f"{method} ({publish.GAUSSIAN if method == publish.TOPDOWN else args.mechanism})")
+    mechanism = publish.GAUSSIAN if method == publish.TOPDOWN else args.mechanism
+    entry = ledger.record(ledger.LedgerStore(), result, data_name, f"{method} ({mechanism})")
     csv_path, manifest_path = result.write(args.out)
     print(result.manifest["guarantee"])
+    if not domain.public:
+        _say(f"warning: the domain was taken from the data. {published_domain.DATA_DERIVED_RISK}",
+             error=True)
     print(f"publish: {len(result.table):,} rows in {_duration(time.perf_counter() - started)} → "
           f"{csv_path}, {manifest_path}; ledger entry {entry.number}")
+    if args.audit:
+        files = [args.file] + ([args.zones] if args.zones else []) if args.file else \
+            datasets.DATASETS[args.dataset].files
+        path = publish.write_audit(publish.audit_record(od, files), args.audit, args.out)
+        print(f"private audit record (keep it, never publish it) → {path}")
     if args.compare:
         _compare(args, od, Path(args.out))
     return 0
@@ -587,6 +627,20 @@ def _parser() -> argparse.ArgumentParser:
                                                          "publication itself is never seeded)")
     out.add_argument("--out", required=True, metavar="DIR",
                      help="directory for release.csv and manifest.json")
+    domain = out.add_mutually_exclusive_group()
+    domain.add_argument("--domain-zones", metavar="PATH",
+                        help="the published domain: a public zones file (zone[, parent]) "
+                             "listing the zones a release can contain (may be the --zones file)")
+    domain.add_argument("--domain-dataset", choices=list(datasets.DATASETS), metavar="KEY",
+                        help="the published domain: a bundled dataset's geography")
+    domain.add_argument("--domain-codes", metavar="A,B,…",
+                        help="the published domain: these zone codes (origins and destinations)")
+    domain.add_argument("--domain-from-data", action="store_true",
+                        help="take the domain from the data's zones, accepting that this "
+                             "publishes which zones have commuters")
+    out.add_argument("--audit", metavar="PATH",
+                     help="also write a private audit record (SHA-256 of the input, number of "
+                          "commuters) here, outside --out: never publish it")
     out.set_defaults(handler=_cmd_publish)
 
     book = commands.add_parser("ledger", help="every publication recorded in the budget ledger, "

@@ -145,7 +145,10 @@ def record(store: LedgerStore, published, dataset: str, method: str) -> Entry:
               for lv in manifest["levels"]]
     entry = store.append(dataset, method, levels, manifest["epsilon"],
                          manifest["delta"], manifest.get("rho_zcdp"), manifest["id"])
-    manifest["ledger_entry"] = {"number": entry.number, "hash": entry.hash,
+    # The entry's number and the manifest's random id tie the two together; no hash goes into a
+    # published file (the rule of dpcore.interfaces.publish: nothing that looks like, or is, a
+    # digest of anything beside the mechanism's output).
+    manifest["ledger_entry"] = {"number": entry.number,
                                 "database": "the app's local ledger (table publications)"}
     return entry
 

@@ -26,6 +26,32 @@ children share the correction in proportion to their variances (Hay, Rastogi, Mi
 "Boosting the accuracy of differentially private histograms through consistency", VLDB 2010;
 Boninsegna, Silvestri, arXiv 2412.09256, for OD data). Fine flows then sum exactly to the parent
 flows. Post-processing never weakens the guarantee.
+
+**What a publish releases: the mechanism's output and public facts, nothing else** (issue 20).
+Any deterministic function of the confidential rows outside the mechanism breaks the guarantee:
+a hash of the input lets an adversary who knows every record but one try each candidate for the
+last and match the hash; a domain read from the rows tells neighbouring tables apart by their
+zones. So the published files hold no hash, size or zone list computed from the rows: the domain
+comes from a public source (:mod:`dpcore.interfaces.published_domain`), the total is the released
+table's own, and the input's integrity goes to a private audit record (:func:`audit_record`),
+never into the published folder. ``tests/test_publish_attack.py`` runs the attack on the files.
+
+The manifest (``manifest.json``; this is its one description):
+
+* ``mechanism``, ``epsilon``, ``delta``, ``rho_zcdp`` (Gaussian), ``neighbouring_relation``,
+  ``privacy_unit``, ``post_processing``, ``guarantee`` (in words), ``noise``,
+  ``opendp_version``, ``date`` (UTC) — the settings and the guarantee;
+* ``input``: ``data`` (what was published from, as the user named it: a bundled dataset's key or
+  the uploaded file's name), ``view`` (level and areas chosen) and ``domain`` (its ``source`` —
+  ``zones_file``, ``bundled_geography``, ``declared_codes`` or ``data`` —, a description, the
+  number of origin and destination zones, and for ``data`` the warning of what it reveals);
+* ``levels``: one entry per released level (``name``, ``cells`` = the domain's size,
+  ``epsilon``, ``delta``, ``scale``, ``noise_variance``); another release method adds its levels
+  here in the same form;
+* ``total``: the total of the released table (``value``: the sum of the published finest
+  cells, post-processing of the noisy release) and ``how``; the exact number of commuters is
+  never published (under add/remove neighbours it differs between neighbouring tables);
+* ``consistency`` (consistent levels only) and ``release_file``.
 """
 
 from __future__ import annotations
@@ -43,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix
+from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
 from dpcore.interfaces import export
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
@@ -105,6 +131,22 @@ def calibrate(mechanism: str, epsilon: float, delta: float = 0.0,
     if neighbours not in _RELATION:
         raise ValueError(f"neighbours must be {SUBSTITUTION} or {ADD_REMOVE}; got {neighbours!r}")
     dp = _dp()
+    try:
+        return _calibrated(dp, mechanism, float(epsilon), float(delta), neighbours)
+    except dp.OpenDPException as error:
+        raise ValueError(_opendp_message(error, mechanism, epsilon, delta)) from None
+
+
+def _opendp_message(error, mechanism: str, epsilon: float, delta: float) -> str:
+    """An OpenDP failure as a message: the settings, OpenDP's own words, what to change."""
+    detail = (getattr(error, "message", None) or str(error)).strip().splitlines()
+    settings = f"ε = {epsilon:g}" + (f", δ = {delta:g}" if mechanism == GAUSSIAN else "")
+    return (f"OpenDP cannot calibrate {MECHANISMS[mechanism]} at {settings}"
+            f"{': ' + detail[-1].strip() if detail else ''}. So small a budget needs noise "
+            "beyond what 64-bit counts can carry: choose a larger ε.")
+
+
+def _calibrated(dp, mechanism: str, epsilon: float, delta: float, neighbours: str) -> Noise:
     if mechanism == DISCRETE_LAPLACE:
         if delta:
             raise ValueError("the discrete Laplace mechanism is ε-DP: leave δ out")
@@ -134,12 +176,18 @@ def noisy(noise: Noise, counts: np.ndarray, progress: Callable[[int, int], None]
     chunks in that many threads: OpenDP's sampler runs in its Rust library outside Python's
     interpreter lock, so two threads nearly halve the time on two cores (the chunks' noises are
     independent either way)."""
+    dp = _dp()
     counts = np.asarray(counts, dtype=np.int64)
     out = np.empty(counts.size, dtype=np.int64)
     starts = range(0, counts.size, CHUNK)
 
     def draw(start):
-        out[start:start + CHUNK] = noise.measurement(counts[start:start + CHUNK].tolist())
+        try:
+            out[start:start + CHUNK] = noise.measurement(counts[start:start + CHUNK].tolist())
+        except dp.OpenDPException as error:  # e.g. a count plus its noise beyond 64 bits
+            detail = (getattr(error, "message", None) or str(error)).strip()
+            raise ValueError(f"OpenDP could not draw the noise at ε = {noise.epsilon:g} "
+                             f"({detail[:200]}): choose a larger ε.") from None
         return min(start + CHUNK, counts.size)
     if workers > 1:
         with ThreadPoolExecutor(workers) as pool:
@@ -181,25 +229,48 @@ def guarantee_text(noise: Noise, levels: int = 1) -> str:
     return core + (" For a group of k people the bound holds with kε (group privacy).")
 
 
-def sha256_of(paths) -> str:
-    """SHA-256 of the input file(s), concatenated in order."""
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(Path(path).read_bytes())
-    return digest.hexdigest()
+def input_entry(data: str, view: str, domain: dict) -> dict:
+    """The manifest's ``input``: what was published from as the user named it (``data``: a
+    bundled dataset's key or a file's name), the view, and the domain's
+    :meth:`~dpcore.interfaces.published_domain.Domain.manifest_entry`. Nothing computed from
+    the rows."""
+    return {"data": data, "view": view, "domain": domain}
 
 
-def file_source(paths) -> dict:
-    """The ``input`` entry of a manifest for files read from disk (with their SHA-256)."""
-    return {"files": [Path(p).name for p in paths], "sha256": sha256_of(paths)}
-
-
-def matrix_source(od: ODMatrix, filename: str) -> dict:
-    """The ``input`` entry for an upload held in memory: the SHA-256 of the imported table (its
-    non-zero cells as long-format CSV), since the uploaded bytes themselves are not kept."""
+def audit_record(od: ODMatrix, files=()) -> dict:
+    """A **private** record of what was published from, for the office's own files: SHA-256 of
+    the input file(s) if any (an upload's bytes are not kept) and of the table published from,
+    and its number of commuters. Every field is a function of the confidential rows, so it must
+    never be published (an adversary who knows all records but one would match the hash against
+    each candidate for the last). An HMAC under a key kept secret would serve the same purpose."""
     table = od.to_frame()[["origin", "destination", "count"]]
-    return {"files": [filename], "sha256_of_imported_table":
-            hashlib.sha256(export.safe_csv(table)).hexdigest()}
+    record = {"private": "NOT FOR PUBLICATION: computed from the confidential rows; a hash of "
+                         "the input identifies records as surely as the rows themselves",
+              "sha256_of_table": hashlib.sha256(export.safe_csv(table)).hexdigest(),
+              "commuters": od.n,
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if files:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(Path(path).read_bytes())
+        record.update(files=[Path(p).name for p in files], sha256_of_files=digest.hexdigest())
+    return record
+
+
+def check_audit_place(path, published_dir) -> Path:
+    """``path`` resolved, or ValueError when it lies inside the published folder."""
+    path, published = Path(path).resolve(), Path(published_dir).resolve()
+    if path == published or published in path.parents:
+        raise ValueError(f"the audit record must not go into the published folder {published_dir}"
+                         ": it is computed from the confidential rows. Keep it elsewhere.")
+    return path
+
+
+def write_audit(record: dict, path, published_dir) -> Path:
+    """Write the private audit record, refusing a place inside the published folder."""
+    path = check_audit_place(path, published_dir)
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    return path
 
 
 # --------------------------------------------------------------------------------- one level
@@ -233,8 +304,19 @@ def _table(od: ODMatrix, released: np.ndarray, level: str | None = None) -> pd.D
     return frame
 
 
+def _total(released: np.ndarray, neighbours: str) -> dict:
+    """The manifest's ``total``: the released table's own (see the module docstring)."""
+    why = ("under add/remove neighbours the number of commuters differs between neighbouring "
+           "tables, so it is not published exactly" if neighbours == ADD_REMOVE else
+           "the exact number of commuters is not published")
+    safe = released.size == 0 or int(np.abs(released).max()) < 2 ** 62 // released.size
+    total = int(released.sum()) if safe else sum(int(v) for v in released)  # no i64 wrap
+    return {"value": total,
+            "how": f"sum of the published cells (post-processing of the noisy release); {why}"}
+
+
 def _manifest(noise: Noise, postprocess: str, source: dict, levels: list[dict],
-              guarantee: str) -> dict:
+              guarantee: str, finest: np.ndarray) -> dict:
     return {
         "mechanism": MECHANISMS[noise.mechanism],
         "epsilon": noise.epsilon,
@@ -249,46 +331,76 @@ def _manifest(noise: Noise, postprocess: str, source: dict, levels: list[dict],
         "opendp_version": opendp_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "input": source,
+        "total": _total(finest, noise.neighbours),
         "guarantee": guarantee,
         "release_file": "release.csv: cells with a published count other than 0; every other "
                         "cell of the domain is published as 0",
     }
 
 
-def too_large(od: ODMatrix) -> str | None:
+#: Peak bytes per cell of a publish, rounded up from ``bench/bench_publish.py`` (1.8 M ED cells:
+#: one level 25 with base_pos, 38 with base, whose table keeps almost every cell; the consistent
+#: pair 103 and 202 per fine cell, its two tables concatenated).
+PUBLISH_CELL_BYTES = 48
+LEVELS_CELL_BYTES = 224
+
+
+def publish_memory(od: ODMatrix, levels: bool = False) -> int:
+    """Bytes a publish of ``od`` holds at its peak (dense vectors over the domain)."""
+    return od.domain_size * (LEVELS_CELL_BYTES if levels else PUBLISH_CELL_BYTES)
+
+
+def too_large(od: ODMatrix, levels: bool = False,
+              memory_budget: int = MEMORY_BUDGET_BYTES) -> str | None:
     """Why ``od`` cannot be published here (None when it can).
 
     A published table carries a noisy value for every cell of the domain — leaving the empty
     cells out would show exactly which commutes exist — so it is as large as the domain, and a
     whole-state or national tract table (10⁸–10¹⁰ cells) is not something to publish cell by
-    cell: choose some areas or a coarser level."""
-    if od.domain_size <= DENSE_CELL_LIMIT:
-        return None
-    return (f"{od.name} has {od.domain_size:,} possible commutes. A differentially private "
-            "table publishes a noisy value for every one of them (leaving the empty ones out "
-            "would show which commutes exist), and at most "
-            f"{DENSE_CELL_LIMIT:,} can be published here. To publish, choose some areas in the "
-            "sidebar or roll up to the parent level.")
+    cell: choose some areas or a coarser level. Below that, the publish's dense vectors must
+    fit the memory budget (the app's per-session budget)."""
+    advice = "To publish, choose some areas in the sidebar or roll up to the parent level."
+    if od.domain_size > DENSE_CELL_LIMIT:
+        return (f"{od.name} has {od.domain_size:,} possible commutes. A differentially private "
+                "table publishes a noisy value for every one of them (leaving the empty ones out "
+                "would show which commutes exist), and at most "
+                f"{DENSE_CELL_LIMIT:,} can be published here. {advice}")
+    need = publish_memory(od, levels)
+    if need > memory_budget:
+        return (f"Publishing {od.name} ({od.domain_size:,} possible commutes"
+                f"{', with its parent level' if levels else ''}) would hold about "
+                f"{need / 2 ** 30:.1f} GB at once; one publish may use "
+                f"{memory_budget / 2 ** 30:.2f} GB so that the server stays up for everyone. "
+                f"{advice}")
+    return None
 
 
-def _check_size(od: ODMatrix) -> None:
-    problem = too_large(od)
+def _check(od: ODMatrix, source: dict, levels: bool = False) -> None:
+    """Before any noise is drawn: the publish fits, and the manifest can say where its domain
+    comes from."""
+    problem = too_large(od, levels)
     if problem:
         raise ValueError(problem)
+    if "domain" not in source:
+        raise ValueError("say where the published domain comes from (a zones file, a bundled "
+                         "geography, declared codes, or the data after acknowledging what it "
+                         "reveals): see dpcore.interfaces.published_domain")
 
 
 def publish(od: ODMatrix, mechanism: str, epsilon: float, *, delta: float = 0.0,
             neighbours: str = SUBSTITUTION, postprocess: str = "base_pos", source: dict,
             progress: Callable[[int, int], None] | None = None) -> Published:
-    """One level, the whole budget. ``source`` describes the input (name and SHA-256)."""
-    _check_size(od)
+    """One level, the whole budget. ``source`` is the manifest's ``input`` (:func:`input_entry`:
+    what was published from and the public domain ``od`` is laid out on)."""
+    _check(od, source)
     _post(postprocess, np.zeros(0))
     noise = calibrate(mechanism, epsilon, delta, neighbours)
     released = _post(postprocess, noisy(noise, od.to_dense(), progress))
     level = {"name": od.name, "cells": od.domain_size, "epsilon": noise.epsilon,
              "delta": noise.delta, "scale": noise.scale, "noise_variance": noise.variance}
     return Published(_table(od, released),
-                     _manifest(noise, postprocess, source, [level], guarantee_text(noise)),
+                     _manifest(noise, postprocess, source, [level], guarantee_text(noise),
+                               released),
                      {"fine": released})
 
 
@@ -361,7 +473,7 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
     if not od.has_parent_level:
         raise ValueError(f"{od.name} has no parent level: consistent levels need zones nested "
                          "in parents (e.g. EDs in counties)")
-    _check_size(od)
+    _check(od, source, levels=True)
     if not 0 < fine_share < 1:
         raise ValueError(f"the fine level's share of the budget must be in (0, 1); got "
                          f"{fine_share}")
@@ -390,7 +502,8 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
                "scale": coarse_noise.scale, "noise_variance": coarse_noise.variance}]
     rho = None if mechanism != GAUSSIAN else fine_noise.rho + coarse_noise.rho
     whole = Noise(mechanism, float(epsilon), float(delta), neighbours, math.nan, rho, None)
-    manifest = _manifest(whole, postprocess, source, levels, guarantee_text(whole, levels=2))
+    manifest = _manifest(whole, postprocess, source, levels, guarantee_text(whole, levels=2),
+                         fine)
     manifest["consistency"] = (
         f"weighted least squares over the two levels (Hay et al., VLDB 2010): every "
         f"{parent.name} flow equals the sum of its {od.name} flows; budget split "
@@ -506,7 +619,7 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
     level is its noisy counts clipped at 0 and n is never published exactly."""
     levels = topdown.hierarchy(od)
     for level in levels:
-        _check_size(level.od)
+        _check(level.od, source)
     names = [level.name for level in levels]
     shares = even_shares(len(levels)) if shares is None else list(shares)
     rho, budget = topdown_budget(epsilon, delta, shares, names, neighbours)
@@ -524,24 +637,25 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
     if progress is not None:
         progress(sum(sizes), sum(sizes))
     whole = Noise(GAUSSIAN, float(epsilon), float(delta), neighbours, math.nan, rho, None)
-    entries = [{"name": b.name, "share_of_rho": b.share, "rho_zcdp": b.rho,
-                "epsilon_alone": b.epsilon, "delta_alone": b.delta, "scale": b.scale,
-                "noise_variance": b.scale ** 2} for b in budget]
+    entries = [{"name": b.name, "cells": level.od.domain_size, "share_of_rho": b.share,
+                "rho_zcdp": b.rho, "epsilon_alone": b.epsilon, "delta_alone": b.delta,
+                "scale": b.scale, "noise_variance": b.scale ** 2}
+               for b, level in zip(budget, levels)]
     manifest = _manifest(whole, "base_pos", source, entries,
-                         guarantee_text(whole, levels=len(levels)))
+                         guarantee_text(whole, levels=len(levels)), released[-1])
     manifest["mechanism"] = METHODS[TOPDOWN]
     manifest["post_processing"] = (
         "TopDown (InfTDA, Boninsegna & Silvestri, arXiv 2412.09256): from the top level down, "
         "each parent's children fitted to the parent's published count by an integer Chebyshev "
         "fit (non-negative whole numbers that sum exactly to the parent); children of a parent "
         "published as 0 are not noised and are published as 0")
-    manifest["total"] = ("the top level sums to the true number of commuters: under "
-                         "substitution neighbours it is the same in every neighbouring table "
-                         "of the whole table"
-                         if root is not None else
-                         "the top level is its noisy counts clipped at 0: the number of "
-                         "commuters is not published exactly (it differs between neighbouring "
-                         "tables under add/remove neighbours or in a subset of areas)")
+    manifest["total"]["how"] = (
+        "every level sums to the true number of commuters: under substitution neighbours it is "
+        "the same in every neighbouring table of the whole table, so publishing it costs no "
+        "privacy" if root is not None else
+        "the sum of the published cells; the top level is its noisy counts clipped at 0, so the "
+        "number of commuters is not published exactly (it differs between neighbouring tables "
+        "under add/remove neighbours or in a subset of areas)")
     manifest["consistency"] = ("every level's flows sum exactly to the flows of the level "
                                "above (" + " → ".join(names) + ")")
     table = pd.concat([_table(level.od, values, level.name)

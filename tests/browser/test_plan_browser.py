@@ -85,3 +85,38 @@ def test_topdown_publish_lands_in_the_ledger_and_compares(page: Page, app_url, n
     settled(page)
     no_traceback(page)
     screenshot("plan-topdown")
+
+
+def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, app_url, network,
+                                                                    screenshot):
+    """Upload, then Plan & publish: no Publish button until the domain's source is chosen; the
+    data's own zones need the acknowledgement; declared codes publish, and the manifest says so
+    (with no hash of the rows)."""
+    page.goto(f"{app_url}/Data")
+    (page.get_by_test_id("stFileUploader").filter(has_text="Commuting file")
+     .locator("input[type=file]").set_input_files(
+         {"name": "flows.csv", "mimeType": "text/csv",
+          "buffer": b"origin,destination,count\nA,B,3\nB,C,2\nC,A,1\nA,A,4\n"}))
+    page.get_by_role("button", name="Use this dataset").click()
+    expect(page.get_by_text("This is the current dataset on every page")).to_be_visible()
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile("^Plan")).click()
+    expect(page.get_by_role("heading", name="Publish a release")).to_be_visible()
+    expect(page.get_by_text("Choose where the published zones come from")).to_be_visible()
+    expect(page.get_by_role("button", name="Publish", exact=True)).to_have_count(0)
+    page.get_by_text("the zones found in the data", exact=False).click()
+    expect(page.get_by_text("publishes which zones have at least one commuter",
+                            exact=False)).to_be_visible()
+    expect(page.get_by_role("button", name="Publish", exact=True)).to_have_count(0)
+    page.get_by_text("a list of zone codes you declare").click()
+    codes = page.get_by_role("textbox", name=re.compile("Zone codes"))
+    codes.fill("A, B, C, D")
+    codes.press("Control+Enter")
+    settled(page)
+    page.get_by_role("button", name="Publish", exact=True).click()
+    expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()
+    page.get_by_text("The manifest").click()
+    expect(page.get_by_text('"declared_codes"')).to_be_visible()
+    assert "sha256" not in page.get_by_test_id("stJson").inner_text()
+    settled(page)
+    no_traceback(page)
+    screenshot("plan-published-upload")

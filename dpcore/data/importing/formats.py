@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dpcore.data.importing.names import MAX_NAME_CHARS
 from dpcore.data.importing.reading import MAX_COLUMNS, MAX_UPLOAD_BYTES
-from dpcore.data.od import DENSE_CELL_LIMIT
+from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES
 
 #: Format key → one-line description (the keys are what ``import_od(format=...)`` accepts).
 FORMATS = {
@@ -105,8 +105,10 @@ def describe_formats() -> str:
         f"The size limit is {MAX_UPLOAD_BYTES // 2**20} MB per file (decompressed, for a "
         f"compressed one); a file may have at most {MAX_COLUMNS:,} columns, a zone name at "
         f"most {MAX_NAME_CHARS} characters, and the domain (origins × destinations) at most "
-        f"{DENSE_CELL_LIMIT:,} cells. Messages number rows as a spreadsheet does: the header "
-        "is row 1."]
+        f"{DENSE_CELL_LIMIT:,} cells. A file whose reading would take more than "
+        f"{MEMORY_BUDGET_BYTES / 2**30:.2f} GB of memory (e.g. a matrix of more than about 7 "
+        "million cells; the estimate comes from its header and line count) is refused before "
+        "it is read. Messages number rows as a spreadsheet does: the header is row 1."]
     for key, example in EXAMPLES.items():
         parts.append(f"**{_TITLES[key]}.** {_HELP[key]}\n\n```csv\n{example}```")
     return "\n\n".join(parts)

@@ -12,6 +12,8 @@ from typing import Literal, NoReturn
 
 import numpy as np
 
+from dpcore.data.od import MEMORY_BUDGET_BYTES
+
 NoticeLevel = Literal["error", "warning", "info"]
 _LEVEL_WORD = {"error": "Error", "warning": "Warning", "info": "Note"}
 
@@ -32,6 +34,7 @@ PROBLEMS = {
     "unsupported_separator": "Excel's “sep=” line names an unsupported separator",
     "line_too_long": "a value longer than the CSV field limit in the first rows",
     "too_many_columns": "more columns than the limit",
+    "too_much_memory": "its header and line count say the import would exceed the memory budget",
     "one_column": "the header has a single column",
     "too_many_fields": "a row has more values than the header",
     "unclosed_quote": "a double quote is never closed",
@@ -153,10 +156,12 @@ class Report:
     #: Whether this import may produce a domain beyond the dense limit (limits then apply to
     #: zones and non-zero cells: the sparse path).
     sparse: bool = False
+    #: Memory the import may take (:func:`dpcore.data.importing.reading.parse_memory`).
+    memory_budget: int = MEMORY_BUDGET_BYTES
 
     def for_file(self, file: str) -> Report:
         """A collector for another file (e.g. the zones file) writing to the same list."""
-        return Report(file, self.notices, self.sparse)
+        return Report(file, self.notices, self.sparse, self.memory_budget)
 
     def add(self, level: NoticeLevel, code: str, message: str, *, row=None, column=None,
             fix: str = "") -> None:

@@ -26,6 +26,17 @@ MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 #: than this is better uploaded in the long format.
 MAX_COLUMNS = 1000
 
+#: What parsing costs, measured with ``bench/bench_import_memory.py`` (peak resident memory of an
+#: import in a fresh process): a fixed part, twice the text (the upload's bytes and the decoded
+#: text), and per cell of the table (lines × columns) up to 48 bytes for files of a few columns
+#: (long format: 1 M rows took 177 MB, 7 M rows — 94 MB, the upload limit — 1,076 MB) and up to
+#: 170 for a matrix, whose every cell becomes a number (12,000 × 999: 1,822 MB). A file whose
+#: header has more than :data:`WIDE_COLUMNS` columns is costed as a matrix.
+PARSE_FIXED_BYTES = 100 * 2 ** 20
+PARSE_CELL_BYTES = 48
+PARSE_WIDE_CELL_BYTES = 170
+WIDE_COLUMNS = 20
+
 #: Most characters in one CSV value: the limit of Python's csv module (``csv.field_size_limit``),
 #: far above any zone name or count.
 MAX_FIELD_CHARS = csv.field_size_limit()
@@ -116,8 +127,9 @@ class Table:
         return frame, rows
 
 
-def read_table(data: bytes, filename: str, report: Report) -> Table:
-    """Decode and split an uploaded file, reporting every choice made; raise on unreadable input."""
+def read_table(data: bytes, filename: str, report: Report, one_column: bool = False) -> Table:
+    """Decode and split an uploaded file, reporting every choice made; raise on unreadable input
+    (also on a single column, unless ``one_column``: e.g. a list of zones)."""
     text, encoding = decode(data, report)
     # Normalise line endings so that row numbers match what an editor shows (\r\n and old-Mac \r).
     if "\r" in text:
@@ -142,6 +154,7 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
                     fix="Keep only the columns the import needs (e.g. origin, destination, "
                         "count). A matrix with more destinations than that: upload it in the "
                         "long format, one row per origin–destination pair.")
+    _check_memory(stripped, header_fields, header_row, report)
     try:
         cells = pd.read_csv(io.StringIO(stripped), sep=delimiter, header=None, dtype=str,
                             keep_default_na=False, na_filter=False, skip_blank_lines=False,
@@ -151,7 +164,7 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
     raw_header = [str(h).strip() for h in cells.iloc[0].tolist()]
     header = [name or f"column {i + 1}" for i, name in enumerate(raw_header)]
     unnamed = [i for i, name in enumerate(raw_header) if not name]
-    if len(header) < 2:
+    if len(header) < 2 and not one_column:
         report.fail("one_column",
                     f"Only one column was found (header “{header[0][:60]}”), so origins, "
                     f"destinations and counts cannot be told apart.",
@@ -171,6 +184,30 @@ def read_table(data: bytes, filename: str, report: Report) -> Table:
                 f"Read {len(data_cells):,} data rows and {len(header)} columns "
                 f"({DELIMITERS[delimiter]}-separated, {encoding}).")
     return Table(filename, header, unnamed, data_cells, rows, delimiter, encoding)
+
+
+def parse_memory(text_chars: int, lines: int, columns: int) -> int:
+    """Bytes an import of a table of ``lines`` lines and ``columns`` columns (``text_chars``
+    characters) holds at its peak, from the figures above (an upper bound on the files measured)."""
+    per_cell = PARSE_WIDE_CELL_BYTES if columns > WIDE_COLUMNS else PARSE_CELL_BYTES
+    return PARSE_FIXED_BYTES + 2 * text_chars + lines * columns * per_cell
+
+
+def _check_memory(text: str, columns: int, header_row: int, report: Report) -> None:
+    """Refuse, before parsing, a table whose import would exceed the memory budget: the cost is
+    known from the header and the number of lines (one pass over the text, no parsing)."""
+    lines = text.count("\n") + (not text.endswith("\n"))
+    need = parse_memory(len(text), lines, columns)
+    if need <= report.memory_budget:
+        return
+    report.fail("too_much_memory",
+                f"Importing this file would take about {need / 2 ** 30:.1f} GB of memory "
+                f"({lines:,} lines × {columns:,} columns); one import may use at most "
+                f"{report.memory_budget / 2 ** 30:.2f} GB, so that the server stays up for "
+                "everyone. Nothing was read.", row=header_row,
+                fix="Keep only the zones you need or roll the data up to a coarser level; a "
+                    "matrix with many empty cells is smaller in the long format (one row per "
+                    "commute with a count, zero cells left out).")
 
 
 def _separator_line(text: str, row: int, report: Report) -> tuple[str | None, str]:

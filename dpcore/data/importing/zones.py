@@ -202,3 +202,33 @@ def _nest(zones: ZoneSet, lookup: pd.DataFrame, side: str, report: Report) -> Zo
     lon[unplaced] = centres["lon"].to_numpy()[unplaced]
     parents = ZoneSet(ids=parents.ids, labels=parents.labels, lat=lat, lon=lon)
     return with_parents(zones, parent, parents)
+
+
+def read_zone_list(data: bytes, filename: str) -> ZoneSet:
+    """The zones a zones file lists (zone[, parent]; other columns ignored), in file order,
+    nested in their parents when it names them: a *public* list of zones, e.g. the published
+    domain of a release (:mod:`dpcore.interfaces.published_domain`). Raises ImportFailed."""
+    report = Report(filename)
+    table = read_table(data, filename, report, one_column=True)
+    mapping = resolve(table.header, ("zone",), ("parent", "label", "lat", "lon"),
+                      _preset_roles(table.header), zone_role, report, "a zones file",
+                      how="Rename the columns, e.g. “zone,parent”", mappable=False)
+    mapping = {role: mapping[role] for role in ("zone", "parent") if role in mapping}
+    frame, rows = table.take(list(mapping.values()), report)
+    for column in mapping.values():
+        frame[column] = clean_names(frame[column], rows, column, report)
+    zones = frame[mapping["zone"]]
+    require_present(zones, rows, mapping["zone"], "zone id", report)
+    repeated = zones.duplicated(keep=False).to_numpy() & (zones != "").to_numpy()
+    if repeated.any():
+        report.error("duplicate_zone", f"Zone “{zones[repeated].iloc[0]}” is listed more than "
+                     "once.", row=rows[repeated][0], column=mapping["zone"],
+                     fix="Keep one row per zone.")
+    report.stop_if_errors()
+    ids = zones.to_numpy(dtype=object)
+    if "parent" not in mapping:
+        return ZoneSet.from_ids(ids)
+    parent = frame[mapping["parent"]].to_numpy(dtype=object)
+    parent[parent == ""] = ids[parent == ""]  # a zone without a parent is its own
+    return with_parents(ZoneSet.from_ids(ids), parent,
+                        ZoneSet.from_ids(pd.unique(parent).astype(object)))
