@@ -90,7 +90,7 @@ def test_manifest_and_files(tmp_path):
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="publishing supports"):
         publish.calibrate("oue", 1.0)
-    with pytest.raises(ValueError, match="needs 0 < δ"):
+    with pytest.raises(ValueError, match="'delta' parameter of the Gaussian mechanism must be in"):
         publish.calibrate(publish.GAUSSIAN, 1.0)
     with pytest.raises(ValueError, match="leave δ out"):
         publish.calibrate(publish.DISCRETE_LAPLACE, 1.0, 1e-6)
