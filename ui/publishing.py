@@ -13,6 +13,7 @@ import streamlit as st
 
 from dpcore.data import datasets
 from dpcore.interfaces import export, ledger, publish
+from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.release import RunSettings
 from ui import runs, state
 
@@ -67,10 +68,12 @@ def section(settings: RunSettings) -> None:
     left, middle, right = st.columns(3)
     mechanism = left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
                                format_func=publish.MECHANISMS.__getitem__)
-    epsilon = middle.number_input("ε for this publish", min_value=0.001, max_value=20.0,
+    epsilon = middle.number_input("ε for this publish", min_value=EPSILON.low,
+                                  max_value=EPSILON.high,
                                   value=float(settings.epsilon), format="%.4g",
                                   key="publish_epsilon")
-    delta = (right.number_input("δ", min_value=1e-15, max_value=0.5, value=settings.delta,
+    delta = (right.number_input("δ", min_value=DELTA.low, max_value=DELTA.high,
+                                value=settings.delta,
                                 format="%.2e", key="publish_delta")
              if mechanism == publish.GAUSSIAN else 0.0)
     levels = False
@@ -78,7 +81,7 @@ def section(settings: RunSettings) -> None:
         levels = st.toggle("Publish this level and its parent level together, consistent",
                            key="publish_levels",
                            help="Every fine flow then sums exactly to its parent flow.")
-    share = (st.slider("Share of ε for the fine level", 0.1, 0.9, 0.5, 0.05,
+    share = (st.slider(FINE_SHARE.label, FINE_SHARE.low, FINE_SHARE.high, FINE_SHARE.default, 0.05,
                        key="publish_share") if levels else 0.5)
     method = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
                       index=0 if levels else 1, key="publish_postprocess",
