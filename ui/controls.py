@@ -228,7 +228,7 @@ def nearest_step(epsilon: float) -> float:
 def _restore(name: str, value=None) -> None:
     """Put the persistent value back into the widget before drawing it (after a page change)."""
     keys = KEYS[name]
-    st.session_state[keys.widget] = st.session_state[keys.value] if value is None else value
+    viewstate.restore(keys.widget, st.session_state[keys.value] if value is None else value)
 
 
 def mechanism_label(key: str) -> str:
@@ -274,7 +274,7 @@ def _mechanism_picker(multi: bool) -> tuple[str, ...]:
                                      "Local: every commuter randomises their own answer.")
         return tuple(chosen)
     single = KEYS["mechanisms"].widget + "_single"
-    st.session_state[single] = stored[0] if stored else DEFAULT_MECHANISMS[0]
+    viewstate.restore(single, stored[0] if stored else DEFAULT_MECHANISMS[0])
     return (st.selectbox("Mechanism", keys, key=single, on_change=_store_single_mechanism,
                          format_func=mechanism_label),)
 
@@ -293,8 +293,8 @@ def _approximation_notes(chosen: tuple[str, ...]) -> None:
 
 def _epsilon_inputs() -> float:
     value = st.session_state[KEYS["epsilon"].value]
-    st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
-    st.session_state[EPSILON_TYPED] = value
+    viewstate.restore(KEYS["epsilon"].widget, nearest_step(value))
+    viewstate.restore(EPSILON_TYPED, value)
     st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
                      on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
@@ -316,7 +316,7 @@ def _mechanism_options(chosen: tuple[str, ...]) -> dict:
         for param in own:
             value = stored.get(key, {}).get(param.name, param.default)
             widget = option_widget(key, param.name)
-            st.session_state[widget] = value
+            viewstate.restore(widget, value)
             common = dict(key=widget, on_change=_store_option, args=(key, param.name),
                           help=f"{param.help} Range: {param.interval()}.")
             if param.choices is not None:
