@@ -5,7 +5,8 @@ StreamlitValueAboveMaxError), a value holding a bidirectional override is quoted
 
 import pytest
 
-from dpcore.limits import SEED
+from dpcore import mechanisms
+from dpcore.limits import RELEASES, SEED
 from dpcore.mechanisms.base import DELTA, EPSILON
 from tests.app_pages import open_page
 from ui.controls import EPSILON_STEPS, EPSILON_TYPED, KEYS
@@ -70,3 +71,13 @@ def test_typing_epsilon_moves_the_slider_to_it_or_its_nearest_step(typed, shown)
     assert at.session_state[KEYS["epsilon"].value] == typed
     assert at.select_slider(key=KEYS["epsilon"].widget).value == shown
     assert at.number_input(key=EPSILON_TYPED).value == typed
+
+
+def test_a_tradeoffs_sweep_too_large_for_memory_is_a_message():
+    """20 mechanisms × 30 ε × 100 trials = 60,000 releases per chart: more than one run holds."""
+    grid = ", ".join(f"{e / 10:g}" for e in range(1, 31))
+    at = open_page("../pages/3_Tradeoffs.py", dataset="toy_town", mech=mechanisms.names(),
+                   grid=grid, trials="100")
+    errors = [e.value for e in at.error]
+    assert any("This run asks for 60,000 releases" in e and f"at most {RELEASES.high:,}" in e
+               for e in errors), errors
