@@ -85,3 +85,14 @@ def test_control_and_bidirectional_characters_are_shown_escaped(text, shown):
 
 def test_kept_characters_stay():
     assert visible("a\nb\u202e", keep="\n") == "a\nb\\u202e"
+
+
+def test_the_shared_server_doc_states_the_declared_ranges():
+    from pathlib import Path
+
+    doc = " ".join((Path(__file__).resolve().parent.parent / "docs" / "SHARED_SERVER.md")
+                   .read_text(encoding="utf-8").split())
+    assert f"δ: from {DELTA.low:g} to {DELTA.high:g}." in doc
+    assert f"Trials: from {TRIALS.low} to {TRIALS.high:,} per point" in doc
+    assert f"at most {RELEASES.high:,} releases in one run" in doc
+    assert f"Seeds: from {SEED.low} to 2^53 − 1" in doc and SEED.high == 2**53 - 1
