@@ -173,3 +173,16 @@ def test_a_bug_is_not_disguised_as_a_message(tmp_path, monkeypatch):
 def test_bidirectional_characters_in_a_message_are_shown_escaped(capsys, tmp_path, argv):
     code, _, err = run(capsys, *argv, "--out", tmp_path / "r.csv")
     assert code == cli.EXIT_USAGE and r"\u202e" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", *TOY, "--mechanisms", "laplace", "--metric", "rmse", "--target", "50"],
+    ["publish", *TOY, "--mechanism", "discrete_laplace", "--epsilon", "1"],
+    ["sweep", *TOY, "--mechanisms", "laplace", "--epsilons", "1"],
+])
+def test_an_output_path_with_a_bidirectional_override_is_printed_escaped(capsys, tmp_path,
+                                                                           argv):
+    out = tmp_path / "results\u202evsc.csv"
+    code, printed, _ = run(capsys, *argv, "--out", out)
+    assert code == 0 and out.exists()
+    assert "results\\u202evsc.csv" in printed

@@ -4,13 +4,15 @@ worker processes capped at the cores, and every error turned into a one-line mes
 The ranges themselves live with the things they bound (:mod:`dpcore.limits`, the mechanisms'
 :class:`~dpcore.mechanisms.base.Param`); this module only makes argparse use them, so
 ``--epsilon 1e-12`` fails before anything is loaded with the same range and reason as the pages.
-Every message passes through :func:`dpcore.text.visible`, so a value holding control or
-bidirectional characters is quoted escaped, never obeyed by the terminal.
+Everything a command prints passes through :func:`dpcore.text.visible` (:func:`escaped_output`),
+so a value holding control or bidirectional characters is quoted escaped, never obeyed by the
+terminal.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -21,12 +23,30 @@ from dpcore.mechanisms.base import Param
 from dpcore.text import visible
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with its messages (usage, "invalid choice: …") escaped like every other."""
+class _VisibleStream:
+    """A text stream that writes control and bidirectional characters escaped (line breaks and
+    the carriage return of a progress line stay)."""
 
-    def _print_message(self, message, file=None):
-        if message:
-            (file or sys.stderr).write(visible(message, keep="\n"))
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(visible(text, keep="\n\r"))
+
+    def __getattr__(self, name):  # flush, isatty, encoding, … of the real stream
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def escaped_output():
+    """Within it, everything printed to stdout and stderr — messages, tables, argparse's usage
+    and "invalid choice: …" — shows control and bidirectional characters escaped."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _VisibleStream(sys.stdout), _VisibleStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
 
 
 def number(param: Param, option: str):
@@ -79,7 +99,7 @@ def prepare(args: argparse.Namespace) -> None:
     if getattr(args, "jobs", None) is not None:
         args.jobs, note = workers(args.jobs, "--jobs")
         if note:
-            print(visible(f"note: {note}"), file=sys.stderr)
+            print(f"note: {note}", file=sys.stderr)
 
 
 def _refuse_overwrite(path: Path) -> None:

@@ -414,7 +414,7 @@ def _add_input(parser: argparse.ArgumentParser, required: bool) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = arguments.Parser(prog="python -m dpcore", description=(
+    parser = argparse.ArgumentParser(prog="python -m dpcore", description=(
         "Commuting Privacy Lab: differential privacy on origin–destination commuting data."))
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -562,6 +562,11 @@ def _add_scheduler(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns the exit code (0 ok, 1 invalid input file, 2 bad command line)."""
+    with arguments.escaped_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
