@@ -32,8 +32,8 @@ import streamlit as st
 from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
-from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess
 from dpcore.limits import SEED
+from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess
 from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
 from ui import data, state, viewstate, widgets

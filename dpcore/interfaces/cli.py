@@ -38,8 +38,17 @@ from dpcore.data import datasets, importers, national, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner
 from dpcore.interfaces import arguments, export, publish
-from dpcore.limits import (DELTA, EPSILON, FINE_SHARE, HEAVY_HITTERS_K, PASS_PROBABILITY, SEED,
-                           TOP_K, TOP_N, TRIALS)
+from dpcore.limits import (
+    DELTA,
+    EPSILON,
+    FINE_SHARE,
+    HEAVY_HITTERS_K,
+    PASS_PROBABILITY,
+    SEED,
+    TOP_K,
+    TOP_N,
+    TRIALS,
+)
 from dpcore.mechanisms import postprocess
 from dpcore.text import visible
 
