@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore.data import importers
+from dpcore.text import visible
 from tests.test_import_limits import gzip_bomb
 from ui import state
 
@@ -43,7 +44,9 @@ def upload(at: AppTest, name: str, data: bytes) -> AppTest:
 def assert_every_notice_shown(at: AppTest, notices) -> None:
     for notice in notices:
         shown = boxes(at, notice.level)
-        assert any(notice.message in box and notice.location in box and notice.fix in box
+        message, location, fix = (visible(text) for text in
+                                  (notice.message, notice.location, notice.fix))
+        assert any(message in box and location in box and fix in box
                    for box in shown), (notice, shown)
     for kind in ("error", "warning", "info"):
         assert len(boxes(at, kind)) == sum(n.level == kind for n in notices)

@@ -26,7 +26,7 @@ def notices(at) -> list[str]:
      ("epsilon", 1.0)),
     ({"eps": "abc"}, ["eps=abc", "ε in [1e-06, 20]", "using 1 instead"],
      ("epsilon", 1.0)),
-    ({"seed": "-3"}, ["seed=-3", "a whole number of at least 0", "using 0 instead"],
+    ({"seed": "-3"}, ["seed=-3", "a whole number in [0, 9007199254740991]", "using 0 instead"],
      ("seed", 0)),
     ({"mech": ["laplace", "nope"]}, ["mech=nope", "mechanism keys: laplace", "using laplace"],
      ("mechanisms", ("laplace",))),

@@ -15,6 +15,7 @@ from dpcore.data import datasets, importers
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import metrics
 from dpcore.interfaces import cli, export
+from dpcore.mechanisms.base import DELTA
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -118,7 +119,7 @@ def test_mechanisms_lists_every_registered_mechanism_with_its_parameters(capsys)
     assert list(rows) == mechanisms.names()
     gaussian = rows["gaussian"]
     assert "central" in gaussian and "(ε, δ)-DP" in gaussian
-    assert "epsilon ∈ [1e-06, 20]" in gaussian and "delta ∈ (0, 1)" in gaussian
+    assert "epsilon ∈ [1e-06, 20]" in gaussian and f"delta ∈ {DELTA.interval()}" in gaussian
     assert "local" in rows["oue"] and "ε-LDP" in rows["oue"]
     for key, line in rows.items():
         expected = "exact" if mechanisms.get(key).approximation is None else "approximate"
@@ -201,8 +202,8 @@ def test_release_neutralises_formula_like_zone_names(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--mechanism", "nope", "--epsilon", "1"], "unknown mechanism 'nope'; valid keys: laplace"),
-    (["--mechanism", "laplace", "--epsilon", "0"], "'epsilon' parameter of"),
-    (["--mechanism", "gaussian", "--epsilon", "1", "--delta", "2"], "'delta' parameter"),
+    (["--mechanism", "laplace", "--epsilon", "0"], "--epsilon must be in [1e-06, 20]"),
+    (["--mechanism", "gaussian", "--epsilon", "1", "--delta", "2"], "--delta must be in"),
     (["--mechanism", "laplace", "--epsilon", "1", "--param", "k=3"], "no chosen mechanism"),
     (["--mechanism", "laplace", "--epsilon", "1", "--param", "epsilon=3"], "--epsilon"),
     (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a number"),

@@ -96,7 +96,7 @@ def test_manifest_and_files(tmp_path):
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="publishing supports"):
         publish.calibrate("oue", 1.0)
-    with pytest.raises(ValueError, match="needs 0 < δ"):
+    with pytest.raises(ValueError, match="'delta' parameter of the Gaussian mechanism must be in"):
         publish.calibrate(publish.GAUSSIAN, 1.0)
     with pytest.raises(ValueError, match="leave δ out"):
         publish.calibrate(publish.DISCRETE_LAPLACE, 1.0, 1e-6)
@@ -166,14 +166,25 @@ def test_a_huge_domain_is_refused_before_any_noise_is_drawn():
 
 
 @pytest.mark.parametrize("epsilon", ["1e-15", "1e-16"])
-def test_opendp_refusals_are_messages_on_the_command_line(tmp_path, capsys, epsilon):
+def test_budgets_opendp_cannot_calibrate_are_refused_with_the_range(tmp_path, capsys, epsilon):
+    """ε this small used to end in OpenDP's traceback; ε's one declared range refuses it first."""
     code = cli.main(["publish", "--dataset", "toy_town", "--mechanism", "discrete_laplace",
                      "--epsilon", epsilon, "--out", str(tmp_path / "out")])
     assert code == cli.EXIT_USAGE
     err = capsys.readouterr().err
-    assert "OpenDP cannot calibrate Discrete Laplace" in err and f"ε = {float(epsilon):g}" in err
-    assert "choose a larger ε" in err and "Traceback" not in err
+    assert "--epsilon must be in [1e-06, 20]" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_opendp_refusal_to_calibrate_is_a_message(monkeypatch):
+    import opendp.prelude as dp
+
+    def refuse(*_args):
+        raise dp.OpenDPException("FailedFunction", "scale overflows")
+    monkeypatch.setattr(publish, "_calibrated", refuse)
+    with pytest.raises(ValueError, match="OpenDP cannot calibrate Discrete Laplace.* at ε = 0.001"
+                                         ": scale overflows.*choose a larger ε"):
+        publish.calibrate(publish.DISCRETE_LAPLACE, 0.001)
 
 
 def test_an_opendp_failure_while_drawing_is_a_message():

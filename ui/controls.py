@@ -32,15 +32,18 @@ import streamlit as st
 from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
+from dpcore.limits import SEED
 from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess
 from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
 from ui import data, state, viewstate, widgets
 
-#: ε steps of the slider: roughly log-spaced from 0.1 to 10, with every point of the thesis grid
-#: 0.5, 1, …, 5. Any other ε in the declared range (mechanisms.base.EPSILON) can be typed.
-EPSILON_STEPS = (0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5,
-                 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 10.0)
+#: ε steps of the slider: log-spaced over the whole declared range (mechanisms.base.EPSILON,
+#: 1e-6 to 20), finer from 0.1 to 10, with every point of the thesis grid 0.5, 1, …, 5. Any other ε
+#: in the range can be typed; the slider then shows the nearest step, so the two always agree.
+EPSILON_STEPS = (EPSILON.low, 1e-5, 1e-4, 1e-3, 0.01, 0.02, 0.05, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3,
+                 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0,
+                 7.0, 8.0, 10.0, 12.0, 15.0, EPSILON.high)
 DEFAULT_MECHANISMS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")
 DEFAULT_POSTPROCESS = "base_pos"  # the thesis's "Base-Pro"
 
@@ -93,13 +96,6 @@ def _parse_param(key: str, name: str, text: str):
     return param.check(param.kind(float(text)), key)
 
 
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
 def _from_url() -> dict:
     """Settings found in the URL; a value that is not valid is left out (the default is kept) and
     reported (:func:`ui.viewstate.parsed`)."""
@@ -117,7 +113,8 @@ def _from_url() -> dict:
                           f"ε in {EPSILON.interval()}"),
         "delta": parsed("delta", lambda t: DELTA.check(float(t), "the URL"),
                         f"δ in {DELTA.interval()}"),
-        "seed": parsed("seed", _non_negative, "a whole number of at least 0"),
+        "seed": parsed("seed", lambda t: SEED.check(int(t), "the URL"),
+                       f"a whole number in {SEED.interval()}"),
         "neighbours": parsed("neighbours", viewstate.one_of(NEIGHBOURS.choices),
                              "one of " + viewstate.listed(NEIGHBOURS.choices)),
         "postprocess": parsed("postprocess", viewstate.one_of(postprocess.METHODS),
@@ -231,7 +228,7 @@ def nearest_step(epsilon: float) -> float:
 def _restore(name: str, value=None) -> None:
     """Put the persistent value back into the widget before drawing it (after a page change)."""
     keys = KEYS[name]
-    st.session_state[keys.widget] = st.session_state[keys.value] if value is None else value
+    viewstate.restore(keys.widget, st.session_state[keys.value] if value is None else value)
 
 
 def mechanism_label(key: str) -> str:
@@ -277,7 +274,7 @@ def _mechanism_picker(multi: bool) -> tuple[str, ...]:
                                      "Local: every commuter randomises their own answer.")
         return tuple(chosen)
     single = KEYS["mechanisms"].widget + "_single"
-    st.session_state[single] = stored[0] if stored else DEFAULT_MECHANISMS[0]
+    viewstate.restore(single, stored[0] if stored else DEFAULT_MECHANISMS[0])
     return (st.selectbox("Mechanism", keys, key=single, on_change=_store_single_mechanism,
                          format_func=mechanism_label),)
 
@@ -296,8 +293,8 @@ def _approximation_notes(chosen: tuple[str, ...]) -> None:
 
 def _epsilon_inputs() -> float:
     value = st.session_state[KEYS["epsilon"].value]
-    st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
-    st.session_state[EPSILON_TYPED] = value
+    viewstate.restore(KEYS["epsilon"].widget, nearest_step(value))
+    viewstate.restore(EPSILON_TYPED, value)
     st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
                      on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
@@ -319,7 +316,7 @@ def _mechanism_options(chosen: tuple[str, ...]) -> dict:
         for param in own:
             value = stored.get(key, {}).get(param.name, param.default)
             widget = option_widget(key, param.name)
-            st.session_state[widget] = value
+            viewstate.restore(widget, value)
             common = dict(key=widget, on_change=_store_option, args=(key, param.name),
                           help=f"{param.help} Range: {param.interval()}.")
             if param.choices is not None:
@@ -348,7 +345,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         epsilon = _epsilon_inputs()
         if any(mechanisms.get(k).uses_delta for k in chosen):
             _restore("delta")
-            st.number_input("δ", min_value=1e-15, max_value=0.5, format="%.2e",
+            st.number_input("δ", min_value=DELTA.low, max_value=DELTA.high, format="%.2e",
                             key=KEYS["delta"].widget, on_change=_store, args=("delta",),
                             help=f"Probability that the ε bound may fail; keep it well below "
                                  f"1/n = {1 / max(current.matrix.n, 1):.2e}.")
@@ -368,7 +365,8 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
                           "guarantee.")
         seed_column, draw_column = st.columns([3, 2], vertical_alignment="bottom")
         _restore("seed")
-        seed_column.number_input("Seed", min_value=0, step=1, key=KEYS["seed"].widget,
+        seed_column.number_input("Seed", min_value=SEED.low, max_value=SEED.high, step=1,
+                                 key=KEYS["seed"].widget,
                                  on_change=_store, args=("seed",),
                                  help="The same seed gives the same noise: share it to reproduce "
                                       "a draw.")

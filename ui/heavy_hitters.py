@@ -19,13 +19,13 @@ from plotly.subplots import make_subplots
 from dpcore.data import views
 from dpcore.evaluation import heavy_hitters, summaries
 from dpcore.evaluation.heavy_hitters import PROTOCOLS, HeavyHitters
+from dpcore.limits import HEAVY_HITTERS_K
 from dpcore.release import RunSettings
 from ui import charts, panels, runs
 from ui.viewstate import kept
 
 #: Colours of the two protocols (Paul Tol's "muted" scheme, apart from the mechanisms').
 COLOURS = {"pem": "#882255", "treehist": "#44AA99"}
-K_MAX = 100
 #: The frequency oracles' top-k recall in the Tradeoffs sweep is measured at this k.
 SWEEP_K = runs.SweepSpec.k
 
@@ -45,7 +45,8 @@ def found(dataset: str, view: views.View, od, protocol: str, epsilon: float, k: 
 
 def k_input(od, key: str) -> int | None:
     """The k to find, or None (with a message) when the data has fewer non-empty commutes."""
-    k = kept(st.number_input, "Commutes to find (k)", key, 10, url="hh_k", min_value=1, max_value=K_MAX,
+    k = kept(st.number_input, HEAVY_HITTERS_K.label, key, HEAVY_HITTERS_K.default, url="hh_k",
+             min_value=HEAVY_HITTERS_K.low, max_value=HEAVY_HITTERS_K.high,
              help="The protocols look for the k busiest commutes without estimating every cell.")
     if k > od.nonzero:
         st.warning(f"This data has only {od.nonzero:,} non-empty commutes: choose k of at most "

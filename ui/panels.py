@@ -116,9 +116,14 @@ def sweep_runner(spec, key: str, run=runs.sweep) -> runs.Sweep:
     Finished releases are cached one by one, so Stop (which reruns the page and so interrupts the
     sweep), a smaller grid or fewer trials, and coming back to the page all reuse them. ``run``
     is the sweep (default :func:`ui.runs.sweep` of a :class:`ui.runs.SweepSpec`): ``run(spec)``
-    peeks, ``run(spec, compute=True, progress=…)`` also computes what is missing.
+    peeks, ``run(spec, compute=True, progress=…)`` also computes what is missing. A sweep larger
+    than one run may hold (:data:`dpcore.limits.RELEASES`) is said and nothing runs.
     """
-    found = run(spec)
+    try:
+        found = run(spec)
+    except ValueError as error:  # e.g. more releases than one run may keep in memory
+        st.error(str(error))
+        return runs.Sweep(pd.DataFrame(), 0, 0, {})
     if not found.complete:
         place = st.empty()  # emptied when the sweep has finished: no stale Run/Stop buttons
         left, right, status = place.container().columns([2, 1, 4], vertical_alignment="center")

@@ -18,6 +18,7 @@ import streamlit as st
 from dpcore import mechanisms
 from dpcore.evaluation import metrics, planner
 from dpcore.evaluation.experiment import Scenario
+from dpcore.limits import PASS_PROBABILITY
 from dpcore.mechanisms.count_profile import CountProfile
 from dpcore.release import RunSettings
 from ui import charts, learn_charts, runs, safe
@@ -55,7 +56,8 @@ def target_inputs() -> tuple[planner.Target, int]:
     else:
         middle.caption("Every acceptance check that applies to the data must pass.")
     probability = kept(right.slider, "In this share of releases", "plan_probability", 0.9,
-                       min_value=0.5, max_value=0.99, step=0.01,
+                       min_value=PASS_PROBABILITY.low, max_value=PASS_PROBABILITY.high,
+                       step=0.01,
                        help="For searched answers: the pass rate over repeated releases must "
                             "reach this. Closed-form answers are about the expected error.")
     trials = kept(last.number_input, "Draws per ε", "plan_trials", 20, min_value=5,

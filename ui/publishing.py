@@ -24,6 +24,7 @@ from dpcore.data import datasets, importers, views
 from dpcore.evaluation import publish_compare
 from dpcore.interfaces import export, ledger, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
+from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.mechanisms import topdown
 from dpcore.release import RunSettings
 from ui import charts, data, runs, safe, state, widgets
@@ -231,14 +232,16 @@ def section(settings: RunSettings) -> None:
                                 format_func=publish.MECHANISMS.__getitem__))
     if method == publish.TOPDOWN:
         left.caption("Noise: the discrete Gaussian (zCDP), as TopDown requires.")
-    epsilon = middle.number_input("ε for this publish", min_value=0.001, max_value=20.0,
+    epsilon = middle.number_input("ε for this publish", min_value=EPSILON.low,
+                                  max_value=EPSILON.high,
                                   value=float(settings.epsilon), format="%.4g",
                                   key="publish_epsilon")
-    delta = (right.number_input("δ", min_value=1e-15, max_value=0.5, value=settings.delta,
+    delta = (right.number_input("δ", min_value=DELTA.low, max_value=DELTA.high,
+                                value=settings.delta,
                                 format="%.2e", key="publish_delta")
              if mechanism == publish.GAUSSIAN else 0.0)
     levels = method == publish.WLS
-    share = (st.slider("Share of ε for the fine level", 0.1, 0.9, 0.5, 0.05,
+    share = (st.slider(FINE_SHARE.label, FINE_SHARE.low, FINE_SHARE.high, FINE_SHARE.default, 0.05,
                        key="publish_share") if levels else 0.5)
     hierarchy = topdown.hierarchy(od) if method == publish.TOPDOWN else None
     shares = _topdown_shares(hierarchy) if method == publish.TOPDOWN else None

@@ -8,6 +8,8 @@ directive. ``st.dataframe``, ``st.text`` and ``st.code`` show text verbatim and 
 import re
 import string
 
+from dpcore.text import visible
+
 _ESCAPE_PUNCTUATION = str.maketrans({char: "\\" + char for char in string.punctuation})
 #: Where GitHub-flavoured Markdown turns bare text into a link ("http://", "www.", "a@b.org").
 _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
@@ -21,7 +23,8 @@ def markdown(text) -> str:
     them), which defeats links, images, HTML, LaTeX (``$``) and Streamlit's ``:directive[…]``.
     Escaping does not stop GFM's bare-URL and e-mail autolinks, so an invisible zero-width space
     is put where they would start. Runs of whitespace, newlines included, become one space so the
-    text cannot start a heading, list or code block.
+    text cannot start a heading, list or code block. Control and bidirectional characters (U+202E,
+    …) are written as escapes (:func:`dpcore.text.visible`): they cannot reorder the message.
     """
-    text = _AUTOLINK.sub(_ZERO_WIDTH_SPACE, " ".join(str(text).split()))
+    text = _AUTOLINK.sub(_ZERO_WIDTH_SPACE, visible(" ".join(str(text).split())))
     return text.translate(_ESCAPE_PUNCTUATION)

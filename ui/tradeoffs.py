@@ -12,6 +12,7 @@ import streamlit as st
 
 from dpcore.data import views
 from dpcore.evaluation import metrics, summaries, thesis
+from dpcore.limits import RELEASES
 from dpcore.mechanisms import postprocess
 from dpcore.release import RunSettings
 from ui import charts, panels, runs
@@ -101,6 +102,10 @@ def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
                f"trials above: {len(thesis.MECHANISMS)} "
                f"mechanisms, {releases:,} releases scored after Base, Base-Pos and Base-Cut, then "
                "the rank tables — the same as `python3 -m dpcore reproduce-thesis`.")
+    if not RELEASES.contains(releases):
+        st.info(f"{releases:,} releases are more than one run may hold ({RELEASES.high:,}): "
+                f"{RELEASES.why}")
+        return
     if built is None or built[0] != key:
         left, right, status = st.columns([2, 1, 4], vertical_alignment="center")
         if not left.button("Build the thesis report", key="thesis_report_build",

@@ -123,6 +123,19 @@ def _to_text(value) -> str | list[str]:
     return number_text(value) if isinstance(value, float) else str(value)
 
 
+def restore(widget_key: str, value) -> None:
+    """Give a widget ``value`` before it is drawn (after a page change deleted its state, or when
+    another control changed the setting), and only then.
+
+    Assigning a widget's key makes Streamlit send the value to the browser as a new one
+    (``set_value``), replacing the widget's state there; done on every rerun, that reset the
+    multiselect while the user was still removing options (issue 24: after one ×, further × clicks
+    did nothing until the page was clicked elsewhere).
+    """
+    if widget_key not in st.session_state or st.session_state[widget_key] != value:
+        st.session_state[widget_key] = value
+
+
 def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
     """Draw ``widget`` (e.g. ``st.slider``) so that its value survives page changes.
 
@@ -149,7 +162,7 @@ def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwa
             st.session_state[value_key] = [v for v in value if v in options]
         elif value not in options:
             st.session_state[value_key] = default if default in options else options[0]
-    st.session_state[widget_key] = st.session_state[value_key]
+    restore(widget_key, st.session_state[value_key])
 
     def store():
         st.session_state[value_key] = st.session_state[widget_key]

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from dpcore.data.od import ODMatrix
-from ui import data, safe, state
+from ui import data, safe, state, viewstate
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 
@@ -26,7 +26,7 @@ def dataset_picker() -> data.Current:
     """
     current = data.current()
     options = data.choices()
-    st.session_state[state.DATASET_PICKER] = current.key
+    viewstate.restore(state.DATASET_PICKER, current.key)
     st.selectbox("Dataset", list(options), format_func=options.__getitem__,
                  key=state.DATASET_PICKER, on_change=_remember_choice)
     return current

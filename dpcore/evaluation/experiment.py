@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import multiprocessing
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -26,9 +25,10 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from dpcore import release
+from dpcore import limits, release
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
+from dpcore.limits import RELEASES, TRIALS
 
 #: Columns of the tidy table: a release's rows, then the scenario's label and population size.
 COLUMNS = release.TIDY_COLUMNS + ["scenario", "n"]
@@ -82,10 +82,15 @@ def plan(mechanism_specs, epsilons: Iterable[float], *, postprocess: Iterable[st
         raise ValueError("choose at least one ε")
     if not scenarios:
         raise ValueError("choose at least one version of the data")
-    if isinstance(trials, bool) or int(trials) != trials or trials < 1:
-        raise ValueError(f"trials must be a whole number ≥ 1; got {trials!r}")
+    trials = TRIALS.check(trials, "a run")
     grid = [release.ReleaseSpec(key, epsilon, params, methods, seed, 0)
             for key, params in specs for epsilon in epsilons]
+    total = trials * len(scenarios) * len(grid)
+    if not RELEASES.contains(total):
+        raise ValueError(f"This run asks for {total:,} releases ({trials:,} trials × "
+                         f"{len(scenarios)} version(s) of the data × {len(specs)} mechanism(s) × "
+                         f"{len(epsilons)} ε); at most {RELEASES.high:,} fit in one run. "
+                         f"{RELEASES.why}")
     for spec in grid:
         spec.build()
     return [Job(index, scenario, release.ReleaseSpec(
@@ -196,7 +201,8 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
     trials, seed : int
         Repetitions per (scenario, mechanism, ε), and the seed of the seeding rule.
     n_jobs : int
-        Worker processes; 1 runs in this process, ``-1`` uses every core.
+        Worker processes; 1 runs in this process, ``-1`` uses every core (never more than the
+        cores: :func:`dpcore.limits.workers`).
     scheduler : str or distributed.Client, optional
         Run on Dask instead (:mod:`dpcore.evaluation.cluster`): ``"local"`` (a LocalCluster of this
         machine's cores), a scheduler address (``tcp://host:8786``) or a client; ``n_jobs`` is
@@ -225,10 +231,7 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
     data = _Data(od)
     _check(jobs, data)
     scoring = {"k": k, "top_n": top_n, "only": None if metrics is None else tuple(metrics)}
-    workers = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-    if workers < 1:
-        raise ValueError(f"n_jobs must be ≥ 1 or -1 (every core); got {n_jobs!r}")
-    workers = min(workers, len(jobs))
+    workers = min(limits.workers(n_jobs, "n_jobs")[0], len(jobs))
 
     results: list[pd.DataFrame] = []
     cancelled = False

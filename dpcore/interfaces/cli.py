@@ -29,7 +29,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -40,9 +39,20 @@ from dpcore import mechanisms, release
 from dpcore.data import datasets, importers, national, views
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner, publish_compare
-from dpcore.interfaces import export, ledger, publish, published_domain
-from dpcore.interfaces.store import StoreUnavailable
+from dpcore.interfaces import arguments, export, ledger, publish, published_domain
+from dpcore.limits import (
+    DELTA,
+    EPSILON,
+    FINE_SHARE,
+    HEAVY_HITTERS_K,
+    PASS_PROBABILITY,
+    SEED,
+    TOP_K,
+    TOP_N,
+    TRIALS,
+)
 from dpcore.mechanisms import postprocess
+from dpcore.text import visible
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
@@ -53,22 +63,10 @@ class _InvalidInput(Exception):
 
 
 # ----------------------------------------------------------------------------------------- output
-#: Characters that drive a terminal (C0/C1 controls, e.g. ESC) or reorder text (bidirectional
-#: overrides and isolates); uploaded names may hold them.
-_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped(text, keep: str = "") -> str:
-    """``text`` with terminal controls written as escapes (ESC → ``\\x1b``), except ``keep``."""
-    return _TERMINAL_CONTROLS.sub(
-        lambda m: m.group() if m.group() in keep else m.group().encode("unicode_escape").decode(),
-        str(text))
-
-
 def _say(text, *, error: bool = False, lines: bool = False) -> None:
     """Print to stdout (stderr for errors) with every terminal control escaped; a message stays
     on one line, a table (``lines``) keeps its line breaks."""
-    print(_escaped(text, keep="\n" if lines else ""), file=sys.stderr if error else sys.stdout)
+    print(visible(text, keep="\n" if lines else ""), file=sys.stderr if error else sys.stdout)
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
@@ -76,7 +74,7 @@ def _table(headers: list[str], rows: list[list]) -> str:
     def cell(value):
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return f"{value:,}"
-        return _escaped(value)
+        return visible(value)
 
     cells = [[cell(v) for v in row] for row in rows]
     numeric = [all(isinstance(row[i], (int, np.integer)) for row in rows) for i in
@@ -280,8 +278,6 @@ def _cmd_reproduce_thesis(args) -> int:
     from dpcore.interfaces import grids
 
     epsilons = grids.parse_grid(args.epsilons)
-    if args.trials < 1:
-        raise ValueError(f"--trials must be at least 1; got {args.trials}")
     scheduler = _scheduler(args)
     od = _load_for_report(args)
     try:  # plotly draws the report; dpcore itself only makes its data
@@ -526,11 +522,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_input(release, required=True)
     _add_view(release)
     release.add_argument("--mechanism", required=True, help="a key from `mechanisms`")
-    release.add_argument("--epsilon", type=float, required=True)
-    release.add_argument("--delta", type=float, help="for (ε, δ) mechanisms (default theirs)")
+    release.add_argument("--epsilon", type=arguments.number(EPSILON, "--epsilon"), required=True)
+    release.add_argument("--delta", type=arguments.number(DELTA, "--delta"),
+                         help="for (ε, δ) mechanisms (default theirs)")
     release.add_argument("--postprocess", default="base",
                          help=f"one of {', '.join(postprocess.METHODS)} (default base)")
-    release.add_argument("--seed", type=int, help="seed of the release (default: random, printed)")
+    release.add_argument("--seed", type=arguments.number(SEED, "--seed"),
+                         help="seed of the release (default: random, printed)")
     release.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                          help="another mechanism parameter (repeatable)")
     release.add_argument("--only-nonzero", action="store_true",
@@ -543,17 +541,20 @@ def _parser() -> argparse.ArgumentParser:
     _add_view(sweep)
     sweep.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
     sweep.add_argument("--epsilons", required=True, metavar="E1,E2,…")
-    sweep.add_argument("--delta", type=float, help="δ for the mechanisms that use one")
+    sweep.add_argument("--delta", type=arguments.number(DELTA, "--delta"),
+                       help="δ for the mechanisms that use one")
     sweep.add_argument("--postprocess", default="base", metavar="KEY[,KEY…]",
                        help=f"from {', '.join(postprocess.METHODS)} (default base)")
     sweep.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                        help="a parameter of the mechanisms that declare it (repeatable)")
-    sweep.add_argument("--trials", type=int, default=1)
-    sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--jobs", type=int, default=1, help="worker processes (-1: every core)")
+    sweep.add_argument("--trials", type=arguments.number(TRIALS, "--trials"), default=1)
+    sweep.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0)
+    sweep.add_argument("--jobs", type=arguments.jobs, default=1,
+                       help="worker processes (-1: every core; at most the cores)")
     _add_scheduler(sweep)
-    sweep.add_argument("--k", type=int, default=10, help="size of the top-k sets (default 10)")
-    sweep.add_argument("--top-n", type=int, default=100,
+    sweep.add_argument("--k", type=arguments.number(TOP_K, "--k"), default=10,
+                       help="size of the top-k sets (default 10)")
+    sweep.add_argument("--top-n", type=arguments.number(TOP_N, "--top-n"), default=100,
                        help="true flows ranked for Spearman/Kendall (default 100)")
     sweep.add_argument("--out", required=True, metavar="OUT.csv")
     sweep.set_defaults(handler=_cmd_sweep)
@@ -565,9 +566,11 @@ def _parser() -> argparse.ArgumentParser:
     _add_input(hitters, required=True)
     _add_view(hitters)
     hitters.add_argument("--protocol", required=True, choices=["pem", "treehist"])
-    hitters.add_argument("--epsilon", type=float, required=True)
-    hitters.add_argument("--k", type=int, default=10, help="commutes to find (default 10)")
-    hitters.add_argument("--seed", type=int, help="seed (default: random, printed)")
+    hitters.add_argument("--epsilon", type=arguments.number(EPSILON, "--epsilon"), required=True)
+    hitters.add_argument("--k", type=arguments.number(HEAVY_HITTERS_K, "--k"), default=10,
+                         help="commutes to find (default 10)")
+    hitters.add_argument("--seed", type=arguments.number(SEED, "--seed"),
+                         help="seed (default: random, printed)")
     hitters.add_argument("--out", required=True, metavar="OUT.csv")
     hitters.set_defaults(handler=_cmd_heavy_hitters)
 
@@ -580,15 +583,18 @@ def _parser() -> argparse.ArgumentParser:
                       help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
     plan.add_argument("--target", type=float,
                       help="the metric's threshold (not used with 'checks')")
-    plan.add_argument("--probability", type=float, default=0.9,
+    plan.add_argument("--probability", type=arguments.number(PASS_PROBABILITY, "--probability"),
+                      default=0.9,
                       help="pass probability a searched answer must reach (default 0.9)")
     plan.add_argument("--postprocess", default="base",
                       help=f"one of {', '.join(postprocess.METHODS)} (default base)")
-    plan.add_argument("--delta", type=float, help="δ for the mechanisms that use one")
+    plan.add_argument("--delta", type=arguments.number(DELTA, "--delta"),
+                      help="δ for the mechanisms that use one")
     plan.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                       help="a parameter of the mechanisms that declare it (repeatable)")
-    plan.add_argument("--trials", type=int, default=20, help="releases per searched ε")
-    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--trials", type=arguments.number(TRIALS, "--trials"), default=20,
+                      help="releases per searched ε")
+    plan.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0)
     plan.add_argument("--search", action="store_true",
                       help="search even where a closed form exists")
     plan.add_argument("--out", required=True, metavar="OUT.csv")
@@ -604,8 +610,8 @@ def _parser() -> argparse.ArgumentParser:
                           "Default flat (wls with --levels)")
     out.add_argument("--mechanism", default=publish.GAUSSIAN, choices=list(publish.MECHANISMS),
                      help="noise of flat and wls (default gaussian; topdown: gaussian only)")
-    out.add_argument("--epsilon", type=float, required=True)
-    out.add_argument("--delta", type=float, help="for gaussian")
+    out.add_argument("--epsilon", type=arguments.number(EPSILON, "--epsilon"), required=True)
+    out.add_argument("--delta", type=arguments.number(DELTA, "--delta"), help="for gaussian")
     out.add_argument("--neighbours", default="substitution",
                      choices=["substitution", "add_remove"])
     out.add_argument("--postprocess", choices=list(publish.POSTPROCESS),
@@ -613,18 +619,20 @@ def _parser() -> argparse.ArgumentParser:
                           "base with --levels")
     out.add_argument("--levels", action="store_true",
                      help="the same as --method wls")
-    out.add_argument("--fine-share", type=float, default=0.5,
+    out.add_argument("--fine-share", type=arguments.number(FINE_SHARE, "--fine-share"),
+                     default=0.5,
                      help="with --levels: the zones' share of ε (default 0.5)")
     out.add_argument("--shares", metavar="S1,S2,…",
                      help="with --method topdown: each level's share of ρ, top level first "
                           "(default even)")
-    out.add_argument("--compare", type=int, default=0, metavar="RELEASES",
+    out.add_argument("--compare", type=arguments.number(TRIALS, "--compare"), metavar="RELEASES",
                      help="also measure flat, WLS and TopDown side by side at this budget over "
                           "this many seeded simulated releases each (comparison.csv)")
     out.add_argument("--compare-epsilons", metavar="E1,E2,…",
                      help="with --compare: the ε values to compare at (default: --epsilon)")
-    out.add_argument("--seed", type=int, default=0, help="seed of --compare's releases (the "
-                                                         "publication itself is never seeded)")
+    out.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0,
+                     help="seed of --compare's releases (the publication itself is never "
+                          "seeded)")
     out.add_argument("--out", required=True, metavar="DIR",
                      help="directory for release.csv and manifest.json")
     domain = out.add_mutually_exclusive_group()
@@ -660,13 +668,14 @@ def _parser() -> argparse.ArgumentParser:
                              "ireland_county: county level only) or a CSV file to import")
     thesis.add_argument("--level", help="level of a POWSCAR or LODES file (as for --file)")
     thesis.add_argument("--epsilons", default="0.5,1,1.5,2,2.5,3,3.5,4,4.5,5", metavar="E1,E2,…")
-    thesis.add_argument("--trials", type=int, default=10)
-    thesis.add_argument("--seed", type=int, default=0)
-    thesis.add_argument("--jobs", type=int, default=1,
+    thesis.add_argument("--trials", type=arguments.number(TRIALS, "--trials"), default=10)
+    thesis.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0)
+    thesis.add_argument("--jobs", type=arguments.jobs, default=1,
                         help="worker processes without --scheduler (-1: every core)")
     _add_scheduler(thesis)
     thesis.add_argument("--out", required=True, metavar="DIR")
     thesis.set_defaults(handler=_cmd_reproduce_thesis)
+    arguments.add_force(commands)
     return parser
 
 
@@ -679,17 +688,25 @@ def _add_scheduler(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns the exit code (0 ok, 1 invalid input file, 2 bad command line)."""
+    with arguments.escaped_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has printed the usage and what was wrong
         return int(exit_.code or 0)
     try:
+        arguments.prepare(args)
         return args.handler(args)
     except _InvalidInput:
         return EXIT_INVALID_INPUT
-    except (ValueError, TypeError, KeyError, OSError, DomainTooLargeError,
-            StoreUnavailable) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+    except Exception as err:  # noqa: BLE001 — said in one line when expected, else re-raised
+        message = (str(err) if isinstance(err, DomainTooLargeError)
+                   else arguments.message(err))
+        if message is None:
+            raise
         _say(f"error: {message}", error=True)
         return EXIT_USAGE

@@ -72,7 +72,7 @@ import pandas as pd
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
 from dpcore.interfaces import export
 from dpcore.mechanisms import topdown
-from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
+from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
 
 DISCRETE_LAPLACE, GAUSSIAN = "discrete_laplace", "gaussian"
@@ -126,8 +126,7 @@ def calibrate(mechanism: str, epsilon: float, delta: float = 0.0,
     if mechanism not in MECHANISMS:
         raise ValueError(f"publishing supports {', '.join(MECHANISMS)}; got {mechanism!r} "
                          "(the local mechanisms are for studying, not for an office's release)")
-    if not (0 < epsilon <= 20):
-        raise ValueError(f"ε must be in (0, 20]; got {epsilon}")
+    EPSILON.check(epsilon, "publishing")
     if neighbours not in _RELATION:
         raise ValueError(f"neighbours must be {SUBSTITUTION} or {ADD_REMOVE}; got {neighbours!r}")
     dp = _dp()
@@ -156,8 +155,7 @@ def _calibrated(dp, mechanism: str, epsilon: float, delta: float, neighbours: st
                                        d_in=d_in, d_out=float(epsilon))
         measurement = space >> dp.m.then_laplace(scale=scale)
         return Noise(mechanism, float(epsilon), 0.0, neighbours, float(scale), None, measurement)
-    if not (0 < delta < 1):
-        raise ValueError(f"the Gaussian mechanism needs 0 < δ < 1; got {delta}")
+    DELTA.check(delta, "the Gaussian mechanism")
     space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float)
     d_in = l2_sensitivity(neighbours)
 

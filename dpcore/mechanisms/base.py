@@ -102,29 +102,33 @@ class Param:
     help: str = ""
     why: str = ""
 
-    def check(self, value, owner: str):
-        """Return the cleaned value or raise ValueError/TypeError naming parameter, range and value."""
+    def check(self, value, owner: str, subject: str | None = None):
+        """Return the cleaned value or raise ValueError/TypeError naming parameter, range and value.
+
+        The message starts "The 'name' parameter of <owner>", or ``subject`` (e.g. ``--trials``).
+        """
+        who = subject or f"The '{self.name}' parameter of {owner}"
         if self.choices is not None:
             if not any(_same_type(value, choice) for choice in self.choices):
-                raise TypeError(f"The '{self.name}' parameter of {owner} must be one of "
+                raise TypeError(f"{who} must be one of "
                                 f"{self.interval()}. Got {value!r} ({type(value).__name__}) "
                                 f"instead.")
             if value not in self.choices:
-                raise ValueError(f"The '{self.name}' parameter of {owner} must be one of "
+                raise ValueError(f"{who} must be one of "
                                  f"{self.interval()}. Got {value!r} instead.")
             return self.choices[self.choices.index(value)]   # 2.0 or np.int64(2) → the choice 2
         if not _is_number(value):
-            raise TypeError(f"The '{self.name}' parameter of {owner} must be a number. "
+            raise TypeError(f"{who} must be a number. "
                             f"Got {value!r} instead.")
         if not np.isfinite(value):
-            raise ValueError(f"The '{self.name}' parameter of {owner} must be a finite number in "
+            raise ValueError(f"{who} must be a finite number in "
                              f"{self.interval()}. Got {value!r} instead.")
         if self.kind is int and float(value) != int(value):
-            raise ValueError(f"The '{self.name}' parameter of {owner} must be a whole number in "
+            raise ValueError(f"{who} must be a whole number in "
                              f"{self.interval()}. Got {value!r} instead.")
         value = self.kind(value)
         if not self.contains(value):
-            raise ValueError(f"The '{self.name}' parameter of {owner} must be in "
+            raise ValueError(f"{who} must be in "
                              f"{self.interval()}. Got {value!r} instead." +
                              (f" {self.why}" if self.why else ""))
         return value
@@ -142,9 +146,14 @@ class Param:
             return "{" + ", ".join(map(str, self.choices)) + "}"
         left = "(" if self.low_open or self.low is None else "["
         right = ")" if self.high_open or self.high is None else "]"
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
+        low = "-inf" if self.low is None else self._number(self.low)
+        high = "inf" if self.high is None else self._number(self.high)
         return f"{left}{low}, {high}{right}"
+
+
+    def _number(self, bound: float) -> str:
+        """A bound as text: whole numbers in full (a seed's 9007199254740991), others short."""
+        return str(int(bound)) if self.kind is int else f"{bound:g}"
 
 
 def _is_number(value) -> bool:
@@ -171,8 +180,11 @@ EPSILON = Param("epsilon", "ε (privacy budget)", 1.0, float, low=EPSILON_MIN, h
                 why=f"Below {EPSILON_MIN:g}, e^ε − 1 cannot be computed accurately in floating "
                     "point (the local estimators divide by it) and the noise is millions of "
                     "commuters per cell, so no release would be meaningful.")
-DELTA = Param("delta", "δ", 1e-6, float, low=0.0, high=1.0, low_open=True, high_open=True,
-              help="Probability that the ε bound may fail; keep it well below 1/n.")
+DELTA = Param("delta", "δ", 1e-6, float, low=1e-15, high=0.5,
+              help="Probability that the ε bound may fail; keep it well below 1/n.",
+              why="δ is the chance that the guarantee fails outright: at 0.5 or more a coin flip "
+                  "could publish a person's record, and a useful δ is far below 1/n; 1e-15 is "
+                  "already below 1/n for any population on Earth.")
 NEIGHBOURS = Param("neighbours", "Neighbouring datasets", SUBSTITUTION, str,
                    choices=(SUBSTITUTION, ADD_REMOVE),
                    help="Substitution: one person's commute changes (L1 sensitivity 2, as in the "
