@@ -35,7 +35,7 @@ expect.set_options(timeout=120_000)
 
 def start_server(port: int) -> subprocess.Popen:
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "Home.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

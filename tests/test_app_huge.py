@@ -35,7 +35,7 @@ def messages(at: AppTest) -> str:
 
 
 def test_a_state_lodes_tract_file_imports_sparse_and_releases_without_a_cap():
-    at = AppTest.from_file(str(ROOT / "Home.py"), default_timeout=300)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.switch_page("pages/1_Data.py").run()
     at.selectbox(key=state.UPLOAD_FORMAT).set_value("lodes").run()
     at.selectbox(key=state.level_widget("lodes")).set_value("tract").run()
@@ -113,7 +113,7 @@ def test_the_national_dataset_is_made_on_demand(monkeypatch, tmp_path):
     monkeypatch.setenv("DPCORE_CACHE", str(tmp_path))
     small = national.generate(scale=0.02)           # the real generator at a small size
     monkeypatch.setattr(national, "generate", lambda scale=1.0: small)
-    at = AppTest.from_file(str(ROOT / "Home.py"), default_timeout=300)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.switch_page("pages/1_Data.py").run()
     at.button(key="national_use").click().run()
     assert not at.exception, at.exception

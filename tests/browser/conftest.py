@@ -83,14 +83,14 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def app_url():
-    """Start ``streamlit run Home.py`` on a free port; yield its base URL; kill it afterwards."""
+    """Start ``streamlit run app.py`` on a free port; yield its base URL; kill it afterwards."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "Home.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
