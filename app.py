@@ -2,7 +2,7 @@
 
 The entry point (``streamlit run app.py``): it lists the pages with ``st.navigation`` (their
 files, sidebar titles and URL paths are in :mod:`ui.navigation`) and runs the one asked for;
-each page is a file in ``pages/``, the home page ``pages/0_Home.py``.
+each page is a file in ``app_pages/``, the home page ``app_pages/0_Home.py``.
 """
 
 import streamlit as st

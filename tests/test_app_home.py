@@ -115,15 +115,15 @@ def test_a_stale_upload_choice_falls_back_to_the_default():
 
 def test_links_to_every_page_that_exists(home):
     linked = {link.proto.page for link in home.get("page_link")}
-    pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "pages").glob("*.py")}
+    pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "app_pages").glob("*.py")}
     assert "Data" in pages
     assert linked == pages - {"Home"}
 
 
 def test_navigation_lists_every_page_under_its_old_url():
-    """app.py's st.navigation: every file in pages/ once, in file order, at the URL path Streamlit
+    """app.py's st.navigation: every file in app_pages/ once, in file order, at the URL path Streamlit
     derived from its name before (links in docs and saved URLs use them), the home page first."""
-    files = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "pages").glob("*.py"))
+    files = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "app_pages").glob("*.py"))
     assert [info.path for info in navigation.PAGES] == files
     assert navigation.HOME.title == "Home" and navigation.HOME.url_path == ""
     for info in navigation.PAGES[1:]:
