@@ -173,22 +173,6 @@ def third_party(request):
     assert [icon for icon in icons if not is_own(icon)] == [], "the page icon is fetched elsewhere"
 
 
-def docs_screenshot(page, name: str, scroll_to=None) -> None:
-    """With ``DPCORE_UPDATE_SCREENSHOT=1``: docs/screenshot-<name>.png, the page cropped to its
-    content (the README's and docs' pictures, one per page); otherwise nothing. ``scroll_to`` (a
-    locator) is scrolled to the top first, for a view further down a long page."""
-    if not os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
-        return
-    if scroll_to is not None:
-        scroll_to.evaluate("element => element.scrollIntoView()")  # no wait for a still page
-        page.wait_for_timeout(1_000)
-    box = page.get_by_test_id("stMainBlockContainer").bounding_box()
-    page.screenshot(path=str(ROOT / "docs" / f"screenshot-{name}.png"),
-                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
-                          "height": min(VIEWPORT["height"],
-                                        max(box["y"] + box["height"], 400))})
-
-
 #: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server
 #: under that path (404), then at the root: expected misses, not failures.
 BASE_PATH_PROBE = re.compile(r"/[A-Za-z0-9_]+/_stcore/(health|host-config)$")
