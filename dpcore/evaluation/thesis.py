@@ -199,8 +199,7 @@ def _rank_tables(od: ODMatrix, lv: Levels, specs, seed: int, settings: str,
                 if stop is not None and stop.is_set():
                     return out
                 spec = release.ReleaseSpec(key, epsilon, params, (MAIN_POSTPROCESS,), seed, 0)
-                released = release.run(matrix, spec, true_counts=truth, score=False,
-                                       sparse=False).released   # ranks with dense tie-breaks
+                released = release.run(matrix, spec, true_counts=truth, score=False).released
                 pairs[key] = ranks.rank_pairs(truth, released, RANK_TOP)
             names = {key: mechanisms.get(key).name for key, _ in specs}
             ref = f"Thesis table 5.{next(numbers)}"
