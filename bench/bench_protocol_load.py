@@ -8,9 +8,14 @@ the scenario's URL, finds the "ε, typed" box among the elements it is sent, the
 chosen mechanism afresh). All sessions start together and run concurrently in one asyncio loop, so
 no Chromium competes for the two cores: the figures are the server's (Python, one process).
 
-Printed per scenario (county, ED as loaded) and session count: p50, p95 and max of the seconds from
-sending an ε change to the script's end, the same for the first load, errors (an exception element,
-a change the page did not show), the server's peak resident memory, and the wall time.
+Every session first opens the page (its first load, timed too); once all have, they change ε
+together. Printed per scenario (county, ED as loaded) and session count: p50, p95 and max of the
+seconds from sending an ε change to the script's end, the same for the first load, the server's
+CPU seconds per ε change (user + system, over the ε-change phase: a figure the machine's other
+load hardly changes; Streamlit runs every session in one process, so with all sessions changing ε
+at once the last waits for about sessions × that figure divided by the cores it gets), errors (an
+exception element, a change the page did not show), the server's peak resident memory and the
+wall time.
 
     python bench/bench_protocol_load.py [--sessions 20 50] [--scenarios county ed] [--rounds 3]
 
@@ -59,6 +64,14 @@ class Tally:
     first: list[float] = field(default_factory=list)
     changes: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    loaded: int = 0                      # sessions past their first load (or failed)
+    all_loaded: asyncio.Event = field(default_factory=asyncio.Event)
+    sessions: int = 0
+
+    def arrive(self) -> None:
+        self.loaded += 1
+        if self.loaded == self.sessions:
+            self.all_loaded.set()
 
 
 class Session:
@@ -121,11 +134,15 @@ class Session:
 
 async def one_session(url: str, query: str, epsilons: list[float], tally: Tally,
                       timeout: float) -> None:
+    arrived = False
     try:
         async with Session(url, query, timeout) as session:
             tally.first.append(await session.rerun())
+            arrived = True
+            tally.arrive()
             if session.epsilon_id is None:
                 raise RuntimeError(f"no “{EPSILON_BOX}” box on the page")
+            await tally.all_loaded.wait()   # every session changes ε together
             for epsilon in epsilons:
                 tally.changes.append(await session.rerun(epsilon))
                 if not any(f"ε = {epsilon:g}," in text for text in session.texts):
@@ -135,6 +152,16 @@ async def one_session(url: str, query: str, epsilons: list[float], tally: Tally,
     except (OSError, asyncio.TimeoutError, RuntimeError,
             websockets.exceptions.WebSocketException) as error:
         tally.errors.append(f"{type(error).__name__}: {error}"[:160])
+        if not arrived:
+            tally.arrive()
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    except psutil.Error:
+        return float("nan")
 
 
 def rss_bytes(pid: int) -> int:
@@ -147,16 +174,18 @@ def rss_bytes(pid: int) -> int:
 
 async def scenario(url: str, server_pid: int, query: str, sessions: int, rounds: int,
                    first_epsilon: float, timeout: float, limit: float, max_rss: float
-                   ) -> tuple[Tally, float, int]:
-    tally = Tally()
+                   ) -> tuple[Tally, float, int, float]:
+    tally = Tally(sessions=sessions)
     # ε values unique across the whole run: 0.01 apart, from first_epsilon up.
     plan = [[round(first_epsilon + 0.01 * (s * rounds + r), 2) for r in range(rounds)]
             for s in range(sessions)]
-    started, peak = time.perf_counter(), 0
+    started, peak, cpu_from = time.perf_counter(), 0, None
     tasks = [asyncio.create_task(one_session(url, query, plan[s], tally, timeout))
              for s in range(sessions)]
     try:
         while not all(task.done() for task in tasks):
+            if cpu_from is None and tally.all_loaded.is_set():
+                cpu_from = cpu_seconds(server_pid)
             peak = max(peak, rss_bytes(server_pid))
             if peak > max_rss:
                 raise Abandoned(f"server memory {peak / 2**30:.1f} GB > {max_rss / 2**30:.1f} GB")
@@ -168,7 +197,8 @@ async def scenario(url: str, server_pid: int, query: str, sessions: int, rounds:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         tally.errors.append(f"abandoned: {reason}")
-    return tally, time.perf_counter() - started, peak
+    cpu = cpu_seconds(server_pid) - (cpu_from if cpu_from is not None else float("nan"))
+    return tally, time.perf_counter() - started, peak, cpu / max(len(tally.changes), 1)
 
 
 def quantiles(values: list[float]) -> str:
@@ -200,13 +230,14 @@ def main() -> None:
         for name in args.scenarios:
             query = SCENARIOS[name] + "".join(f"&mech={key}" for key in args.mech or ())
             for sessions in args.sessions:
-                tally, wall, peak = asyncio.run(scenario(
+                tally, wall, peak, cpu = asyncio.run(scenario(
                     url, server.pid, query, sessions, args.rounds, first_epsilon, args.timeout,
                     args.limit, args.max_rss_gb * 2**30))
                 first_epsilon += 0.01 * sessions * args.rounds
                 print(f"{name:6s} {sessions:3d} sessions × {args.rounds} ε changes "
                       f"({query}): wall {wall:.0f} s, server peak {peak / 2**30:.2f} GB")
-                print(f"    ε change → script end: {quantiles(tally.changes)}")
+                print(f"    ε change → script end: {quantiles(tally.changes)}; server CPU "
+                      f"{cpu:.2f} s per change")
                 print(f"    first load           : {quantiles(tally.first)}")
                 print(f"    errors: {len(tally.errors)}"
                       + (f" (first: {tally.errors[0]})" if tally.errors else ""), flush=True)

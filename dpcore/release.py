@@ -25,23 +25,22 @@ space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` d
 **Sparse releases** (:func:`sparse_route`). A matrix too large for a dense vector
 (:attr:`ODMatrix.fits_dense` false, e.g. a whole US state or the nation at tract level) is released
 by :mod:`dpcore.mechanisms.sparse_release` in O(non-zero cells + k), from the same random stream,
-and published as a :class:`dpcore.mechanisms.sparse_vector.SparseVector`; :func:`true_values`
-gives the truth in the matching form. A matrix that fits is released sparsely too when that is
-exact for the mechanism (its sparse release has the dense one's distribution:
-``sparse_release.EXACT``), every post-processing asked acts cell by cell, and it is faster: the
-domain has at least :data:`SPARSE_FROM_CELLS` cells and the sparse path's work (non-zero cells,
-plus n for GRR) is at most :data:`SPARSE_MAX_WORK` of them (measured by ``bench/bench_routing.py``,
-release and scores: at 10⁶–4·10⁶ cells the sparse path is 1.6–80× faster inside that bound, GRR
-slower outside it; at ED level, 9.8 M cells and 3 % non-zero, 3× for GRR and 18–60× for the
-others). The rule depends on the data's
-shape and the settings only, never on a clock, so every page, download and command routes a
-release the same way and a seed gives the same numbers everywhere. What a sparse release leaves
-out: metrics that need every cell's position (trip lengths, trip ends, sectors, self-containment)
-are NaN, and views that need every cell (heat map, zone totals, roll-ups of the release) are not
-offered for it; a caller that needs the full vector passes ``sparse=False``. The views read either form through
-:mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`, so a page does not ask which
-path ran. Mechanisms and post-processings the sparse path cannot release come back as the
-release's ``error``, with the reason.
+and published as a :class:`dpcore.mechanisms.sparse_vector.SparseVector`; :func:`true_values` gives
+the truth in the matching form. A matrix that fits is released sparsely too when that is exact for
+the mechanism (its sparse release has the dense one's distribution: ``sparse_release.EXACT``),
+every post-processing asked acts cell by cell, and it is faster: the domain has at least
+:data:`SPARSE_FROM_CELLS` cells and the sparse path's work (non-zero cells, plus n for GRR) is at
+most :data:`SPARSE_MAX_WORK` of them (measured by ``bench/bench_routing.py``, release and scores:
+at 10⁶–4·10⁶ cells the sparse path is 1.6–80× faster inside that bound, GRR slower outside it; at
+ED level, 9.8 M cells and 3 % non-zero, 3× for GRR and 18–60× for the others). The rule depends on
+the data's shape and the settings only, never on a clock, so every page, download and command
+routes a release the same way and a seed gives the same numbers everywhere. What a sparse release
+leaves out: metrics that need every cell's position (trip lengths, trip ends, sectors,
+self-containment) are NaN, and views that need every cell (heat map, zone totals, roll-ups of the
+release) are not offered for it; a caller that needs the full vector passes ``sparse=False``. The
+views read either form through :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`,
+so a page does not ask which path ran. Mechanisms and post-processings the sparse path cannot
+release come back as the release's ``error``, with the reason.
 
 Post-processing needs two things beyond the estimates, both handled here and nowhere else:
 Base-Cut needs the noise variance of an empty cell (public: it depends on ε, n and d only), and

@@ -6,9 +6,9 @@ stale as soon as the pages change):
     python3 scripts/screenshots.py [--only home explore …] [--skip-national]
 
 It starts the app (``streamlit run app.py``) on a free loopback port, with a throw-away Classroom
-database, walks the pages in Debian's Chromium through Playwright (``DPCORE_CHROMIUM``, default
-``/usr/bin/chromium``) and writes ``docs/screenshot-<name>.png`` for each shot in :data:`SHOTS`:
-each page at desktop width, a Classroom room as the teacher sees it after five phones have
+database and the example room address of docs/CLASSROOM.md, walks the pages in Debian's Chromium
+through Playwright (``DPCORE_CHROMIUM``, default ``/usr/bin/chromium``) and writes
+``docs/screenshot-<name>.png`` for each shot in :data:`SHOTS`: each page at desktop width, a Classroom room as the teacher sees it after five phones have
 reported and a student's phone (390 px wide), and Explore and the Flow map on the national
 synthetic data (generated on first use: about 20 s and 1 GB once, then cached in
 ``$DPCORE_CACHE``). Nothing is fetched from outside the machine. The server is stopped at the end.
@@ -44,7 +44,10 @@ STUDENTS = 5
 
 
 def start_app(port: int) -> subprocess.Popen:
-    env = {**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-shots-")}
+    # The room's link as a class would see it (docs/CLASSROOM.md's example address), not the
+    # loopback one the pictures are taken through.
+    env = {**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-shots-"),
+           "DPCORE_CLASSROOM_URL": "http://192.168.1.20:8501/Classroom"}
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),

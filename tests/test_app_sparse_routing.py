@@ -17,8 +17,9 @@ ED = {"dataset": "ireland_ed", "level": "as_loaded"}
 def test_explore_mixes_sparse_and_dense_releases_at_ed_level():
     at = open_page(EXPLORE, mech=["oue", "laplace"], **ED)
     captions = " ".join(c.value for c in at.caption)
-    assert "Sparse releases: Optimised unary encoding released only the 292,596 non-empty" in captions
-    assert "Not in the heat map: Optimised unary encoding" in captions   # Laplace (dense) is still shown there
+    oue = "Optimised unary encoding"
+    assert f"Sparse releases: {oue} released only the 292,596 non-empty" in captions
+    assert f"Not in the heat map: {oue}" in captions   # Laplace (dense) is still shown there
     assert "Optimised unary encoding:" in text(at) and "Laplace:" in text(at)
     assert not at.warning
 
@@ -27,6 +28,7 @@ def test_explore_mixes_sparse_and_dense_releases_at_ed_level():
 def test_flow_map_of_a_sparse_release_at_ed_level():
     at = open_page(FLOW_MAP, mech=["oue"], **ED)
     assert not at.warning
-    assert not [t for t in at.toggle if t.key == "flowmap_roll_up"]   # no roll-up of a sparse release
+    # no roll-up of a sparse release
+    assert not [t for t in at.toggle if t.key == "flowmap_roll_up"]
     at.radio(key="flowmap_view").set_value("released").run()
     assert not at.exception and any("lines drawn" in c.value for c in at.caption)

@@ -4,8 +4,9 @@ Each page keeps the URL path Streamlit gave it when the pages were found in ``pa
 name (``pages/4_Flow_map.py`` → ``/Flow_map``): links in the docs, in saved URLs and in the
 tests use them. The folder is ``app_pages/`` now: Streamlit serves a folder named ``pages/`` next
 to the entry file by its old automatic navigation until some session has run ``st.navigation``,
-so a first visit through a link to ``/Explore`` would show a sidebar starting with "app". The sidebar shows each page's title as its heading and browser tab name it
-(``Plan & publish``), and starts with "Home" whatever the entry file is called.
+so a first visit through a link to ``/Explore`` would show a sidebar starting with "app". The
+sidebar shows each page's title as its heading and browser tab name it (``Plan & publish``),
+and starts with "Home" whatever the entry file is called.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The pages ask for views of the data, single releases and sweeps; this module makes them through
 dpcore's one pipeline and keeps them. Bundled datasets are public and the same for everyone, so
-their results are cached across sessions (``st.cache_resource``, or a byte-bounded store), keyed by the
-release's settings. An uploaded dataset is never put in a global cache: its results are memoised
-in this session's ``st.session_state`` only (a few entries, dropped with the session), so one
+their results are cached across sessions (``st.cache_resource``, or a byte-bounded store), keyed
+by the release's settings. An uploaded dataset is never put in a global cache: its results are
+memoised in this session's ``st.session_state`` only (a few entries, dropped with the session), so one
 user's upload can never be seen by another session.
 
 Errors a user can cause (a subset with nothing in it, Base-Cut for a mechanism without a
