@@ -41,6 +41,7 @@ DESKTOP = {"width": 1280, "height": 2400}
 PHONE = {"width": 390, "height": 1300}
 WAIT = 180_000   # ms: a first release at ED level or a sweep on two shared cores
 STUDENTS = 5
+NATIONAL = "us_tracts"   # dpcore.data.national.KEY
 
 
 def start_app(port: int) -> subprocess.Popen:
@@ -193,10 +194,11 @@ def national(page: Page, url: str) -> None:
     page.goto(f"{url}/Data")
     page.get_by_role("button", name="Use the national synthetic dataset").click(timeout=WAIT)
     expect(page.get_by_text("is now the current dataset")).to_be_visible(timeout=WAIT)
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Explore").click()
+    # Two sparse releases (Laplace's approximation, OUE exact) and one refused with its reason.
+    page.goto(f"{url}/Explore?dataset={NATIONAL}&mech=laplace&mech=oue&mech=hr")
     charts(page)
-    save(page, "explore-national", scroll_to=page.get_by_role("heading", name="What happened"))
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Flow map").click()
+    save(page, "explore-national")   # from the top: the refusal, the approximation, the notes
+    page.goto(f"{url}/Flow_map?dataset={NATIONAL}&mech=laplace")
     expect(page.get_by_role("heading", name="Flow map")).to_be_visible(timeout=WAIT)
     expect(page.locator("iframe").first).to_be_visible(timeout=WAIT)
     settled(page)
