@@ -37,6 +37,8 @@ from dpcore.data import national  # noqa: E402
 from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS, VIEWPORT, _free_port  # noqa: E402
 
 expect.set_options(timeout=120_000)
+#: Longest wait for a chart or a rerun (a first national release on a loaded machine).
+WAIT_MS = 300_000
 
 
 def start_server(port: int) -> subprocess.Popen:
@@ -95,12 +97,12 @@ SETTLED = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 
 
 def wait_shown(page, selector: str, text: str) -> None:
-    page.wait_for_function(SHOWN, arg=[selector, text], polling="raf", timeout=120_000)
+    page.wait_for_function(SHOWN, arg=[selector, text], polling="raf", timeout=WAIT_MS)
 
 
 def settle(page) -> None:
     """Wait until Streamlit has finished the rerun (its status widget has gone)."""
-    page.wait_for_function(SETTLED, polling="raf", timeout=120_000)
+    page.wait_for_function(SETTLED, polling="raf", timeout=WAIT_MS)
 
 
 def timed(page, action, selector: str, text: str) -> tuple[float, float]:
