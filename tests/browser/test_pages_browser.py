@@ -50,6 +50,7 @@ def upload_and_use(page: Page) -> None:
 
 def change_epsilon(page: Page) -> None:
     box = page.get_by_role("spinbutton", name="ε, typed", exact=True)
+    expect(box).to_be_editable(timeout=120_000)   # the first run of six releases, on shared cores
     box.fill("5")
     box.press("Enter")
     expect(plotly_title(page, "(ε = 5)")).to_be_visible()
