@@ -22,14 +22,25 @@ their underlying random numbers, which makes their comparison sharper). ``SeedSe
 the key into independent, well-mixed streams (O'Neill, "PCG: a family of simple fast
 space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` documentation).
 
-**Huge domains.** A matrix too large for a dense vector (:attr:`ODMatrix.fits_dense` false, e.g.
-a whole US state or the nation at tract level) is released by
-:mod:`dpcore.mechanisms.sparse_release` in O(non-zero cells + k), from the same random stream, and
-published as a :class:`dpcore.mechanisms.sparse_vector.SparseVector`; :func:`true_values` gives
-the truth in the matching form. The views read either form through
-:mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`, so a page does not ask which
-path ran. Mechanisms and post-processings the sparse path cannot release come back as the
-release's ``error``, with the reason.
+**Sparse releases** (:func:`sparse_route`). A matrix too large for a dense vector
+(:attr:`ODMatrix.fits_dense` false, e.g. a whole US state or the nation at tract level) is released
+by :mod:`dpcore.mechanisms.sparse_release` in O(non-zero cells + k), from the same random stream,
+and published as a :class:`dpcore.mechanisms.sparse_vector.SparseVector`; :func:`true_values` gives
+the truth in the matching form. A matrix that fits is released sparsely too when that is exact for
+the mechanism (its sparse release has the dense one's distribution: ``sparse_release.EXACT``),
+every post-processing asked acts cell by cell, and it is faster: the domain has at least
+:data:`SPARSE_FROM_CELLS` cells and the sparse path's work (non-zero cells, plus n for GRR) is at
+most :data:`SPARSE_MAX_WORK` of them (measured by ``bench/bench_routing.py``, release and scores:
+at 10⁶–4·10⁶ cells the sparse path is 1.6–80× faster inside that bound, GRR slower outside it; at
+ED level, 9.8 M cells and 3 % non-zero, 3× for GRR and 18–60× for the others). The rule depends on
+the data's shape and the settings only, never on a clock, so every page, download and command
+routes a release the same way and a seed gives the same numbers everywhere. What a sparse release
+leaves out: metrics that need every cell's position (trip lengths, trip ends, sectors,
+self-containment) are NaN, and views that need every cell (heat map, zone totals, roll-ups of the
+release) are not offered for it; a caller that needs the full vector passes ``sparse=False``. The
+views read either form through :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`,
+so a page does not ask which path ran. Mechanisms and post-processings the sparse path cannot
+release come back as the release's ``error``, with the reason.
 
 Post-processing needs two things beyond the estimates, both handled here and nowhere else:
 Base-Cut needs the noise variance of an empty cell (public: it depends on ε, n and d only), and
@@ -63,6 +74,13 @@ TIDY_COLUMNS = ["mechanism", "params", "epsilon", "postprocess", "trial", "metri
                 "seconds"]
 #: Released top cells a sparse release names (the flow map draws up to 1,000 of them).
 SPARSE_TOP = 1_000
+#: A domain that fits densely is released sparsely (when exact) from this many cells: below it a
+#: dense release and all its metrics take well under a second (bench/bench_routing.py).
+SPARSE_FROM_CELLS = 1_000_000
+#: …and when its work is at most this share of the cells: the sparse path's cost grows with the
+#: non-zero cells (GRR's also with n, its uniform reports thrown one by one), the dense path's
+#: with all the cells.
+SPARSE_MAX_WORK = 1 / 3
 
 
 # -------------------------------------------------------------------------------------- seeding
@@ -275,7 +293,7 @@ class ReleaseResult:
 
     @property
     def sparse(self) -> bool:
-        """Whether the release is a :class:`SparseVector` (a domain too large to be dense)."""
+        """Whether the release is a :class:`SparseVector` (:func:`sparse_route`)."""
         return isinstance(self.raw, SparseVector)
 
     @property
@@ -322,6 +340,17 @@ def true_values(od: ODMatrix) -> np.ndarray | SparseVector:
     return od.to_dense() if od.fits_dense else SparseVector.counts(od)
 
 
+def sparse_route(od: ODMatrix, spec: ReleaseSpec) -> bool:
+    """Whether :func:`run` releases ``od`` by the sparse path (the rule in the module docstring)."""
+    if not od.fits_dense:
+        return True
+    work = od.nonzero + (od.n if spec.mechanism == "grr" else 0)
+    return (spec.mechanism in sparse_release.EXACT
+            and all(method in sparse_release.METHODS for method in spec.postprocess)
+            and od.domain_size >= SPARSE_FROM_CELLS
+            and work <= SPARSE_MAX_WORK * od.domain_size)
+
+
 def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None, k: int = 10,
         top_n: int = 100, score: bool = True, only=None, sparse: bool | None = None
         ) -> ReleaseResult:
@@ -329,11 +358,11 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
 
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
     ``score=False`` skips the metrics (a release for download only); ``only`` keeps just those
-    metrics (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the sparse path (see
-    the module docstring); by default it is taken exactly when the domain does not fit densely.
+    metrics (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the path; by default
+    :func:`sparse_route` does.
     Raises ValueError for settings that cannot be used, with a message for the user.
     """
-    if (not od.fits_dense) if sparse is None else sparse:
+    if sparse_route(od, spec) if sparse is None else sparse:
         return _run_sparse(od, spec, k=k, top_n=top_n, score=score, only=only)
     mechanism = check(spec, od)
     truth = od.to_dense() if true_counts is None else true_counts

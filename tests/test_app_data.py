@@ -17,8 +17,8 @@ from tests.test_import_limits import gzip_bomb
 from ui import state
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "Home.py")
-DATA_PAGE = "pages/1_Data.py"
+APP = str(ROOT / "app.py")
+DATA_PAGE = "app_pages/1_Data.py"
 CSV = "text/csv"
 
 
@@ -92,7 +92,7 @@ def test_use_this_dataset_makes_the_upload_current_on_the_home_page(data_page):
     assert not data_page.exception
     assert data_page.session_state[state.CURRENT_DATASET] == state.UPLOADED
     assert any("current dataset" in box for box in boxes(data_page, "success"))
-    data_page.switch_page("Home.py").run()
+    data_page.switch_page("app_pages/0_Home.py").run()
     assert not data_page.exception
     assert data_page.selectbox(key=state.DATASET_PICKER).value == state.UPLOADED
     assert figures_shown(data_page)["Commuters (n)"] == f"{matrix.n:,}"

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dpcore.mechanisms.base import EPSILON
 from ui.controls import KEYS
 
-PAGES = Path(__file__).resolve().parent.parent / "pages"
+PAGES = Path(__file__).resolve().parent.parent / "app_pages"
 TINY = 1e-17
 
 

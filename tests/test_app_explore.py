@@ -15,7 +15,7 @@ from tests.plotly_spec import figure, figures, traces, values
 from ui import state
 from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "2_Explore.py")
 BARS, ORDERING = "busiest commutes", "Ordering"
 
 

@@ -21,7 +21,7 @@ from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
 from ui import controls, leaflet_assets, state
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "4_Flow_map.py")
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")
 EVIL = '<img src=x onerror=alert(1)>'
 TEMPLATE = '{{ "inj" ~ "ected" }}{% raw %}'

@@ -18,7 +18,7 @@ from tests.plotly_spec import figure, values
 from ui import leaflet_assets, maps, state
 
 ROOT = Path(__file__).resolve().parent.parent
-FLOW_MAP, EXPLORE = str(ROOT / "pages" / "4_Flow_map.py"), str(ROOT / "pages" / "2_Explore.py")
+FLOW_MAP, EXPLORE = str(ROOT / "app_pages" / "4_Flow_map.py"), str(ROOT / "app_pages" / "2_Explore.py")
 HEAT = "Origins × destinations"
 EVIL = "<img src=x onerror=alert(1)>"
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")

@@ -22,7 +22,7 @@ from tests.downloads import Downloads
 from tests.plotly_spec import figure, traces, values
 from ui import lessons, state
 
-PAGES = Path(__file__).resolve().parent.parent / "pages"
+PAGES = Path(__file__).resolve().parent.parent / "app_pages"
 EXPLORE, TRADEOFFS, LEARN = (str(PAGES / name) for name in
                              ("2_Explore.py", "3_Tradeoffs.py", "5_Learn.py"))
 

@@ -8,10 +8,10 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from ui import state
+from ui import navigation, state
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "Home.py")
+APP = str(ROOT / "app.py")
 
 
 def figures_shown(at: AppTest) -> dict[str, str]:
@@ -115,6 +115,17 @@ def test_a_stale_upload_choice_falls_back_to_the_default():
 
 def test_links_to_every_page_that_exists(home):
     linked = {link.proto.page for link in home.get("page_link")}
-    pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "pages").glob("*.py")}
+    pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "app_pages").glob("*.py")}
     assert "Data" in pages
-    assert linked == pages
+    assert linked == pages - {"Home"}
+
+
+def test_navigation_lists_every_page_under_its_old_url():
+    """app.py's st.navigation: every file in app_pages/ once, in file order, at the URL path Streamlit
+    derived from its name before (links in docs and saved URLs use them), the home page first."""
+    files = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "app_pages").glob("*.py"))
+    assert [info.path for info in navigation.PAGES] == files
+    assert navigation.HOME.title == "Home" and navigation.HOME.url_path == ""
+    for info in navigation.PAGES[1:]:
+        assert info.url_path == re.sub(r"^\d+_", "", Path(info.path).stem)
+    assert "Plan & publish" in [info.title for info in navigation.PAGES]

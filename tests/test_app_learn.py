@@ -16,7 +16,7 @@ from tests.app_pages import run_page, text
 from tests.plotly_spec import figure, traces, values
 from ui import lessons, state
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "5_Learn.py")
 EPSILON = "kept_widget_learn_epsilon"
 
 

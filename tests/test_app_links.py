@@ -8,7 +8,7 @@ import pytest
 from tests.app_pages import open_page
 from ui.controls import KEYS
 
-EXPLORE = "../pages/2_Explore.py"
+EXPLORE = "../app_pages/2_Explore.py"
 
 
 def raw_notices(at) -> list[str]:

@@ -16,7 +16,7 @@ from tests.app_pages import open_page
 from tests.plotly_spec import figure, traces, values
 from ui import publishing, state
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "6_Plan_and_publish.py")
 
 
 def plan_page(**query) -> AppTest:

@@ -12,7 +12,7 @@ from dpcore.data import datasets
 from dpcore.evaluation import summaries
 from tests.plotly_spec import figure, figures, traces, values
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
 
 

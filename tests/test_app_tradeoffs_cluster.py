@@ -17,7 +17,7 @@ from tests.conftest import DASK_TIMEOUT as TIMEOUT
 from tests.plotly_spec import figure, traces, values
 from ui import runs
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
 
 

@@ -11,7 +11,7 @@ from dpcore.data import datasets
 from ui import budget
 from ui.controls import DEFAULT_MECHANISMS
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "2_Explore.py")
 GB = 10 ** 9
 
 

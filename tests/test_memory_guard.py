@@ -150,8 +150,8 @@ def test_the_data_page_refuses_a_file_over_the_session_budget_with_the_figure(mo
     data = matrix(200, 100)
     need = reading.parse_memory(len(data), 201, 101)
     monkeypatch.setattr(budget, "SESSION_WORK_BYTES", need - 1)
-    at = AppTest.from_file(str(ROOT / "Home.py"), default_timeout=60)
-    at.switch_page("pages/1_Data.py").run()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/1_Data.py").run()
     upload_page = test_app_data.upload(at, "wide.csv", data)
     (error,) = test_app_data.boxes(upload_page, "error")
     assert f"about {need / 2 ** 30:.1f} GB of memory" in error

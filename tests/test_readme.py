@@ -42,7 +42,7 @@ def test_the_dataset_table_matches_the_data(key):
 
 def test_the_commands_are_there_and_ci_reads_the_test_command():
     blocks = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
-    run = "python3 -m pip install -r requirements.txt && python3 -m streamlit run Home.py\n"
+    run = "python3 -m pip install -r requirements.txt && python3 -m streamlit run app.py\n"
     assert run in blocks
     after_marker = README.split("<!-- test-command -->\n", 1)[1]
     assert after_marker.startswith("```bash\npython3 -m pip install -r requirements-test.txt && "

@@ -215,3 +215,64 @@ def test_run_follows_the_spec_and_its_seed(domains):
     np.testing.assert_equal(sparse_metrics.score(first, "base_pos"), sparse_metrics.score(again, "base_pos"))
     with pytest.raises(ValueError, match="norm_sub"):
         sr.run(od, spec.with_postprocess(("norm_sub",)))
+
+
+# ------------------------------------------------------------------------------ routing (pages)
+def routed_domain() -> ODMatrix:
+    """10⁶ cells, 2 % non-empty, n ≈ 10⁵: shaped like the ED level (9.8 M cells, 3 %)."""
+    od = zipf_domain(side=1000, cells=20_000, seed=SEED + 1)
+    return ODMatrix.from_pairs("routed", od.origins, od.destinations, od.rows, od.cols,
+                               np.minimum(od.counts, 100))
+
+
+def test_routing_takes_the_sparse_path_where_it_is_exact_and_faster(domains):
+    od = routed_domain()
+    assert od.fits_dense and od.domain_size >= release.SPARSE_FROM_CELLS
+
+    def route(key, post=("base_pos",), matrix=od):
+        return release.sparse_route(matrix, release.ReleaseSpec(key, 1.0, postprocess=post))
+
+    assert all(route(key) for key in sr.EXACT)
+    assert not any(route(key) for key in ("laplace", "gaussian", "hm", "hr", "dbitflip", "topk"))
+    assert not route("oue", ("base_pos", "norm_sub"))           # a post-processing over all cells
+    assert not route("oue", matrix=domains["county"])           # small: dense gives every metric
+    crowded = ODMatrix.from_pairs("crowded", od.origins, od.destinations, od.rows, od.cols,
+                                  od.counts * 20)               # GRR's work grows with n
+    assert crowded.n > release.SPARSE_MAX_WORK * crowded.domain_size
+    assert not route("grr", matrix=crowded) and route("oue", matrix=crowded)
+    spec = release.ReleaseSpec("olh", 2.0, postprocess=("base_pos",), seed=4)
+    routed = release.run(od, spec)
+    assert routed.sparse and not release.run(od, spec, sparse=False).sparse
+    np.testing.assert_equal(dict(routed.metrics),                          # the same stream
+                            dict(release.run(od, spec, sparse=True).metrics))
+
+
+#: Mechanisms the pages now release sparsely at ED level, at ε where both kinds of top flow occur.
+ROUTED = [("stability_histogram", 1.0), ("discrete_laplace", 0.5), ("grr", 8.0), ("oue", 4.0),
+          ("olh", 4.0)]
+ROUTED_STATISTICS = ("rmse", "max_error", "false_positive_cells", "topk_recall")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key,epsilon", ROUTED)
+def test_routed_releases_match_dense_releases_in_distribution(key, epsilon):
+    """The release a page gets by default (routed sparse) against the dense release of the same
+    settings: KS tests on its scores over 100 trials each, Bonferroni over every test here."""
+    od = routed_domain()
+    truth = od.to_dense()
+    samples = {}
+    for sparse in (None, False):
+        rows = []
+        for trial in range(100):
+            spec = release.ReleaseSpec(key, epsilon, postprocess=("base",), seed=SEED,
+                                       trial=trial + (0 if sparse is None else 1000))
+            result = release.run(od, spec, true_counts=truth, k=K, sparse=sparse)
+            assert result.sparse is (sparse is None)
+            rows.append([result.metrics[name] for name in ROUTED_STATISTICS])
+        samples[sparse] = np.array(rows)
+    for column, name in enumerate(ROUTED_STATISTICS):
+        routed, dense = samples[None][:, column], samples[False][:, column]
+        if np.ptp(np.concatenate([routed, dense])) == 0:   # e.g. the stability histogram's recall
+            continue
+        p = stats.ks_2samp(routed, dense).pvalue
+        assert p > FAMILY_ALPHA / (len(ROUTED) * len(ROUTED_STATISTICS)), (key, name, p)

@@ -82,7 +82,8 @@ def view_options(od: ODMatrix, truth, released) -> Options:
         top_k, min_count = top[1].number_input("k", 1, 100_000, 250, key=TOP_K), None
     else:
         top_k, min_count = None, top[1].number_input("Commuters", 1, 10**7, 100, key=MIN_COUNT)
-    if od.has_parent_level and not huge.is_huge(od) and top[3].toggle(
+    rolls_up = od.has_parent_level and not huge.is_huge(od) and not huge.is_sparse(released)
+    if rolls_up and top[3].toggle(
             "Roll up", key=ROLL_UP,
             help="Roll the flows up to parent zones (e.g. ED → county): sum each pair of "
                  "parents' flows, true and released alike. The noise of many small cells adds "

@@ -117,6 +117,11 @@ def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], epsilon:
     st.subheader("The OD matrix as a heat map")
     if huge.unavailable(od, "The heat map (every cell of a block of zones)"):
         return
+    sparse = [charts.name(k) for k, values in released.items() if huge.is_sparse(values)]
+    if sparse:
+        st.caption(f"Not in the heat map: {', '.join(sparse)} (sparse releases, see above: "
+                   "their empty cells are known only as a distribution).")
+        released = {k: values for k, values in released.items() if not huge.is_sparse(values)}
     left, middle, right = st.columns(3)
     names = {k: charts.name(k) for k in released}
     chosen = (kept(left.selectbox, "Release shown", f"{key}_mechanism", next(iter(names)),

@@ -172,7 +172,7 @@ def release_downloads(settings: RunSettings, od, truth, results: dict[str, Relea
     uploaded = settings.dataset == state.UPLOADED
     source = "--file YOUR_FILE.csv" if uploaded else None
     extra = " --only-nonzero" if only_nonzero else ""
-    sparse = not od.fits_dense
+    sparse = any(result.sparse for result in results.values() if not result.error)
     st.caption("Columns: origin, destination (zone ids), true_count, released_count"
                + (f"; {SPARSE_TABLE_NOTE.format(top=SPARSE_TOP)} (the domain has "
                   f"{od.domain_size:,} cells)." if sparse else

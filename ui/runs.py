@@ -2,9 +2,9 @@
 
 The pages ask for views of the data, single releases and sweeps; this module makes them through
 dpcore's one pipeline and keeps them. Bundled datasets are public and the same for everyone, so
-their results are cached across sessions (``st.cache_resource`` with ``max_entries``), keyed by the
-release's settings. An uploaded dataset is never put in a global cache: its results are memoised
-in this session's ``st.session_state`` only (a few entries, dropped with the session), so one
+their results are cached across sessions (``st.cache_resource``, or a byte-bounded store), keyed
+by the release's settings. An uploaded dataset is never put in a global cache: its results are
+memoised in this session's ``st.session_state`` only (a few entries, dropped with the session), so one
 user's upload can never be seen by another session.
 
 Errors a user can cause (a subset with nothing in it, Base-Cut for a mechanism without a
@@ -30,8 +30,6 @@ from dpcore.release import ReleaseResult, RunSettings
 from ui import budget, data, state
 from ui.memo import BoundedMemo
 
-#: Single releases kept per server (bundled data): bounded in bytes by ui/budget.py.
-RELEASE_CACHE_ENTRIES = budget.RELEASE_CACHE_ENTRIES
 #: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
 #: session for an upload.
 SWEEP_CACHE_ENTRIES = 2000
@@ -113,14 +111,32 @@ def true_counts(settings: RunSettings) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ single release
-@st.cache_resource(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
+#: Shared releases and orderings kept per server: bounded in bytes (ui/budget.py), and in entries
+#: only loosely, so that at county level (10 KB a release) twenty sessions changing ε together do
+#: not evict each other's releases between a page's two reads of them (a fixed count sized for
+#: 78 MB ED vectors, 10, made every such change compute its releases twice or more).
+SHARED_ENTRIES = 4_000
+
+
+@st.cache_resource
+def _shared_releases() -> BoundedMemo:
+    return BoundedMemo(SHARED_ENTRIES, budget.RELEASE_CACHE_BYTES)
+
+
+@st.cache_resource
+def _shared_orderings() -> BoundedMemo:
+    return BoundedMemo(SHARED_ENTRIES, budget.RELEASE_CACHE_BYTES // 8)
+
+
 def _bundled_release(dataset: str, view: views.View, spec: release.ReleaseSpec, k: int,
                      top_n: int) -> ReleaseResult:
-    # A resource, not cache_data: at ED level a release is a 78 MB vector that cache_data would
-    # pickle on the way in and copy on every rerun (~0.3 s). The vectors are read-only and the
-    # metrics a read-only mapping, so sessions can share the one object safely.
-    return release.attempt(_bundled_view(dataset, view), spec,
-                           true_counts=_bundled_dense(dataset, view), k=k, top_n=top_n)
+    # Kept as the object itself (not pickled like st.cache_data): at ED level a release is a
+    # 78 MB vector that would be copied on every rerun (~0.3 s). The vectors are read-only and
+    # the metrics a read-only mapping, so sessions can share the one object safely.
+    return _shared_releases().get_or_compute(
+        (dataset, view, spec, k, top_n),
+        lambda: release.attempt(_bundled_view(dataset, view), spec,
+                                true_counts=_bundled_dense(dataset, view), k=k, top_n=top_n))
 
 
 def release_of(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> ReleaseResult:
@@ -137,11 +153,14 @@ def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, 
     return {key: release_of(settings, key, k, top_n) for key in settings.mechanisms}
 
 
-@st.cache_data(max_entries=RELEASE_CACHE_ENTRIES, show_spinner=False)
 def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
                       cells: int) -> pd.DataFrame:
-    released = _bundled_release(dataset, view, spec, 10, 100).released
-    return ranks.rank_pairs(_bundled_dense(dataset, view), released, cells)
+    def compute():
+        released = _bundled_release(dataset, view, spec, 10, 100).released
+        return ranks.rank_pairs(_bundled_dense(dataset, view), released, cells)
+
+    # A copy: the frame is shared by sessions, and a page may add columns to what it gets.
+    return _shared_orderings().get_or_compute((dataset, view, spec, cells), compute).copy()
 
 
 def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:

@@ -19,7 +19,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dpcore.data import importers
-from ui import budget, data, safe, state, widgets
+from ui import budget, data, navigation, safe, state, widgets
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,8 @@ def show(upload, attempt: Attempt) -> None:
     st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
     if st.session_state[state.UPLOADED_MATRIX] is matrix:
         st.success("This is the current dataset on every page, for this browser session only.")
-        st.page_link("Home.py", label="See it on the home page", icon=":material/home:")
+        st.page_link(navigation.HOME.path, label="See it on the home page",
+                     icon=":material/home:")
     else:
         st.button("Use this dataset", type="primary", key=state.USE_UPLOAD, on_click=_use,
                   args=(attempt,))

@@ -1,15 +1,14 @@
 """Page pieces shared by several pages: dataset picker, headline figures, notices, links."""
 
 import ast
-import re
 from pathlib import Path
 
 import streamlit as st
 
 from dpcore.data.od import ODMatrix
-from ui import data, safe, state, viewstate
+from ui import data, navigation, safe, state, viewstate
 
-PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+ROOT = Path(__file__).resolve().parent.parent
 
 _ALERTS = {"error": st.error, "warning": st.warning, "info": st.info}
 
@@ -94,16 +93,12 @@ def _page_summary(path: Path) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
-def _page_order(path: Path) -> tuple[int, str]:
-    """Streamlit's own order: by the number the file name starts with, then by name."""
-    number = re.match(r"\d*", path.name).group()
-    return (int(number) if number else 10**9, path.name)
-
-
 def page_links() -> None:
-    """A link to every page that exists in ``pages/``, with the page's own one-line description."""
-    for path in sorted(PAGES_DIR.glob("*.py"), key=_page_order):
-        st.page_link(f"pages/{path.name}")
-        summary = _page_summary(path)
+    """A link to every page but the home page, with the page's own one-line description."""
+    for info in navigation.PAGES:
+        if info is navigation.HOME:
+            continue
+        st.page_link(info.path, label=info.title)
+        summary = _page_summary(ROOT / info.path)
         if summary:
             st.caption(summary)

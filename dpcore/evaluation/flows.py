@@ -368,6 +368,8 @@ def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
         raise ValueError(f"cap must be at least 1; got {cap}")
     threshold = max(PRESENT_AT, float(min_count) if min_count is not None else 0.0)
     note = None
+    if isinstance(released, SparseVector) and not isinstance(true_counts, SparseVector):
+        true_counts = SparseVector.counts(od)   # a sparse release of a domain that fits densely
     if isinstance(true_counts, SparseVector):
         t = true_counts
         known, shown, floor = _sparse_candidates(true_counts, released, view)

@@ -30,8 +30,15 @@ def top_cells(values: np.ndarray, n: int) -> np.ndarray:
     n = min(int(n), values.size)
     if n <= 0:
         return np.empty(0, dtype=np.int64)
-    kth = np.partition(values, values.size - n)[values.size - n]
-    candidates = np.flatnonzero(values >= kth)
+    # Among the positive cells when they are enough (the n-th largest is then positive, so the
+    # candidates are the same): partitioning 9.8 M true counts, mostly tied at 0, takes ~2 s.
+    positive = np.flatnonzero(values > 0)
+    if positive.size >= n:
+        kth = np.partition(values[positive], positive.size - n)[positive.size - n]
+        candidates = positive[values[positive] >= kth]
+    else:
+        kth = np.partition(values, values.size - n)[values.size - n]
+        candidates = np.flatnonzero(values >= kth)
     return candidates[np.lexsort((candidates, -values[candidates]))[:n]]
 
 

@@ -84,6 +84,12 @@ METHODS = ("base", "base_pos", "post_pos")
 #: Mechanisms the sparse path releases, and those it refuses with the reason.
 SUPPORTED = ("laplace", "discrete_laplace", "gaussian", "stability_histogram", "grr", "sue", "oue",
              "blh", "olh", "ss", "cms", "hcms")
+#: Mechanisms whose sparse release has the dense release's distribution with no approximation of
+#: its own at any size: all but the continuous noises, whose empty cells' sums are drawn by the
+#: central limit theorem once a band holds more than :data:`EXPLICIT_LIMIT` cells. (Subset
+#: selection and the sketches draw the same per-cell law as their dense fast release, so their
+#: stated approximation is the dense one too.)
+EXACT = tuple(key for key in SUPPORTED if key not in ("laplace", "gaussian"))
 UNSUPPORTED = {
     "hr": "Hadamard response estimates every cell through a transform of the whole domain",
     "hm": "the Hadamard mechanism estimates every cell through a transform of the whole domain",

@@ -83,14 +83,14 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def app_url():
-    """Start ``streamlit run Home.py`` on a free port; yield its base URL; kill it afterwards."""
+    """Start ``streamlit run app.py`` on a free port; yield its base URL; kill it afterwards."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "Home.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -171,22 +171,6 @@ def third_party(request):
     icons = [] if page.is_closed() else page.evaluate(ICON_LINKS)
     assert outside == [], "requests to third parties were attempted"
     assert [icon for icon in icons if not is_own(icon)] == [], "the page icon is fetched elsewhere"
-
-
-def docs_screenshot(page, name: str, scroll_to=None) -> None:
-    """With ``DPCORE_UPDATE_SCREENSHOT=1``: docs/screenshot-<name>.png, the page cropped to its
-    content (the README's and docs' pictures, one per page); otherwise nothing. ``scroll_to`` (a
-    locator) is scrolled to the top first, for a view further down a long page."""
-    if not os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
-        return
-    if scroll_to is not None:
-        scroll_to.evaluate("element => element.scrollIntoView()")  # no wait for a still page
-        page.wait_for_timeout(1_000)
-    box = page.get_by_test_id("stMainBlockContainer").bounding_box()
-    page.screenshot(path=str(ROOT / "docs" / f"screenshot-{name}.png"),
-                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
-                          "height": min(VIEWPORT["height"],
-                                        max(box["y"] + box["height"], 400))})
 
 
 #: Streamlit's frontend, opened at a page's path (/Flow_map, /Data, …), first looks for its server

@@ -1,14 +1,13 @@
 """The real app in Chromium: home page, dataset switch, a valid and a malformed upload.
 
-Screenshots go to tests/artifacts/screenshots/. With ``DPCORE_UPDATE_SCREENSHOT=1`` the home page
-screenshot also refreshes ``docs/screenshot-home.png`` (the README's picture).
+Screenshots go to tests/artifacts/screenshots/ (the docs' pictures: scripts/screenshots.py).
 """
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from dpcore.data import datasets, importers
-from tests.browser.conftest import ROOT, docs_screenshot
+from tests.browser.conftest import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -48,7 +47,6 @@ def test_home_page_shows_the_default_dataset_and_switches(page: Page, app_url, s
     home_drawn(page)
     no_traceback(page)
     screenshot("home-ireland-county")
-    docs_screenshot(page, "home")
 
     ed = datasets.load("ireland_ed")
     choose_dataset(page, datasets.DATASETS["ireland_ed"].title)

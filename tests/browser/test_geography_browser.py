@@ -8,8 +8,7 @@ links (URL parameters) that round-trip.
 * Explore draws the OD heat map.
 * The sidebar's first entry reads "Home" and there is no "Deploy" button.
 * A URL with parameters sets the widgets, and changing a widget changes the URL.
-* One current screenshot per page: with ``DPCORE_UPDATE_SCREENSHOT=1`` they refresh
-  ``docs/screenshot-<page>.png``.
+* Data, Tradeoffs and Learn draw (the docs' pictures of every page: scripts/screenshots.py).
 
 Screenshots: tests/artifacts/screenshots/geo-*.png.
 """
@@ -20,7 +19,6 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import docs_screenshot
 from tests.browser.test_flowmap_browser import MAP_IFRAME
 from ui import maps
 
@@ -83,8 +81,6 @@ def test_flow_maps_draw_background_and_zone_areas_offline(page: Page, app_url, n
     expect(page.get_by_text("Zone areas are approximate")).to_be_visible()
     settled(page)
     screenshot(f"geo-flowmap-{query.split('=')[1]}")
-    if query == "dataset=ireland_county":
-        docs_screenshot(page, "flow-map")
 
 
 def test_an_upload_near_tokyo_gets_the_same_background(page: Page, app_url, network, screenshot):
@@ -117,7 +113,6 @@ def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot)
     expect(chart.get_by_text("Difference (released − true)").first).to_be_visible()
     settled(page)
     screenshot("geo-explore-heatmap")
-    docs_screenshot(page, "explore", scroll_to=page.get_by_role("heading", name="What happened"))
 
 
 def test_first_impression_home_first_and_no_deploy_button(page: Page, app_url, network):
@@ -126,7 +121,7 @@ def test_first_impression_home_first_and_no_deploy_button(page: Page, app_url, n
     links = page.get_by_test_id("stSidebarNav").get_by_role("link")
     expect(links.first).to_have_text("Home")
     expect(links).to_have_text(["Home", "Data", "Explore", "Tradeoffs", "Flow map", "Learn",
-                                "Plan and publish", "Classroom"])
+                                "Plan & publish", "Classroom"])
     settled(page)
     expect(page.get_by_role("button", name="Deploy")).to_have_count(0)
     expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)
@@ -194,4 +189,3 @@ def test_page_screenshots(page: Page, app_url, network, screenshot, path, name, 
         expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=120_000)
         settled(page)
     screenshot(f"geo-page-{name}")
-    docs_screenshot(page, name)

@@ -1,7 +1,7 @@
 """Every page, after its main interaction, has asked nothing of any host but the app's.
 
-The pages come from the ``pages/`` folder (plus the home page), so a new page is tested as soon as
-it exists: by default it is opened and left to finish; add its main interaction to
+The pages come from app.py's navigation (every file in ``pages/``), so a new page is tested as
+soon as it exists: by default it is opened and left to finish; add its main interaction to
 ``INTERACTIONS``. The check itself is conftest's ``third_party`` fixture (every request outside the
 app is recorded and aborted, and the page icon must be served by the app), which also guards every
 other browser test.
@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import ROOT
+from ui import navigation
 
 pytestmark = pytest.mark.browser
 
@@ -20,12 +21,9 @@ VALID = ROOT / "tests" / "fixtures" / "long_coordinates.csv"
 
 
 def page_paths() -> dict[str, str]:
-    """Page name → URL path, as Streamlit names pages: the file name without its number prefix."""
-    paths = {"Home": ""}
-    for file in sorted((ROOT / "pages").glob("*.py")):
-        path = re.sub(r"^\d+_", "", file.stem)
-        paths[path.replace("_", " ")] = path
-    return paths
+    """Page title → URL path, as app.py's navigation lists them (every file in ``pages/``: see
+    tests/test_app_home.py)."""
+    return {info.title: info.url_path for info in navigation.PAGES}
 
 
 def settled(page: Page) -> None:
@@ -52,6 +50,7 @@ def upload_and_use(page: Page) -> None:
 
 def change_epsilon(page: Page) -> None:
     box = page.get_by_role("spinbutton", name="ε, typed", exact=True)
+    expect(box).to_be_editable(timeout=120_000)   # the first run of six releases, on shared cores
     box.fill("5")
     box.press("Enter")
     expect(plotly_title(page, "(ε = 5)")).to_be_visible()

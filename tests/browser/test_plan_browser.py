@@ -2,17 +2,13 @@
 answer behind Find, drawn as a sentence, ★ markers on the curve and the ε ruler; then a publish
 that lands in the budget ledger.
 
-Screenshot: tests/artifacts/screenshots/plan-*.png; with ``DPCORE_UPDATE_SCREENSHOT=1`` also
-docs/screenshot-plan.png (the README's picture of the page).
+Screenshot: tests/artifacts/screenshots/plan-*.png (the docs' picture: scripts/screenshots.py).
 """
 
-import os
 import re
 
 import pytest
 from playwright.sync_api import Page, expect
-
-from tests.browser.conftest import ROOT, VIEWPORT
 
 pytestmark = pytest.mark.browser
 
@@ -46,11 +42,6 @@ def test_plan_page_finds_epsilon_offline(page: Page, app_url, network, screensho
     settled(page)
     no_traceback(page)
     screenshot("plan-searched")
-    if os.environ.get("DPCORE_UPDATE_SCREENSHOT"):
-        box = page.get_by_test_id("stMainBlockContainer").bounding_box()
-        page.screenshot(path=str(ROOT / "docs" / "screenshot-plan.png"),
-                        clip={"x": 0, "y": 0, "width": VIEWPORT["width"],
-                              "height": min(VIEWPORT["height"], box["y"] + box["height"])})
 
     page.get_by_role("button", name="Publish", exact=True).click()
     expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()

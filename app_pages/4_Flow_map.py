@@ -7,7 +7,17 @@ maps and tables from :mod:`ui.flowmap`.
 import streamlit as st
 
 from dpcore.mechanisms import postprocess
-from ui import budget, charts, choropleth, controls, flowmap, leaflet_assets, maps, runs
+from ui import (
+    budget,
+    charts,
+    choropleth,
+    controls,
+    flowmap,
+    huge,
+    leaflet_assets,
+    maps,
+    runs,
+)
 
 st.set_page_config(page_title="Flow map · Commuting Privacy Lab", page_icon="🗺️",
                    layout="wide")
@@ -37,8 +47,9 @@ st.caption(f"{charts.name(mechanism)}, ε = {settings.epsilon:g}, seed {settings
            "sidebar; every page shares them.")
 
 options = flowmap.view_options(od, runs.true_counts(settings), result.released)
-zone_colour = choropleth.controls(options.released is not None, options.od)
-areas = choropleth.for_map(*zone_colour, options.od, options.truth, options.released)
+cell_by_cell = None if huge.is_sparse(options.released) else options.released   # zone totals
+zone_colour = choropleth.controls(cell_by_cell is not None, options.od)
+areas = choropleth.for_map(*zone_colour, options.od, options.truth, cell_by_cell)
 chosen = flowmap.selections(options)
 side_by_side = options.view == flowmap.SIDE_BY_SIDE
 map_area, side = (st.columns([3, 2]) if not side_by_side else (st.container(), st.columns(3)))

@@ -1,9 +1,7 @@
 """Commuting Privacy Lab: what differential privacy does to origin–destination commuting data.
 
-Home page: pick a dataset and see how exposed its small cells are. The other pages live in
-``pages/`` and are found by Streamlit automatically. The file is named ``Home.py`` because
-Streamlit labels the entry page of a ``pages/`` app with its file name (the sidebar's first entry
-reads "Home").
+Home page: pick a dataset and see how exposed its small cells are. The app starts from
+``app.py``, which lists this page and the others (:mod:`ui.navigation`).
 """
 
 import streamlit as st
