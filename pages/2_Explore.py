@@ -1,4 +1,4 @@
-"""Explore one release: which commutes survive each mechanism at your privacy budget.
+"""Explore: one release — which commutes survive each mechanism at your privacy budget.
 
 Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs` (dpcore's one
 release pipeline), ranks and summaries from :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.summaries`,

@@ -213,15 +213,18 @@ def test_the_level_of_a_powscar_file_can_be_chosen(data_page):
     data = importers.EXAMPLES["powscar"].encode()
     data_page.selectbox(key=state.UPLOAD_FORMAT).set_value("powscar").run()
     level = data_page.selectbox(key=state.level_widget("powscar"))
-    assert level.options == ["automatic (the importer chooses)", *importers.LEVELS["powscar"]]
+    # words, not the importer's keys ("ed")
+    assert level.options == ["automatic (the importer chooses)", "electoral division", "county"]
     level.set_value("county").run()
     upload(data_page, "powscar.csv", data)
+    assert any(box.value.endswith(", county level.") for box in data_page.success)
     county = importers.import_od(data, "powscar.csv", format="powscar", level="county").matrix
     ed = importers.import_od(data, "powscar.csv", format="powscar", level="ed").matrix
     assert county.n_origins != ed.n_origins
     assert figures_shown(data_page)["Origins"] == f"{county.n_origins:,}"
     data_page.selectbox(key=state.level_widget("powscar")).set_value("ed").run()
     assert figures_shown(data_page)["Origins"] == f"{ed.n_origins:,}"
+    assert any(box.value.endswith(", electoral division level.") for box in data_page.success)
 
 
 def test_hostile_zone_names_stay_text(data_page):

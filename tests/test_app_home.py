@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from ui import state
+from ui import state, widgets
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "Home.py")
@@ -23,7 +23,7 @@ def expected_figures(matrix: ODMatrix) -> dict[str, str]:
     return {
         "Commuters (n)": f"{s['n']:,}", "Origins": f"{s['origins']:,}",
         "Destinations": f"{s['destinations']:,}", "Domain |X|": f"{s['domain_size']:,}",
-        "Non-zero cells": f"{s['nonzero']:,}", "Sparsity": f"{s['sparsity']:.1%}",
+        "Non-empty cells": f"{s['nonzero']:,}", "Empty cells": f"{s['sparsity']:.1%}",
         "Cells with count 1": f"{s['cells_count_1']:,}",
         "Cells with count < 10": f"{s['cells_under_10']:,}",
     }
@@ -118,3 +118,16 @@ def test_links_to_every_page_that_exists(home):
     pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "pages").glob("*.py")}
     assert "Data" in pages
     assert linked == pages
+
+
+def test_where_next_says_what_each_page_does_without_repeating_its_name(home):
+    """Each link's description is a whole paragraph (not a line cut mid-sentence) and does not
+    start with the page's own name ("Tradeoffs / Tradeoffs: how …")."""
+    captions = [caption.value for caption in home.caption]
+    for path in (ROOT / "pages").glob("*.py"):
+        name = re.sub(r"^\d+_", "", path.stem).replace("_", " ")
+        summary = widgets._page_summary(path)
+        assert summary in captions
+        assert summary.endswith("."), summary
+        assert not summary.lower().startswith(name.lower() + ":"), summary
+        assert not summary.replace("&", "and").lower().startswith(name.lower()), summary

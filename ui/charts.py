@@ -46,6 +46,8 @@ PALETTE = {
 }
 #: Colours for other mechanisms a later version registers (picked by a stable hash of the key).
 SPARE = ("#4477AA", "#228833", "#CCBB44", "#66CCEE", "#44AA99", "#882255")
+#: What a table cell with nothing to show reads (each table's caption or help says why).
+NOTHING = "—"
 TRUE_COLOUR = "#555555"
 ZERO_COLOUR = "#BBBBBB"
 _SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "star",

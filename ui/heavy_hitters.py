@@ -55,6 +55,14 @@ def k_input(od, key: str) -> int | None:
 
 
 # ------------------------------------------------------------------------------------- Explore
+def _readable(table: pd.DataFrame) -> pd.DataFrame:
+    """Ranks and estimates as text, with :data:`ui.charts.NOTHING` where there is none."""
+    def text(values, pattern: str) -> list[str]:
+        return [charts.NOTHING if pd.isna(v) else pattern.format(v) for v in values]
+    return table.assign(**{column: text(table[column], "{:,.0f}")
+                           for column in ("true_rank", "found_rank", "estimated_count")})
+
+
 def estimates_chart(tables: dict[str, pd.DataFrame], k: int, epsilon: float) -> go.Figure:
     """Estimated against true count of every cell each protocol found."""
     fig = go.Figure()
@@ -110,16 +118,13 @@ def section(settings: RunSettings, od) -> None:
                          expanded=True):
             st.caption(PROTOCOLS[protocol][1] + f". {results[protocol].groups} levels, cells "
                        f"written in {results[protocol].bits} bits.")
-            st.dataframe(table.drop(columns=["origin", "destination"]), hide_index=True,
-                         width="stretch", column_config={
+            st.dataframe(_readable(table.drop(columns=["origin", "destination"])),
+                         hide_index=True, width="stretch", column_config={
                              "commute": "Commute", "true_count": "True count",
-                             "true_rank": st.column_config.NumberColumn("True rank",
-                                                                        format="%d"),
-                             "found_rank": st.column_config.NumberColumn("Rank found",
-                                                                         format="%d"),
-                             "estimated_count": st.column_config.NumberColumn(
-                                 "Estimated count", format="%.0f"),
-                             "status": "Status"})
+                             "true_rank": "True rank", "found_rank": "Rank found",
+                             "estimated_count": "Estimated count", "status": "Status"})
+            st.caption(f"{charts.NOTHING}: not in the true top {k} (true rank) or not found "
+                       "(rank found, estimated count).")
             charts.table_download(table, f"heavy_hitters_{protocol}_eps{settings.epsilon:g}_"
                                   f"seed{settings.seed}", f"explore_hh_{protocol}")
 
@@ -193,8 +198,8 @@ def recall_section(settings: RunSettings, od, epsilons: tuple, trials: int,
                         style="method")
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
     charts.show(fig, summary, "heavy_hitters_recall", "tradeoffs_hh_chart")
-    charts.table_download(done.table, "heavy_hitters_every_run", "tradeoffs_hh_every_run",
-                          "Every run (CSV)")
+    charts.table_download(done.table, "heavy_hitters_every_release", "tradeoffs_hh_every_run",
+                          "Every release (CSV)")
     if k != SWEEP_K:
         note = (f" The frequency oracles' recall is measured at k = {SWEEP_K} (in the sweep "
                 f"above): set k = {SWEEP_K} to compare.")
@@ -205,7 +210,7 @@ def recall_section(settings: RunSettings, od, epsilons: tuple, trials: int,
                 "then the top k taken.")
     st.caption(f"{done.done:,} of {done.total:,} runs, {trials} trial(s) per point; the band is "
                "the 95 % confidence interval of the mean. Each run's CPU time and precision are "
-               "in the every-run CSV." + note)
+               "in the “Every release” CSV." + note)
 
 
 # ---------------------------------------------------------------------------------------- Learn

@@ -13,6 +13,7 @@ import streamlit as st
 
 from dpcore.data import datasets
 from dpcore.interfaces import export, ledger, publish
+from dpcore.mechanisms import postprocess
 from dpcore.release import RunSettings
 from ui import runs, state
 
@@ -20,6 +21,9 @@ LEDGER = "publish_ledger"
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
+#: The publishing mechanisms in plain words (the manifest keeps publish.MECHANISMS' exact wording).
+PLAIN_MECHANISMS = {publish.DISCRETE_LAPLACE: "Discrete Laplace",
+                    publish.GAUSSIAN: "Discrete Gaussian"}
 
 
 def book() -> ledger.Ledger:
@@ -66,7 +70,8 @@ def section(settings: RunSettings) -> None:
         return
     left, middle, right = st.columns(3)
     mechanism = left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
-                               format_func=publish.MECHANISMS.__getitem__)
+                               format_func=PLAIN_MECHANISMS.__getitem__,
+                               help="Noise on whole-number counts, drawn by the OpenDP library.")
     epsilon = middle.number_input("ε for this publish", min_value=0.001, max_value=20.0,
                                   value=float(settings.epsilon), format="%.4g",
                                   key="publish_epsilon")
@@ -82,7 +87,8 @@ def section(settings: RunSettings) -> None:
                        key="publish_share") if levels else 0.5)
     method = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
                       index=0 if levels else 1, key="publish_postprocess",
-                      format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
+                      format_func=lambda k: f"{postprocess.METHODS[k][0].split(' (')[0]}: "
+                                            f"{publish.POSTPROCESS[k]}")
     cells = od.domain_size + (od.aggregate().domain_size if levels else 0)
     if cells > SLOW_CELLS:
         st.warning(f"{cells:,} cells go through OpenDP one by one (several µs each): expect "

@@ -79,6 +79,11 @@ def _import_dense_or_sparse(content: bytes, name: str, **options) -> importers.I
     return importers.import_od(content, name, sparse=True, **options)
 
 
+#: The importers' level keys in words (POWSCAR: Irish electoral divisions; LODES: US census).
+LEVEL_WORDS = {"ed": "electoral division", "county": "county", "tract": "census tract",
+               "block": "census block"}
+
+
 def level_picker(file_format: str, where) -> str | None:
     """The level to import at, for formats that have levels (None: the importer chooses)."""
     levels = importers.LEVELS.get(file_format)
@@ -87,7 +92,8 @@ def level_picker(file_format: str, where) -> str | None:
                       "format to pick one.")
         return None
     return where.selectbox("Level", [None, *levels], key=state.level_widget(file_format),
-                           format_func=lambda level: level or "automatic (the importer chooses)")
+                           format_func=lambda level: (LEVEL_WORDS.get(level, level) if level
+                                                      else "automatic (the importer chooses)"))
 
 
 def forget() -> None:
@@ -153,7 +159,7 @@ def show(upload, attempt: Attempt) -> None:
     if attempt.result is None:
         return
     result, matrix = attempt.result, attempt.result.matrix
-    level = f", {result.level} level" if result.level else ""
+    level = f", {LEVEL_WORDS.get(result.level, result.level)} level" if result.level else ""
     st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
     if st.session_state[state.UPLOADED_MATRIX] is matrix:
         st.success("This is the current dataset on every page, for this browser session only.")
