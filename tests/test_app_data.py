@@ -244,3 +244,17 @@ def test_removing_the_file_forgets_the_import(data_page):
     assert not data_page.exception
     assert data_page.session_state[state.IMPORT_ATTEMPT] is None
     assert not data_page.metric
+
+
+def test_a_successful_import_says_so_first_and_folds_its_notes(data_page):
+    """The success message comes before any other box; the importer's notes (info) are folded
+    in one collapsed expander instead of a column of boxes above it."""
+    data_page.selectbox(key=state.UPLOAD_FORMAT).set_value("powscar").run()
+    upload(data_page, "powscar.csv", importers.EXAMPLES["powscar"].encode())
+    kinds = [node.type for node in data_page.main
+             if getattr(node, "type", None) in ("success", "info", "warning", "error")]
+    assert kinds[0] == "success" and len(kinds) > 1, kinds
+    assert data_page.info, "the example has notes"
+    [expander] = [e for e in data_page.expander if "on the import" in e.label]
+    assert len(expander.info) == len(data_page.info)
+    assert not expander.proto.expanded

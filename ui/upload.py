@@ -6,6 +6,7 @@ exception the importer did not anticipate becomes a friendly message, never a tr
 """
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -153,14 +154,24 @@ def show(upload, attempt: Attempt) -> None:
                  "below and upload it again. If it is, this is a bug in the importer: please "
                  "report it with the file's first lines.")
         return
-    for item in sorted(attempt.notices, key=lambda n: _SEVERITY[n.level]):
-        widgets.notice(item)
+    notices = sorted(attempt.notices, key=lambda n: _SEVERITY[n.level])
+    if attempt.result is not None:  # the outcome first, then what was corrected on the way
+        result = attempt.result
+        level = f", {LEVEL_WORDS.get(result.level, result.level)} level" if result.level else ""
+        st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
+    for item in notices:
+        if item.level != "info":
+            widgets.notice(item)
+    notes = [item for item in notices if item.level == "info"]
+    if notes:
+        with st.expander(f"{len(notes)} note{'s' if len(notes) > 1 else ''} on the import "
+                         "(automatic corrections and what was read)"):
+            for item in notes:
+                widgets.notice(item)
     mapping_form(upload, attempt)
     if attempt.result is None:
         return
-    result, matrix = attempt.result, attempt.result.matrix
-    level = f", {LEVEL_WORDS.get(result.level, result.level)} level" if result.level else ""
-    st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
+    matrix = attempt.result.matrix
     if st.session_state[state.UPLOADED_MATRIX] is matrix:
         st.success("This is the current dataset on every page, for this browser session only.")
         st.page_link("Home.py", label="See it on the home page", icon=":material/home:")
@@ -179,7 +190,14 @@ def show(upload, attempt: Attempt) -> None:
 
 def examples() -> None:
     """How each accepted format looks (the importer's own, tested examples), with downloads."""
-    st.markdown(importers.describe_formats())
+    # Example files as wrapped code blocks: a long CSV header would otherwise make a scrolled
+    # box that the keyboard cannot reach (axe: scrollable-region-focusable).
+    for i, part in enumerate(re.split(r"```csv\n(.*?)```", importers.describe_formats(),
+                                      flags=re.DOTALL)):
+        if i % 2:
+            st.code(part, language="csv", wrap_lines=True)
+        elif part.strip():
+            st.markdown(part)
     st.markdown("**Download the examples**")
     columns = st.columns(len(importers.EXAMPLES))
     for column, (key, text) in zip(columns, importers.EXAMPLES.items(), strict=True):
