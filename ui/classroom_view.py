@@ -77,13 +77,13 @@ def landing() -> None:
                 "is sent, and the teacher's screen turns the class's reports into an estimate.")
     join, start = st.columns(2, gap="large")
     with join:
-        st.subheader("Join a class")
+        st.header("Join a class")
         code = st.text_input("Room code", key=JOIN_CODE, placeholder="ABCD-EFGH")
         if st.button("Join", type="primary") and code:
             st.query_params["room"] = classroom.normalise_code(code)
             st.rerun()
     with start:
-        st.subheader("Start a class")
+        st.header("Start a class")
         create_form()
 
 

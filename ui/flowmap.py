@@ -197,7 +197,7 @@ def side_tables(options: Options, selection: flows.FlowSelection, places) -> Non
 
 def flows_table(selection: flows.FlowSelection, side_by_side: bool) -> None:
     """Every flow shown, as a table and a formula-safe CSV."""
-    st.subheader("The flows shown" + (" on the released map" if side_by_side else ""))
+    st.header("The flows shown" + (" on the released map" if side_by_side else ""))
     table = selection.table()
     st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
                  width="stretch", column_config=NUMBERS)

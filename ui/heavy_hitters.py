@@ -84,7 +84,6 @@ def estimates_chart(tables: dict[str, pd.DataFrame], k: int, epsilon: float) -> 
 
 def section(settings: RunSettings, od) -> None:
     """Explore: PEM and TreeHist at the page's ε and seed, the top k found against the true."""
-    st.subheader("Finding the busiest commutes without a frequency oracle (heavy hitters)")
     st.caption("A frequency oracle estimates every one of the d possible commutes; for a whole "
                "country (10⁹–10¹⁰ cells) that is too much. PEM and TreeHist find the busiest "
                "commutes under ε-local DP by growing them bit by bit: the server only ever "

@@ -108,8 +108,8 @@ def test_an_upload_near_tokyo_gets_the_same_background(page: Page, app_url, netw
 
 def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot):
     page.goto(f"{app_url}/Explore?dataset=ireland_county&mech=laplace&heat_log=true")
-    heading = page.get_by_role("heading", name="The OD matrix as a heat map")
-    expect(heading).to_be_visible()
+    heading = page.get_by_role("tab", name="Heat map")
+    heading.click()
     heading.evaluate("element => element.scrollIntoView()")  # plotly draws charts in view
     chart = page.locator(".js-plotly-plot").filter(has=page.locator(
         ".gtitle", has_text="Origins × destinations"))
@@ -117,7 +117,7 @@ def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot)
     expect(chart.get_by_text("Difference (released − true)").first).to_be_visible()
     settled(page)
     screenshot("geo-explore-heatmap")
-    docs_screenshot(page, "explore", scroll_to=page.get_by_role("heading", name="What happened"))
+    docs_screenshot(page, "explore", scroll_to=page.get_by_role("tab", name="Heat map"))
 
 
 def test_first_impression_home_first_and_no_deploy_button(page: Page, app_url, network):

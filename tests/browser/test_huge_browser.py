@@ -35,6 +35,7 @@ def test_explore_on_a_state_lodes_tract_upload(page: Page, app_url, screenshot):
     expect(chart_title(page, "30 busiest commutes: true vs released")).to_be_visible(
         timeout=120_000)
     expect(page.get_by_text("64,000,000 possible commutes").first).to_be_visible()
+    page.get_by_role("tab", name="Heat map").click()
     expect(page.get_by_text("The heat map (every cell of a block of zones) is not shown")
            ).to_be_visible()
     expect(page.get_by_text("has no sparse release").first).to_be_visible()   # the Hadamard one
