@@ -98,9 +98,10 @@ def view_options(od: ODMatrix, truth, released) -> Options:
         st.session_state[ZONE] = ALL_ZONES
     zone = top[2].selectbox("Zone (or click one on the map)", list(names), key=ZONE,
                             format_func=names.__getitem__) or None
-    direction = top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION,
-                             horizontal=True, format_func=flows.DIRECTIONS.__getitem__,
-                             disabled=zone is None)
+    # Shown only with a zone chosen (a disabled radio's faint label fails the contrast check).
+    direction = (top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION,
+                              horizontal=True, format_func=flows.DIRECTIONS.__getitem__)
+                 if zone is not None else flows.EITHER)
     size_by = top[3].radio("Size zones by", list(maps.SIZE_BY), key=SIZE_BY, horizontal=True,
                            format_func=lambda k: k.capitalize(),
                            help=" ".join(maps.SIZE_BY.values()))
