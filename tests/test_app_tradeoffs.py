@@ -127,7 +127,9 @@ def test_post_processing_comparison_and_a_mechanism_left_out():
     run_sweep(at, "tradeoffs_postprocess")
     fig = figure(at, "by post-processing")
     names = {t["name"] for t in fig["data"]}
-    assert {"Laplace · base", "Laplace · base_cut"} <= names
+    assert {"Laplace · Base", "Laplace · Base-Cut"} <= names  # the methods' names, not keys
+    shown = [t["name"] for t in fig["data"] if t.get("showlegend", True)]
+    assert shown == ["Laplace", "Base", "Base-Cut"]  # a key: mechanism by colour, method by dash
     assert any("left out" in w.value and "Base-Cut" in w.value for w in at.warning)
     assert "tradeoffs_postprocess_run" not in {b.key for b in at.button}  # nothing left to run
 

@@ -232,7 +232,8 @@ def walk_chart(walk: pd.DataFrame, k: int, name: str) -> go.Figure:
                                   "<extra></extra>")
     charts.layout(fig, f"How the {name} server walks the prefix tree", "", "", height=460)
     fig.update_layout(barmode="overlay")
-    fig.update_yaxes(type="log", title_text="Prefixes (log scale)", row=1, col=1)
+    fig.update_yaxes(charts.log_axis(walk["candidates"], walk["kept"]),
+                     title_text="Prefixes (log scale)", row=1, col=1)
     fig.update_yaxes(range=[0, k * 1.05], title_text="Commutes", row=2, col=1)
     fig.update_xaxes(title_text="Level (prefix length in bits grows at each level)", row=2,
                      col=1)
