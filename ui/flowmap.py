@@ -136,12 +136,13 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
                    "parent_outlines": maps.outlines(data.current().matrix.origins),
                    "basemap": options.basemap, **extra}
 
-    def build(v: str, frame) -> maps.FlowMap:
-        return maps.flow_map(chosen[v], frame, breaks, colour=colours.get(v), **map_options)
+    def build(v: str, frame, legends_inside: bool = True) -> maps.FlowMap:
+        return maps.flow_map(chosen[v], frame, breaks, colour=colours.get(v),
+                             legends_inside=legends_inside, **map_options)
 
     def standalone(v: str, frame) -> str:
         """The map of view ``v`` as one HTML file (built afresh: st_folium renames what it
-        draws)."""
+        draws), its legends inside."""
         return maps.standalone_html(build(v, frame).map)
 
     for column, v in zip(st.columns(len(chosen)), chosen):
@@ -149,7 +150,7 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
         frame = flows.zones(options.od, counts, keep_empty=False)
         if huge.is_huge(options.od):   # only the zones of the flows drawn, not all 85,000
             frame = frame[frame["id"].isin(_zones_of(chosen[v]) | {options.zone})]
-        built = build(v, frame)
+        built = build(v, frame, legends_inside=False)  # legends under the map, not over it
         column.caption(f"**{flows.VIEWS[v]}**: {len(chosen[v].lines):,} lines drawn "
                        f"({built.flow_layers} grouped layers)." + (f" {chosen[v].note}"
                                                                  if chosen[v].note else ""))
@@ -157,6 +158,7 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
             st_folium(built.map, key=f"{MAP}_{v}", height=maps.HEIGHT, use_container_width=True,
                       returned_objects=RETURNED, render=False,  # one render pass, not two
                       on_change=partial(_pick_zone, f"{MAP}_{v}", built.tooltip_to_zone))
+            st.html(maps.legends_beside(built.legends))
         column.download_button(
             f"Map as HTML ({VIEW_NAMES[v].lower()})", partial(standalone, v, frame),
             file_name=f"flow_map_{v}.html", mime="text/html", key=f"{MAP}_{v}_html",
