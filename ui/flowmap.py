@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from streamlit_folium import st_folium
 
@@ -202,8 +203,15 @@ def flows_table(selection: flows.FlowSelection, side_by_side: bool) -> None:
     """Every flow shown, as a table and a formula-safe CSV."""
     st.header("The flows shown" + (" on the released map" if side_by_side else ""))
     table = selection.table()
+    if table["released"].notna().any():  # the map's classes (fitted to the flows drawn)
+        bounds = maps.difference_bounds(pd.concat([selection.lines, selection.within]))
+        labels = flows.status_labels(*bounds)
+        table["release_effect"] = [labels.get(status, "") for status in flows.classify(
+            table["true"], table["released"].fillna(0), *bounds)]
     st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
-                 width="stretch", column_config=NUMBERS)
+                 width="stretch", column_config=NUMBERS | {
+                     "origin": "Origin", "destination": "Destination",
+                     "release_effect": "What the release did", "shown_as": "Shown as"})
     st.download_button("Flows shown (CSV)", lambda: safe_csv(table), file_name="flows_shown.csv",
                        mime="text/csv", key=f"{MAP}_csv", on_click="ignore",
                        icon=":material/download:")

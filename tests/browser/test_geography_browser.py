@@ -26,8 +26,8 @@ from ui import maps
 
 pytestmark = pytest.mark.browser
 
-#: What the map in an iframe holds: background layers (land, borders), coloured zone areas and
-#: the legends' titles; null until Leaflet and the map exist.
+#: What the map in an iframe holds: background layers (land, borders) and coloured zone areas;
+#: null until Leaflet and the map exist (the legends are under the map, on the page).
 LAYERS = """() => {
     if (window.L === undefined || !window.map) return null;
     const layers = Object.values(window.map._layers);
@@ -36,9 +36,7 @@ LAYERS = """() => {
                                       && l.feature.properties.value !== undefined);
     return {land: background.filter(l => l instanceof L.Polygon).length,
             borders: background.filter(l => !(l instanceof L.Polygon)).length,
-            areas: areas.length,
-            legends: [...document.querySelectorAll(".flow-legend summary")]
-                .map(e => e.textContent)};
+            areas: areas.length};
 }""".replace("BACKGROUND", maps.BACKGROUND_CLASS)
 TOKYO_CSV = ("origin,destination,count,origin_lat,origin_lon,destination_lat,destination_lon\n"
              "Shinjuku,Chiyoda,900,35.6938,139.7034,35.6940,139.7536\n"
@@ -62,6 +60,7 @@ def map_layers(page: Page, areas: int, timeout_ms: int = 90_000) -> dict:
         except PlaywrightError:  # the iframe is replaced by a rerun: look again
             found = None
         if found and found["land"] >= 1 and found["areas"] == areas:
+            found["legends"] = page.locator(".flow-legends summary").all_text_contents()
             return found
         page.wait_for_timeout(500)
         waited += 500
