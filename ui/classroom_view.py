@@ -168,7 +168,8 @@ def teacher(code: str) -> None:
         st.caption(("Closed." if not room.is_open() else f"Open until {expires}.")
                    + f" Accepts at most {room.max_reports} reports in all.")
     with right:
-        st.image(qr_png(link), caption="Scan to join", width=260)
+        st.image(qr_png(link), caption="Scan to join", width=260,
+                 alt=f"QR code of the link to join room {classroom.format_code(room.code)}")
     if key is None:
         unlock(room.code)
     elif room.is_open():
