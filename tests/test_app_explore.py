@@ -282,3 +282,14 @@ def test_bars_tell_mechanisms_apart_without_colour():
     assert len(styles) == len(keys)
     shapes = [t["marker"].get("pattern", {}).get("shape", "") for t in bars]
     assert len(set(shapes)) == min(len(keys), 8)   # every pattern in use
+
+
+def test_scores_table_has_units_short_pinned_names_and_no_none():
+    at = explore_page(mech=["laplace", "oue"])
+    [scores] = [d for d in at.dataframe if "Bits per commuter" in d.value.columns]
+    table = scores.value
+    assert list(table["mechanism"]) == ["Laplace", "OUE"]  # short names: the table fits
+    assert list(table["Bits per commuter"]) == ["—", "1,085"]  # central: nothing sent
+    config = scores.proto.columns
+    assert '"pinned":true' in config.replace(" ", "")  # the names stay in view when scrolled
+    assert "RMSE (commuters)" in config

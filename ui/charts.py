@@ -86,7 +86,8 @@ SHORT_NAMES = {"laplace": "Laplace", "discrete_laplace": "Discrete Laplace",
                "grr": "GRR", "sue": "SUE", "oue": "OUE", "blh": "BLH", "olh": "OLH",
                "ss": "Subset selection", "dbitflip": "dBitFlip", "hr": "HR", "hm": "HM",
                "suppression": "Suppression (not DP)", "rounding": "Rounding (not DP)",
-               "random_rounding": "Random rounding (not DP)", "cell_key": "Cell key (not DP)"}
+               "random_rounding": "Random rounding (not DP)", "cell_key": "Cell key (not DP)",
+               "cms": "Apple CMS", "hcms": "Apple HCMS"}
 
 
 def short_name(key: str) -> str:

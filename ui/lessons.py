@@ -400,7 +400,9 @@ def choose(current: data.Current, epsilon: float) -> None:
         column_order=("name", "model", "std_empty", "max_error", "bits_per_user", "server_cost",
                       "variance_cell", "max_error_order", "guarantee"),
         column_config={
-            "name": "Mechanism", "model": "Model", "guarantee": "Guarantee",
+            # pinned: the table scrolls sideways inside its frame with the names in view
+            "name": st.column_config.TextColumn("Mechanism", pinned=True), "model": "Model",
+            "guarantee": "Guarantee",
             "std_empty": number("SD, empty cell", format="%.4g",
                                 help="Standard deviation of an empty cell's estimate "
                                      "(commuters)."),
