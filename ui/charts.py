@@ -392,7 +392,7 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
                             hovertemplate=f"<b>{escape(label)}</b><br>"
                                           "%{x:,.4g}: %{y:,.4g}<extra></extra>")
         fig.add_trace(_key_entry(f"{theory_label[:1].upper()}{theory_label[1:]} (dotted, in "
-                                 "each mechanism's colour)", "theory", mode="lines",
+                                 "the colour of its mechanism)", "theory", mode="lines",
                                  line=dict(color=TRUE_COLOUR, dash="dot", width=2)))
     return layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
 

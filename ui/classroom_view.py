@@ -302,7 +302,7 @@ def student(code: str) -> None:
     if not room.is_open():
         st.warning("This room is closed: the teacher closed it or it expired.")
         return
-    st.subheader(safe.markdown(question.title))
+    st.header(safe.markdown(question.title))
     round_key = f"{room.code}:{current.number}"
     mech = current.build()
     with st.expander("What your phone will do", expanded=True):

@@ -98,7 +98,9 @@ def test_tradeoffs_sweep_reacts_to_mechanism_and_epsilon(page: Page, app_url, sc
     trials.press("Enter")
     page.get_by_role("button", name="Run 36 releases").first.click()
     expect(chart_title(page, "RMSE against ε (Base")).to_be_visible()
-    expect(legend_entry(page, "Laplace · theory")).to_be_visible()
+    # one legend entry for every theory line (a key, not one entry per curve)
+    expect(legend_entry(page, "Theory (dotted, in the colour of its mechanism)")
+           ).to_be_visible()
     no_traceback(page)
     screenshot("tradeoffs-epsilon")
 
