@@ -146,9 +146,11 @@ def test_explore_url_parameters_round_trip(page: Page, app_url, network):
     expect(page.get_by_role("slider", name="Busiest commutes in the bars (k)")).to_have_attribute(
         "aria-valuetext", "12")
     expect(page.get_by_role("switch", name="Log scale for the bars")).to_be_checked()
-    expect(page.get_by_role("switch", name="Log colour scale")).to_be_checked()
     expect(page.get_by_role("spinbutton", name="Seed")).to_have_value("4")
+    page.get_by_role("tab", name="Checks over repeated draws").click()
     expect(page.get_by_role("spinbutton", name="Draws")).to_have_value("7")
+    page.get_by_role("tab", name="Heat map").click()
+    expect(page.get_by_role("switch", name="Log colour scale")).to_be_checked()
     url_has(page, eps="2", mech="laplace", seed="4", pp="base", k="12")
     page.get_by_text("Log colour scale", exact=True).click()
     url_has(page, heat_log="false")
