@@ -21,8 +21,8 @@ current = widgets.dataset_picker()
 widgets.provenance(current)
 widgets.figures(current.matrix)
 
-st.subheader("Top 10 commutes")
+st.header("Top 10 commutes")
 widgets.top_flows(current.matrix, k=10)
 
-st.subheader("Where next")
+st.header("Where next")
 widgets.page_links()

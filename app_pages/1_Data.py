@@ -40,5 +40,5 @@ else:
 
 huge.national_offer()
 
-st.header("Accepted formats")
-upload.examples()
+with st.expander("Accepted formats, with example files", expanded=commuting_file is None):
+    upload.examples()

@@ -1,4 +1,4 @@
-"""Explore one release: which commutes survive each mechanism at your privacy budget.
+"""Explore: one release — which commutes survive each mechanism at your privacy budget.
 
 Thin page: settings from :mod:`ui.controls`, cached releases from :mod:`ui.runs` (dpcore's one
 release pipeline), ranks and summaries from :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.summaries`,
@@ -28,7 +28,7 @@ budget.stop_if_too_big(od, len(settings.mechanisms))
 st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
            f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "
            "from the seed, so the same settings always give the same release — here, in the "
-           "other pages and on the command line (see “Download the releases” below).")
+           "other pages and on the command line (see the “Downloads” tab below).")
 
 left, middle, right = st.columns(3)
 k = kept(left.slider, "Busiest commutes in the bars (k)", "explore_k", 30, url="k", min_value=5,
@@ -51,11 +51,6 @@ huge.release_note(od, results)
 truth = runs.true_counts(settings)
 pairs = {key: runs.ordering(settings, key, min(scope, od.domain_size)) for key in released}
 
-st.subheader("What happened")
-for key, result in results.items():
-    if not result.error:
-        st.markdown("- " + summaries.summary_sentence(charts.name(key), pairs[key], result.metrics))
-
 bars = ranks.top_flows(od, truth, released, k)
 charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (ε = "
                                   f"{settings.epsilon:g})", log_bars), bars, "top_flows",
@@ -63,42 +58,57 @@ charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (
 if log_bars:
     st.caption("On the log scale, released counts of 0 or below are not drawn.")
 
-labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
-log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False,
-                 url="log_ranks")
-order = ranks.long_pairs(od, pairs)
-charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
-                                                f"{settings.epsilon:g})", log_ranks),
-            order, "ordering", "explore_ordering")
+# The answer is the chart above; the rest is one tab away, so the page fits a laptop screen.
+(happened, ordering, heat, top10, scores, repeated, hitters,
+ downloads) = st.tabs(["What happened", "Ordering", "Heat map", "True top 10", "Scores",
+                       "Checks over repeated draws", "Heavy hitters", "Downloads"])
+with happened:
+    for key, result in results.items():
+        if not result.error:
+            st.markdown("- " + summaries.summary_sentence(charts.name(key), pairs[key],
+                                                          result.metrics))
 
-heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
+with ordering:
+    labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
+    log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False,
+                     url="log_ranks")
+    order = ranks.long_pairs(od, pairs)
+    charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
+                                                    f"{settings.epsilon:g})", log_ranks),
+                order, "ordering", "explore_ordering")
 
-st.subheader("The true top 10 and the rank each mechanism gave them")
-table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
-st.dataframe(table, hide_index=True, width="stretch")
-charts.table_download(table, "top10_ranks", "explore_top10")
+with heat:
+    heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
 
-st.subheader("Download the releases")
-panels.release_downloads(settings, od, truth, results)
+with top10:
+    st.caption("The true top 10 and the rank each mechanism gave them.")
+    table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
+    st.dataframe(table, hide_index=True, width="stretch")
+    charts.table_download(table, "top10_ranks", "explore_top10")
 
-st.subheader("Scores")
-charts.table_download(panels.scorecard(results), "scores", "explore_scores")
-tab, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
-with tab:
-    panels.cards(results[key], 10)
-    st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
-    panels.checks(results[key])
+with downloads:
+    panels.release_downloads(settings, od, truth, results)
 
-st.subheader("Planner's checks over repeated draws")
-draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2, max_value=500,
-             help="How often each check passes over this many independent releases.")
-found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
-rates = summaries.pass_rates_by_mechanism(found.table)
-if rates:
-    st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
-               "mechanism (same settings, fresh noise) that pass each check.")
-    tab, key = panels.open_tab({k: charts.name(k) for k in rates}, "explore_rates_tab")
+with scores:
+    charts.table_download(panels.scorecard(results), "scores", "explore_scores")
+    tab, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
     with tab:
-        panels.pass_probabilities(rates[key])
+        panels.cards(results[key], 10)
+        st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
+        panels.checks(results[key])
 
-heavy_hitters_ui.section(settings, od)
+with repeated:
+    draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2,
+                 max_value=500,
+                 help="How often each check passes over this many independent releases.")
+    found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
+    rates = summaries.pass_rates_by_mechanism(found.table)
+    if rates:
+        st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
+                   "mechanism (same settings, fresh noise) that pass each check.")
+        tab, key = panels.open_tab({k: charts.name(k) for k in rates}, "explore_rates_tab")
+        with tab:
+            panels.pass_probabilities(rates[key])
+
+with hitters:
+    heavy_hitters_ui.section(settings, od)

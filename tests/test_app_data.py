@@ -216,15 +216,18 @@ def test_the_level_of_a_powscar_file_can_be_chosen(data_page):
     data = importers.EXAMPLES["powscar"].encode()
     data_page.selectbox(key=state.UPLOAD_FORMAT).set_value("powscar").run()
     level = data_page.selectbox(key=state.level_widget("powscar"))
-    assert level.options == ["automatic (the importer chooses)", *importers.LEVELS["powscar"]]
+    # words, not the importer's keys ("ed")
+    assert level.options == ["automatic (the importer chooses)", "electoral division", "county"]
     level.set_value("county").run()
     upload(data_page, "powscar.csv", data)
+    assert any(box.value.endswith(", county level.") for box in data_page.success)
     county = importers.import_od(data, "powscar.csv", format="powscar", level="county").matrix
     ed = importers.import_od(data, "powscar.csv", format="powscar", level="ed").matrix
     assert county.n_origins != ed.n_origins
     assert figures_shown(data_page)["Origins"] == f"{county.n_origins:,}"
     data_page.selectbox(key=state.level_widget("powscar")).set_value("ed").run()
     assert figures_shown(data_page)["Origins"] == f"{ed.n_origins:,}"
+    assert any(box.value.endswith(", electoral division level.") for box in data_page.success)
 
 
 def test_hostile_zone_names_stay_text(data_page):
@@ -244,3 +247,17 @@ def test_removing_the_file_forgets_the_import(data_page):
     assert not data_page.exception
     assert data_page.session_state[state.IMPORT_ATTEMPT] is None
     assert not data_page.metric
+
+
+def test_a_successful_import_says_so_first_and_folds_its_notes(data_page):
+    """The success message comes before any other box; the importer's notes (info) are folded
+    in one collapsed expander instead of a column of boxes above it."""
+    data_page.selectbox(key=state.UPLOAD_FORMAT).set_value("powscar").run()
+    upload(data_page, "powscar.csv", importers.EXAMPLES["powscar"].encode())
+    kinds = [node.type for node in data_page.main
+             if getattr(node, "type", None) in ("success", "info", "warning", "error")]
+    assert kinds[0] == "success" and len(kinds) > 1, kinds
+    assert data_page.info, "the example has notes"
+    [expander] = [e for e in data_page.expander if "on the import" in e.label]
+    assert len(expander.info) == len(data_page.info)
+    assert not expander.proto.expanded

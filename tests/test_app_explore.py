@@ -78,7 +78,12 @@ def test_default_page_draws_bars_ordering_table_and_checks():
     assert list(table["Commute"]) == list(county.top(10)["commute"])
     sentences = [m.value for m in at.markdown if "busiest commutes kept their rank" in m.value]
     assert len(sentences) == 2
-    assert [t.label for t in at.tabs] == ["Laplace", mechanisms.get("grr").name]
+    sections = ["What happened", "Ordering", "Heat map", "True top 10", "Scores",
+                "Checks over repeated draws", "Heavy hitters", "Downloads"]
+    labels = [t.label for t in at.tabs]
+    assert [label for label in labels if label in sections] == sections  # the page's sections
+    assert [label for label in labels if label not in sections] == ["Laplace",
+                                                                      mechanisms.get("grr").name]
     check_tables = [d.value for d in at.dataframe if "Check" in d.value.columns]
     assert len(check_tables) == 1 and set(check_tables[0]["Result"]) <= {"pass", "fail", "n/a"}
     assert "pass" in set(check_tables[0]["Result"])
@@ -277,3 +282,14 @@ def test_bars_tell_mechanisms_apart_without_colour():
     assert len(styles) == len(keys)
     shapes = [t["marker"].get("pattern", {}).get("shape", "") for t in bars]
     assert len(set(shapes)) == min(len(keys), 8)   # every pattern in use
+
+
+def test_scores_table_has_units_short_pinned_names_and_no_none():
+    at = explore_page(mech=["laplace", "oue"])
+    [scores] = [d for d in at.dataframe if "Bits per commuter" in d.value.columns]
+    table = scores.value
+    assert list(table["mechanism"]) == ["Laplace", "OUE"]  # short names: the table fits
+    assert list(table["Bits per commuter"]) == ["—", "1,085"]  # central: nothing sent
+    config = scores.proto.columns
+    assert '"pinned":true' in config.replace(" ", "")  # the names stay in view when scrolled
+    assert "RMSE (commuters)" in config

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -19,7 +20,7 @@ from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
-from ui import controls, leaflet_assets, state
+from ui import controls, leaflet_assets, maps, state
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "4_Flow_map.py")
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")
@@ -52,8 +53,10 @@ def released_like_the_page(od: ODMatrix, key="laplace", epsilon=1.0, seed=0, pos
 
 def expected_layers(selection: flows.FlowSelection, breaks) -> int:
     classes = flows.width_class(selection.lines["shown"], breaks)
-    styles = (selection.lines["status"] if selection.view == flows.DIFFERENCE
-              else [""] * len(classes))
+    lines = selection.lines
+    bounds = maps.difference_bounds(pd.concat([lines, selection.within]))
+    styles = (flows.classify(lines["true"], lines["released"], *bounds)
+              if selection.view == flows.DIFFERENCE else [""] * len(classes))
     return len(set(zip(styles, classes)))
 
 
@@ -100,10 +103,20 @@ def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
     selection = flows.select(od, true, released, view=flows.DIFFERENCE, top_k=250)
     breaks = flows.width_breaks(selection.lines["shown"].max())
     assert flow_layers(args) == expected_layers(selection, breaks)
+    # At the default settings (Laplace, ε = 1, large county flows) the errors are far below
+    # 10 %: the classes are fitted to them, so the lines show over, close and under, not grey.
+    close, far = maps.difference_bounds(pd.concat([selection.lines, selection.within]))
+    assert close < flows.CLOSE
+    drawn = flows.classify(selection.lines["true"], selection.lines["released"], close, far)
+    assert {flows.OVER, flows.UNDER} <= set(drawn) or {flows.OVER_FAR, flows.UNDER_FAR} <= set(drawn)
+    assert (drawn == flows.CLOSE_TO_TRUE).mean() < 0.75
+    assert f"Within {close * 100:.3g}% of the truth" in " ".join(
+        h.proto.body for h in at.get("html"))  # the legend, beside the map, says the bounds
     table = shown_table(at)
     lines = table[table["shown_as"] == "line"]
     np.testing.assert_allclose(lines["released"], selection.lines["released"])
-    assert set(lines["release_effect"]) == {flows.STATUSES[s] for s in selection.lines["status"]}
+    labels = flows.status_labels(close, far)  # the table says what the map's colours say
+    assert set(lines["release_effect"]) == {labels[s] for s in drawn}
 
 
 def test_side_by_side_draws_two_maps_with_shared_widths():

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from ui import navigation, state
+from ui import navigation, state, widgets
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -23,7 +23,7 @@ def expected_figures(matrix: ODMatrix) -> dict[str, str]:
     return {
         "Commuters (n)": f"{s['n']:,}", "Origins": f"{s['origins']:,}",
         "Destinations": f"{s['destinations']:,}", "Domain |X|": f"{s['domain_size']:,}",
-        "Non-zero cells": f"{s['nonzero']:,}", "Sparsity": f"{s['sparsity']:.1%}",
+        "Non-empty cells": f"{s['nonzero']:,}", "Empty cells": f"{s['sparsity']:.1%}",
         "Cells with count 1": f"{s['cells_count_1']:,}",
         "Cells with count < 10": f"{s['cells_under_10']:,}",
     }
@@ -129,3 +129,14 @@ def test_navigation_lists_every_page_under_its_old_url():
     for info in navigation.PAGES[1:]:
         assert info.url_path == re.sub(r"^\d+_", "", Path(info.path).stem)
     assert "Plan & publish" in [info.title for info in navigation.PAGES]
+
+
+def test_where_next_says_what_each_page_does_without_repeating_its_name(home):
+    """Each link's description is a whole paragraph (not a line cut mid-sentence) and does not
+    start with the page's own name ("Tradeoffs / Tradeoffs: how …")."""
+    captions = [caption.value for caption in home.caption]
+    for info in navigation.PAGES[1:]:
+        summary = widgets._page_summary(ROOT / info.path, info.title)
+        assert summary in captions
+        assert summary.endswith("."), summary
+        assert not summary.lower().startswith(info.title.lower()), summary

@@ -126,6 +126,10 @@ def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
     assert pick.name in at.success[0].value
     table = at.dataframe[0].value
     assert len(table) == len(accuracy.compare_mechanisms(county.n, county.domain_size, 1.0))
+    # Central mechanisms send nothing: "—" (the column's help says why), never "None" or NaN.
+    bits = dict(zip(table["name"], table["bits_per_user"]))
+    assert bits["Laplace"] == "—" and bits["Optimised unary encoding"] == f"{county.domain_size:,}"
+    assert all(isinstance(value, str) and value for value in bits.values())
     # The rule is user-facing text kept as data, not the developers' docstring.
     assert accuracy.RECOMMENDATION_RULE in text(at)
     assert ":data:" not in text(at) and "[WBLJ17]" not in text(at)

@@ -127,7 +127,9 @@ def test_post_processing_comparison_and_a_mechanism_left_out():
     run_sweep(at, "tradeoffs_postprocess")
     fig = figure(at, "by post-processing")
     names = {t["name"] for t in fig["data"]}
-    assert {"Laplace · base", "Laplace · base_cut"} <= names
+    assert {"Laplace · Base", "Laplace · Base-Cut"} <= names  # the methods' names, not keys
+    shown = [t["name"] for t in fig["data"] if t.get("showlegend", True)]
+    assert shown == ["Laplace", "Base", "Base-Cut"]  # a key: mechanism by colour, method by dash
     assert any("left out" in w.value and "Base-Cut" in w.value for w in at.warning)
     assert "tradeoffs_postprocess_run" not in {b.key for b in at.button}  # nothing left to run
 
@@ -169,3 +171,17 @@ def test_uploaded_data_sweeps_stay_in_the_session():
     shared = list(runs._shared_store())
     assert not [key for key in shared if key[0][0] == state.UPLOADED]
     assert at.session_state["run_session_memo"]["entries"]
+
+
+def test_release_times_show_each_version_of_the_data_once():
+    """The sidebar's data and the same data in the domain comparison ("Everything as loaded")
+    are one bar group, not the same releases drawn twice under two names."""
+    at = tradeoffs_page(grid="1, 5", trials=1, seed="108")
+    run_sweep(at, "tradeoffs_epsilon")
+    # the same data under the same name: the domain comparison's releases are those just made
+    assert "tradeoffs_domain_run" not in {b.key for b in at.button}
+    assert figure(at, "by data")
+    times = figure(at, "release time")
+    for trace in times["data"]:
+        groups = list(values(trace["x"]))
+        assert len(groups) == 1 and groups[0].startswith("Everything as loaded"), groups

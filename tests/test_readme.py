@@ -2,6 +2,7 @@
 table matches the bundled data, and the test command that .ci/run reads from it is there."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,18 @@ def test_the_dataset_table_matches_the_data(key):
 
 def test_the_commands_are_there_and_ci_reads_the_test_command():
     blocks = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
-    run = "python3 -m pip install -r requirements.txt && python3 -m streamlit run app.py\n"
-    assert run in blocks
+    run = ("python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt "
+           "&& streamlit run app.py\n")
+    assert run in blocks  # a fresh virtual environment, not the system's Python
     after_marker = README.split("<!-- test-command -->\n", 1)[1]
     assert after_marker.startswith("```bash\npython3 -m pip install -r requirements-test.txt && "
                                    "python3 -m pytest -n 2\n```")
+
+
+def test_the_static_folder_exists_from_the_first_start():
+    """Streamlit warns "no static folder found" when ``static/`` is missing; it is committed (with
+    a README), only its generated ``leaflet/`` is ignored."""
+    root = Path(__file__).resolve().parent.parent
+    tracked = subprocess.run(["git", "ls-files", "static"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert "static/README.md" in tracked

@@ -46,11 +46,15 @@ PALETTE = {
 }
 #: Colours for other mechanisms a later version registers (picked by a stable hash of the key).
 SPARE = ("#4477AA", "#228833", "#CCBB44", "#66CCEE", "#44AA99", "#882255")
+#: What a table cell with nothing to show reads (each table's caption or help says why).
+NOTHING = "—"
 TRUE_COLOUR = "#555555"
 ZERO_COLOUR = "#BBBBBB"
+#: One marker per registered mechanism (20 and more), so no two mechanisms share one.
 _SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "star",
             "pentagon", "hexagon", "cross", "triangle-left", "triangle-right", "hourglass",
-            "bowtie")
+            "bowtie", "star-square", "octagon", "hexagram", "star-diamond", "diamond-wide",
+            "triangle-ne", "triangle-sw", "star-triangle-up", "diamond-tall", "hexagon2")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 FONT = dict(family="Liberation Sans, Arial, sans-serif", size=13)
 
@@ -82,7 +86,8 @@ SHORT_NAMES = {"laplace": "Laplace", "discrete_laplace": "Discrete Laplace",
                "grr": "GRR", "sue": "SUE", "oue": "OUE", "blh": "BLH", "olh": "OLH",
                "ss": "Subset selection", "dbitflip": "dBitFlip", "hr": "HR", "hm": "HM",
                "suppression": "Suppression (not DP)", "rounding": "Rounding (not DP)",
-               "random_rounding": "Random rounding (not DP)", "cell_key": "Cell key (not DP)"}
+               "random_rounding": "Random rounding (not DP)", "cell_key": "Cell key (not DP)",
+               "cms": "Apple CMS", "hcms": "Apple HCMS"}
 
 
 def short_name(key: str) -> str:
@@ -185,10 +190,7 @@ def house_layout(traces: list[dict], title: str, x_title: str, y_title: str, *,
     def axis(letter: str, title_text: str, log: bool) -> dict:
         entries = dict(title=dict(text=title_text))
         if log:
-            entries.update(type="log")
-            dtick = _log_dtick(traces, letter)
-            if dtick:
-                entries.update(dtick=dtick)
+            entries.update(log_axis(*(trace.get(letter) for trace in traces)))
         return entries
 
     found = heading(traces, title, height, bottom)
@@ -205,15 +207,18 @@ def layout(fig: go.Figure, title: str, x_title: str, y_title: str, *, log_y: boo
     return fig
 
 
-def _log_dtick(traces: list[dict], axis: str) -> str | None:
-    """Label only 1-2-5 steps on a log axis spanning more than a decade (plotly labels every
-    digit there, which crowds the axis); shorter ranges keep plotly's labels."""
-    data = [np.asarray(trace[axis], dtype=float) for trace in traces
-            if trace.get(axis) is not None]
+def log_axis(*values) -> dict:
+    """Axis entries of every log axis: over more than a decade only the decades are labelled
+    (0.1, 1, 10, 100, …) and the steps between them are unlabelled minor ticks (plotly's own
+    labels there read "2", "5", "2", "5" with no decade); within one decade plotly's labels
+    (2, 3, 5, …) are whole numbers already. ``values``: the data drawn on the axis."""
+    data = [np.asarray(v, dtype=float).ravel() for v in values if v is not None]
     positive = np.concatenate([d[d > 0] for d in data]) if data else np.empty(0)
+    entries = dict(type="log")
     if positive.size and np.log10(positive.max() / positive.min()) > 1:
-        return "D2"
-    return None
+        entries.update(dtick=1, minor=dict(dtick="D1", ticks="outside", ticklen=4,
+                                           showgrid=False))
+    return entries
 
 
 # ----------------------------------------------------------------------------------- Explore
@@ -292,11 +297,12 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
                               "%{y:,}<br>True %{customdata[0]:,.0f}, released "
                               "%{customdata[1]:,.1f}<extra></extra>", **subplot_axes(i)))
             zero_legend = zero_legend and not zero
-    kind = "log" if log_axes else "linear"
+    ranked = [trace["x"] for trace in data] + [trace["y"] for trace in data]
+    scale = log_axis(*ranked) if log_axes else dict(type="linear")
     for axis in axes(spec, "x"):
-        axis.update(title=dict(text="True rank (1 = busiest)"), type=kind)
+        axis.update(title=dict(text="True rank (1 = busiest)"), **scale)
     for axis in axes(spec, "y"):
-        axis.update(title=dict(text="Released rank"), type=kind)
+        axis.update(title=dict(text="Released rank"), **scale)
     found = heading(data, title, 340 * rows, 70, gap=28)
     spec |= found | dict(font=FONT, margin=dict(l=70, r=20, b=70) | found["margin"])
     return from_spec(data, spec)
@@ -321,19 +327,30 @@ def lit(frame: pd.DataFrame, column: str = "Result"):
 
 
 # ---------------------------------------------------------------------------------- Tradeoffs
+def _key_entry(name_: str, group: str, **style) -> dict:
+    """A legend entry with nothing drawn (a legend key for colour/marker or for dash)."""
+    return dict(type="scatter", x=[None], y=[None], name=escape(name_), legendgroup=group,
+                hoverinfo="skip", **style)
+
+
 def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str, *,
            group: str = "mechanism", style: str | None = None, theory: pd.DataFrame | None = None,
            theory_label: str = "theory", log_x: bool = False, log_y: bool = False) -> go.Figure:
     """Mean curves with a shaded confidence band, one per (mechanism, ``style`` value).
 
     ``summary`` is :func:`dpcore.evaluation.summaries.summarise` output (``mean``, ``low``, ``high``);
-    ``style`` (e.g. post-processing or data subset) varies the dash. ``theory`` (columns
-    ``mechanism``, ``x``, ``value``) is drawn as thin dotted lines of the same colour, named
-    with ``theory_label`` (e.g. "theory bound").
+    each mechanism has its colour and marker, each curve its own dash (lines on top of each other
+    stay visible); with a ``style`` column (e.g. post-processing
+    or data subset) the dash tells the style apart instead, and the legend is a key (one entry per
+    mechanism, one per style) rather than one entry per curve. ``theory`` (columns ``mechanism``,
+    ``x``, ``value``) is drawn as thin dotted lines of the same colour, with one legend entry
+    named with ``theory_label`` (e.g. "theory bound") for all of them.
     """
     fig = go.Figure()
     variants = summary[style].astype(str) if style else pd.Series("", index=summary.index)
     styles = list(dict.fromkeys(variants))
+    keyed = bool(style)  # one legend entry per mechanism and per style, not per curve
+    order = list(dict.fromkeys(summary[group]))
     for (key, variant), rows in summary.groupby([summary[group], variants], sort=False):
         rows = rows.sort_values(x)
         label = name(key) + (f" · {variant}" if variant else "")
@@ -341,26 +358,42 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
         band_y = list(rows["high"]) + list(rows["low"])[::-1]
         fig.add_scatter(x=band_x, y=band_y, fill="toself", mode="lines", line=dict(width=0),
                         fillcolor=colour(key), opacity=0.18, hoverinfo="skip", showlegend=False,
-                        legendgroup=label, name=escape(f"{label} (95 % band)"))
+                        legendgroup=key if keyed else label,
+                        name=escape(f"{label} (95 % band)"))
         fig.add_scatter(x=rows[x], y=rows["mean"], mode="lines+markers", name=escape(label),
-                        legendgroup=label,
+                        legendgroup=key if keyed else label, showlegend=not keyed,
                         line=dict(color=colour(key),
-                                  dash=DASHES[styles.index(variant) % len(DASHES)]),
+                                  # the style's dash, else each series its own
+                                  dash=DASHES[(styles.index(variant) if keyed
+                                               else order.index(key)) % len(DASHES)]),
                         marker=dict(symbol=symbol(key), size=7),
                         customdata=np.column_stack([rows["low"], rows["high"], rows["trials"]]),
                         hovertemplate=f"<b>{escape(label)}</b><br>{escape(x_title)}: %{{x:,.4g}}"
                                       "<br>mean %{y:,.4g} (95 % CI %{customdata[0]:,.4g} – "
                                       "%{customdata[1]:,.4g}; %{customdata[2]} trials)"
                                       "<extra></extra>")
+    if keyed:
+        for key in order:
+            fig.add_trace(_key_entry(name(key), key, mode="lines+markers",
+                                     line=dict(color=colour(key)),
+                                     marker=dict(symbol=symbol(key), size=7)))
+        for variant in styles:
+            fig.add_trace(_key_entry(variant, f"style {variant}", mode="lines",
+                                     line=dict(color=TRUE_COLOUR, dash=DASHES[
+                                         styles.index(variant) % len(DASHES)])))
     if theory is not None and len(theory):
         by = ["mechanism"] + ([style] if style and style in theory.columns else [])
         for keys, rows in theory.groupby(by, sort=False):
             key, *variant = keys
             label = " · ".join([name(key), *map(str, variant), theory_label])
             fig.add_scatter(x=rows["x"], y=rows["value"], mode="lines", name=escape(label),
+                            legendgroup="theory", showlegend=False,
                             line=dict(color=colour(key), dash="dot", width=2),
                             hovertemplate=f"<b>{escape(label)}</b><br>"
                                           "%{x:,.4g}: %{y:,.4g}<extra></extra>")
+        fig.add_trace(_key_entry(f"{theory_label[:1].upper()}{theory_label[1:]} (dotted, in "
+                                 "the colour of its mechanism)", "theory", mode="lines",
+                                 line=dict(color=TRUE_COLOUR, dash="dot", width=2)))
     return layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
 
 
@@ -400,9 +433,19 @@ def table_download(frame: pd.DataFrame, stem: str, key: str, label: str = "Table
                        icon=":material/download:")
 
 
+#: The label of every chart's text alternative: its data, one click away.
+DATA_BEHIND = "Data behind this chart"
+
+
 def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
-    """Draw a chart with its downloads (a PNG comes from the chart's camera button)."""
+    """Draw a chart with its downloads (a PNG comes from the chart's camera button) and its text
+    alternative: the data behind it as a table behind a toggle, for screen readers and for
+    anyone who wants the numbers (zone names stay plain text in the table). The table is only
+    sent to the browser when asked for."""
     st.plotly_chart(fig, key=key, config={"displaylogo": False,
                                           "toImageButtonOptions": {"filename": stem,
                                                                    "scale": 2}})
+    if st.toggle(DATA_BEHIND, key=f"{key}_data"):
+        st.dataframe(frame, hide_index=True, width="stretch",
+                     height=min(35 * (len(frame) + 1) + 3, 320))
     downloads(fig, frame, stem, key)

@@ -130,10 +130,11 @@ def controls(has_release: bool, od: ODMatrix) -> tuple[str, str]:
     measure = kept(left.selectbox, "Colour zone areas by", "flowmap_areas", NONE,
                    url="zone_colour", options=list(OPTIONS), format_func=OPTIONS.__getitem__,
                    help=APPROXIMATE)
+    if measure == NONE:  # no value to choose (a disabled radio's faint label fails contrast)
+        return measure, "true"
     choices = list(choropleth.VALUES) if has_release else ["true"]
     value = kept(right.radio, "Value", "flowmap_areas_value", "true", url="zone_value",
-                 options=choices, format_func=choropleth.VALUES.__getitem__, horizontal=True,
-                 disabled=measure == NONE)
+                 options=choices, format_func=choropleth.VALUES.__getitem__, horizontal=True)
     return measure, value
 
 

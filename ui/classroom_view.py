@@ -107,10 +107,10 @@ def landing() -> None:
                 "is sent, and the teacher's screen turns the class's reports into an estimate.")
     join, start = st.columns(2, gap="large")
     with join:
-        st.subheader("Join a class")
+        st.header("Join a class")
         join_box()
     with start:
-        st.subheader("Start a class")
+        st.header("Start a class")
         create_form()
 
 
@@ -219,7 +219,8 @@ def teacher(code: str) -> None:
         st.caption(("Closed." if not room.is_open() else f"Open until {expires}.")
                    + f" Accepts at most {room.max_reports} reports in all.")
     with right:
-        st.image(qr_png(link), caption="Scan to join", width=260)
+        st.image(qr_png(link), caption="Scan to join", width=260,
+                 alt=f"QR code of the link to join room {classroom.format_code(room.code)}")
     if key is None:
         unlock(room.code)
     elif room.is_open():
@@ -414,7 +415,7 @@ def student(code: str) -> None:
     if not room.is_open():
         st.warning("This room is closed: the teacher closed it or it expired.")
         return
-    st.subheader(safe.markdown(question.title))
+    st.header(safe.markdown(question.title))
     round_key = f"{room.code}:{current.number}"
     ticket = st.session_state[TICKETS].get(round_key)
     if ticket is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from streamlit_folium import st_folium
 
@@ -99,9 +100,10 @@ def view_options(od: ODMatrix, truth, released) -> Options:
         st.session_state[ZONE] = ALL_ZONES
     zone = top[2].selectbox("Zone (or click one on the map)", list(names), key=ZONE,
                             format_func=names.__getitem__) or None
-    direction = top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION,
-                             horizontal=True, format_func=flows.DIRECTIONS.__getitem__,
-                             disabled=zone is None)
+    # Shown only with a zone chosen (a disabled radio's faint label fails the contrast check).
+    direction = (top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION,
+                              horizontal=True, format_func=flows.DIRECTIONS.__getitem__)
+                 if zone is not None else flows.EITHER)
     size_by = top[3].radio("Size zones by", list(maps.SIZE_BY), key=SIZE_BY, horizontal=True,
                            format_func=lambda k: k.capitalize(),
                            help=" ".join(maps.SIZE_BY.values()))
@@ -136,12 +138,13 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
                    "parent_outlines": maps.outlines(data.current().matrix.origins),
                    "basemap": options.basemap, **extra}
 
-    def build(v: str, frame) -> maps.FlowMap:
-        return maps.flow_map(chosen[v], frame, breaks, colour=colours.get(v), **map_options)
+    def build(v: str, frame, legends_inside: bool = True) -> maps.FlowMap:
+        return maps.flow_map(chosen[v], frame, breaks, colour=colours.get(v),
+                             legends_inside=legends_inside, **map_options)
 
     def standalone(v: str, frame) -> str:
         """The map of view ``v`` as one HTML file (built afresh: st_folium renames what it
-        draws)."""
+        draws), its legends inside."""
         return maps.standalone_html(build(v, frame).map)
 
     for column, v in zip(st.columns(len(chosen)), chosen):
@@ -149,7 +152,7 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
         frame = flows.zones(options.od, counts, keep_empty=False)
         if huge.is_huge(options.od):   # only the zones of the flows drawn, not all 85,000
             frame = frame[frame["id"].isin(_zones_of(chosen[v]) | {options.zone})]
-        built = build(v, frame)
+        built = build(v, frame, legends_inside=False)  # legends under the map, not over it
         column.caption(f"**{flows.VIEWS[v]}**: {len(chosen[v].lines):,} lines drawn "
                        f"({built.flow_layers} grouped layers)." + (f" {chosen[v].note}"
                                                                  if chosen[v].note else ""))
@@ -157,6 +160,7 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
             st_folium(built.map, key=f"{MAP}_{v}", height=maps.HEIGHT, use_container_width=True,
                       returned_objects=RETURNED, render=False,  # one render pass, not two
                       on_change=partial(_pick_zone, f"{MAP}_{v}", built.tooltip_to_zone))
+            st.html(maps.legends_beside(built.legends))
         column.download_button(
             f"Map as HTML ({VIEW_NAMES[v].lower()})", partial(standalone, v, frame),
             file_name=f"flow_map_{v}.html", mime="text/html", key=f"{MAP}_{v}_html",
@@ -198,10 +202,17 @@ def side_tables(options: Options, selection: flows.FlowSelection, places) -> Non
 
 def flows_table(selection: flows.FlowSelection, side_by_side: bool) -> None:
     """Every flow shown, as a table and a formula-safe CSV."""
-    st.subheader("The flows shown" + (" on the released map" if side_by_side else ""))
+    st.header("The flows shown" + (" on the released map" if side_by_side else ""))
     table = selection.table()
+    if table["released"].notna().any():  # the map's classes (fitted to the flows drawn)
+        bounds = maps.difference_bounds(pd.concat([selection.lines, selection.within]))
+        labels = flows.status_labels(*bounds)
+        table["release_effect"] = [labels.get(status, "") for status in flows.classify(
+            table["true"], table["released"].fillna(0), *bounds)]
     st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
-                 width="stretch", column_config=NUMBERS)
+                 width="stretch", column_config=NUMBERS | {
+                     "origin": "Origin", "destination": "Destination",
+                     "release_effect": "What the release did", "shown_as": "Shown as"})
     st.download_button("Flows shown (CSV)", lambda: safe_csv(table), file_name="flows_shown.csv",
                        mime="text/csv", key=f"{MAP}_csv", on_click="ignore",
                        icon=":material/download:")

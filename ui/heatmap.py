@@ -114,7 +114,6 @@ def figure(grid: heatmap.Grid, released_name: str | None, log: bool, title: str)
 def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], epsilon: float,
             key: str) -> None:
     """The OD heat map with its controls and downloads (``released``: mechanism → values)."""
-    st.subheader("The OD matrix as a heat map")
     if huge.unavailable(od, "The heat map (every cell of a block of zones)"):
         return
     sparse = [charts.name(k) for k, values in released.items() if huge.is_sparse(values)]

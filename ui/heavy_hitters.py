@@ -56,6 +56,14 @@ def k_input(od, key: str) -> int | None:
 
 
 # ------------------------------------------------------------------------------------- Explore
+def _readable(table: pd.DataFrame) -> pd.DataFrame:
+    """Ranks and estimates as text, with :data:`ui.charts.NOTHING` where there is none."""
+    def text(values, pattern: str) -> list[str]:
+        return [charts.NOTHING if pd.isna(v) else pattern.format(v) for v in values]
+    return table.assign(**{column: text(table[column], "{:,.0f}")
+                           for column in ("true_rank", "found_rank", "estimated_count")})
+
+
 def estimates_chart(tables: dict[str, pd.DataFrame], k: int, epsilon: float) -> go.Figure:
     """Estimated against true count of every cell each protocol found."""
     fig = go.Figure()
@@ -77,7 +85,6 @@ def estimates_chart(tables: dict[str, pd.DataFrame], k: int, epsilon: float) -> 
 
 def section(settings: RunSettings, od) -> None:
     """Explore: PEM and TreeHist at the page's ε and seed, the top k found against the true."""
-    st.subheader("Finding the busiest commutes without a frequency oracle (heavy hitters)")
     st.caption("A frequency oracle estimates every one of the d possible commutes; for a whole "
                "country (10⁹–10¹⁰ cells) that is too much. PEM and TreeHist find the busiest "
                "commutes under ε-local DP by growing them bit by bit: the server only ever "
@@ -111,16 +118,13 @@ def section(settings: RunSettings, od) -> None:
                          expanded=True):
             st.caption(PROTOCOLS[protocol][1] + f". {results[protocol].groups} levels, cells "
                        f"written in {results[protocol].bits} bits.")
-            st.dataframe(table.drop(columns=["origin", "destination"]), hide_index=True,
-                         width="stretch", column_config={
+            st.dataframe(_readable(table.drop(columns=["origin", "destination"])),
+                         hide_index=True, width="stretch", column_config={
                              "commute": "Commute", "true_count": "True count",
-                             "true_rank": st.column_config.NumberColumn("True rank",
-                                                                        format="%d"),
-                             "found_rank": st.column_config.NumberColumn("Rank found",
-                                                                         format="%d"),
-                             "estimated_count": st.column_config.NumberColumn(
-                                 "Estimated count", format="%.0f"),
-                             "status": "Status"})
+                             "true_rank": "True rank", "found_rank": "Rank found",
+                             "estimated_count": "Estimated count", "status": "Status"})
+            st.caption(f"{charts.NOTHING}: not in the true top {k} (true rank) or not found "
+                       "(rank found, estimated count).")
             charts.table_download(table, f"heavy_hitters_{protocol}_eps{settings.epsilon:g}_"
                                   f"seed{settings.seed}", f"explore_hh_{protocol}")
 
@@ -194,8 +198,8 @@ def recall_section(settings: RunSettings, od, epsilons: tuple, trials: int,
                         style="method")
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
     charts.show(fig, summary, "heavy_hitters_recall", "tradeoffs_hh_chart")
-    charts.table_download(done.table, "heavy_hitters_every_run", "tradeoffs_hh_every_run",
-                          "Every run (CSV)")
+    charts.table_download(done.table, "heavy_hitters_every_release", "tradeoffs_hh_every_run",
+                          "Every release (CSV)")
     if k != SWEEP_K:
         note = (f" The frequency oracles' recall is measured at k = {SWEEP_K} (in the sweep "
                 f"above): set k = {SWEEP_K} to compare.")
@@ -206,7 +210,7 @@ def recall_section(settings: RunSettings, od, epsilons: tuple, trials: int,
                 "then the top k taken.")
     st.caption(f"{done.done:,} of {done.total:,} runs, {trials} trial(s) per point; the band is "
                "the 95 % confidence interval of the mean. Each run's CPU time and precision are "
-               "in the every-run CSV." + note)
+               "in the “Every release” CSV." + note)
 
 
 # ---------------------------------------------------------------------------------------- Learn
@@ -229,7 +233,8 @@ def walk_chart(walk: pd.DataFrame, k: int, name: str) -> go.Figure:
                                   "<extra></extra>")
     charts.layout(fig, f"How the {name} server walks the prefix tree", "", "", height=460)
     fig.update_layout(barmode="overlay")
-    fig.update_yaxes(type="log", title_text="Prefixes (log scale)", row=1, col=1)
+    fig.update_yaxes(charts.log_axis(walk["candidates"], walk["kept"]),
+                     title_text="Prefixes (log scale)", row=1, col=1)
     fig.update_yaxes(range=[0, k * 1.05], title_text="Commutes", row=2, col=1)
     fig.update_xaxes(title_text="Level (prefix length in bits grows at each level)", row=2,
                      col=1)

@@ -32,6 +32,7 @@ from dpcore.theory import (
 )
 from ui import charts, data, learn_charts, runs, safe, state
 from ui import heavy_hitters as hh
+from ui.charts import NOTHING
 from ui.controls import EPSILON_STEPS
 from ui.viewstate import kept
 
@@ -392,19 +393,25 @@ def choose(current: data.Current, epsilon: float) -> None:
                icon=":material/recommend:")
     table = accuracy.compare_mechanisms(od.n, od.domain_size, epsilon, cell_count=busiest)
     number = st.column_config.NumberColumn
+    shown = table.assign(bits_per_user=[NOTHING if pd.isna(bits) else f"{bits:,.0f}"
+                                        for bits in table["bits_per_user"]])
     st.dataframe(
-        table, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 2,
+        shown, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 2,
         column_order=("name", "model", "std_empty", "max_error", "bits_per_user", "server_cost",
                       "variance_cell", "max_error_order", "guarantee"),
         column_config={
-            "name": "Mechanism", "model": "Model", "guarantee": "Guarantee",
+            # pinned: the table scrolls sideways inside its frame with the names in view
+            "name": st.column_config.TextColumn("Mechanism", pinned=True), "model": "Model",
+            "guarantee": "Guarantee",
             "std_empty": number("SD, empty cell", format="%.4g",
                                 help="Standard deviation of an empty cell's estimate "
                                      "(commuters)."),
             "max_error": number("Max error (95 %)", format="compact",
                                 help="Largest error over all cells, exceeded with probability "
                                      "5 % (commuters)."),
-            "bits_per_user": number("Bits per person", format="compact"),
+            "bits_per_user": st.column_config.TextColumn(
+                "Bits per person", help=f"What one person's device sends; {NOTHING}: nothing "
+                                        "(central mechanisms collect the true data)."),
             "server_cost": "Server cost",
             "variance_cell": number(f"Variance, busiest cell ({busiest:,})", format="compact",
                                     help="Commuters²."),
@@ -412,8 +419,8 @@ def choose(current: data.Current, epsilon: float) -> None:
     charts.table_download(table, "choosing_a_mechanism", "learn_choose")
     st.caption(f"For n = {od.n:,} commuters and |X| = {od.domain_size:,} cells at ε = "
                f"{epsilon:g}; counts in commuters, variances in commuters². Central mechanisms "
-               "send people's true data to the office (no bits column). As in thesis tables "
-               "3.1–3.3, with every number evaluated for this dataset.")
+               f"send people's true data to the office ({NOTHING} in the bits column). As in "
+               "thesis tables 3.1–3.3, with every number evaluated for this dataset.")
     with st.expander("How the recommendation is made"):
         st.markdown(accuracy.RECOMMENDATION_RULE)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import folium
 import numpy as np
@@ -77,17 +77,23 @@ OSM_TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 OSM_ATTRIBUTION = ('&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> '
                    "contributors")
 
+#: The legends' look, inside the map (a corner control) and beside it on the page.
+LEGEND_CSS = """<style>
+.flow-legends { display: flex; flex-wrap: wrap; gap: 8px 24px; }
+.flow-legend { background: rgba(255,255,255,.92); padding: 6px 9px; font: 11px/1.35 sans-serif;
+  color: #222; border-radius: 4px; box-shadow: 0 1px 4px rgba(0,0,0,.3); max-width: 250px; }
+.flow-legends .flow-legend { box-shadow: none; border: 1px solid #ddd; max-width: 420px; }
+.flow-legend b { display: block; margin: 3px 0 2px; }
+.flow-legend summary { cursor: pointer; font-weight: bold; }
+.flow-legend .row { display: flex; align-items: center; gap: 6px; }
+.flow-legend .swatch { width: 34px; flex: none; }
+</style>"""
+
 _CSS = f"""<style>
 body .leaflet-container {{ background: {SEA}; }}
 .zone-label {{ font: 11px/1.2 sans-serif; color: #2d3748; white-space: nowrap;
   text-shadow: 0 0 3px #fff, 0 0 3px #fff, 0 0 2px #fff; pointer-events: none; }}
-.flow-legend {{ background: rgba(255,255,255,.92); padding: 6px 9px; font: 11px/1.35 sans-serif;
-  color: #222; border-radius: 4px; box-shadow: 0 1px 4px rgba(0,0,0,.3); max-width: 250px; }}
-.flow-legend b {{ display: block; margin: 3px 0 2px; }}
-.flow-legend summary {{ cursor: pointer; font-weight: bold; }}
-.flow-legend .row {{ display: flex; align-items: center; gap: 6px; }}
-.flow-legend .swatch {{ width: 34px; flex: none; }}
-</style>"""
+</style>""" + LEGEND_CSS
 
 
 # ------------------------------------------------------------------------------------- geometry
@@ -261,8 +267,32 @@ def _points(frame: pd.DataFrame, properties: dict[str, list]) -> dict:
         for x, y, *values in zip(lon, lat, *properties.values())]}
 
 
-def legend_html(view: str, breaks, statuses=(), colour: str | None = None) -> str:
-    """The legend's HTML: line widths by class, colours (by status in the difference view)."""
+def difference_bounds(lines: pd.DataFrame) -> tuple[float, float]:
+    """The bounds (close, far) of the difference view's classes, fitted to the flows drawn.
+
+    With fixed bounds of 10 % and 50 %, a good release of large flows (Laplace noise of a few
+    commuters on flows of hundreds) draws every line grey. When the drawn flows' relative errors
+    stay below ``FAR``, the bounds become 1-2-5 steps under their median and 90th percentile, so
+    the lines spread over the classes and the legend says the bounds used."""
+    both = lines[(lines["true"] > 0) & (lines["released"] >= flows.PRESENT_AT)]
+    relative = np.abs(both["released"] - both["true"]).to_numpy(float) / both["true"].to_numpy(float)
+    if relative.size == 0 or np.quantile(relative, 0.9) >= flows.FAR or relative.max() == 0:
+        return flows.CLOSE, flows.FAR
+
+    def step_below(value: float) -> float:
+        value = max(value, 1e-6)
+        decade = 10 ** math.floor(math.log10(value))
+        return max(m * decade for m in (1, 2, 5) if m * decade <= value * (1 + 1e-9))
+
+    close = min(step_below(float(np.median(relative))), flows.CLOSE)
+    far = step_below(float(np.quantile(relative, 0.9)))
+    return close, far if far > close else close * 2
+
+
+def legend_html(view: str, breaks, statuses=(), colour: str | None = None,
+                labels: dict[str, str] = flows.STATUSES) -> str:
+    """The legend's HTML: line widths by class, colours (by status in the difference view,
+    ``labels`` saying what each status means)."""
     widths = line_widths(breaks)
     line_colour = _colour(view, flows.CLOSE_TO_TRUE, colour)
     sized = {flows.TRUE: "true count", flows.RELEASED: "released count",
@@ -280,7 +310,7 @@ def legend_html(view: str, breaks, statuses=(), colour: str | None = None) -> st
             dash = "dashed" if status in DASHED else "solid"
             parts.append(f'<div class="row"><span class="swatch" style="border-top:3px {dash} '
                          f'{STATUS_COLOURS[status]}"></span>'
-                         f"{html_text(flows.STATUSES[status])}</div>")
+                         f"{html_text(labels[status])}</div>")
     parts.append("</details>")
     return "".join(parts)
 
@@ -303,6 +333,8 @@ class FlowMap:
     map: folium.Map
     tooltip_to_zone: dict[str, str]
     flow_layers: int
+    #: The legends' HTML (already escaped), for a page that draws them beside the map.
+    legends: list[str] = field(default_factory=list)
 
 
 def add_background(m: folium.Map, bounds) -> None:
@@ -355,7 +387,6 @@ def _add_areas(m: folium.Map, areas) -> None:
     folium.GeoJson(areas.collection, name="Zone areas (approximate)", smooth_factor=0.5,
                    color="#6b7280", weight=0.5, opacity=0.8, fillOpacity=0.72,
                    tooltip=folium.GeoJsonTooltip(["name", "value"], labels=False)).add_to(m)
-    Legend(areas.legend, "bottomleft").add_to(m)
 
 
 def _add_outlines(m: folium.Map, rings: list[tuple[str, np.ndarray]]) -> None:
@@ -438,14 +469,16 @@ def _add_zones(m: folium.Map, frame: pd.DataFrame, size_by: str, tooltips: pd.Se
 def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *,
              size_by: str = "residents", selected: str | None = None,
              parent_outlines: list[tuple[str, np.ndarray]] = (), basemap: bool = False,
-             colour: str | None = None, areas=None) -> FlowMap:
+             colour: str | None = None, areas=None, legends_inside: bool = True) -> FlowMap:
     """The whole map of one view: background, within-zone rings, flow lines, zones, legend.
 
     ``zone_frame`` is :func:`dpcore.evaluation.flows.zones`; ``breaks`` the width classes
     (:func:`dpcore.evaluation.flows.width_breaks`, shared by maps shown side by side); ``selected`` a zone
     id to ring; ``parent_outlines`` from :func:`outlines`; ``colour`` the line colour of the
     true or released view (the difference view colours by status); ``areas`` coloured zone
-    areas (:func:`ui.choropleth.layer`) drawn under the flows.
+    areas (:func:`ui.choropleth.layer`) drawn under the flows. The legends are drawn in the
+    map's corners (a standalone file) or, without ``legends_inside``, left to the page
+    (``FlowMap.legends``), so that they cover none of the map.
     """
     if size_by not in SIZE_BY:
         raise ValueError(f"size_by must be one of {', '.join(SIZE_BY)}; got {size_by!r}")
@@ -457,11 +490,18 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
         _add_areas(m, areas)
     else:
         _add_outlines(m, list(parent_outlines))
-    _add_within(m, selection.within, selection.view, shrink, colour)
+    lines, within, labels = selection.lines, selection.within, flows.STATUSES
+    if selection.view == flows.DIFFERENCE:  # classes fitted to the flows drawn
+        close, far = difference_bounds(pd.concat([lines, within]))
+        lines, within = (frame.assign(status=flows.classify(frame["true"], frame["released"],
+                                                            close, far))
+                         for frame in (lines, within))
+        labels = flows.status_labels(close, far)
+    _add_within(m, within, selection.view, shrink, colour)
     reference_lat = (bounds[0][0] + bounds[1][0]) / 2
     extent = math.hypot(bounds[1][0] - bounds[0][0],
                         (bounds[1][1] - bounds[0][1]) * math.cos(math.radians(reference_lat)))
-    layers = add_flow_lines(m, selection.lines, selection.view, breaks, reference_lat,
+    layers = add_flow_lines(m, lines, selection.view, breaks, reference_lat,
                             ARROW_MAX * extent, colour)
     tooltips = zone_tooltips(zone_frame)[zone_frame["placed"].to_numpy()]
     _add_zones(m, placed, size_by, tooltips, selected, shrink)
@@ -471,12 +511,24 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
         largest = placed.nlargest(MAX_LABELS, size_by)
         places = list(zip(largest["label"], largest["lat"], largest["lon"]))
     ZoneLabels(places).add_to(m)
-    statuses = set(selection.lines["status"]) | set(selection.within["status"])
-    Legend(legend_html(selection.view, breaks, statuses, colour)).add_to(m)
+    statuses = set(lines["status"]) | set(within["status"])
+    legends = [legend_html(selection.view, breaks, statuses, colour, labels)]
+    if areas is not None:
+        legends.append(areas.legend)
+    if legends_inside:
+        for legend, corner in zip(legends, ("bottomright", "bottomleft")):
+            Legend(legend, corner).add_to(m)
     tooltip_to_zone = dict(zip(tooltips.str.strip(), placed["id"]))
     if areas is not None:
         tooltip_to_zone = {**areas.tooltip_to_zone, **tooltip_to_zone}
-    return FlowMap(m, tooltip_to_zone, layers)
+    return FlowMap(m, tooltip_to_zone, layers, legends)
+
+
+def legends_beside(legends: list[str]) -> str:
+    """The map's legends as one HTML block for the page, side by side under the map."""
+    return (f"{LEGEND_CSS}<div class=\"flow-legends\">"
+            + "".join(f'<div class="flow-legend">{legend}</div>' for legend in legends)
+            + "</div>")
 
 
 def clicked_zone(value, tooltip_to_zone: dict[str, str]) -> str | None:

@@ -48,10 +48,23 @@ def _seconds(value: float) -> str:
 def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
     """The mechanisms side by side (one row each), numbers to 4 significant digits."""
     frame = summaries.scorecard(results)
-    shown = frame.assign(mechanism=frame["mechanism"].map(charts.name))
-    st.dataframe(shown, hide_index=True, width="stretch", column_config={
-        column: st.column_config.NumberColumn(format="%.4g")
-        for column in shown.columns if column != "mechanism"})
+    # Short names, pinned, and units in the headers, so the table fits a laptop's width (and
+    # scrolls inside its frame, names still in view, when it does not).
+    shown = frame.assign(mechanism=frame["mechanism"].map(charts.short_name))
+    if "Bits per commuter" in shown:
+        shown["Bits per commuter"] = [charts.NOTHING if pd.isna(bits) else f"{bits:,.0f}"
+                                      for bits in shown["Bits per commuter"]]
+    config = {"mechanism": st.column_config.TextColumn("Mechanism", pinned=True),
+              "Bits per commuter": st.column_config.TextColumn(
+                  "Bits per commuter", help=f"{charts.NOTHING}: a central mechanism (everyone's "
+                                            "true commute is collected instead)."),
+              "Release time (s)": st.column_config.NumberColumn(format="%.3g")}
+    for key in summaries.SCORECARD:
+        info = metrics.METRICS[key]
+        units = f" ({info.unit})" if info.unit else ""
+        config[info.label] = st.column_config.NumberColumn(info.label + units, format="%.4g",
+                                                           help=info.description)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=config)
     return frame
 
 

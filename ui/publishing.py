@@ -25,6 +25,7 @@ from dpcore.evaluation import publish_compare
 from dpcore.interfaces import export, ledger, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import DELTA, EPSILON, FINE_SHARE
+from dpcore.mechanisms import postprocess as postprocessing
 from dpcore.mechanisms import topdown
 from dpcore.release import RunSettings
 from ui import charts, data, runs, safe, state, widgets
@@ -37,6 +38,9 @@ AUDIT = "publish_audit_record"  # its private audit record (never part of the pu
 DOMAIN_CACHE = "publish_domain_cache"  # (the user's choice, its Domain): read a zones file once
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
+#: The publishing mechanisms in plain words (the manifest keeps publish.MECHANISMS' exact wording).
+PLAIN_MECHANISMS = {publish.DISCRETE_LAPLACE: "Discrete Laplace",
+                    publish.GAUSSIAN: "Discrete Gaussian"}
 
 
 def book() -> ledger.LedgerStore | None:
@@ -229,7 +233,8 @@ def section(settings: RunSettings) -> None:
     left, middle, right = st.columns(3)
     mechanism = (publish.GAUSSIAN if method == publish.TOPDOWN else
                  left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
-                                format_func=publish.MECHANISMS.__getitem__))
+                                format_func=PLAIN_MECHANISMS.__getitem__,
+                                help="Noise on whole-number counts, drawn by the OpenDP library."))
     if method == publish.TOPDOWN:
         left.caption("Noise: the discrete Gaussian (zCDP), as TopDown requires.")
     epsilon = middle.number_input("ε for this publish", min_value=EPSILON.low,
@@ -247,9 +252,11 @@ def section(settings: RunSettings) -> None:
     shares = _topdown_shares(hierarchy) if method == publish.TOPDOWN else None
     postprocess = "base_pos"
     if method != publish.TOPDOWN:
-        postprocess = st.radio("Post-processing", list(publish.POSTPROCESS), horizontal=True,
-                               index=0 if levels else 1, key="publish_postprocess",
-                               format_func=lambda k: f"{k}: {publish.POSTPROCESS[k]}")
+        postprocess = st.radio(
+            "Post-processing", list(publish.POSTPROCESS), horizontal=True,
+            index=0 if levels else 1, key="publish_postprocess",
+            format_func=lambda k: f"{postprocessing.METHODS[k][0].split(' (')[0]}: "
+                                  f"{publish.POSTPROCESS[k]}")
     problem = publish.too_large(od, levels)
     if problem:
         st.warning(problem)

@@ -31,6 +31,9 @@ def sweep_chart(spec: runs.SweepSpec, key: str, title: str, metric: str, log_y: 
     y_title = f"{info.label} ({info.unit})" if info.unit else info.label
     by = ["mechanism", x] + ([style] if style else [])
     summary = summaries.summarise(found.table, metric, by=by)
+    if style == "postprocess":  # the methods' names, not their keys ("Base-Pos", not base_pos)
+        summary[style] = [postprocess.METHODS[m][0].split(" (")[0] if m in postprocess.METHODS
+                          else m for m in summary[style]]
     fig = charts.curves(summary, x, title, x_title, y_title, style=style, theory=theory,
                         theory_label=theory_label, log_x=log_x, log_y=log_y)
     charts.show(fig, summary, key, key)

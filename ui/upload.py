@@ -10,6 +10,7 @@ parse cannot be interrupted), so without it two parses would hold memory at once
 """
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -129,6 +130,11 @@ def _import_dense_or_sparse(content: bytes, name: str, **options) -> importers.I
     return importers.import_od(content, name, sparse=True, **options)
 
 
+#: The importers' level keys in words (POWSCAR: Irish electoral divisions; LODES: US census).
+LEVEL_WORDS = {"ed": "electoral division", "county": "county", "tract": "census tract",
+               "block": "census block"}
+
+
 def level_picker(file_format: str, where) -> str | None:
     """The level to import at, for formats that have levels (None: the importer chooses)."""
     levels = importers.LEVELS.get(file_format)
@@ -137,7 +143,8 @@ def level_picker(file_format: str, where) -> str | None:
                       "format to pick one.")
         return None
     return where.selectbox("Level", [None, *levels], key=state.level_widget(file_format),
-                           format_func=lambda level: level or "automatic (the importer chooses)")
+                           format_func=lambda level: (LEVEL_WORDS.get(level, level) if level
+                                                      else "automatic (the importer chooses)"))
 
 
 def forget() -> None:
@@ -197,14 +204,24 @@ def show(upload, attempt: Attempt) -> None:
                  "below and upload it again. If it is, this is a bug in the importer: please "
                  "report it with the file's first lines.")
         return
-    for item in sorted(attempt.notices, key=lambda n: _SEVERITY[n.level]):
-        widgets.notice(item)
+    notices = sorted(attempt.notices, key=lambda n: _SEVERITY[n.level])
+    if attempt.result is not None:  # the outcome first, then what was corrected on the way
+        result = attempt.result
+        level = f", {LEVEL_WORDS.get(result.level, result.level)} level" if result.level else ""
+        st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
+    for item in notices:
+        if item.level != "info":
+            widgets.notice(item)
+    notes = [item for item in notices if item.level == "info"]
+    if notes:
+        with st.expander(f"{len(notes)} note{'s' if len(notes) > 1 else ''} on the import "
+                         "(automatic corrections and what was read)"):
+            for item in notes:
+                widgets.notice(item)
     mapping_form(upload, attempt)
     if attempt.result is None:
         return
-    result, matrix = attempt.result, attempt.result.matrix
-    level = f", {result.level} level" if result.level else ""
-    st.success(f"Imported **{name}** as {importers.FORMATS[result.format]}{level}.")
+    matrix = attempt.result.matrix
     if st.session_state[state.UPLOADED_MATRIX] is matrix:
         st.success("This is the current dataset on every page, for this browser session only.")
         st.page_link(navigation.HOME.path, label="See it on the home page",
@@ -224,7 +241,14 @@ def show(upload, attempt: Attempt) -> None:
 
 def examples() -> None:
     """How each accepted format looks (the importer's own, tested examples), with downloads."""
-    st.markdown(importers.describe_formats())
+    # Example files as wrapped code blocks: a long CSV header would otherwise make a scrolled
+    # box that the keyboard cannot reach (axe: scrollable-region-focusable).
+    for i, part in enumerate(re.split(r"```csv\n(.*?)```", importers.describe_formats(),
+                                      flags=re.DOTALL)):
+        if i % 2:
+            st.code(part, language="csv", wrap_lines=True)
+        elif part.strip():
+            st.markdown(part)
     st.markdown("**Download the examples**")
     columns = st.columns(len(importers.EXAMPLES))
     for column, (key, text) in zip(columns, importers.EXAMPLES.items(), strict=True):

@@ -54,12 +54,12 @@ def figures(matrix: ODMatrix) -> None:
     row[3].metric("Domain |X|", f"{summary['domain_size']:,}",
                   help="Every origin × destination pair, including those nobody commutes along.")
     row = st.columns(4)
-    row[0].metric("Non-zero cells", f"{summary['nonzero']:,}")
-    row[1].metric("Sparsity", f"{summary['sparsity']:.1%}",
-                  help="Share of the domain that is empty.")
+    row[0].metric("Non-empty cells", f"{summary['nonzero']:,}")
+    row[1].metric("Empty cells", f"{summary['sparsity']:.1%}",
+                  help="Share of the domain |X| that nobody commutes along (its sparsity).")
     row[2].metric("Cells with count 1", f"{summary['cells_count_1']:,}")
     row[3].metric("Cells with count < 10", f"{summary['cells_under_10']:,}",
-                  help="Non-zero cells with 1 to 9 commuters.")
+                  help="Non-empty cells with 1 to 9 commuters.")
     risk = ("publishing such a count tells anyone who knows where a person lives where that "
             "person works, the re-identification risk that differential privacy is meant to "
             "remove.")
@@ -87,10 +87,16 @@ def notice(item) -> None:
     _ALERTS[item.level](body)
 
 
-def _page_summary(path: Path) -> str:
-    """First line of a page's module docstring, so each page describes itself."""
+def _page_summary(path: Path, title: str) -> str:
+    """The first paragraph of a page's module docstring, so each page describes itself, without
+    the page's own name in front ("Tradeoffs: how error falls…" → "How error falls…"): the link
+    above it already says it."""
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    summary = " ".join(doc.strip().split("\n\n")[0].split())
+    head, colon, rest = summary.partition(": ")
+    if colon and head.lower().startswith(title.lower()):
+        summary = rest[:1].upper() + rest[1:]
+    return summary
 
 
 def page_links() -> None:
@@ -99,6 +105,6 @@ def page_links() -> None:
         if info is navigation.HOME:
             continue
         st.page_link(info.path, label=info.title)
-        summary = _page_summary(ROOT / info.path)
+        summary = _page_summary(ROOT / info.path, info.title)
         if summary:
             st.caption(summary)

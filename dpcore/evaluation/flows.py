@@ -55,16 +55,27 @@ CLOSE, FAR = 0.10, 0.50
 
 CLOSE_TO_TRUE, OVER, OVER_FAR, UNDER, UNDER_FAR, INVENTED, LOST = (
     "close", "over", "over_far", "under", "under_far", "invented", "lost")
-#: Status key → what it means, in legend order.
-STATUSES = {
-    OVER_FAR: f"Over-estimated by more than {FAR:.0%}",
-    OVER: f"Over-estimated by {CLOSE:.0%}–{FAR:.0%}",
-    CLOSE_TO_TRUE: f"Within {CLOSE:.0%} of the truth",
-    UNDER: f"Under-estimated by {CLOSE:.0%}–{FAR:.0%}",
-    UNDER_FAR: f"Under-estimated by more than {FAR:.0%}",
-    INVENTED: "Invented: nobody commutes here, the release shows commuters",
-    LOST: "Lost: people commute here, the release shows none",
-}
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.3g}%"
+
+
+def status_labels(close: float = CLOSE, far: float = FAR) -> dict[str, str]:
+    """Status key → what it means, in legend order, for the class bounds ``close`` and ``far``."""
+    return {
+        OVER_FAR: f"Over-estimated by more than {_percent(far)}",
+        OVER: f"Over-estimated by {_percent(close)}–{_percent(far)}",
+        CLOSE_TO_TRUE: f"Within {_percent(close)} of the truth",
+        UNDER: f"Under-estimated by {_percent(close)}–{_percent(far)}",
+        UNDER_FAR: f"Under-estimated by more than {_percent(far)}",
+        INVENTED: "Invented: nobody commutes here, the release shows commuters",
+        LOST: "Lost: people commute here, the release shows none",
+    }
+
+
+#: Status key → what it means, in legend order (the default bounds).
+STATUSES = status_labels()
 
 LINES, WITHIN, UNPLACED = "lines", "within", "unplaced"
 GROUPS = (LINES, WITHIN, UNPLACED)
@@ -75,10 +86,10 @@ FLOW_COLUMNS = ["cell", "origin", "destination", "origin_label", "destination_la
 
 
 # ------------------------------------------------------------------------------ classification
-def classify(true_counts, released) -> np.ndarray:
+def classify(true_counts, released, close: float = CLOSE, far: float = FAR) -> np.ndarray:
     """Status key (:data:`STATUSES`) of each flow; ``""`` where neither true nor released.
 
-    Relative error is (released − true) / true; ``CLOSE`` and ``FAR`` bound its classes.
+    Relative error is (released − true) / true; ``close`` and ``far`` bound its classes.
     """
     t = np.asarray(true_counts, dtype=float)
     r = np.asarray(released, dtype=float)
@@ -90,11 +101,11 @@ def classify(true_counts, released) -> np.ndarray:
         relative = np.where(observed, (r - t) / np.where(observed, t, 1.0), 0.0)
     out = np.full(t.shape, "", dtype=object)
     both = observed & present
-    out[both & (np.abs(relative) <= CLOSE)] = CLOSE_TO_TRUE
-    out[both & (relative > CLOSE) & (relative <= FAR)] = OVER
-    out[both & (relative > FAR)] = OVER_FAR
-    out[both & (relative < -CLOSE) & (relative >= -FAR)] = UNDER
-    out[both & (relative < -FAR)] = UNDER_FAR
+    out[both & (np.abs(relative) <= close)] = CLOSE_TO_TRUE
+    out[both & (relative > close) & (relative <= far)] = OVER
+    out[both & (relative > far)] = OVER_FAR
+    out[both & (relative < -close) & (relative >= -far)] = UNDER
+    out[both & (relative < -far)] = UNDER_FAR
     out[~observed & present] = INVENTED
     out[observed & ~present] = LOST
     return out

@@ -49,8 +49,10 @@ def test_explore_reacts_to_epsilon_and_mechanism(page: Page, app_url, screenshot
     page.goto(f"{app_url}/Explore?mech=laplace&mech=grr&eps=1")
     expect(page.get_by_role("heading", name="Explore a release")).to_be_visible()
     expect(chart_title(page, "30 busiest commutes: true vs released (ε = 1)")).to_be_visible()
-    expect(chart_title(page, "Ordering: true rank vs released rank (ε = 1)")).to_be_visible()
     expect(page.get_by_text("busiest commutes kept their rank").first).to_be_visible()
+    page.get_by_role("tab", name="Ordering").click()
+    expect(chart_title(page, "Ordering: true rank vs released rank (ε = 1)")).to_be_visible()
+    page.get_by_role("tab", name="What happened").click()
     no_traceback(page)
     screenshot("explore-county-eps1")
 
@@ -68,9 +70,10 @@ def test_explore_reacts_to_epsilon_and_mechanism(page: Page, app_url, screenshot
     no_traceback(page)
     screenshot("explore-county-eps5-oue")
 
+    page.get_by_role("tab", name="Checks over repeated draws").click()
     page.get_by_role("button", name="Run 90 releases").click()  # 30 draws × 3 mechanisms
     expect(page.get_by_text("independent releases per mechanism").first).to_be_visible()
-    page.get_by_role("heading", name="Scores").scroll_into_view_if_needed()
+    page.get_by_role("tab", name="Scores").click()
     no_traceback(page)
     screenshot("explore-county-scores-and-checks")
 
@@ -95,7 +98,9 @@ def test_tradeoffs_sweep_reacts_to_mechanism_and_epsilon(page: Page, app_url, sc
     trials.press("Enter")
     page.get_by_role("button", name="Run 36 releases").first.click()
     expect(chart_title(page, "RMSE against ε (Base")).to_be_visible()
-    expect(legend_entry(page, "Laplace · theory")).to_be_visible()
+    # one legend entry for every theory line (a key, not one entry per curve)
+    expect(legend_entry(page, "Theory (dotted, in the colour of its mechanism)")
+           ).to_be_visible()
     no_traceback(page)
     screenshot("tradeoffs-epsilon")
 

@@ -24,8 +24,8 @@ from ui import maps
 
 pytestmark = pytest.mark.browser
 
-#: What the map in an iframe holds: background layers (land, borders), coloured zone areas and
-#: the legends' titles; null until Leaflet and the map exist.
+#: What the map in an iframe holds: background layers (land, borders) and coloured zone areas;
+#: null until Leaflet and the map exist (the legends are under the map, on the page).
 LAYERS = """() => {
     if (window.L === undefined || !window.map) return null;
     const layers = Object.values(window.map._layers);
@@ -34,9 +34,7 @@ LAYERS = """() => {
                                       && l.feature.properties.value !== undefined);
     return {land: background.filter(l => l instanceof L.Polygon).length,
             borders: background.filter(l => !(l instanceof L.Polygon)).length,
-            areas: areas.length,
-            legends: [...document.querySelectorAll(".flow-legend summary")]
-                .map(e => e.textContent)};
+            areas: areas.length};
 }""".replace("BACKGROUND", maps.BACKGROUND_CLASS)
 TOKYO_CSV = ("origin,destination,count,origin_lat,origin_lon,destination_lat,destination_lon\n"
              "Shinjuku,Chiyoda,900,35.6938,139.7034,35.6940,139.7536\n"
@@ -60,6 +58,7 @@ def map_layers(page: Page, areas: int, timeout_ms: int = 90_000) -> dict:
         except PlaywrightError:  # the iframe is replaced by a rerun: look again
             found = None
         if found and found["land"] >= 1 and found["areas"] == areas:
+            found["legends"] = page.locator(".flow-legends summary").all_text_contents()
             return found
         page.wait_for_timeout(500)
         waited += 500
@@ -104,8 +103,8 @@ def test_an_upload_near_tokyo_gets_the_same_background(page: Page, app_url, netw
 
 def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot):
     page.goto(f"{app_url}/Explore?dataset=ireland_county&mech=laplace&heat_log=true")
-    heading = page.get_by_role("heading", name="The OD matrix as a heat map")
-    expect(heading).to_be_visible()
+    heading = page.get_by_role("tab", name="Heat map")
+    heading.click()
     heading.evaluate("element => element.scrollIntoView()")  # plotly draws charts in view
     chart = page.locator(".js-plotly-plot").filter(has=page.locator(
         ".gtitle", has_text="Origins × destinations"))
@@ -142,9 +141,11 @@ def test_explore_url_parameters_round_trip(page: Page, app_url, network):
     expect(page.get_by_role("slider", name="Busiest commutes in the bars (k)")).to_have_attribute(
         "aria-valuetext", "12")
     expect(page.get_by_role("switch", name="Log scale for the bars")).to_be_checked()
-    expect(page.get_by_role("switch", name="Log colour scale")).to_be_checked()
     expect(page.get_by_role("spinbutton", name="Seed")).to_have_value("4")
+    page.get_by_role("tab", name="Checks over repeated draws").click()
     expect(page.get_by_role("spinbutton", name="Draws")).to_have_value("7")
+    page.get_by_role("tab", name="Heat map").click()
+    expect(page.get_by_role("switch", name="Log colour scale")).to_be_checked()
     url_has(page, eps="2", mech="laplace", seed="4", pp="base", k="12")
     page.get_by_text("Log colour scale", exact=True).click()
     url_has(page, heat_log="false")

@@ -2,6 +2,8 @@
 in Chromium, then Explore on it: sparse releases, no memory cap, the heat map replaced by a
 sentence saying why."""
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -27,6 +29,7 @@ def test_explore_on_a_state_lodes_tract_upload(page: Page, app_url, screenshot):
                                                    "mimeType": "text/csv",
                                                    "buffer": lodes_state()}))
     expect(page.get_by_text("Imported state_od.csv as")).to_be_visible(timeout=120_000)
+    page.get_by_text(re.compile(r"notes? on the import")).click()  # the importer's notes, folded
     expect(page.get_by_text("the sparse release").first).to_be_visible()
     page.get_by_role("button", name="Use this dataset").click()
     expect(page.get_by_text("This is the current dataset on every page")).to_be_visible()
@@ -35,6 +38,7 @@ def test_explore_on_a_state_lodes_tract_upload(page: Page, app_url, screenshot):
     expect(chart_title(page, "30 busiest commutes: true vs released")).to_be_visible(
         timeout=120_000)
     expect(page.get_by_text("64,000,000 possible commutes").first).to_be_visible()
+    page.get_by_role("tab", name="Heat map").click()
     expect(page.get_by_text("The heat map (every cell of a block of zones) is not shown")
            ).to_be_visible()
     expect(page.get_by_text("has no sparse release").first).to_be_visible()   # the Hadamard one
