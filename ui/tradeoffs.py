@@ -99,8 +99,8 @@ def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
     labels = ", ".join(scenario.label for scenario in scenarios)
     st.caption(f"Reruns the thesis's chapter 5 on this dataset ({labels}) with the ε grid and "
                f"trials above: {len(thesis.MECHANISMS)} "
-               f"mechanisms, {releases:,} releases scored after Base, Base-Pos and Base-Cut, then "
-               "the rank tables — the same as `python3 -m dpcore reproduce-thesis`.")
+               f"mechanisms, {releases:,} releases scored after Base, Base-Pos and the thesis's "
+               "Base-Cut, then the rank tables — the same as `python3 -m dpcore reproduce-thesis`.")
     if built is None or built[0] != key:
         left, right, status = st.columns([2, 1, 4], vertical_alignment="center")
         if not left.button("Build the thesis report", key="thesis_report_build",
