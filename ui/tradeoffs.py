@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpcore.data import views
+from dpcore.data import datasets, views
 from dpcore.evaluation import metrics, summaries, thesis
 from dpcore.mechanisms import postprocess
 from dpcore.release import RunSettings
@@ -111,6 +111,7 @@ def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
         address = runs.scheduler_address()
         chapter = thesis.run(od, epsilons=epsilons, trials=trials, seed=settings.seed,
                              scheduler=runs.client(address) if address else None,
+                             source=datasets.DATASETS.get(settings.dataset),
                              progress=lambda done, total: bar.progress(
                                  done / total, f"{done:,} of {total:,} releases"))
         bar.progress(1.0, "Drawing the report…")
