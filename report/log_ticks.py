@@ -14,8 +14,8 @@ import numpy as np
 
 
 def tick_label(value: float) -> str:
-    """A tick value written out: 1, 10, 1,000, 0.01; 10⁶ and up as 1e6 (no ambiguity)."""
-    if value >= 1e6:
+    """A tick value written out: 1, 10, 1,000, 10,000,000, 0.01; from 10¹⁰ on as 1e10."""
+    if value >= 1e10:
         return f"{value:.0e}".replace("e+0", "e").replace("e+", "e")
     if value >= 1:
         return f"{value:,.0f}"
@@ -29,14 +29,19 @@ def log_axis(values) -> dict:
     v = v[np.isfinite(v) & (v > 0)]
     if v.size == 0:
         return {"type": "log"}
-    low, high = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    smallest, largest = float(v.min()), float(v.max())
+    low, high = math.floor(math.log10(smallest)), math.ceil(math.log10(largest))
     high = max(high, low + 1)
-    if math.log10(v.max()) - math.log10(v.min()) >= 1:
-        major = [10.0 ** k for k in range(low, high + 1)]
+    decades = [10.0 ** k for k in range(low, high + 1)]
+    if sum(smallest <= t <= largest for t in decades) >= 2:
         minor = [m * 10.0 ** k for k in range(low, high) for m in range(2, 10)]
-        return {"type": "log", "tickvals": major, "ticktext": [tick_label(t) for t in major],
+        return {"type": "log", "tickvals": decades, "ticktext": [tick_label(t) for t in decades],
                 "minor": {"tickvals": minor, "ticks": "outside", "ticklen": 3,
                           "showgrid": True}}
-    major = [m * 10.0 ** k for k in range(low - 1, high + 1) for m in (1, 2, 5)]
-    major = [t for t in major if v.min() / 2 <= t <= v.max() * 2]
-    return {"type": "log", "tickvals": major, "ticktext": [tick_label(t) for t in major]}
+    # less than two decades in view: 1, 2 and 5 × 10^k labelled in full, the rest unlabelled
+    steps = [(m, k) for k in range(low - 1, high + 1) for m in range(1, 10)]
+    near = [(m, k) for m, k in steps if smallest / 2 <= m * 10.0 ** k <= largest * 2]
+    major = [m * 10.0 ** k for m, k in near if m in (1, 2, 5)]
+    minor = [m * 10.0 ** k for m, k in near if m not in (1, 2, 5)]
+    return {"type": "log", "tickvals": major, "ticktext": [tick_label(t) for t in major],
+            "minor": {"tickvals": minor, "ticks": "outside", "ticklen": 3, "showgrid": False}}

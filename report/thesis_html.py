@@ -138,6 +138,7 @@ def _bars(spec: thesis.Figure) -> go.Figure:
                       row=row, col=col)
         fig.update_xaxes(title_text="true rank of the commute", row=row, col=col)
         fig.update_yaxes(title_text="commuters", row=row, col=1)
+    fig.update_yaxes(tickformat=",")
     fig.update_layout(title=_esc(spec.title), barmode="group")
     return fig
 
@@ -145,7 +146,9 @@ def _bars(spec: thesis.Figure) -> go.Figure:
 def _ordering(spec: thesis.Figure) -> go.Figure:
     data = spec.data
     panels = list(dict.fromkeys(data[spec.facet]))
-    fig, cells = _grid(panels, 2, [_panel_name(p, spec.facet) for p in panels], True, 360)
+    zeros = data.groupby(spec.facet, sort=False)["released_zero"].sum()
+    fig, cells = _grid(panels, 2, [f"{_panel_name(p, spec.facet)}: {int(zeros[p]):,} released "
+                                   f"as 0" for p in panels], True, 360)
     for i, (panel, (row, col)) in enumerate(zip(panels, cells)):
         rows = data[data[spec.facet] == panel]
         top = int(rows["true_rank"].max())
@@ -157,8 +160,7 @@ def _ordering(spec: thesis.Figure) -> go.Figure:
             part = rows[rows["released_zero"] == zero]
             fig.add_trace(go.Scattergl(
                 x=part["true_rank"], y=part["released_rank"], mode="markers",
-                name=f"{name} ({len(part)} here)" if zero else name, legendgroup=name,
-                showlegend=zero or i == 0,
+                name=name, legendgroup=name, showlegend=i == 0,
                 marker={"color": style[0], "symbol": style[1], "size": style[2]},
                 hovertemplate="true rank %{x}<br>released rank %{y}<extra></extra>"),
                 row=row, col=col)

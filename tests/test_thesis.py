@@ -205,7 +205,9 @@ def test_log_ticks_label_only_unambiguous_values():
     assert wide["ticktext"] == ["1", "10", "100", "1,000", "10,000"]
     assert "ticktext" not in wide["minor"] and 20 in wide["minor"]["tickvals"]
     narrow = log_ticks.log_axis([30, 90])
-    assert narrow["ticktext"] == ["20", "50", "100"]
+    assert narrow["ticktext"] == ["20", "50", "100"] and "ticktext" not in narrow["minor"]
+    one_decade = log_ticks.log_axis([300, 7_000])  # only 1,000 inside: 1-2-5 labels instead
+    assert one_decade["ticktext"] == ["200", "500", "1,000", "2,000", "5,000", "10,000"]
 
 
 def test_series_are_told_apart_by_more_than_colour(county_chapter):
