@@ -94,7 +94,7 @@ ITEMS = (
     ("Figure 5.15", "Hadamard mechanism: ordering of the top 100 ED commutes, ε = 5"),
     ("Figure 5.16", "The two ED subsets"),
     ("Figure 5.17", "RMSE of the local mechanisms on the two ED subsets"),
-    ("Running times", "Running times: every user simulated, beside our aggregate release"),
+    ("Running times", "Every user simulated, beside our aggregate release"),
 )
 
 
@@ -773,26 +773,29 @@ LINEAR_RATIO, LINEAR_RETRIES = (1.6, 2.5), 3
 TIMING_REPEATS = 3
 
 
-def _per_user_seconds(mechanism, items: np.ndarray, d: int, rng) -> float:
-    """CPU seconds of what the thesis timed: every person's report made and aggregated (local),
-    or every person's row counted into the histogram and released (central). CPU time of this
-    process, the least of :data:`TIMING_REPEATS` runs, so that other work on the machine does
-    not count."""
+def _cpu_seconds(work) -> float:
+    """CPU seconds of ``work()`` in this process, the least of :data:`TIMING_REPEATS` runs, so
+    that other work on the machine does not count."""
     best = float("inf")
     for _ in range(TIMING_REPEATS):
         started = time.process_time()
-        if mechanism.model == "local":
-            mechanism.simulate(items, d, rng)
-        else:
-            mechanism.release(np.bincount(items, minlength=d), rng)
+        work()
         best = min(best, time.process_time() - started)
     return best
 
 
-def running_times(matrix: ODMatrix, specs, aggregate: pd.Series, seed: int,
-                  epsilon: float = HIGH_EPSILON) -> pd.DataFrame:
+def _per_user_seconds(mechanism, items: np.ndarray, d: int, rng) -> float:
+    """What the thesis timed: every person's report made and aggregated (local), or every
+    person's row counted into the histogram and released (central)."""
+    if mechanism.model == "local":
+        return _cpu_seconds(lambda: mechanism.simulate(items, d, rng))
+    return _cpu_seconds(lambda: mechanism.release(np.bincount(items, minlength=d), rng))
+
+
+def running_times(matrix: ODMatrix, specs, seed: int, epsilon: float = HIGH_EPSILON
+                  ) -> pd.DataFrame:
     """Per-user simulation times at this level, extrapolated from two subsample sizes, beside the
-    aggregate release's time (``aggregate``: mechanism → mean seconds from the sweep).
+    CPU time of our aggregate release of the same counts (:meth:`release`, one exact draw).
 
     For each mechanism the smaller subsample m doubles from :data:`TIMING_START` until one run
     takes :data:`TIMING_FLOOR` CPU seconds (or 2m would exceed n); 2m is timed too, and the time
@@ -801,6 +804,7 @@ def running_times(matrix: ODMatrix, specs, aggregate: pd.Series, seed: int,
     """
     items = matrix.to_items()
     d, n = matrix.domain_size, matrix.n
+    counts = matrix.to_dense()
     rng = release.generator(seed, "thesis-running-times")
     rows = []
     for key, params in specs:
@@ -812,26 +816,26 @@ def running_times(matrix: ODMatrix, specs, aggregate: pd.Series, seed: int,
             if first >= TIMING_FLOOR or 4 * size > n:
                 break
             size *= 2
-        for _ in range(LINEAR_RETRIES):  # not linear yet (e.g. fixed costs): larger sizes
+        for attempt in range(LINEAR_RETRIES):  # not linear yet (fixed costs): larger sizes
             double = min(2 * size, n)
             second = _per_user_seconds(mechanism, items[rng.integers(0, n, double)], d, rng)
-            if LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1] \
-                    or 4 * size > n:
+            if (LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1]
+                    or 4 * size > n or attempt == LINEAR_RETRIES - 1):
                 break
             size, first = double, second
         slope = max(second - first, 0.0) / max(double - size, 1)
         full = second + slope * (n - double)
-        agg = float(aggregate.get(key, np.nan))
-        county, _ = THESIS_SECONDS.get(key, (None, None))
+        agg = _cpu_seconds(lambda: mechanism.release(counts, rng))
+        county, ed = THESIS_SECONDS.get(key, (None, None))
         rows.append({"key": key, "Mechanism": label(key), "model": mechanism.model,
                      "timed people m, 2m": f"{size:,}, {double:,}",
                      "seconds at m": first, "seconds at 2m": second,
                      "2m / m (2 = linear)": second / first if first > 0 else np.nan,
-                     "linear": bool(LINEAR_RATIO[0] <= second / max(first, 1e-9)
-                                    <= LINEAR_RATIO[1]),
+                     "linear": "yes" if LINEAR_RATIO[0] <= second / max(first, 1e-9)
+                                    <= LINEAR_RATIO[1] else "no",
                      "per-user, all n (s)": full, "aggregate release (s)": agg,
                      "per-user / aggregate": full / agg if agg > 0 else np.nan,
-                     "thesis (s)": county})
+                     "thesis, county (s)": county, "thesis, ED (s)": ed})
     return pd.DataFrame(rows)
 
 
@@ -1007,9 +1011,10 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
                        f"row counted into the histogram, then released) at {coarse.label} level, "
                        f"ε = {HIGH_EPSILON:g}, on subsamples of m and 2m people (CPU seconds, "
                        f"least of {TIMING_REPEATS} runs), extrapolated linearly to all n = "
-                       f"{size[coarse.label][0]:,}; beside the mean wall time of "
-                       f"our exact aggregate release in the sweep (one draw from the counts' "
-                       f"law). Thesis column: its county times (Intel i5, Python loops). "
+                       f"{size[coarse.label][0]:,}; beside the CPU time of our exact aggregate "
+                       f"release of the same counts (one draw from the counts' law, least of "
+                       f"{TIMING_REPEATS}). Thesis columns: its times (Intel i5, per-user "
+                       f"Python code; no local hashing at ED level). "
                        f"{settings}", times, context={"d": size[coarse.label][1]}))
     return [item if isinstance(item, Absent) else _judged(item) for item in items]
 
@@ -1059,11 +1064,7 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
             chapter.seconds = time.perf_counter() - started
             return chapter
         snaps = made.result()
-    coarse = views.select(od, lv.coarse.view)
-    aggregate = summaries.release_times(table)
-    aggregate = aggregate[aggregate["scenario"] == lv.coarse.label].set_index(
-        "mechanism")["seconds"]
-    times = running_times(coarse, specs, aggregate, seed)
+    times = running_times(views.select(od, lv.coarse.view), specs, seed)
     chapter.items = _items(od, lv, table, snaps, times, line)
     chapter.seconds = time.perf_counter() - started
     return chapter
