@@ -295,12 +295,14 @@ def _central_order(f: Figure, thesis_text: str, what: str) -> Verdict:
                      f"{stab.iloc[-1] / lap.iloc[-1]:.2f} at ε = {lap.index[-1]:g})")
         if share < 0.5:
             agrees = False
-            reasons.append(f"at {level} level both add Laplace noise to the non-empty cells and "
-                           f"the stability histogram also zeroes every cell under its threshold "
-                           + ("(so it loses at the coarse level, where few cells are empty)"
-                              if below else "(so it wins where most cells are empty)"))
-    reason = ("the mechanisms' own definitions predict this order: " + "; ".join(reasons)
-              + ". The thesis's Laplace release (OpenDP, its own scale) may differ from ours.")
+            reasons.append(
+                f"at {level} level, where few cells are empty, the stability histogram adds "
+                f"Laplace noise to the non-empty cells as Laplace does and also zeroes the cells "
+                f"under its threshold, so it cannot come out below Laplace" if below else
+                f"at {level} level the stability histogram leaves the many empty cells exact, "
+                f"where Laplace adds noise to every one of them, so it comes out below Laplace")
+    reason = ("; ".join(reasons) + " — the mechanisms' definitions predict it (the thesis's "
+              "Laplace release, OpenDP's, may have used another noise scale)")
     return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees, reason)
 
 
