@@ -123,6 +123,10 @@ def test_population_sweep_subsamples():
 
 def test_post_processing_comparison_and_a_mechanism_left_out():
     at = tradeoffs_page(seed="106", mech=["laplace", "topk"])
+    # each method's one-line definition is the widget's help: the thesis's Base-Cut and Wang et
+    # al.'s threshold under their own names
+    help_text = at.multiselect(key="kept_widget_tradeoffs_methods").help
+    assert "running sum first exceeds n" in help_text and "Significance cut" in help_text
     at.multiselect(key="kept_widget_tradeoffs_methods").set_value(["base", "significance_cut"]).run()
     run_sweep(at, "tradeoffs_postprocess")
     fig = figure(at, "by post-processing")
