@@ -74,19 +74,35 @@ def _grid(panels: list, columns: int, titles: list[str], independent_y: bool = T
     return fig, [(i // cols + 1, i % cols + 1) for i in range(len(panels))]
 
 
+def _axes(index: int) -> tuple[str, str]:
+    """Layout keys of the x- and y-axis of subplot ``index`` (0-based, row by row)."""
+    suffix = "" if index == 0 else str(index + 1)
+    return f"xaxis{suffix}", f"yaxis{suffix}"
+
+
+def _finish(fig: go.Figure, traces: list, cells: list, axes: dict, **layout) -> go.Figure:
+    """Add every trace and axis setting at once (plotly validates each call: one call each)."""
+    fig.add_traces([t for t, _ in traces], rows=[cells[i][0] for _, i in traces],
+                   cols=[cells[i][1] for _, i in traces])
+    fig.update_layout({**axes, **layout})
+    return fig
+
+
 def _lines(spec: thesis.Figure) -> go.Figure:
     """Mean over trials against ε, error bars = 95 % intervals; one panel per facet value."""
     data = spec.data
     info = metrics.METRICS[spec.metric]
+    unit = f"{info.label} ({info.unit})" if info.unit else info.label
     panels = list(dict.fromkeys(data[spec.facet])) if spec.facet else [None]
-    fig, cells = _grid(panels, 2 if spec.facet else 1,
+    columns = 2 if spec.facet else 1
+    fig, cells = _grid(panels, columns,
                        [_panel_name(p, spec.facet) for p in panels] if spec.facet else [""],
                        spec.independent_y)
     styles = POSTPROCESS_STYLE if spec.colour == "postprocess" else MECHANISM_STYLE
     dashes = {s: SCENARIO_DASHES[i % len(SCENARIO_DASHES)]
               for i, s in enumerate(dict.fromkeys(data["scenario"]))}
-    shown = set()
-    for panel, (row, col) in zip(panels, cells):
+    shown, traces, axes = set(), [], {}
+    for index, panel in enumerate(panels):
         rows = data if panel is None else data[data[spec.facet] == panel]
         group = [spec.colour] + ([spec.dash] if spec.dash else [])
         for keys, series in rows.groupby(group, sort=False):
@@ -97,7 +113,7 @@ def _lines(spec: thesis.Figure) -> go.Figure:
             name = (_panel_name(keys[0], spec.colour)
                     + (f" · {_esc(keys[1])}" if spec.dash else ""))
             series = series.sort_values("epsilon")
-            fig.add_trace(go.Scatter(
+            traces.append((go.Scatter(
                 x=series["epsilon"], y=series["mean"], name=name, legendgroup=name,
                 showlegend=name not in shown, mode="lines+markers",
                 line={"color": colour, "dash": dash, "width": 2},
@@ -109,38 +125,39 @@ def _lines(spec: thesis.Figure) -> go.Figure:
                 customdata=series[["trials", "low", "high"]],
                 hovertemplate=(f"{name}<br>ε = %{{x}}<br>mean %{{y:.4g}}<br>95 % interval "
                                f"%{{customdata[1]:.4g}} – %{{customdata[2]:.4g}}<br>"
-                               f"%{{customdata[0]}} trials<extra></extra>")), row=row, col=col)
+                               f"%{{customdata[0]}} trials<extra></extra>")), index))
             shown.add(name)
-        if spec.log_y:
-            fig.update_yaxes(**log_axis(pd.concat([rows["low"], rows["high"], rows["mean"]])),
-                             row=row, col=col)
-        fig.update_xaxes(title_text="ε (privacy budget)", row=row, col=col)
-    unit = f"{info.label} ({info.unit})" if info.unit else info.label
-    for row in range(1, cells[-1][0] + 1):
-        fig.update_yaxes(title_text=unit, row=row, col=1)
-    fig.update_layout(title=_esc(spec.title), legend={"title": "series"})
-    return fig
+        x_key, y_key = _axes(index)
+        axes[x_key] = {"title": {"text": "ε (privacy budget)"}}
+        y_axis = log_axis(pd.concat([rows["low"], rows["high"], rows["mean"]])) \
+            if spec.log_y else {}
+        if index % columns == 0:
+            y_axis["title"] = {"text": unit}
+        axes[y_key] = y_axis
+    return _finish(fig, traces, cells, axes, title=_esc(spec.title),
+                   legend={"title": {"text": "series"}})
 
 
 def _bars(spec: thesis.Figure) -> go.Figure:
     data = spec.data
     panels = list(dict.fromkeys(data["panel"]))
     fig, cells = _grid(panels, 2, panels, True, 300)
-    for i, (panel, (row, col)) in enumerate(zip(panels, cells)):
+    traces, axes = [], {}
+    for index, panel in enumerate(panels):
         rows = data[data["panel"] == panel]
         hover = [_esc(c) for c in rows["commute"]]
-        fig.add_trace(go.Bar(x=rows["rank"], y=rows["true"], name="True count",
-                             marker={"color": TRUE_COLOUR}, legendgroup="true",
-                             showlegend=i == 0, hovertext=hover), row=row, col=col)
-        fig.add_trace(go.Bar(x=rows["rank"], y=rows["released"], name="Released count",
-                             marker={"color": RELEASED_COLOUR, "pattern": {"shape": "/"}},
-                             legendgroup="released", showlegend=i == 0, hovertext=hover),
-                      row=row, col=col)
-        fig.update_xaxes(title_text="true rank of the commute", row=row, col=col)
-        fig.update_yaxes(title_text="commuters", row=row, col=1)
-    fig.update_yaxes(tickformat=",")
-    fig.update_layout(title=_esc(spec.title), barmode="group")
-    return fig
+        traces.append((go.Bar(x=rows["rank"], y=rows["true"], name="True count",
+                              marker={"color": TRUE_COLOUR}, legendgroup="true",
+                              showlegend=index == 0, hovertext=hover), index))
+        traces.append((go.Bar(x=rows["rank"], y=rows["released"], name="Released count",
+                              marker={"color": RELEASED_COLOUR, "pattern": {"shape": "/"}},
+                              legendgroup="released", showlegend=index == 0,
+                              hovertext=hover), index))
+        x_key, y_key = _axes(index)
+        axes[x_key] = {"title": {"text": "true rank of the commute"}}
+        axes[y_key] = {"tickformat": ",", "title": {"text": "commuters" if index % 2 == 0
+                                                    else ""}}
+    return _finish(fig, traces, cells, axes, title=_esc(spec.title), barmode="group")
 
 
 def _ordering(spec: thesis.Figure) -> go.Figure:
@@ -149,27 +166,28 @@ def _ordering(spec: thesis.Figure) -> go.Figure:
     zeros = data.groupby(spec.facet, sort=False)["released_zero"].sum()
     fig, cells = _grid(panels, 2, [f"{_panel_name(p, spec.facet)}: {int(zeros[p]):,} released "
                                    f"as 0" for p in panels], True, 360)
-    for i, (panel, (row, col)) in enumerate(zip(panels, cells)):
+    traces, axes = [], {}
+    for index, panel in enumerate(panels):
         rows = data[data[spec.facet] == panel]
         top = int(rows["true_rank"].max())
-        fig.add_trace(go.Scatter(x=[1, top], y=[1, top], mode="lines", name="true order",
-                                 line={"color": "black", "width": 1}, showlegend=i == 0,
-                                 legendgroup="diag"), row=row, col=col)
+        traces.append((go.Scatter(x=[1, top], y=[1, top], mode="lines", name="true order",
+                                  line={"color": "black", "width": 1}, showlegend=index == 0,
+                                  legendgroup="diag"), index))
         for zero, name, style in ((False, "released > 0", ("#1f77b4", "circle", 4)),
                                   (True, "released as 0", ("#d62728", "x", 6))):
             part = rows[rows["released_zero"] == zero]
-            fig.add_trace(go.Scattergl(
-                x=part["true_rank"], y=part["released_rank"], mode="markers",
-                name=name, legendgroup=name, showlegend=i == 0,
+            traces.append((go.Scattergl(
+                x=part["true_rank"], y=part["released_rank"], mode="markers", name=name,
+                legendgroup=name, showlegend=index == 0,
                 marker={"color": style[0], "symbol": style[1], "size": style[2]},
-                hovertemplate="true rank %{x}<br>released rank %{y}<extra></extra>"),
-                row=row, col=col)
-        if rows["released_rank"].max() > 20 * top:
-            fig.update_yaxes(**log_axis(rows["released_rank"]), row=row, col=col)
-        fig.update_xaxes(title_text="true rank", row=row, col=col)
-        fig.update_yaxes(title_text="released rank", row=row, col=1)
-    fig.update_layout(title=_esc(spec.title))
-    return fig
+                hovertemplate="true rank %{x}<br>released rank %{y}<extra></extra>"), index))
+        x_key, y_key = _axes(index)
+        axes[x_key] = {"title": {"text": "true rank"}}
+        y_axis = log_axis(rows["released_rank"]) if rows["released_rank"].max() > 20 * top \
+            else {}
+        y_axis["title"] = {"text": "released rank" if index % 2 == 0 else ""}
+        axes[y_key] = y_axis
+    return _finish(fig, traces, cells, axes, title=_esc(spec.title))
 
 
 def _map(spec: thesis.Figure) -> go.Figure:

@@ -67,8 +67,8 @@ TRIALS = 10
 #: What the error figures show (the thesis's RMSE and maximum error): the cheap cell-error metrics.
 METRICS = ("rmse", "max_error_freq")
 #: Per-user simulation for the running times: people in the first of the two timed subsamples
-#: (drawn at random, with replacement) is doubled from this until one simulation takes
-#: TIMING_FLOOR CPU seconds (or a quarter of the population).
+#: (drawn at random, with replacement) grows from this until one simulation takes TIMING_FLOOR
+#: CPU seconds (or a quarter of the population).
 TIMING_START, TIMING_FLOOR = 2_000, 0.02
 
 #: The thesis's items in its order: reference, title.
@@ -775,23 +775,24 @@ LINEAR_RATIO, LINEAR_RETRIES = (1.6, 2.5), 3
 TIMING_REPEATS = 3
 
 
-def _cpu_seconds(work) -> float:
-    """CPU seconds of ``work()`` in this process, the least of :data:`TIMING_REPEATS` runs, so
-    that other work on the machine does not count."""
+def _cpu_seconds(work, repeats: int = TIMING_REPEATS) -> float:
+    """CPU seconds of ``work()`` in this process, the least of ``repeats`` runs, so that other
+    work on the machine does not count."""
     best = float("inf")
-    for _ in range(TIMING_REPEATS):
+    for _ in range(repeats):
         started = time.process_time()
         work()
         best = min(best, time.process_time() - started)
     return best
 
 
-def _per_user_seconds(mechanism, items: np.ndarray, d: int, rng) -> float:
+def _per_user_seconds(mechanism, items: np.ndarray, d: int, rng,
+                      repeats: int = TIMING_REPEATS) -> float:
     """What the thesis timed: every person's report made and aggregated (local), or every
     person's row counted into the histogram and released (central)."""
     if mechanism.model == "local":
-        return _cpu_seconds(lambda: mechanism.simulate(items, d, rng))
-    return _cpu_seconds(lambda: mechanism.release(np.bincount(items, minlength=d), rng))
+        return _cpu_seconds(lambda: mechanism.simulate(items, d, rng), repeats)
+    return _cpu_seconds(lambda: mechanism.release(np.bincount(items, minlength=d), rng), repeats)
 
 
 def running_times(matrix: ODMatrix, specs, seed: int, epsilon: float = HIGH_EPSILON
@@ -812,17 +813,18 @@ def running_times(matrix: ODMatrix, specs, seed: int, epsilon: float = HIGH_EPSI
     for key, params in specs:
         mechanism = mechanisms.build(key, epsilon=epsilon, **params)
         _per_user_seconds(mechanism, items[:100], d, rng)  # warm-up (imports, caches)
-        size = min(TIMING_START, max(n // 2, 1))
-        while True:
-            first = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng)
-            if first >= TIMING_FLOOR or 4 * size > n:
+        size, cap = min(TIMING_START, max(n // 4, 1)), max(n // 4, 1)
+        while True:  # one run per size while searching: jump to the size that should take long
+            probe = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng, 1)
+            if probe >= TIMING_FLOOR or size >= cap:
                 break
-            size *= 2
+            size = min(cap, size * int(np.clip(TIMING_FLOOR / max(probe, 1e-6), 2, 16)))
+        first = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng)
         for attempt in range(LINEAR_RETRIES):  # not linear yet (fixed costs): larger sizes
             double = min(2 * size, n)
             second = _per_user_seconds(mechanism, items[rng.integers(0, n, double)], d, rng)
             if (LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1]
-                    or 4 * size > n or attempt == LINEAR_RETRIES - 1):
+                    or 2 * double > n or attempt == LINEAR_RETRIES - 1):
                 break
             size, first = double, second
         slope = max(second - first, 0.0) / max(double - size, 1)
