@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.data import datasets  # noqa: E402
-from dpcore.evaluation import thesis  # noqa: E402
-from dpcore.interfaces import grids  # noqa: E402
-from report import thesis_html  # noqa: E402
+from dpcore.data import datasets
+from dpcore.evaluation import thesis
+from dpcore.interfaces import grids
+from report import thesis_html
 
 
 def once(od, source, workers: int, trials: int) -> tuple[float, float, thesis.Chapter]:
