@@ -519,7 +519,7 @@ def _judge_5_9(f: Figure) -> Verdict:
 
 
 def _judge_5_10(f: Figure) -> Verdict:
-    data, failing = f.data, []
+    data, failing, gaps = f.data, [], []
     gains = {}
     for key in LOCAL:
         base = _curve(data, mechanism=key, postprocess="base")
@@ -527,6 +527,7 @@ def _judge_5_10(f: Figure) -> Verdict:
         cut = _curve(data, mechanism=key, postprocess="base_cut")
         bad = [e for e in base.index if not cut[e] < pos[e] < base[e]]
         failing += [f"{label(key)} at ε = {e:g}" for e in bad]
+        gaps += [abs(cut[e] - pos[e]) / pos[e] for e in bad]
         gains[key] = (float((base.iloc[0] - cut.iloc[0]) / base.iloc[0]),
                       float((base.iloc[-1] - cut.iloc[-1]) / base.iloc[-1]))
     shrinking = all(last <= first for first, last in gains.values())
@@ -539,8 +540,10 @@ def _judge_5_10(f: Figure) -> Verdict:
                     "Base-Cut < Base-Pos < Base at every ε for every local mechanism; Base-Cut's "
                     "relative gain smaller at the last ε than at the first",
                     ours, not failing and shrinking,
-                    "different data: where the local mechanisms' noise is small against the "
-                    "counts the three methods tie")
+                    (f"where the order breaks, Base-Cut and Base-Pos are within "
+                     f"{max(gaps):.1%} of each other — the near-tie the thesis itself reports at "
+                     f"ε = 5, decided here by the data's small counts" if gaps else
+                     "Base-Cut's gain does not shrink with ε on this data"))
 
 
 def _judge_5_11(f: Figure) -> Verdict:
