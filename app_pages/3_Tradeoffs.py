@@ -70,7 +70,8 @@ st.header("Post-processing compared (thesis figure 5.10)")
 available = huge.postprocess_methods(od)
 methods = kept(st.multiselect, "Post-processing methods", "tradeoffs_methods",
                [m for m in ("base", "base_pos", "base_cut") if m in available], options=available,
-               format_func=lambda k: postprocess.METHODS[k][0])
+               format_func=lambda k: postprocess.METHODS[k].name,
+               help=postprocess.definitions(available))
 if methods:
     tradeoffs.sweep_chart(sweep([here], epsilons, methods), "tradeoffs_postprocess",
                           f"{metrics.METRICS[metric].label} against ε by post-processing", metric,

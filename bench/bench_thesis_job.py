@@ -4,8 +4,8 @@ The default thesis run is 2,400 releases, and the 600 ED jobs (9.8 M cells each)
 time. This runs the chapter's ED jobs in this process, as a worker runs them
 (``experiment._Data.execute``: one release, Base/Base-Pos/Base-Cut, each scored on the figures'
 metrics), and prints the mean CPU seconds (``time.process_time``) of a job per mechanism, split into
-the release, the post-processing and the scoring (cProfile, CPU clock). The data and each
-(mechanism, ε)'s Base-Cut variance are prepared by a warm-up pass first, as on a worker that has
+the release, the post-processing and the scoring (cProfile, CPU clock). The data (and any
+variance a post-processing needs) are prepared by a warm-up pass first, as on a worker that has
 run the first trial.
 
 Each run is a fresh process with a Dask worker's environment (one BLAS thread: a multi-threaded
@@ -51,7 +51,7 @@ def measure(root: Path, dataset: str, trials: int) -> dict:
                            postprocess=thesis.POSTPROCESS, trials=trials, scenarios=[fine])
     scoring = {"k": 10, "top_n": 100, "only": thesis.METRICS}
     data = experiment._Data(od)
-    for job in jobs[:len(jobs) // trials]:  # warm-up: views, dense counts, Base-Cut variances
+    for job in jobs[:len(jobs) // trials]:  # warm-up: views, dense counts
         data.execute(job, scoring)
     per_job: dict[str, list[float]] = {}
     profile = cProfile.Profile(time.process_time)

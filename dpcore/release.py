@@ -43,7 +43,7 @@ so a page does not ask which path ran. Mechanisms and post-processings the spars
 release come back as the release's ``error``, with the reason.
 
 Post-processing needs two things beyond the estimates, both handled here and nowhere else:
-Base-Cut needs the noise variance of an empty cell (public: it depends on ε, n and d only), and
+the significance cut needs the noise variance of an empty cell (public: it depends on ε, n and d only), and
 Post-Pos answers aggregate queries from the raw estimates, so its metrics see the raw release too.
 """
 
@@ -240,7 +240,7 @@ def check(spec: ReleaseSpec, od: ODMatrix) -> mechanisms.Mechanism:
         raise ValueError(f"unknown post-processing {unknown}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
     mechanism = spec.build()
-    if "base_cut" in spec.postprocess:
+    if postprocess.NEEDS_VARIANCE.intersection(spec.postprocess):
         _empty_cell_variance(mechanism, spec, od)
     return mechanism
 
@@ -257,8 +257,9 @@ def _empty_cell_variance(mechanism: mechanisms.Mechanism, spec: ReleaseSpec,
     variance = _zero_cell_variance(spec.mechanism, spec.epsilon, spec.params, od.n,
                                    od.domain_size)
     if variance is None:
-        raise ValueError(f"Base-Cut needs a closed-form noise variance, which {mechanism.name} "
-                         f"[{mechanism.key}] does not have; choose another post-processing for it")
+        raise ValueError(f"The significance cut needs a closed-form noise variance, which "
+                         f"{mechanism.name} [{mechanism.key}] does not have; choose another "
+                         f"post-processing for it")
     return variance
 
 
@@ -278,7 +279,7 @@ class ReleaseResult:
     """A release made with ``spec``: the raw estimates and each post-processing, scored.
 
     ``error`` replaces everything else when a setting the user chose cannot be used (a
-    parameter out of range, Base-Cut for a mechanism without a closed-form variance): see
+    parameter out of range, the significance cut for a mechanism without a closed-form variance): see
     :func:`attempt`. ``approximation`` says what is not exact in distribution, where something
     is (a sparse release's, :attr:`dpcore.mechanisms.sparse_release.SparseRelease.approximation`).
     """
@@ -369,8 +370,8 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
     started = time.perf_counter()
     raw = mechanism.release(truth, spec.generator())
     seconds = time.perf_counter() - started
-    variance = (_empty_cell_variance(mechanism, spec, od) if "base_cut" in spec.postprocess
-                else None)
+    variance = (_empty_cell_variance(mechanism, spec, od)
+                if postprocess.NEEDS_VARIANCE.intersection(spec.postprocess) else None)
     outputs = {}
     for method in spec.postprocess:
         started = time.perf_counter()

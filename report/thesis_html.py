@@ -1,122 +1,327 @@
 """The thesis's results chapter as one self-contained HTML file (:mod:`dpcore.evaluation.thesis` data).
 
 plotly.js is inlined once in the page head and every figure is a ``<div>`` that uses it, so the
-file opens offline and asks no server for anything (no CDN, no fonts, no MathJax). Every label
-that may come from a user's file (zone and area names) is escaped before it reaches HTML or a
-plotly legend or hover.
+file opens offline and asks no server for anything (no CDN, no fonts, no MathJax, no map tiles:
+figure 5.16 draws the bundled land outline). Every label that may come from a user's file (zone
+and area names) is escaped before it reaches HTML or a plotly legend or hover.
+
+Every series differs by marker and dash as well as colour (unary encoding's line lies under local
+hashing's: their variance formulas are equal, so it gets open markers and dashes), panels whose
+values differ by orders of magnitude get their own y-axis, and log axes label only what they mean
+(:mod:`report.log_ticks`).
 """
 
 from __future__ import annotations
 
 import html
 import io
+import math
 import tempfile
 import zipfile
 from pathlib import Path
 
-import plotly.express as px
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import plotly.io as pio
 import plotly.offline
+from plotly.subplots import make_subplots
 
-from dpcore import mechanisms
 from dpcore.evaluation import metrics, thesis
 from dpcore.mechanisms import postprocess
+from report.log_ticks import log_axis
 
-#: Mechanism colours in the chapter's order (plotly's qualitative set; the same in every figure).
-COLOURS = dict(zip(thesis.MECHANISMS, px.colors.qualitative.D3))
-POSTPROCESS_COLOURS = dict(zip(thesis.POSTPROCESS, px.colors.qualitative.Set2))
+#: Series styles: colour, marker symbol, marker size, dash — never colour alone.
+MECHANISM_STYLE = {
+    "laplace": ("#1f77b4", "circle", 8, "solid"),
+    "stability_histogram": ("#ff7f0e", "square", 8, "dash"),
+    "grr": ("#2ca02c", "diamond", 9, "dot"),
+    "oue": ("#d62728", "circle-open", 13, "dash"),
+    "olh": ("#9467bd", "x", 7, "solid"),
+    "hm": ("#8c564b", "triangle-up", 9, "dashdot"),
+}
+POSTPROCESS_STYLE = {
+    "base": ("#7f7f7f", "circle", 8, "solid"),
+    "base_pos": ("#17becf", "square-open", 11, "dash"),
+    "base_cut": ("#e377c2", "diamond", 8, "dot"),
+}
+SCENARIO_DASHES = ("solid", "dash", "dot", "dashdot")
+TRUE_COLOUR, RELEASED_COLOUR = "#8c564b", "#d62728"  # the thesis's brown and red bars
 _CONFIG = {"displaylogo": False, "responsive": True}
+_VERDICT_MARK = {"agrees": "✓ agrees", "differs": "✗ differs", "not checked": "– not checked"}
 
 
-def _label(key: str) -> str:
-    return mechanisms.get(key).name
+def _esc(text) -> str:
+    return html.escape(str(text))
 
 
-def figure(spec: thesis.Figure):
-    """A plotly figure of one :class:`dpcore.evaluation.thesis.Figure`: mean over trials against ε, the
-    95 % interval as error bars, log scale for errors spanning decades."""
-    data = spec.data.copy()
-    data["error_plus"] = data["high"] - data["mean"]
-    data["error_minus"] = data["mean"] - data["low"]
-    data["mechanism"] = data["mechanism"].map(_label)
-    data["post-processing"] = data["postprocess"].map(lambda k: postprocess.METHODS[k][0])
-    data["data"] = data["scenario"].map(lambda s: html.escape(str(s)))
-    rename = {"postprocess": "post-processing", "scenario": "data"}
-    colour = rename.get(spec.colour, spec.colour)
-    colours = (POSTPROCESS_COLOURS if spec.colour == "postprocess" else COLOURS)
-    colour_map = {(_label(k) if spec.colour == "mechanism" else postprocess.METHODS[k][0]): c
-                  for k, c in colours.items()}
-    info = metrics.METRICS[spec.metric]
-    facet = rename.get(spec.facet, spec.facet) if spec.facet else None
-    fig = px.line(data, x="epsilon", y="mean", color=colour, markers=True,
-                  line_dash=rename.get(spec.dash, spec.dash) if spec.dash else None,
-                  facet_col=facet, facet_col_wrap=3 if facet else 0,
-                  error_y="error_plus", error_y_minus="error_minus", log_y=spec.log_y,
-                  color_discrete_map=colour_map, hover_data={"trials": True, "low": ":.4g",
-                                                             "high": ":.4g"},
-                  labels={"epsilon": "ε (privacy budget)",
-                          "mean": f"{info.label} ({info.unit})" if info.unit else info.label},
-                  title=html.escape(spec.title), template="plotly_white",
-                  height=330 * (1 + (data[facet].nunique() - 1) // 3) + 120 if facet else 460)
-    if facet:
-        fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+def _panel_name(key: str, facet: str) -> str:
+    if facet == "mechanism":
+        return thesis.label(key) if key in thesis.MECHANISMS else str(key)
+    if facet == "postprocess":
+        return postprocess.METHODS[key].name
+    return str(key)
+
+
+def _grid(panels: list, columns: int, titles: list[str], independent_y: bool = True,
+          height_per_row: int = 330):
+    cols = min(columns, max(len(panels), 1))
+    rows = max(1, math.ceil(len(panels) / cols))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[_esc(t) for t in titles],
+                        shared_yaxes=not independent_y, horizontal_spacing=0.08,
+                        vertical_spacing=0.16 if rows > 1 else 0.1)
+    fig.update_layout(height=height_per_row * rows + 140, template="plotly_white")
+    return fig, [(i // cols + 1, i % cols + 1) for i in range(len(panels))]
+
+
+def _axes(index: int) -> tuple[str, str]:
+    """Layout keys of the x- and y-axis of subplot ``index`` (0-based, row by row)."""
+    suffix = "" if index == 0 else str(index + 1)
+    return f"xaxis{suffix}", f"yaxis{suffix}"
+
+
+def _finish(fig: go.Figure, traces: list, cells: list, axes: dict, **layout) -> go.Figure:
+    """Add every trace and axis setting at once (plotly validates each call: one call each)."""
+    fig.add_traces([t for t, _ in traces], rows=[cells[i][0] for _, i in traces],
+                   cols=[cells[i][1] for _, i in traces])
+    fig.update_layout({**axes, **layout})
     return fig
 
 
-def _table_html(table: thesis.Table) -> str:
-    return table.data.to_html(index=False, escape=True, border=0, classes="data",
-                              float_format=lambda v: f"{v:.4g}")
+def _lines(spec: thesis.Figure) -> go.Figure:
+    """Mean over trials against ε, error bars = 95 % intervals; one panel per facet value."""
+    data = spec.data
+    info = metrics.METRICS[spec.metric]
+    unit = f"{info.label} ({info.unit})" if info.unit else info.label
+    panels = list(dict.fromkeys(data[spec.facet])) if spec.facet else [None]
+    columns = 2 if spec.facet else 1
+    fig, cells = _grid(panels, columns,
+                       [_panel_name(p, spec.facet) for p in panels] if spec.facet else [""],
+                       spec.independent_y)
+    styles = POSTPROCESS_STYLE if spec.colour == "postprocess" else MECHANISM_STYLE
+    dashes = {s: SCENARIO_DASHES[i % len(SCENARIO_DASHES)]
+              for i, s in enumerate(dict.fromkeys(data["scenario"]))}
+    shown, traces, axes = set(), [], {}
+    for index, panel in enumerate(panels):
+        rows = data if panel is None else data[data[spec.facet] == panel]
+        group = [spec.colour] + ([spec.dash] if spec.dash else [])
+        for keys, series in rows.groupby(group, sort=False):
+            keys = keys if isinstance(keys, tuple) else (keys,)
+            colour, symbol, size, dash = styles[keys[0]]
+            if spec.dash:
+                dash = dashes[keys[1]]
+            name = (_panel_name(keys[0], spec.colour)
+                    + (f" · {_esc(keys[1])}" if spec.dash else ""))
+            series = series.sort_values("epsilon")
+            traces.append((go.Scatter(
+                x=series["epsilon"], y=series["mean"], name=name, legendgroup=name,
+                showlegend=name not in shown, mode="lines+markers",
+                line={"color": colour, "dash": dash, "width": 2},
+                marker={"symbol": symbol, "size": size, "color": colour,
+                        "line": {"width": 2, "color": colour}},
+                error_y={"type": "data", "symmetric": False,
+                         "array": series["high"] - series["mean"],
+                         "arrayminus": series["mean"] - series["low"], "thickness": 1},
+                customdata=series[["trials", "low", "high"]],
+                hovertemplate=(f"{name}<br>ε = %{{x}}<br>mean %{{y:.4g}}<br>95 % interval "
+                               f"%{{customdata[1]:.4g}} – %{{customdata[2]:.4g}}<br>"
+                               f"%{{customdata[0]}} trials<extra></extra>")), index))
+            shown.add(name)
+        x_key, y_key = _axes(index)
+        axes[x_key] = {"title": {"text": "ε (privacy budget)"}}
+        y_axis = log_axis(pd.concat([rows["low"], rows["high"], rows["mean"]])) \
+            if spec.log_y else {}
+        if index % columns == 0:
+            y_axis["title"] = {"text": unit}
+        axes[y_key] = y_axis
+    return _finish(fig, traces, cells, axes, title=_esc(spec.title),
+                   legend={"title": {"text": "series"}})
 
 
-def _section(ref: str, title: str, body: str, caption: str, csv: str) -> str:
-    anchor = thesis.slug(ref)
-    return (f'<section id="{anchor}"><h2>{html.escape(title)}</h2>{body}'
-            f'<p class="caption">{html.escape(caption)} Data: <code>{html.escape(csv)}</code>.'
-            f'</p></section>')
+def _bars(spec: thesis.Figure) -> go.Figure:
+    data = spec.data
+    panels = list(dict.fromkeys(data["panel"]))
+    fig, cells = _grid(panels, 2, panels, True, 300)
+    traces, axes = [], {}
+    for index, panel in enumerate(panels):
+        rows = data[data["panel"] == panel]
+        hover = [_esc(c) for c in rows["commute"]]
+        traces.append((go.Bar(x=rows["rank"], y=rows["true"], name="True count",
+                              marker={"color": TRUE_COLOUR}, legendgroup="true",
+                              showlegend=index == 0, hovertext=hover), index))
+        traces.append((go.Bar(x=rows["rank"], y=rows["released"], name="Released count",
+                              marker={"color": RELEASED_COLOUR, "pattern": {"shape": "/"}},
+                              legendgroup="released", showlegend=index == 0,
+                              hovertext=hover), index))
+        x_key, y_key = _axes(index)
+        axes[x_key] = {"title": {"text": "true rank of the commute"}}
+        axes[y_key] = {"tickformat": ",", "title": {"text": "commuters" if index % 2 == 0
+                                                    else ""}}
+    return _finish(fig, traces, cells, axes, title=_esc(spec.title), barmode="group")
+
+
+def _ordering(spec: thesis.Figure) -> go.Figure:
+    data = spec.data
+    panels = list(dict.fromkeys(data[spec.facet]))
+    zeros = data.groupby(spec.facet, sort=False)["released_zero"].sum()
+    fig, cells = _grid(panels, 2, [f"{_panel_name(p, spec.facet)}: {int(zeros[p]):,} released "
+                                   f"as 0" for p in panels], True, 360)
+    traces, axes = [], {}
+    for index, panel in enumerate(panels):
+        rows = data[data[spec.facet] == panel]
+        top = int(rows["true_rank"].max())
+        traces.append((go.Scatter(x=[1, top], y=[1, top], mode="lines", name="true order",
+                                  line={"color": "black", "width": 1}, showlegend=index == 0,
+                                  legendgroup="diag"), index))
+        for zero, name, style in ((False, "released > 0", ("#1f77b4", "circle", 4)),
+                                  (True, "released as 0", ("#d62728", "x", 6))):
+            part = rows[rows["released_zero"] == zero]
+            traces.append((go.Scattergl(
+                x=part["true_rank"], y=part["released_rank"], mode="markers", name=name,
+                legendgroup=name, showlegend=index == 0,
+                marker={"color": style[0], "symbol": style[1], "size": style[2]},
+                hovertemplate="true rank %{x}<br>released rank %{y}<extra></extra>"), index))
+        x_key, y_key = _axes(index)
+        axes[x_key] = {"title": {"text": "true rank"}}
+        y_axis = log_axis(rows["released_rank"]) if rows["released_rank"].max() > 20 * top \
+            else {}
+        y_axis["title"] = {"text": "released rank" if index % 2 == 0 else ""}
+        axes[y_key] = y_axis
+    return _finish(fig, traces, cells, axes, title=_esc(spec.title))
+
+
+def _map(spec: thesis.Figure) -> go.Figure:
+    data, land = spec.data, spec.context.get("land")
+    fig = go.Figure()
+    if land:
+        polygons = land["coordinates"] if land["type"] == "MultiPolygon" else [land["coordinates"]]
+        xs, ys = [], []
+        for polygon in polygons:
+            ring = np.asarray(polygon[0])
+            xs += list(ring[:, 0]) + [None]
+            ys += list(ring[:, 1]) + [None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", mode="lines", name="land",
+                                 line={"color": "#999", "width": 1}, fillcolor="#eeeeee",
+                                 hoverinfo="skip"))
+    styles = {"D": ("#d62728", "circle", 7), "R": ("#1f77b4", "square", 7)}
+    for subset, rows in data.groupby("subset", sort=True):
+        colour, symbol, size = styles.get(subset[:1], ("#bbbbbb", "circle", 3))
+        fig.add_trace(go.Scattergl(x=rows["lon"], y=rows["lat"], mode="markers",
+                                   name=f"{_esc(subset)} ({len(rows)} zones)",
+                                   marker={"color": colour, "symbol": symbol, "size": size},
+                                   hovertext=[_esc(z) for z in rows["label"]]))
+    mid = float(data["lat"].mean()) if len(data) else 0.0
+    fig.update_xaxes(title_text="longitude (°)", showgrid=False)
+    fig.update_yaxes(title_text="latitude (°)", showgrid=False, scaleanchor="x",
+                     scaleratio=1 / max(math.cos(math.radians(mid)), 0.1))
+    fig.update_layout(title=_esc(spec.title), template="plotly_white", height=620)
+    return fig
+
+
+def figure(spec: thesis.Figure) -> go.Figure:
+    """A plotly figure of one :class:`dpcore.evaluation.thesis.Figure`."""
+    return {"lines": _lines, "bars": _bars, "ordering": _ordering, "map": _map}[spec.kind](spec)
+
+
+def _table_html(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, escape=True, border=0, classes="data", na_rep="–",
+                         float_format=lambda v: f"{v:,.4g}")
+
+
+def _verdict_html(verdict: thesis.Verdict) -> str:
+    parts = [f"<b>Thesis:</b> {_esc(verdict.thesis)}" if verdict.thesis else "",
+             f"<b>Check:</b> {_esc(verdict.criterion)}" if verdict.criterion else "",
+             f"<b>This run:</b> {_esc(verdict.ours)}",
+             f'<b>Verdict:</b> <span class="{verdict.word.replace(" ", "-")}">'
+             f"{_VERDICT_MARK[verdict.word]}</span>"
+             + (f" — {_esc(verdict.reason)}" if verdict.reason else "")]
+    return '<p class="verdict">' + "<br>".join(p for p in parts if p) + "</p>"
+
+
+def _section(item) -> str:
+    anchor = thesis.slug(item.ref)
+    heading = f"<h2>{_esc(item.ref)}: {_esc(item.title)}</h2>"
+    if isinstance(item, thesis.Absent):
+        return (f'<section id="{anchor}">{heading}<p class="caption">Not in this run: '
+                f"{_esc(item.why)}.</p></section>")
+    if isinstance(item, thesis.Figure):
+        body = pio.to_html(figure(item), full_html=False, include_plotlyjs=False, config=_CONFIG)
+    else:
+        shown = item.data.drop(columns=["key"], errors="ignore")
+        body = _table_html(shown)
+    return (f'<section id="{anchor}">{heading}{body}<p class="caption">{_esc(item.caption)} '
+            f"Data: <code>{_esc(thesis.slug(item.ref))}.csv</code>.</p>"
+            f"{_verdict_html(item.verdict)}</section>")
+
+
+def _summary_html(chapter: thesis.Chapter) -> str:
+    rows = []
+    for v in chapter.verdicts:
+        rows.append(f'<tr><td><a href="#{thesis.slug(v.ref)}">{_esc(v.ref)}</a></td>'
+                    f'<td class="{v.word.replace(" ", "-")}">{_VERDICT_MARK[v.word]}</td>'
+                    f"<td>{_esc(v.thesis)}</td><td>{_esc(v.ours)}</td>"
+                    f"<td>{_esc(v.reason)}</td></tr>")
+    counts = pd.Series([v.word for v in chapter.verdicts]).value_counts()
+    tally = ", ".join(f"{counts.get(w, 0)} {w}" for w in ("agrees", "differs", "not checked"))
+    return (f"<h2 id=\"summary\">Summary: the thesis's findings against this run ({tally})</h2>"
+            '<table class="data summary"><thead><tr><th>Item</th><th>Verdict</th>'
+            "<th>The thesis says</th><th>This run</th><th>Why it differs</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            "<p class=\"caption\">Each verdict is computed from this run's results by the check "
+            "printed under its item; a difference says why (different data, the thesis's own "
+            "formula predicting otherwise, or a protocol difference).</p>")
+
+
+def _about_data(chapter: thesis.Chapter) -> str:
+    source = chapter.source
+    if source is None:
+        return (f"<p>Run on <b>your data</b>, <b>{_esc(chapter.dataset)}</b>. The thesis's numbers "
+                "come from the 2016 Irish census (POWSCAR); compare the findings, not the "
+                "values.</p>")
+    if getattr(source, "synthetic", False):
+        return (f"<p>Run on the bundled dataset <b>{_esc(chapter.dataset)}</b>, which is "
+                "synthetic (calibrated to the 2016 census margins), so the numbers differ from "
+                "the thesis's; the comparisons are the thesis's.</p>")
+    return f"<p>Run on the bundled dataset <b>{_esc(chapter.dataset)}</b>.</p>"
 
 
 def render(chapter: thesis.Chapter) -> str:
     """The report as one HTML document (plotly.js inlined once)."""
-    parts, contents = [], []
-    for spec in chapter.figures:
-        div = pio.to_html(figure(spec), full_html=False, include_plotlyjs=False,
-                          config=_CONFIG)
-        parts.append(_section(spec.ref, f"{spec.ref}: {spec.title}", div, spec.caption,
-                              f"{thesis.slug(spec.ref)}.csv"))
-        contents.append((spec.ref, spec.title))
-    for table in chapter.tables:
-        parts.append(_section(table.ref, f"{table.ref}: {table.title}", _table_html(table),
-                              table.caption, f"{thesis.slug(table.ref)}.csv"))
-        contents.append((table.ref, table.title))
-    settings = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>"
+    settings = "".join(f"<li><b>{_esc(k)}</b>: {_esc(v)}</li>"
                        for k, v in chapter.settings.items())
-    toc = "".join(f'<li><a href="#{thesis.slug(ref)}">{html.escape(ref)}</a>: '
-                  f'{html.escape(title)}</li>' for ref, title in contents)
+    toc = "".join(f'<li><a href="#{thesis.slug(item.ref)}">{_esc(item.ref)}</a>: '
+                  f"{_esc(item.title)}</li>" for item in chapter.items)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>Thesis chapter 5 reproduced · {html.escape(chapter.dataset)}</title>
+<title>Thesis chapter 5 reproduced · {_esc(chapter.dataset)}</title>
 <style>
-body {{ font-family: "Liberation Sans", Arial, sans-serif; max-width: 1100px; margin: 2em auto;
+body {{ font-family: "Liberation Sans", Arial, sans-serif; max-width: 1150px; margin: 2em auto;
        padding: 0 1em; color: #222; }}
 .caption {{ color: #444; font-size: 0.9em; }}
+.verdict {{ font-size: 0.9em; background: #f6f6f6; padding: 0.5em 0.8em; }}
+.agrees {{ color: #1a6b1a; font-weight: bold; }}
+.differs {{ color: #a34000; font-weight: bold; }}
+.not-checked {{ color: #555; }}
 table.data {{ border-collapse: collapse; font-size: 0.9em; }}
 table.data th, table.data td {{ padding: 3px 8px; border-bottom: 1px solid #ddd;
-                                text-align: right; }}
+                                text-align: right; vertical-align: top; }}
 table.data td:first-child {{ text-align: left; }}
+table.summary td {{ text-align: left; }}
 section {{ margin-bottom: 2.5em; }}
 </style>
 <script>{plotly.offline.get_plotlyjs()}</script>
 </head><body>
 <h1>Experiments of the thesis's chapter 5, reproduced</h1>
 <p>Finnegan, <i>Local Differential Privacy Mechanisms for Frequency Estimation with Application to
-Mobility Data</i> (University of Padova, 2023/24), chapter 5, rerun on
-<b>{html.escape(chapter.dataset)}</b> by <code>python3 -m dpcore reproduce-thesis</code> in
-{chapter.seconds:.0f} s. The bundled Irish datasets are synthetic (calibrated to the 2016 census
-margins), so the numbers differ from the thesis's; the comparisons are the thesis's. Every figure's
-data is a CSV next to this file.</p>
-<ul>{settings}</ul>
+Mobility Data</i>, chapter 5, rerun by <code>python3 -m dpcore reproduce-thesis</code> in
+{chapter.seconds:.0f} s. Every item is defined as the thesis defines it (Base-Cut: its running-sum
+rule; the Hadamard mechanism: chapter 3's, t = 1). Every figure's data is a CSV next to this
+file.</p>
+{_about_data(chapter)}
+{_summary_html(chapter)}
+<h2>Settings</h2><ul>{settings}</ul>
 <h2>Contents</h2><ol>{toc}</ol>
-{''.join(parts)}
+{''.join(_section(item) for item in chapter.items)}
 </body></html>
 """
 

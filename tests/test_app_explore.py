@@ -196,8 +196,8 @@ def test_post_processing_choice_is_applied():
 
 
 def test_a_mechanism_that_cannot_run_says_why():
-    at = explore_page(mech=["topk", "laplace"], pp="base_cut")
-    assert any("could not run" in w.value and "Base-Cut" in w.value for w in at.warning)
+    at = explore_page(mech=["topk", "laplace"], pp="significance_cut")
+    assert any("could not run" in w.value and "significance cut" in w.value for w in at.warning)
     assert [t["name"] for t in figure(at, BARS)["data"]] == ["True count", "Laplace"]
 
 

@@ -192,7 +192,7 @@ def test_a_failed_release_leaves_the_true_map():
     at = open_page()
     at.radio(key="flowmap_view").set_value(flows.DIFFERENCE).run()
     at.session_state[controls.KEYS["mechanisms"].value] = ("topk",)
-    at.session_state[controls.KEYS["postprocess"].value] = "base_cut"
+    at.session_state[controls.KEYS["postprocess"].value] = "significance_cut"
     at.run()
     assert not at.exception
     assert any("could not run with these settings" in w.value for w in at.warning)

@@ -82,8 +82,8 @@ def test_default_post_processing_draws_the_raw_theory_as_an_upper_bound():
     bound = mean_line(fig, "Laplace · theory bound")[1]
     assert np.all(mean_line(fig, "Laplace")[1] <= 1.15 * bound)
     assert any("upper bound" in c.value for c in at.caption)
-    at = run_sweep(tradeoffs_page(pp="base_cut", seed="106"), "tradeoffs_epsilon")
-    assert not [t for t in figure(at, "against ε (Base-Cut")["data"] if "theory" in t["name"]]
+    at = run_sweep(tradeoffs_page(pp="significance_cut", seed="106"), "tradeoffs_epsilon")
+    assert not [t for t in figure(at, "against ε (Significance cut")["data"] if "theory" in t["name"]]
 
 
 def test_returning_and_shrinking_reuse_the_cached_releases():
@@ -123,14 +123,18 @@ def test_population_sweep_subsamples():
 
 def test_post_processing_comparison_and_a_mechanism_left_out():
     at = tradeoffs_page(seed="106", mech=["laplace", "topk"])
-    at.multiselect(key="kept_widget_tradeoffs_methods").set_value(["base", "base_cut"]).run()
+    # each method's one-line definition is the widget's help: the thesis's Base-Cut and Wang et
+    # al.'s threshold under their own names
+    help_text = at.multiselect(key="kept_widget_tradeoffs_methods").help
+    assert "running sum first exceeds n" in help_text and "Significance cut" in help_text
+    at.multiselect(key="kept_widget_tradeoffs_methods").set_value(["base", "significance_cut"]).run()
     run_sweep(at, "tradeoffs_postprocess")
     fig = figure(at, "by post-processing")
     names = {t["name"] for t in fig["data"]}
-    assert {"Laplace · Base", "Laplace · Base-Cut"} <= names  # the methods' names, not keys
+    assert {"Laplace · Base", "Laplace · Significance cut"} <= names  # names, not keys
     shown = [t["name"] for t in fig["data"] if t.get("showlegend", True)]
-    assert shown == ["Laplace", "Base", "Base-Cut"]  # a key: mechanism by colour, method by dash
-    assert any("left out" in w.value and "Base-Cut" in w.value for w in at.warning)
+    assert shown == ["Laplace", "Base", "Significance cut"]  # mechanism by colour, method by dash
+    assert any("left out" in w.value and "significance cut" in w.value.lower() for w in at.warning)
     assert "tradeoffs_postprocess_run" not in {b.key for b in at.button}  # nothing left to run
 
 

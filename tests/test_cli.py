@@ -253,7 +253,8 @@ def test_sweep_writes_the_tidy_table(capsys, tmp_path):
     (["--mechanisms", "laplace,nope", "--epsilons", "1"], "unknown mechanism 'nope'"),
     (["--mechanisms", "laplace", "--epsilons", "1,a"], "comma-separated list of numbers"),
     (["--mechanisms", "laplace", "--epsilons", "1", "--trials", "0"], "trials"),
-    (["--mechanisms", "topk", "--epsilons", "1", "--postprocess", "base_cut"], "Base-Cut"),
+    (["--mechanisms", "topk", "--epsilons", "1", "--postprocess", "significance_cut"],
+     "significance cut"),
     (["--mechanisms", "laplace,oue", "--epsilons", "1", "--delta", "1e-6"], "uses δ"),
 ])
 def test_sweep_rejects_bad_options_with_a_clear_message(capsys, tmp_path, argv, message):

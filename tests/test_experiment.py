@@ -129,7 +129,8 @@ def test_progress_to_the_end_is_not_a_cancellation(toy):
     (dict(mechanism_specs=["laplace"], epsilons=[]), "at least one ε"),
     (dict(mechanism_specs=["laplace"], epsilons=[1], trials=0), "trials"),
     (dict(mechanism_specs=["laplace"], epsilons=[1], postprocess=["magic"]), "unknown post"),
-    (dict(mechanism_specs=["topk"], epsilons=[1], postprocess=["base_cut"]), "Base-Cut"),
+    (dict(mechanism_specs=["topk"], epsilons=[1], postprocess=["significance_cut"]),
+     "significance cut"),
     (dict(mechanism_specs=["laplace"], epsilons=[1], n_jobs=0), "n_jobs"),
 ])
 def test_invalid_runs_fail_before_running_with_a_clear_message(toy, kwargs, message):

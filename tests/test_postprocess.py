@@ -1,5 +1,6 @@
 """Consistency post-processing: each method's defining properties (totals, signs, idempotence,
-projection optimality, unbiasedness of Norm, Base-Cut's false-positive rate)."""
+projection optimality, unbiasedness of Norm, the thesis's Base-Cut rule, the significance cut's
+false-positive rate)."""
 
 import numpy as np
 import pytest
@@ -9,11 +10,12 @@ from dpcore.mechanisms import postprocess as pp
 from dpcore.mechanisms.central import Gaussian, Laplace, StabilityHistogram, TopK
 from tests.mechanisms.stat_checks import ALPHA, assert_unbiased, assert_variance
 
-KEYS = ["base", "base_pos", "post_pos", "base_cut", "norm", "norm_mul", "norm_sub", "norm_cut",
-        "round"]
+KEYS = ["base", "base_pos", "post_pos", "base_cut", "significance_cut", "norm", "norm_mul",
+        "norm_sub", "norm_cut", "round"]
 TOTAL_N = ["norm", "norm_mul", "norm_sub", "norm_cut", "round"]
-NON_NEGATIVE = ["base_pos", "post_pos", "base_cut", "norm_mul", "norm_sub", "norm_cut", "round"]
-VAR_STAR = 4.0  # Var* passed to every call (only Base-Cut reads it)
+NON_NEGATIVE = ["base_pos", "post_pos", "base_cut", "significance_cut", "norm_mul", "norm_sub",
+                "norm_cut", "round"]
+VAR_STAR = 4.0  # Var* passed to every call (only the significance cut reads it)
 
 
 def scenarios(rng):
@@ -36,8 +38,12 @@ def cases(rng):
 
 def test_methods_registry():
     assert list(pp.METHODS) == KEYS
-    for key, (label, function) in pp.METHODS.items():
-        assert label and callable(function)
+    for key, method in pp.METHODS.items():
+        assert method.name and callable(method.function) and method.definition.endswith(".")
+    assert pp.NEEDS_VARIANCE == {"significance_cut"}
+    help_text = pp.definitions(["base_cut", "significance_cut"]).split("\n\n")
+    assert help_text[0].startswith("**Base-Cut") and "running sum first exceeds n" in help_text[0]
+    assert help_text[1].startswith("**Significance cut (Wang et al.'s Base-Cut)**")
 
 
 def test_unknown_key_and_bad_input_get_clear_errors():
@@ -160,28 +166,65 @@ def test_norm_cut_output_is_a_prefix_of_the_descending_order(cases):
             assert np.ptp(out[kept] / x[kept]) < 1e-12, f"{name}: one common scale factor"
 
 
-# ------------------------------------------------------------------------------------ Base-Cut
-def test_base_cut_threshold_and_variance_rules():
+# ----------------------------------------------------------------- Base-Cut (the thesis's rule)
+def test_base_cut_keeps_the_largest_until_the_running_sum_exceeds_n_and_does_not_rescale():
+    # descending 5, 4, 3, 1: running sums 5, 9 > 8 → keep 5 and 4 (the crossing cell too),
+    # zero 3, 1 and the negative; the kept cells keep their values (total 9, not rescaled to 8)
+    x = np.array([4.0, -1.0, 5.0, 3.0, 1.0])
+    out = pp.base_cut(x, 8)
+    np.testing.assert_array_equal(out, [4.0, 0.0, 5.0, 0.0, 0.0])
+    assert out.sum() == 9.0
+    # the cut follows the running sum, not a threshold on values: n = 4 keeps only the 5
+    np.testing.assert_array_equal(pp.base_cut(x, 4), [0.0, 0.0, 5.0, 0.0, 0.0])
+    # a running sum equal to n has not exceeded it yet: the next cell is kept (5 + 4 + 3 > 9)
+    np.testing.assert_array_equal(pp.base_cut(x, 9), [4.0, 0.0, 5.0, 3.0, 0.0])
+    # ties at the cut are kept in order of position
+    np.testing.assert_array_equal(pp.base_cut(np.full(4, 3.0), 7), [3.0, 3.0, 3.0, 0.0])
+    # positives never exceeding n: all kept, only the negatives become 0
+    np.testing.assert_array_equal(pp.base_cut(np.array([1.0, -2.0, 2.0]), 10), [1.0, 0.0, 2.0])
+
+
+def test_base_cut_is_a_descending_prefix_whose_sum_just_exceeds_n(cases):
+    for name, x, n in cases:
+        out = pp.base_cut(x, n)
+        kept = out > 0
+        np.testing.assert_array_equal(out[kept], x[kept], err_msg=f"{name}: no rescaling")
+        if kept.any() and (~kept).any():
+            assert x[kept].min() >= x[~kept].max(), name
+        if np.maximum(x, 0).sum() > n:  # the cut happened: over n, but not without its last cell
+            assert out.sum() > n and out.sum() - x[kept].min() <= n, name
+
+
+def test_base_cut_is_not_the_significance_cut():
+    """A large noisy vector: the significance threshold keeps every clearly positive cell, the
+    thesis's rule keeps only as many of the largest as add up to n."""
+    x = np.array([50.0, 40.0, 30.0, 20.0, 10.0])
+    np.testing.assert_array_equal(pp.base_cut(x, 60), [50.0, 40.0, 0, 0, 0])
+    np.testing.assert_array_equal(pp.significance_cut(x, 60, 1.0), x)
+
+
+# ------------------------------------------------------- significance cut (Wang et al.'s Base-Cut)
+def test_significance_cut_threshold_and_variance_rules():
     d, alpha = 4, pp.BASE_CUT_ALPHA
     theta = stats.norm.isf(alpha / d) * np.sqrt(VAR_STAR)
     x = np.array([theta, np.nextafter(theta, 0), -5.0, 100.0])
-    np.testing.assert_array_equal(pp.base_cut(x, 10, VAR_STAR), [theta, 0, 0, 100])
-    np.testing.assert_array_equal(pp.base_cut(x, 10, np.full(4, VAR_STAR)),
-                                  pp.base_cut(x, 10, VAR_STAR))
-    np.testing.assert_array_equal(pp.base_cut(x, 10, 0.0), pp.base_pos(x, 10))
+    np.testing.assert_array_equal(pp.significance_cut(x, 10, VAR_STAR), [theta, 0, 0, 100])
+    np.testing.assert_array_equal(pp.significance_cut(x, 10, np.full(4, VAR_STAR)),
+                                  pp.significance_cut(x, 10, VAR_STAR))
+    np.testing.assert_array_equal(pp.significance_cut(x, 10, 0.0), pp.base_pos(x, 10))
     with pytest.raises(ValueError, match="needs the mechanism's noise variance"):
-        pp.apply("base_cut", x, 10)
+        pp.apply("significance_cut", x, 10)
     with pytest.raises(ValueError, match="zero_cell_variance"):
-        pp.apply("base_cut", x, 10, variance=np.array([1.0, 2.0, 3.0, 4.0]))
+        pp.apply("significance_cut", x, 10, variance=np.array([1.0, 2.0, 3.0, 4.0]))
     with pytest.raises(ValueError, match="alpha"):
-        pp.base_cut(x, 10, VAR_STAR, alpha=1.5)
+        pp.significance_cut(x, 10, VAR_STAR, alpha=1.5)
 
 
-def test_base_cut_false_positive_rate_is_alpha(rng):
+def test_significance_cut_false_positive_rate_is_alpha(rng):
     """With only noise (all true counts 0), some cell survives with probability 1 − (1 − α/d)^d."""
     d, runs = 100, 4000
     noise = rng.normal(0, np.sqrt(VAR_STAR), (runs, d))
-    survived = sum(bool(pp.base_cut(row, 0, VAR_STAR).any()) for row in noise)
+    survived = sum(bool(pp.significance_cut(row, 0, VAR_STAR).any()) for row in noise)
     rate = 1 - (1 - pp.BASE_CUT_ALPHA / d) ** d
     p = stats.binomtest(survived, runs, rate).pvalue
     assert p > ALPHA, f"{survived}/{runs} runs had a false positive; expected rate {rate:.4f}"

@@ -59,7 +59,7 @@ def test_run_settings_give_each_mechanism_only_what_it_declares():
 
 # -------------------------------------------------------------------------------------- release
 def test_a_release_is_post_processed_and_scored_in_one_place(toy):
-    spec = ReleaseSpec("oue", 1.0, postprocess=("base", "post_pos", "base_cut"), seed=4)
+    spec = ReleaseSpec("oue", 1.0, postprocess=("base", "post_pos", "base_cut", "significance_cut"), seed=4)
     result = release.run(toy, spec)
     truth = toy.to_dense()
     raw = mechanisms.build("oue", epsilon=1.0).release(truth, spec.generator())
@@ -75,15 +75,15 @@ def test_a_release_is_post_processed_and_scored_in_one_place(toy):
     assert not result.released.flags.writeable and not result.raw.flags.writeable
     tidy = result.tidy()
     assert list(tidy.columns) == release.TIDY_COLUMNS
-    assert len(tidy) == 3 * len(metrics.METRICS) and set(tidy["trial"]) == {0}
+    assert len(tidy) == 4 * len(metrics.METRICS) and set(tidy["trial"]) == {0}
 
 
-def test_base_cut_needs_a_closed_form_variance_and_attempt_says_so(toy):
-    spec = ReleaseSpec("topk", 1.0, postprocess=("base_cut",))
-    with pytest.raises(ValueError, match="Base-Cut"):
+def test_significance_cut_needs_a_closed_form_variance_and_attempt_says_so(toy):
+    spec = ReleaseSpec("topk", 1.0, postprocess=("significance_cut",))
+    with pytest.raises(ValueError, match="significance cut"):
         release.run(toy, spec)
     failed = release.attempt(toy, spec)
-    assert "Base-Cut" in failed.error and failed.released is None and not failed.checks
+    assert "significance cut" in failed.error and failed.released is None and not failed.checks
 
 
 def test_the_same_spec_gives_the_same_release_on_any_trial_other_trials_differ(toy):

@@ -215,6 +215,10 @@ def test_run_follows_the_spec_and_its_seed(domains):
     np.testing.assert_equal(sparse_metrics.score(first, "base_pos"), sparse_metrics.score(again, "base_pos"))
     with pytest.raises(ValueError, match="norm_sub"):
         sr.run(od, spec.with_postprocess(("norm_sub",)))
+    # the thesis's Base-Cut sorts the whole domain: refused with the reason, not run wrongly
+    for method in ("base_cut", "significance_cut"):
+        with pytest.raises(ValueError, match=f"got {method}, which needs every cell"):
+            sr.run(od, spec.with_postprocess((method,)))
 
 
 # ------------------------------------------------------------------------------ routing (pages)

@@ -362,7 +362,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
                      on_change=_store, args=("postprocess",),
                      format_func=lambda k: postprocess.METHODS[k][0],
                      help="Applied to every released matrix; it never changes the privacy "
-                          "guarantee.")
+                          "guarantee.\n\n" + postprocess.definitions())
         seed_column, draw_column = st.columns([3, 2], vertical_alignment="bottom")
         _restore("seed")
         seed_column.number_input("Seed", min_value=SEED.low, max_value=SEED.high, step=1,

@@ -7,8 +7,9 @@ by the release's settings. An uploaded dataset is never put in a global cache: i
 memoised in this session's ``st.session_state`` only (a few entries, dropped with the session), so one
 user's upload can never be seen by another session.
 
-Errors a user can cause (a subset with nothing in it, Base-Cut for a mechanism without a
-closed-form variance, a parameter out of range) come back as messages, never as tracebacks.
+Errors a user can cause (a subset with nothing in it, the significance cut for a mechanism
+without a closed-form variance, a parameter out of range) come back as messages, never as
+tracebacks.
 """
 
 from __future__ import annotations

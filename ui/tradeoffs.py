@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpcore.data import views
+from dpcore.data import datasets, views
 from dpcore.evaluation import metrics, summaries, thesis
 from dpcore.limits import RELEASES
 from dpcore.mechanisms import postprocess
@@ -103,8 +103,8 @@ def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
     labels = ", ".join(scenario.label for scenario in scenarios)
     st.caption(f"Reruns the thesis's chapter 5 on this dataset ({labels}) with the ε grid and "
                f"trials above: {len(thesis.MECHANISMS)} "
-               f"mechanisms, {releases:,} releases scored after Base, Base-Pos and Base-Cut, then "
-               "the rank tables — the same as `python3 -m dpcore reproduce-thesis`.")
+               f"mechanisms, {releases:,} releases scored after Base, Base-Pos and the thesis's "
+               "Base-Cut, then the rank tables — the same as `python3 -m dpcore reproduce-thesis`.")
     if not RELEASES.contains(releases):
         st.info(f"{releases:,} releases are more than one run may hold ({RELEASES.high:,}): "
                 f"{RELEASES.why}")
@@ -119,6 +119,7 @@ def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
         address = runs.scheduler_address()
         chapter = thesis.run(od, epsilons=epsilons, trials=trials, seed=settings.seed,
                              scheduler=runs.client(address) if address else None,
+                             source=datasets.DATASETS.get(settings.dataset),
                              progress=lambda done, total: bar.progress(
                                  done / total, f"{done:,} of {total:,} releases"))
         bar.progress(1.0, "Drawing the report…")

@@ -43,6 +43,13 @@ class Scenario:
 
     label: str = "all"
     view: views.View = field(default_factory=views.View)
+    #: Score this scenario after only these of the run's post-processings (None: all of them).
+    postprocess: tuple[str, ...] | None = None
+
+    def methods(self, run_methods: tuple[str, ...]) -> tuple[str, ...]:
+        if self.postprocess is None:
+            return run_methods
+        return tuple(m for m in run_methods if m in self.postprocess)
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,7 @@ def plan(mechanism_specs, epsilons: Iterable[float], *, postprocess: Iterable[st
     for spec in grid:
         spec.build()
     return [Job(index, scenario, release.ReleaseSpec(
-                spec.mechanism, spec.epsilon, spec.params, methods, seed, trial))
+                spec.mechanism, spec.epsilon, spec.params, scenario.methods(methods), seed, trial))
             for index, (trial, scenario, spec) in enumerate(
                 (t, s, g) for t in range(int(trials)) for s in scenarios for g in grid)]
 

@@ -1,17 +1,24 @@
-"""The experiments of the thesis's results chapter, as one sweep and the tables behind its figures.
+"""The experiments of the thesis's results chapter: every figure and table, and a verdict on each.
 
 Finnegan, *Local Differential Privacy Mechanisms for Frequency Estimation with Application to
-Mobility Data* (University of Padova, 2023/24), chapter 5: two central mechanisms (Laplace, the
-stability histogram with δ = 1/(2n)) and four local ones (randomised response, unary encoding,
-optimised local hashing, the Hadamard mechanism), ε = 0.5, 1, …, 5, ten trials each, at county and
-electoral-division (ED) level, with three post-processings (Base, Base-Pos, Base-Cut), the ED
-subsets Dublin City and Cavan + Leitrim (figure 5.17), the top-10 rank tables (tables 5.1–5.4) and
-the running times (sections 5.1.2, 5.2.2, 5.4.3).
+Mobility Data* (2023/24), chapter 5: two central mechanisms (Laplace, the stability histogram with
+δ = 1/(2n)) and four local ones (randomised response, unary encoding, optimised local hashing, the
+Hadamard mechanism as chapter 3 defines it: one coefficient per person, t = 1), ε = 0.5, 1, …, 5,
+ten trials each, at county and electoral-division (ED) level, with the thesis's three
+post-processings (Base, Base-Pro = Base-Pos, and its own Base-Cut: :func:`postprocess.base_cut`).
 
-Everything is one :func:`dpcore.evaluation.experiment.run` grid (so it runs in this process, on a process
-pool or on a Dask cluster, and gives the same numbers), and every figure is a slice of its tidy
-table summarised over trials (:func:`dpcore.evaluation.summaries.summarise`). This module makes data only;
-drawing is left to the caller (the ``report`` package draws it with plotly).
+:func:`run` makes, in the thesis's order, its seventeen figures and four tables
+(:data:`ITEMS`), a running-time table made as the thesis made it (every user simulated, on a
+stated subsample with a linear extrapolation checked on two sizes) beside our aggregate
+release, and for each item a :class:`Verdict`: does the run agree with what the thesis says
+about that item (an ordering, a trend, a crossing, a zero count, a rank list)? Verdicts are
+computed from the item's data by :data:`JUDGES` — never written in — and say why when they
+differ (different data, the thesis's own formula predicts otherwise, a protocol difference).
+
+The error curves are one :func:`dpcore.evaluation.experiment.run` grid (in this process, on a
+process pool — every core by default — or on a Dask cluster, with the same numbers); the bars,
+orderings and rank tables come from trial 0 of the same releases. This module makes data only;
+the ``report`` package draws it.
 
 Where this departs from the thesis, on purpose: every mechanism runs at ED level too (the fast
 releases make unary encoding and local hashing feasible there; the thesis stopped at randomised
@@ -27,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from dpcore import mechanisms, release
@@ -40,15 +48,62 @@ from dpcore.mechanisms import postprocess
 CENTRAL = ("laplace", "stability_histogram")
 LOCAL = ("grr", "oue", "olh", "hm")
 MECHANISMS = CENTRAL + LOCAL
+#: Chapter 3's Hadamard mechanism: each person sends one Hadamard coefficient.
+HM_COEFFICIENTS = 1
 POSTPROCESS = ("base", "base_pos", "base_cut")
 #: The post-processing of the thesis's LDP analysis ("Base-Pro": negative counts set to 0).
 MAIN_POSTPROCESS = "base_pos"
-#: ε of the rank tables: the thesis's most and least private settings.
-RANK_EPSILONS = (0.5, 5.0)
+#: Post-processings scored at the finer levels: what their figures use (Base for the central
+#: mechanisms of 5.2/5.3, Base-Pos for the rest; figure 5.10, the only one with Base-Cut, is at
+#: county level). Saves a sort of 9.8 M cells per ED release.
+FINE_POSTPROCESS = ("base", "base_pos")
+#: ε of the rank tables and of the bars and orderings: the thesis's least and most private.
+LOW_EPSILON, HIGH_EPSILON = 0.5, 5.0
+RANK_EPSILONS = (LOW_EPSILON, HIGH_EPSILON)
 RANK_TOP = 10
+BAR_TOP = 30
+ED_ORDER_TOP = 100
 TRIALS = 10
-#: What the figures show (the thesis's RMSE and maximum error): the cheap cell-error metrics.
+#: What the error figures show (the thesis's RMSE and maximum error): the cheap cell-error metrics.
 METRICS = ("rmse", "max_error_freq")
+#: Per-user simulation for the running times: people in the first of the two timed subsamples
+#: (drawn at random, with replacement) grows from this until one simulation takes TIMING_FLOOR
+#: CPU seconds (or a quarter of the population).
+TIMING_START, TIMING_FLOOR = 2_000, 0.02
+
+#: The thesis's items in its order: reference, title.
+ITEMS = (
+    ("Figure 5.1", "Top 30 commutes after the Laplace mechanism, ε = 0.5"),
+    ("Figure 5.2", "RMSE of the central mechanisms"),
+    ("Figure 5.3", "Maximum error of the central mechanisms (relative frequency)"),
+    ("Figure 5.4", "Ordering of the central mechanisms at county level, ε = 5"),
+    ("Figure 5.5", "Top 30 commutes of the local mechanisms, ε = 0.5"),
+    ("Figure 5.6", "Top 30 commutes of the local mechanisms, ε = 5"),
+    ("Figure 5.7", "RMSE of the local mechanisms"),
+    ("Figure 5.8", "Maximum error of the local mechanisms at county level (relative frequency)"),
+    ("Table 5.1", "Top 10 commutes at county level, ε = 0.5"),
+    ("Table 5.2", "Top 10 commutes at county level, ε = 5"),
+    ("Figure 5.9", "Ordering of the local mechanisms at county level, ε = 5 (Base-Pos)"),
+    ("Figure 5.10", "RMSE by post-processing, local mechanisms, county level"),
+    ("Figure 5.11", "Ordering of the Hadamard mechanism by post-processing, county level, ε = 5"),
+    ("Figure 5.12", "Top 30 commutes at ED level, ε = 5"),
+    ("Figure 5.13", "RMSE of the local mechanisms, county against ED level"),
+    ("Figure 5.14", "Maximum error of the local mechanisms at ED level (relative frequency)"),
+    ("Table 5.3", "Top 10 commutes at ED level, ε = 0.5"),
+    ("Table 5.4", "Top 10 commutes at ED level, ε = 5"),
+    ("Figure 5.15", "Hadamard mechanism: ordering of the top 100 ED commutes, ε = 5"),
+    ("Figure 5.16", "The two ED subsets"),
+    ("Figure 5.17", "RMSE of the local mechanisms on the two ED subsets"),
+    ("Running times", "Every user simulated, beside our aggregate release"),
+)
+
+
+def label(key: str) -> str:
+    """A mechanism's name as every legend shows it; the Hadamard mechanism says its t."""
+    name = mechanisms.get(key).name
+    if key == "hm":
+        return f"{name.replace(' (t coefficients)', '')} (t = {HM_COEFFICIENTS})"
+    return name
 
 
 @dataclass(frozen=True)
@@ -71,39 +126,71 @@ class Levels:
 
 def levels(od: ODMatrix) -> Levels:
     """County and ED level of data with a parent level (ED data rolls up to counties), else the
-    data as loaded; the subsets Dublin City and Cavan + Leitrim where those parent zones exist."""
+    data as loaded; the subsets Dublin City and Cavan + Leitrim where those parent zones exist.
+    Only the county level is scored after Base-Cut (figure 5.10); the others after
+    :data:`FINE_POSTPROCESS`."""
     irish = "ireland" in od.name.lower()
     coarse_name, fine_name = ("County", "ED") if irish else ("Parent zones", "Zones")
     if not od.has_parent_level:
-        label = "County" if irish else "As loaded"
-        return Levels(Scenario(label, views.View()), None, ())
+        label_ = "County" if irish else "As loaded"
+        return Levels(Scenario(label_, views.View()), None, ())
     present = set(views.areas(od))
     subsets = tuple(Scenario(f"{' and '.join(areas)} ({fine_name})",
-                             views.View(views.LEVEL_AS_LOADED, areas))
+                             views.View(views.LEVEL_AS_LOADED, areas), FINE_POSTPROCESS)
                     for areas in views.THESIS_SUBSETS if present.issuperset(areas))
     return Levels(Scenario(coarse_name, views.View(views.LEVEL_PARENT)),
-                  Scenario(fine_name, views.View()), subsets)
+                  Scenario(fine_name, views.View(), FINE_POSTPROCESS), subsets)
+
+
+def _params(key: str, n: int) -> dict:
+    params = {"delta": 1 / (2 * n)} if mechanisms.get(key).uses_delta else {}
+    return params | ({"t": HM_COEFFICIENTS} if key == "hm" else {})
 
 
 def mechanism_specs(od: ODMatrix) -> list[tuple[str, dict]]:
-    """The six mechanisms; the stability histogram with the thesis's δ = 1/(2n)."""
-    return [(key, {"delta": 1 / (2 * od.n)} if mechanisms.get(key).uses_delta else {})
-            for key in MECHANISMS]
+    """The six mechanisms: the stability histogram with the thesis's δ = 1/(2n), the Hadamard
+    mechanism with chapter 3's t = 1."""
+    return [(key, _params(key, od.n)) for key in MECHANISMS]
+
+
+# ------------------------------------------------------------------------------- the items
+@dataclass(frozen=True)
+class Verdict:
+    """Does the run agree with what the thesis says about one item? ``agrees`` is None when the
+    item could not be checked on this data (``reason`` says why)."""
+
+    ref: str
+    thesis: str
+    criterion: str
+    ours: str
+    agrees: bool | None
+    reason: str = ""
+
+    @property
+    def word(self) -> str:
+        return {True: "agrees", False: "differs", None: "not checked"}[self.agrees]
 
 
 @dataclass(frozen=True)
 class Figure:
-    """The data of one figure: mean over trials with its 95 % interval, per series."""
+    """The data of one figure. ``kind``: ``lines`` (mean over trials with its 95 % interval
+    against ε, per series), ``bars`` (true and released counts of the busiest commutes),
+    ``ordering`` (true rank against released rank), ``map`` (zones by subset)."""
 
     ref: str
     title: str
     caption: str
     data: pd.DataFrame
-    metric: str
+    kind: str = "lines"
+    metric: str = "rmse"
     colour: str = "mechanism"
     dash: str | None = None
     facet: str | None = None
     log_y: bool = True
+    #: one y-axis per panel (panels differing by orders of magnitude)
+    independent_y: bool = False
+    context: dict = field(default_factory=dict)
+    verdict: Verdict | None = None
 
 
 @dataclass(frozen=True)
@@ -112,122 +199,840 @@ class Table:
     title: str
     caption: str
     data: pd.DataFrame
+    context: dict = field(default_factory=dict)
+    verdict: Verdict | None = None
 
 
 @dataclass
 class Chapter:
-    """What :func:`run` made: the tidy table, the figures and tables, the settings."""
+    """What :func:`run` made: the tidy table, the items in the thesis's order, the settings."""
 
     dataset: str
     settings: dict
     table: pd.DataFrame
-    figures: list[Figure] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
+    items: list = field(default_factory=list)
     seconds: float = float("nan")
+    #: the bundled dataset's description (None: the user's own data)
+    source: object = None
+
+    @property
+    def figures(self) -> list[Figure]:
+        return [item for item in self.items if isinstance(item, Figure)]
+
+    @property
+    def tables(self) -> list[Table]:
+        return [item for item in self.items if isinstance(item, Table)]
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return [item.verdict for item in self.items if item.verdict is not None]
 
 
-def _names(keys) -> str:
-    return ", ".join(mechanisms.get(k).name for k in keys)
+def summary(chapter: Chapter) -> pd.DataFrame:
+    """The verdicts as one table: item, what the thesis says, the check, ours, verdict, why."""
+    return pd.DataFrame([{"Item": v.ref, "Thesis": v.thesis, "Check": v.criterion,
+                          "This run": v.ours, "Verdict": v.word, "Why it differs": v.reason}
+                         for v in chapter.verdicts])
 
 
-def _figures(table: pd.DataFrame, lv: Levels, settings: str) -> list[Figure]:
-    def figure(ref, title, metric, keys, scenarios, methods, note, **style):
+# ------------------------------------------------------------------------------- theory helpers
+def empty_cell_sd(key: str, epsilon: float, n: int, d: int) -> float:
+    """Standard deviation (commuters) of the estimate of an empty cell: the mechanism's own
+    variance formula (chapter 3's Theorem 2 for the local ones), public given ε, n and d."""
+    mechanism = mechanisms.build(key, epsilon=epsilon, **_params(key, n))
+    variance = postprocess.zero_cell_variance(mechanism, n, max(d, 2))
+    return float("nan") if variance is None else float(np.sqrt(variance))
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _curve(data: pd.DataFrame, **where) -> pd.Series:
+    rows = data
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    return rows.groupby("epsilon")["mean"].mean().sort_index()
+
+
+def _verdict(item, thesis_text, criterion, ours, agrees, reason="") -> Verdict:
+    return Verdict(item.ref, thesis_text, criterion, ours, None if agrees is None else bool(agrees),
+                   "" if agrees else reason)
+
+
+# ------------------------------------------------------------------------------- the judges
+def _judge_5_1(f: Figure) -> Verdict:
+    thesis_text = ("The two levels' counts differ greatly (the busiest ED commute is 5,871, 0.21 % "
+                   "of n); Laplace noise at ε = 0.5 leaves the top 30 nearly unchanged.")
+    data, n = f.data, f.context["n"]
+    change = float((data["released"] - data["true"]).abs().div(data["true"]).max())
+    tops = data[data["rank"] == 1].set_index("panel")["true"]
+    criterion = "every top-30 count within 5 % of its true value"
+    ours = f"largest relative change in the top 30: {change:.2%}"
+    agrees = change <= 0.05
+    if len(tops) == 2:
+        coarse, fine = tops.iloc[0], tops.iloc[1]
+        criterion += "; busiest coarse commute ≥ 10 × the busiest fine one"
+        ours += (f"; busiest commutes {_fmt(coarse)} and {_fmt(fine)} ({fine / n:.2%} of n), "
+                 f"ratio {coarse / fine:.0f}")
+        agrees = agrees and coarse >= 10 * fine
+    return _verdict(f, thesis_text, criterion, ours, agrees,
+                    "different data: the counts here are not spread like the thesis's")
+
+
+def _central_order(f: Figure, thesis_text: str, what: str) -> Verdict:
+    lv = f.context["levels"]
+    criterion = (f"{what}: stability histogram below Laplace at {lv[0]} level at most ε"
+                 + (f", above it at {lv[1]} level at most ε" if len(lv) > 1 else ""))
+    parts, agrees, reasons = [], True, []
+    for level, below in zip(lv, (True, False)):
+        lap = _curve(f.data, mechanism="laplace", scenario=level)
+        stab = _curve(f.data, mechanism="stability_histogram", scenario=level)
+        share = float(((stab < lap) if below else (stab > lap)).mean())
+        word = "below" if below else "above"
+        parts.append(f"{level}: stability histogram {word} Laplace at {share:.0%} of ε "
+                     f"(ratio {stab.iloc[0] / lap.iloc[0]:.2f} at ε = {lap.index[0]:g}, "
+                     f"{stab.iloc[-1] / lap.iloc[-1]:.2f} at ε = {lap.index[-1]:g})")
+        if share < 0.5:
+            agrees = False
+            reasons.append(
+                f"at {level} level, where few cells are empty, the stability histogram adds "
+                f"Laplace noise to the non-empty cells as Laplace does and also zeroes the cells "
+                f"under its threshold, so it cannot come out below Laplace" if below else
+                f"at {level} level the stability histogram leaves the many empty cells exact, "
+                f"where Laplace adds noise to every one of them, so it comes out below Laplace")
+    reason = ("; ".join(reasons) + " — the mechanisms' definitions predict it (the thesis's "
+              "Laplace release, OpenDP's, may have used another noise scale)")
+    return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees, reason)
+
+
+def _judge_5_2(f):
+    return _central_order(f, "The stability histogram beats Laplace at county level; Laplace wins "
+                             "at ED level, the two converging as ε grows.", "RMSE")
+
+
+def _judge_5_3(f):
+    return _central_order(
+        f, "The stability histogram has the higher maximum error at county level, Laplace at ED "
+           "level; they get closer as ε grows.", "maximum error")
+
+
+def _rank_agreement(frame: pd.DataFrame, top: int) -> float:
+    """Spearman correlation of true and released ranks among the ``top`` true commutes."""
+    head = frame[frame["true_rank"] <= top]
+    if len(head) < 3:
+        return float("nan")
+    return float(head["true_rank"].corr(head["released_rank"], method="spearman"))
+
+
+def _judge_5_4(f: Figure) -> Verdict:
+    data, d = f.data, f.context["d"]
+    head = min(600, d)
+    parts, agrees = [], True
+    for key in CENTRAL:
+        frame = data[data["mechanism"] == key]
+        rho = _rank_agreement(frame, head)
+        zeros = int(frame["released_zero"].sum())
+        part = f"{label(key)}: rank correlation over the top {head} {rho:.3f}, {zeros} zeros"
+        if key == "stability_histogram" and zeros:
+            lowest = int(frame.loc[frame["released_zero"], "true_rank"].min())
+            part += f" (all at true rank ≥ {lowest} of {d})"
+            agrees = agrees and lowest > d - 2 * zeros
+        parts.append(part)
+        agrees = agrees and rho >= 0.99
+    return _verdict(f, "Both follow the true order almost perfectly for about the first 600 "
+                       "commutes; the stability histogram sets 96 commutes to 0, all among the "
+                       "least popular.",
+                    f"rank correlation ≥ 0.99 over the top {head} for both; every zeroed commute "
+                    f"in the bottom 2 × (number of zeros)", "; ".join(parts), agrees,
+                    "the ordering breaks earlier or the zeros are not the least popular commutes: "
+                    "different data (the counts below rank 600 are closer together here)")
+
+
+def _value_agreement(frame: pd.DataFrame) -> float:
+    """Spearman correlation of true and released counts over the bars' commutes."""
+    return float(frame["true"].corr(frame["released"], method="spearman"))
+
+
+def _bar_error(frame: pd.DataFrame) -> float:
+    return float((frame["released"] - frame["true"]).abs().mean())
+
+
+def _judge_bars_local(f: Figure) -> Verdict:
+    data, eps = f.data, f.context["epsilon"]
+    errors = {key: _bar_error(data[data["mechanism"] == key]) for key in LOCAL
+              if (data["mechanism"] == key).any()}
+    ours = "; ".join(f"{label(k)} mean |error| {_fmt(v)}" for k, v in errors.items())
+    if eps == LOW_EPSILON:
+        worst = max(errors, key=errors.get)
+        return _verdict(f, "At ε = 0.5 the counts are much noisier; randomised response performs "
+                           "worst.", "randomised response has the largest mean |error| over the "
+                                     "top 30", ours, worst == "grr",
+                        f"{label(worst)} is worse here: with this domain and n its variance "
+                        f"formula exceeds randomised response's")
+    rhos = {key: _value_agreement(data[data["mechanism"] == key]) for key in errors}
+    ours += "; rank correlation " + ", ".join(f"{label(k)} {v:.2f}" for k, v in rhos.items())
+    return _verdict(f, "At ε = 5 the noisy counts roughly follow the true order of the 30 most "
+                       "popular commutes.", "rank correlation of true and released counts over "
+                                            "the top 30 ≥ 0.8 for every local mechanism",
+                    ours, all(v >= 0.8 for v in rhos.values()),
+                    "the noise is large against the gaps between these 30 counts here: "
+                    + ", ".join(f"{label(k)} s.d. {_fmt(empty_cell_sd(k, eps, f.context['n'], f.context['d']))}"
+                                for k, v in rhos.items() if v < 0.8))
+
+
+def _judge_5_7(f: Figure) -> Verdict:
+    data, n, d = f.data, f.context["n"], f.context["d"]
+    curves = {key: _curve(data, mechanism=key) for key in LOCAL}
+    others = pd.concat([curves[k] for k in ("oue", "olh", "hm")], axis=1, keys=("oue", "olh", "hm"))
+    rr_worst = curves["grr"] > others.max(axis=1)
+    best = min(("oue", "olh", "hm"), key=lambda k: curves[k].mean())
+    spread = others.max(axis=1) / others.min(axis=1)
+    similar = bool((spread <= 1.5).all())
+    ours = (f"randomised response the largest at {rr_worst.mean():.0%} of ε; lowest on average: "
+            f"{label(best)}; largest ratio among unary encoding, local hashing and Hadamard: "
+            f"{spread.max():.2f} (ε = {spread.idxmax():g})")
+    reasons = []
+    if not rr_worst.all():
+        eps = float(rr_worst.index[~rr_worst.to_numpy()][0])
+        above = others.loc[eps].idxmax()
+        reasons.append(f"at ε = {eps:g} {label(above)} exceeds randomised response, as chapter "
+                       f"3's formulas predict (empty-cell s.d. "
+                       f"{_fmt(empty_cell_sd(above, eps, n, d))} against "
+                       f"{_fmt(empty_cell_sd('grr', eps, n, d))})")
+    if not similar:
+        eps = float(spread.idxmax())
+        ratio = empty_cell_sd("hm", eps, n, d) / empty_cell_sd("oue", eps, n, d)
+        reasons.append(f"the thesis's own variance formula (Theorem 2 with chapter 3's p* = "
+                       f"e^ε/(e^ε+1), q* = 1/2 for t = 1) puts the Hadamard mechanism's s.d. at "
+                       f"{ratio:.2f} × unary encoding's at ε = {eps:g}, so they cannot be "
+                       f"similar there (the thesis ran pure-LDP's Hadamard response code, a "
+                       f"different protocol)")
+    if best != "oue":
+        reasons.append("unary encoding and local hashing have the same variance formula "
+                       "(4n·e^ε/(e^ε − 1)²): which is lower on average is decided by noise")
+    return _verdict(f, "Randomised response has a much larger RMSE; unary encoding, local "
+                       "hashing and Hadamard are similar, unary encoding best overall.",
+                    "randomised response the largest at every ε; the other three within a "
+                    "factor 1.5 of each other at every ε; unary encoding lowest on average",
+                    ours, rr_worst.all() and similar and best == "oue", "; ".join(reasons))
+
+
+def _judge_5_8(f: Figure) -> Verdict:
+    data, n, d = f.data, f.context["n"], f.context["d"]
+    curves = {key: _curve(data, mechanism=key) for key in LOCAL}
+    falling = {k: bool(c.iloc[-1] < c.iloc[0]) for k, c in curves.items()}
+    olh = curves["olh"]
+    if 3.0 not in olh.index or olh.index[-1] <= 3.0:
+        return _verdict(f, "Maximum error falls with ε (steeply before ε = 3); local hashing's "
+                           "stops falling after ε = 3.", "needs ε = 3 and a larger ε in the grid",
+                        "grid without ε = 3 and beyond", None, "not checkable on this ε grid")
+    drop = float(olh.iloc[-1] / olh.loc[3.0])
+    plateau = drop >= 0.9
+    ours = ("falls from first to last ε: " + ", ".join(f"{label(k)} {'yes' if v else 'no'}"
+                                                        for k, v in falling.items())
+            + f"; local hashing at ε = {olh.index[-1]:g} is {drop:.2f} × its value at ε = 3")
+    last = float(olh.index[-1])
+    sd3, sd_last = empty_cell_sd("olh", 3.0, n, d), empty_cell_sd("olh", last, n, d)
+    return _verdict(f, "Maximum error falls with ε (steeply before ε = 3); local hashing's stops "
+                       "falling after ε = 3.",
+                    "every curve lower at the last ε than at the first; local hashing's at the "
+                    "last ε ≥ 0.9 × its value at ε = 3", ours, all(falling.values()) and plateau,
+                    f"local hashing's variance 4n·e^ε/(e^ε − 1)² keeps falling after ε = 3 "
+                    f"(s.d. {_fmt(sd3)} at ε = 3, {_fmt(sd_last)} at ε = {last:g}), and so does "
+                    f"its maximum here; the thesis's plateau is not what its formula predicts")
+
+
+def _rank_columns(t: Table) -> dict[str, pd.Series]:
+    return {key: t.data[label(key)] for key in MECHANISMS if label(key) in t.data}
+
+
+def _exact(series: pd.Series) -> bool:
+    return list(series) == list(range(1, len(series) + 1))
+
+
+def _judge_table(t: Table) -> Verdict:
+    cols, eps, fine = _rank_columns(t), t.context["epsilon"], t.context["fine"]
+    worst = {key: int(s.max()) for key, s in cols.items()}
+    ours = "; ".join(f"{label(k)} worst rank {v:,}" for k, v in worst.items())
+    central_exact = all(_exact(cols[k]) for k in CENTRAL)
+    if not fine and eps == LOW_EPSILON:
+        ok = central_exact and all(worst[k] <= 20 for k in ("oue", "olh", "hm")) and worst["grr"] > 20
+        return _verdict(t, "Central mechanisms keep the top 10 in order; unary encoding, local "
+                           "hashing and Hadamard place them well (worst rank 16); randomised "
+                           "response does not (ranks up to 560).",
+                        "central ranks exactly 1–10; worst rank ≤ 20 for unary encoding, local "
+                        "hashing, Hadamard; > 20 for randomised response", ours, ok,
+                        "different noise against different counts (see the per-cell s.d. in "
+                        "figure 5.7's verdict)")
+    if not fine:
+        ok = central_exact and all(_exact(cols[k]) for k in ("oue", "olh", "hm")) \
+            and worst["grr"] <= 15
+        return _verdict(t, "At ε = 5 every mechanism keeps the exact order except randomised "
+                           "response, which only moves the 10th commute to 11th.",
+                        "ranks exactly 1–10 for all but randomised response; its worst ≤ 15",
+                        ours, ok, _hm_reason(t) if not _exact(cols["hm"]) else "different data")
+    if eps == LOW_EPSILON:
+        ok = central_exact and worst["grr"] > 1000 and worst["hm"] > 1000
+        return _verdict(t, "At ED level and ε = 0.5 the central mechanisms keep the order; "
+                           "randomised response and Hadamard lose it (ranks in the millions).",
+                        "central ranks exactly 1–10; randomised response's and Hadamard's worst "
+                        "rank > 1,000", ours, ok, "different data")
+    ok = central_exact and worst["grr"] > 1000 and worst["hm"] <= 10
+    return _verdict(t, "At ED level and ε = 5 the central mechanisms keep the order, randomised "
+                       "response does not; the Hadamard mechanism identifies the top 10 (ranks "
+                       "1–10).", "central ranks exactly 1–10; randomised response's worst rank "
+                                 "> 1,000; Hadamard's ranks all ≤ 10", ours, ok, _hm_reason(t))
+
+
+def _hm_reason(t: Table) -> str:
+    eps, n, d = t.context["epsilon"], t.context["n"], t.context["d"]
+    sd = empty_cell_sd("hm", eps, n, d)
+    counts = t.context["top_counts"]
+    tenth, gap = counts[RANK_TOP - 1], float(np.min(-np.diff(counts)))
+    if sd >= tenth / 3:
+        return (f"the thesis's own variance formula for the Hadamard mechanism (t = 1) gives each "
+                f"estimate an s.d. of {_fmt(sd)} commuters at ε = {eps:g}, against {_fmt(tenth)} "
+                f"for the 10th busiest commute, among {d:,} cells: the formula makes keeping the "
+                f"busiest commutes' order near-impossible")
+    return (f"the Hadamard mechanism's s.d. (t = 1, chapter 3's formula) is {_fmt(sd)} commuters "
+            f"at ε = {eps:g}, against gaps as small as {_fmt(gap)} between consecutive top-"
+            f"{RANK_TOP + 1} counts here: swaps are expected")
+
+
+def _zeros(frame: pd.DataFrame) -> int:
+    return int(frame["released_zero"].sum())
+
+
+def _judge_5_9(f: Figure) -> Verdict:
+    data = f.data
+    zeros = {key: _zeros(data[data["mechanism"] == key]) for key in LOCAL}
+    ours = ", ".join(f"{label(k)} {v}" for k, v in zeros.items()) + " commutes set to 0"
+    ok = zeros["grr"] < min(zeros[k] for k in ("oue", "olh", "hm")) \
+        and zeros["hm"] >= max(zeros["oue"], zeros["olh"])
+    return _verdict(f, "Randomised response sets no commute to 0; unary encoding, local hashing "
+                       "and Hadamard set 329, 338 and 363 to 0 (Hadamard the most).",
+                    "randomised response zeroes the fewest; Hadamard at least as many as unary "
+                    "encoding and local hashing", ours, ok,
+                    "zero counts follow each mechanism's noise against the small counts: "
+                    "different data and Hadamard's larger variance (t = 1)")
+
+
+def _judge_5_10(f: Figure) -> Verdict:
+    data, failing, gaps = f.data, [], []
+    gains = {}
+    for key in LOCAL:
+        base = _curve(data, mechanism=key, postprocess="base")
+        pos = _curve(data, mechanism=key, postprocess="base_pos")
+        cut = _curve(data, mechanism=key, postprocess="base_cut")
+        bad = [e for e in base.index if not cut[e] < pos[e] < base[e]]
+        failing += [f"{label(key)} at ε = {e:g}" for e in bad]
+        gaps += [abs(cut[e] - pos[e]) / pos[e] for e in bad]
+        gains[key] = (float((base.iloc[0] - cut.iloc[0]) / base.iloc[0]),
+                      float((base.iloc[-1] - cut.iloc[-1]) / base.iloc[-1]))
+    shrinking = all(last <= first for first, last in gains.values())
+    ours = ("Base-Cut < Base-Pos < Base everywhere" if not failing
+            else "order broken for " + ", ".join(failing[:6]) + ("…" if len(failing) > 6 else ""))
+    ours += "; Base-Cut's gain over Base " + ", ".join(
+        f"{label(k)} {a:.0%} → {b:.0%}" for k, (a, b) in gains.items())
+    return _verdict(f, "Base-Cut < Base-Pos < Base in RMSE for all four local mechanisms at every "
+                       "ε; little difference at ε = 5.",
+                    "Base-Cut < Base-Pos < Base at every ε for every local mechanism; Base-Cut's "
+                    "relative gain smaller at the last ε than at the first",
+                    ours, not failing and shrinking,
+                    (f"where the order breaks, Base-Cut and Base-Pos are within "
+                     f"{max(gaps):.1%} of each other — the near-tie the thesis itself reports at "
+                     f"ε = 5, decided here by the data's small counts" if gaps else
+                     "Base-Cut's gain does not shrink with ε on this data"))
+
+
+def _judge_5_11(f: Figure) -> Verdict:
+    data = f.data
+    zeros = {pp: _zeros(data[data["postprocess"] == pp]) for pp in POSTPROCESS}
+    cut = data[data["postprocess"] == "base_cut"]
+    kept, dropped = cut[~cut["released_zero"]], cut[cut["released_zero"]]
+    popular = (len(kept) and len(dropped)
+               and kept["true_rank"].median() < dropped["true_rank"].median())
+    ours = (f"zeros: Base {zeros['base']}, Base-Pos {zeros['base_pos']}, Base-Cut "
+            f"{zeros['base_cut']}; median true rank of the kept commutes "
+            f"{kept['true_rank'].median():.0f}, of the zeroed {dropped['true_rank'].median():.0f}")
+    return _verdict(f, "Moving from Base-Pos to Base-Cut, the zeroed commutes go from 363 to 782; "
+                       "the kept ones are the most frequented.",
+                    "Base-Cut zeroes more than Base-Pos; the kept commutes have the lower (more "
+                    "popular) median true rank", ours,
+                    zeros["base_cut"] > zeros["base_pos"] and popular,
+                    "different data: the running sum reaches n before/after a different number "
+                    "of commutes")
+
+
+def _judge_5_12(f: Figure) -> Verdict:
+    data = f.data
+    rhos = {key: _value_agreement(data[data["mechanism"] == key])
+            for key in ("grr", "hm") if (data["mechanism"] == key).any()}
+    errors = {key: _bar_error(data[data["mechanism"] == key]) for key in rhos}
+    ours = "; ".join(f"{label(k)} rank correlation {rhos[k]:.2f}, mean |error| "
+                     f"{_fmt(errors[k])}" for k in rhos)
+    ok = errors["grr"] > errors["hm"]
+    return _verdict(f, "At ED level randomised response loses all utility on the top 30; the "
+                       "Hadamard mechanism keeps some.",
+                    "randomised response's mean |error| over the top 30 larger than Hadamard's",
+                    ours, ok, "different data")
+
+
+def _judge_5_13(f: Figure) -> Verdict:
+    data, (coarse, fine) = f.data, f.context["levels"]
+    ratio = {key: _curve(data, mechanism=key, scenario=fine) / _curve(data, mechanism=key,
+                                                                       scenario=coarse)
+             for key in LOCAL}
+    rr_worse = bool((ratio["grr"] > 2).all())
+    hm_stable = bool(((ratio["hm"] > 0.5) & (ratio["hm"] < 2)).all())
+    ours = ", ".join(f"{label(k)} ED / county {r.min():.2f}–{r.max():.2f}"
+                     for k, r in ratio.items())
+    return _verdict(f, "Randomised response's RMSE is much worse at ED level than at county "
+                       "level; Hadamard's stays about the same.",
+                    "randomised response's ED RMSE > 2 × its county RMSE at every ε; Hadamard's "
+                    "ratio within 0.5–2 at every ε", ours, rr_worse and hm_stable,
+                    "different data")
+
+
+def _judge_5_14(f: Figure) -> Verdict:
+    data, n, d = f.data, f.context["n"], f.context["d"]
+    rr, hm = _curve(data, mechanism="grr"), _curve(data, mechanism="hm")
+    rr_change = float(rr.iloc[0] / rr.iloc[-1])
+    stable, falling = rr_change < 1.5, bool(hm.iloc[-1] < hm.iloc[0])
+    first, last = float(rr.index[0]), float(rr.index[-1])
+    return _verdict(f, "Randomised response's maximum error stays stable for every ε; "
+                       "Hadamard's falls with ε.",
+                    "randomised response's maximum error at the first ε < 1.5 × its value at the "
+                    "last; Hadamard's lower at the last ε",
+                    f"randomised response falls {rr_change:.1f}× from ε = {first:g} to {last:g}; "
+                    f"Hadamard {'falls' if falling else 'does not fall'}", stable and falling,
+                    f"randomised response's s.d. √(n(e^ε + d − 2))/(e^ε − 1) (chapter 3) falls "
+                    f"from {_fmt(empty_cell_sd('grr', first, n, d))} at ε = {first:g} to "
+                    f"{_fmt(empty_cell_sd('grr', last, n, d))} at ε = {last:g}: its formula "
+                    f"predicts no plateau")
+
+
+def _judge_5_15(f: Figure) -> Verdict:
+    data = f.data
+    head = data[data["true_rank"] <= 40]
+    good_head = float((head["released_rank"] <= 50).mean())
+    far = int((data["released_rank"] > 200).sum())
+    ours = (f"{good_head:.0%} of the top 40 ranked within 50; {far} of the top 100 ranked below "
+            f"200")
+    ok = good_head >= 0.8 and far > 0
+    return _verdict(f, "The Hadamard mechanism ranks the top 40 well, then loses the order; "
+                       "some of the top 100 are ranked below 200 (e.g. 1,631st, 686,843rd).",
+                    "≥ 80 % of the top 40 ranked within 50; at least one of the top 100 ranked "
+                    "below 200", ours, ok,
+                    _hm_reason(f) if good_head < 0.8 else "different data")
+
+
+def _judge_5_16(f: Figure) -> Verdict:
+    sizes = f.context["subsets"]
+    (d_label, d_n, d_x), (r_label, r_n, r_x) = sizes
+    ok = d_x == r_x and r_n < d_n
+    return _verdict(f, "Subset D (Dublin City) has 218,860 commuters and subset R (Cavan and "
+                       "Leitrim) 38,630 (16 % of D), both with |X| = 26,244.",
+                    "equal |X|; R has fewer commuters than D",
+                    f"{d_label}: n = {d_n:,}, |X| = {d_x:,}; {r_label}: n = {r_n:,} "
+                    f"({r_n / d_n:.0%} of D), |X| = {r_x:,}", ok,
+                    "different data: the subsets are not of equal size, or R is not the smaller")
+
+
+def _judge_5_17(f: Figure) -> Verdict:
+    data, (dublin, rural) = f.data, f.context["levels"]
+    eps = float(data["epsilon"].max())
+    at = data[data["epsilon"] == eps]
+    lower = {key: float(_curve(at, mechanism=key, scenario=rural).iloc[0])
+             < float(_curve(at, mechanism=key, scenario=dublin).iloc[0]) for key in LOCAL}
+    ours = f"ε = {eps:g}: RMSE lower on {rural} for " + (
+        ", ".join(label(k) for k, v in lower.items() if v) or "none")
+    return _verdict(f, "At ε = 5 every mechanism has a lower RMSE on R (fewer commuters) than on "
+                       "D.", "every local mechanism's RMSE lower on R at the largest ε", ours,
+                    all(lower.values()), "different data: count errors grow with n (√n), so "
+                                         "this holds whenever R has fewer commuters")
+
+
+def _judge_times(t: Table) -> Verdict:
+    rows = t.data.set_index("key")
+    per_user = rows["per-user, all n (s)"]
+    fast = max(per_user.get("grr", np.nan), per_user.get("hm", np.nan))
+    unary, hashing = per_user.get("oue", np.nan), per_user.get("olh", np.nan)
+    apart, ordered = fast * 10 < min(unary, hashing), unary < hashing
+    ours = ", ".join(f"{label(k)} {_fmt(v)} s" for k, v in per_user.items()) + " (extrapolated)"
+    reasons = []
+    if not apart:
+        reasons.append("randomised response or Hadamard is within 10 × of the slow pair here")
+    if not ordered:
+        reasons.append(f"a protocol difference: our unary encoding draws all d = "
+                       f"{t.context.get('d', 0):,} bits of every person's report, while our "
+                       f"local hashing hashes each report once per cell in vectorised blocks; the "
+                       f"thesis's local hashing (pure-LDP's code, per user in Python) was the "
+                       f"slower one")
+    return _verdict(t, "Simulating every user at county level: randomised response 9 s, "
+                       "Hadamard 20 s, unary encoding 274 s, local hashing 2,296 s (RR, HM ≪ UE "
+                       "< OLH).", "randomised response and Hadamard < 1/10 of unary encoding and "
+                                  "local hashing; unary encoding < local hashing",
+                    ours, apart and ordered, "; ".join(reasons))
+
+
+JUDGES: dict[str, Callable] = {
+    "Figure 5.1": _judge_5_1, "Figure 5.2": _judge_5_2, "Figure 5.3": _judge_5_3,
+    "Figure 5.4": _judge_5_4, "Figure 5.5": _judge_bars_local, "Figure 5.6": _judge_bars_local,
+    "Figure 5.7": _judge_5_7, "Figure 5.8": _judge_5_8, "Table 5.1": _judge_table,
+    "Table 5.2": _judge_table, "Figure 5.9": _judge_5_9, "Figure 5.10": _judge_5_10,
+    "Figure 5.11": _judge_5_11, "Figure 5.12": _judge_5_12, "Figure 5.13": _judge_5_13,
+    "Figure 5.14": _judge_5_14, "Table 5.3": _judge_table, "Table 5.4": _judge_table,
+    "Figure 5.15": _judge_5_15, "Figure 5.16": _judge_5_16, "Figure 5.17": _judge_5_17,
+    "Running times": _judge_times,
+}
+
+
+def judge(item):
+    """``item`` with its verdict computed from its data (:data:`JUDGES`)."""
+    from dataclasses import replace
+
+    return replace(item, verdict=JUDGES[item.ref](item))
+
+
+def _judged(item):
+    """:func:`judge`, or a "not checked" verdict when the ε grid is too short for a trend."""
+    from dataclasses import replace
+
+    if isinstance(item, Figure) and item.kind == "lines" and item.data["epsilon"].nunique() < 2:
+        return replace(item, verdict=Verdict(item.ref, "", "", "one ε only", None,
+                                             "needs at least two ε to compare curves"))
+    return judge(item)
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A thesis item this data cannot give (e.g. ED-level items on county-level data)."""
+
+    ref: str
+    title: str
+    why: str
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict(self.ref, "", "", "not in this run", None, self.why)
+
+
+# --------------------------------------------------------------------------- trial-0 releases
+@dataclass(frozen=True)
+class Snapshot:
+    """What the bars, orderings and rank tables need of one release (trial 0 of the sweep's):
+    the true top-30 commutes with its counts, the ranks it gives the true top 10, and where an
+    ordering figure needs it, true against released rank per post-processing."""
+
+    top: pd.DataFrame
+    pairs: pd.DataFrame
+    ordering: dict
+
+
+def _snapshots(od: ODMatrix, lv: Levels, specs, seed: int,
+               stop: threading.Event | None = None) -> dict:
+    """(level label, ε, mechanism) → :class:`Snapshot`, for ε = 0.5 and 5 at each whole level.
+    Returns what it has made when ``stop`` is set (checked before each release)."""
+    out = {}
+    for scenario in lv.whole:
+        matrix = views.select(od, scenario.view)
+        truth = matrix.to_dense()
+        coarse = scenario == lv.coarse
+        methods = scenario.methods(POSTPROCESS)
+        for epsilon in RANK_EPSILONS:
+            for key, params in specs:
+                if stop is not None and stop.is_set():
+                    return out
+                spec = release.ReleaseSpec(key, epsilon, params, methods, seed, 0)
+                outputs = release.run(matrix, spec, true_counts=truth, score=False).outputs
+                made = {m: outputs[m].released for m in methods}
+                shown = made["base"] if key in CENTRAL else made[MAIN_POSTPROCESS]
+                ordering = {}
+                if epsilon == HIGH_EPSILON and coarse:
+                    wanted = (("base",) if key in CENTRAL
+                              else POSTPROCESS if key == "hm" else (MAIN_POSTPROCESS,))
+                    ordering = {m: ranks.rank_pairs(truth, made[m]) for m in wanted}
+                elif epsilon == HIGH_EPSILON and key == "hm":
+                    ordering = {MAIN_POSTPROCESS: ranks.rank_pairs(
+                        truth, made[MAIN_POSTPROCESS], ED_ORDER_TOP)}
+                out[(scenario.label, epsilon, key)] = Snapshot(
+                    ranks.top_flows(matrix, truth, {key: shown}, BAR_TOP),
+                    ranks.rank_pairs(truth, made[MAIN_POSTPROCESS], RANK_TOP), ordering)
+                del outputs, made, shown
+    return out
+
+
+# ------------------------------------------------------------------------------ running times
+#: The thesis's running times, seconds (sections 5.1.2, 5.2.2, 5.4.3): county, ED.
+THESIS_SECONDS = {"laplace": (4, 328.69), "stability_histogram": (5, 18), "grr": (9, 7),
+                  "oue": (274, 154_272), "olh": (2_296, None), "hm": (20, 32)}
+
+
+#: The time at 2m over the time at m that counts as linear, and how often larger sizes are tried.
+LINEAR_RATIO, LINEAR_RETRIES = (1.6, 2.5), 3
+#: Timings per subsample size; the smallest is kept (other work on the machine only adds).
+TIMING_REPEATS = 3
+
+
+def _cpu_seconds(work, repeats: int = TIMING_REPEATS) -> float:
+    """CPU seconds of ``work()`` in this process, the least of ``repeats`` runs, so that other
+    work on the machine does not count."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        work()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def _per_user_seconds(mechanism, items: np.ndarray, d: int, rng,
+                      repeats: int = TIMING_REPEATS) -> float:
+    """What the thesis timed: every person's report made and aggregated (local), or every
+    person's row counted into the histogram and released (central)."""
+    if mechanism.model == "local":
+        return _cpu_seconds(lambda: mechanism.simulate(items, d, rng), repeats)
+    return _cpu_seconds(lambda: mechanism.release(np.bincount(items, minlength=d), rng), repeats)
+
+
+def running_times(matrix: ODMatrix, specs, seed: int, epsilon: float = HIGH_EPSILON
+                  ) -> pd.DataFrame:
+    """Per-user simulation times at this level, extrapolated from two subsample sizes, beside the
+    CPU time of our aggregate release of the same counts (:meth:`release`, one exact draw).
+
+    For each mechanism the smaller subsample m doubles from :data:`TIMING_START` until one run
+    takes :data:`TIMING_FLOOR` CPU seconds (or 2m would exceed n); 2m is timed too, and the time
+    for all n is the straight line through the two points. ``2m / m`` near 2 checks that the cost
+    is linear in the number of people.
+    """
+    items = matrix.to_items()
+    d, n = matrix.domain_size, matrix.n
+    counts = matrix.to_dense()
+    rng = release.generator(seed, "thesis-running-times")
+    rows = []
+    for key, params in specs:
+        mechanism = mechanisms.build(key, epsilon=epsilon, **params)
+        _per_user_seconds(mechanism, items[:100], d, rng)  # warm-up (imports, caches)
+        size, cap = min(TIMING_START, max(n // 4, 1)), max(n // 4, 1)
+        while True:  # one run per size while searching: jump to the size that should take long
+            probe = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng, 1)
+            if probe >= TIMING_FLOOR or size >= cap:
+                break
+            size = min(cap, size * int(np.clip(TIMING_FLOOR / max(probe, 1e-6), 2, 16)))
+        first = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng)
+        for attempt in range(LINEAR_RETRIES):  # not linear yet (fixed costs): larger sizes
+            double = min(2 * size, n)
+            second = _per_user_seconds(mechanism, items[rng.integers(0, n, double)], d, rng)
+            if (LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1]
+                    or 2 * double > n or attempt == LINEAR_RETRIES - 1):
+                break
+            size, first = double, second
+        slope = max(second - first, 0.0) / max(double - size, 1)
+        full = second + slope * (n - double)
+        agg = _cpu_seconds(lambda m=mechanism: m.release(counts, rng))
+        county, ed = THESIS_SECONDS.get(key, (None, None))
+        rows.append({"key": key, "Mechanism": label(key), "model": mechanism.model,
+                     "timed people m, 2m": f"{size:,}, {double:,}",
+                     "seconds at m": first, "seconds at 2m": second,
+                     "2m / m (2 = linear)": second / first if first > 0 else np.nan,
+                     "linear": "yes" if LINEAR_RATIO[0] <= second / max(first, 1e-9)
+                                    <= LINEAR_RATIO[1] else "no",
+                     "per-user, all n (s)": full, "aggregate release (s)": agg,
+                     "per-user / aggregate": full / agg if agg > 0 else np.nan,
+                     "thesis, county (s)": county, "thesis, ED (s)": ed})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------ items
+def _map_data(od: ODMatrix, lv: Levels) -> tuple[pd.DataFrame, dict | None]:
+    """Fine-level zones with their position and subset; the land around them (offline)."""
+    from dpcore.data import geography
+
+    zones = od.origins.to_frame()
+    names = {}
+    for tag, scenario in zip(("D", "R"), lv.subsets):
+        for area in scenario.view.areas:
+            names[area] = f"{tag}: {scenario.label}"
+    zones["subset"] = pd.Series(zones.get("parent", pd.Series(dtype=str))).map(names).fillna(
+        "other zones")
+    zones = zones[np.isfinite(zones["lat"]) & np.isfinite(zones["lon"])]
+    if zones.empty:
+        return zones, None
+    bounds = [[zones["lat"].min(), zones["lon"].min()], [zones["lat"].max(), zones["lon"].max()]]
+    return zones[["id", "label", "lat", "lon", "subset"]], geography.background(bounds)["land"]
+
+
+def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd.DataFrame,
+           settings: str) -> list:
+    coarse, fine = lv.coarse, lv.fine
+    whole = list(lv.whole)
+    matrices = {s.label: views.select(od, s.view) for s in lv.scenarios}
+    size = {label_: (m.n, m.domain_size) for label_, m in matrices.items()}
+    bars = "Bars: true count and released count of each of the true busiest commutes (trial 0)."
+
+    def lines(ref, title, metric, keys, scenarios, methods, drawn, **style):
         rows = table[table["mechanism"].isin(keys)
                      & table["scenario"].isin([s.label for s in scenarios])
                      & table["postprocess"].isin(methods)]
         data = summaries.summarise(rows, metric, by=["mechanism", "scenario", "postprocess",
                                                      "epsilon"])
-        methods_named = ", ".join(postprocess.METHODS[m][0] for m in methods)
-        caption = (f"{ref}. Mechanisms: {_names(keys)}. Data: "
-                   f"{', '.join(s.label for s in scenarios)}. Post-processing: {methods_named}. "
-                   f"{note + ' ' if note else ''}{settings}")
-        return Figure(ref, title, caption, data, metric, **style)
+        named = ", ".join(postprocess.METHODS[m].name for m in methods)
+        caption = (f"Thesis {ref.lower()}. Drawn: {drawn} Mechanisms: "
+                   f"{', '.join(label(k) for k in keys)}. Data: "
+                   f"{', '.join(s.label for s in scenarios)}. Post-processing: {named}. "
+                   f"Each point is the mean over trials; error bars are 95 % confidence "
+                   f"intervals of the mean. {settings}")
+        first = scenarios[0].label
+        context = {"levels": [s.label for s in scenarios], "n": size[first][0],
+                   "d": size[first][1]}
+        return Figure(ref, title, caption, data, "lines", metric, context=context, **style)
 
-    whole = lv.whole
-    fine = [lv.fine] if lv.fine else []
-    coarse = [lv.coarse] if lv.coarse else []
-    main = [MAIN_POSTPROCESS]
-    two_levels = {"dash": "scenario"} if len(whole) > 1 else {}
-    out = [
-        figure("Thesis figure 5.2", "RMSE of the central mechanisms", "rmse", CENTRAL, whole,
-               ["base"], "Raw releases.", **two_levels),
-        figure("Thesis figure 5.3", "Maximum error of the central mechanisms (relative "
-               "frequency)", "max_error_freq", CENTRAL, whole, ["base"], "Raw releases.",
-               **two_levels),
-        figure("Thesis figure 5.7", "RMSE of the local mechanisms", "rmse", LOCAL, coarse or whole,
-               main, "Negative counts set to 0 (Base-Pos), as in the thesis."),
-        figure("Thesis figure 5.8", "Maximum error of the local mechanisms (relative "
-               "frequency)", "max_error_freq", LOCAL, coarse or whole, main,
-               "Negative counts set to 0, as in the thesis."),
-    ]
-    for scenario in whole:
-        out.append(figure(f"Thesis figure 5.10 ({scenario.label} level)",
-                          f"RMSE by post-processing, {scenario.label} level", "rmse", MECHANISMS,
-                          [scenario], list(POSTPROCESS),
-                          "One panel per mechanism; the thesis showed the local mechanisms at "
-                          "county level.", colour="postprocess", facet="mechanism"))
+    def ordering(ref, title, frames: dict, drawn, context, facet):
+        data = pd.concat([frame.assign(**{facet: key}) for key, frame in frames.items()],
+                         ignore_index=True) if frames else pd.DataFrame()
+        caption = (f"Thesis {ref.lower()}. Drawn: {drawn} Each dot is a commute: its true rank "
+                   f"(x) against the rank the release gives it (y, 1 = busiest; trial 0); dots "
+                   f"released as 0 (less than half a commuter) are marked apart; the diagonal "
+                   f"is the true order. {settings}")
+        return Figure(ref, title, caption, data, "ordering", facet=facet, context=context)
+
+    def snap(level, epsilon, key):
+        return snaps.get((level.label, epsilon, key))
+
+    def top_bars(ref, title, level_list, epsilon, keys, facet, drawn):
+        frames = []
+        for level in level_list:
+            for key in keys:
+                found = snap(level, epsilon, key)
+                if found is not None:
+                    frames.append(found.top.assign(panel=level.label if facet == "panel"
+                                                   else label(key)))
+        data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        level = level_list[0].label
+        caption = (f"Thesis {ref.lower()}. Drawn: {drawn} {bars} ε = {epsilon:g}. Data: "
+                   f"{', '.join(s.label for s in level_list)}. {settings}")
+        return Figure(ref, title, caption, data, "bars", facet="panel",
+                      context={"n": od.n, "d": size[level][1], "epsilon": epsilon})
+
+    def top_counts(level):
+        return np.sort(matrices[level.label].counts)[::-1][:RANK_TOP + 1].astype(float)
+
+    def rank_table(ref, title, level, epsilon):
+        pairs = {key: snap(level, epsilon, key).pairs for key, _ in mechanism_specs(od)
+                 if snap(level, epsilon, key) is not None}
+        matrix = matrices[level.label]
+        data = ranks.rank_table(matrix, pairs, RANK_TOP, {k: label(k) for k in pairs})
+        caption = (f"Thesis {ref.lower()}. The true top {RANK_TOP} commutes of {matrix.name} "
+                   f"(|X| = {matrix.domain_size:,}) and the rank each release gives them "
+                   f"(1 = busiest; trial 0, Base-Pos). {settings}")
+        return Table(ref, title, caption, data, context={
+            "epsilon": epsilon, "fine": level == fine, "n": matrix.n, "d": matrix.domain_size,
+            "top_counts": top_counts(level)})
+
+    titles = dict(ITEMS)
+    items: list = []
+    no_fine = "the data has no finer level (load ED-level data for the ED items)"
+
+    items.append(top_bars("Figure 5.1", titles["Figure 5.1"], whole, LOW_EPSILON, ["laplace"],
+                          "panel", "the Laplace mechanism's release, one panel per level."))
+    items.append(lines("Figure 5.2", titles["Figure 5.2"], "rmse", CENTRAL, whole, ["base"],
+                       "RMSE (commuters per cell) of the raw releases against ε.",
+                       dash="scenario" if len(whole) > 1 else None))
+    items.append(lines("Figure 5.3", titles["Figure 5.3"], "max_error_freq", CENTRAL, whole,
+                       ["base"], "largest error of any cell as a share of n, raw releases.",
+                       dash="scenario" if len(whole) > 1 else None))
+    items.append(ordering("Figure 5.4", titles["Figure 5.4"],
+                          {k: snap(coarse, HIGH_EPSILON, k).ordering["base"] for k in CENTRAL
+                           if snap(coarse, HIGH_EPSILON, k)},
+                          "the central mechanisms' raw releases at ε = 5, county level.",
+                          {"d": size[coarse.label][1]}, "mechanism"))
+    for ref, epsilon in (("Figure 5.5", LOW_EPSILON), ("Figure 5.6", HIGH_EPSILON)):
+        items.append(top_bars(ref, titles[ref], [coarse], epsilon, LOCAL, "mechanism",
+                              "the local mechanisms' releases (Base-Pos), one panel each."))
+    items.append(lines("Figure 5.7", titles["Figure 5.7"], "rmse", LOCAL, [coarse],
+                       [MAIN_POSTPROCESS], "RMSE (commuters per cell) against ε, negative "
+                       "counts set to 0 (Base-Pos) as in the thesis."))
+    items.append(lines("Figure 5.8", titles["Figure 5.8"], "max_error_freq", LOCAL, [coarse],
+                       [MAIN_POSTPROCESS], "largest error of any cell as a share of n, "
+                       "Base-Pos."))
+    items.append(rank_table("Table 5.1", titles["Table 5.1"], coarse, LOW_EPSILON))
+    items.append(rank_table("Table 5.2", titles["Table 5.2"], coarse, HIGH_EPSILON))
+    items.append(ordering("Figure 5.9", titles["Figure 5.9"],
+                          {k: snap(coarse, HIGH_EPSILON, k).ordering[MAIN_POSTPROCESS]
+                           for k in LOCAL if snap(coarse, HIGH_EPSILON, k)},
+                          "the local mechanisms' releases at ε = 5 after Base-Pos.",
+                          {"d": size[coarse.label][1]}, "mechanism"))
+    items.append(lines("Figure 5.10", titles["Figure 5.10"], "rmse", LOCAL, [coarse],
+                       list(POSTPROCESS), "RMSE against ε after Base, Base-Pos and the thesis's "
+                       "Base-Cut, one panel (with its own y-axis) per mechanism.",
+                       colour="postprocess", facet="mechanism", independent_y=True))
+    hm = snap(coarse, HIGH_EPSILON, "hm")
+    items.append(ordering("Figure 5.11", titles["Figure 5.11"],
+                          hm.ordering if hm else {},
+                          "the Hadamard mechanism's release at ε = 5 after each "
+                          "post-processing, one panel each.", {}, "postprocess"))
     if fine:
-        out += [
-            figure("Thesis figure 5.13", "RMSE of the local mechanisms, county against ED "
-                   "level", "rmse", LOCAL, whole, main, "", dash="scenario"),
-            figure("Thesis figure 5.14", "Maximum error of the local mechanisms at ED level "
-                   "(relative frequency)", "max_error_freq", LOCAL, fine, main, ""),
-        ]
-    out.append(figure("All mechanisms compared", "RMSE of every mechanism", "rmse", MECHANISMS,
-                      whole, main, "Base-Pos; central and local side by side.", **two_levels))
-    if lv.subsets:
-        out.append(figure("Thesis figure 5.17", "RMSE of the local mechanisms on two ED subsets "
-                          "of equal domain size", "rmse", LOCAL, lv.subsets, main,
-                          "Same |X|, different n: Dublin City against rural Cavan and Leitrim "
-                          "(the thesis fixed ε = 5; here the whole grid).", dash="scenario"))
-    return out
-
-
-def _rank_tables(od: ODMatrix, lv: Levels, specs, seed: int, settings: str,
-                 stop: threading.Event | None = None) -> list[Table]:
-    """Tables 5.1–5.4: the true top-10 commutes and the rank each mechanism's release (trial 0,
-    Base-Pos: the same release as the sweep's trial 0) gives them. Returns what it has made when
-    ``stop`` is set (checked before each release)."""
-    numbers = iter(range(1, 5))
-    out = []
-    for scenario in lv.whole:
-        matrix = views.select(od, scenario.view)
-        truth = matrix.to_dense()
-        for epsilon in RANK_EPSILONS:
-            pairs = {}
-            for key, params in specs:
-                if stop is not None and stop.is_set():
-                    return out
-                spec = release.ReleaseSpec(key, epsilon, params, (MAIN_POSTPROCESS,), seed, 0)
-                released = release.run(matrix, spec, true_counts=truth, score=False).released
-                pairs[key] = ranks.rank_pairs(truth, released, RANK_TOP)
-            names = {key: mechanisms.get(key).name for key, _ in specs}
-            ref = f"Thesis table 5.{next(numbers)}"
-            out.append(Table(ref, f"Top {RANK_TOP} commutes at {scenario.label} level, "
-                                  f"ε = {epsilon:g}",
-                             f"{ref}. The true top {RANK_TOP} commutes of {matrix.name} "
-                             f"(|X| = {matrix.domain_size:,}) and the rank each release gives "
-                             f"them (1 = busiest; trial 0, Base-Pos). {settings}",
-                             ranks.rank_table(matrix, pairs, RANK_TOP, names)))
-    return out
-
-
-def _times(table: pd.DataFrame, settings: str) -> Table:
-    times = summaries.release_times(table)
-    times = times.assign(mechanism=times["mechanism"].map(lambda k: mechanisms.get(k).name))
-    return Table("Thesis sections 5.1.2, 5.2.2, 5.4.3", "Running time of one release",
-                 "Running times (thesis sections 5.1.2, 5.2.2 and 5.4.3): mean time of one fast "
-                 "release (aggregate-level sampling, not per-user simulation), seconds, over every "
-                 "ε and trial, measured inside the workers running side by side. " + settings,
-                 times.rename(columns={"seconds": "mean seconds"}))
+        items.append(top_bars("Figure 5.12", titles["Figure 5.12"], [fine], HIGH_EPSILON,
+                              ("grr", "hm"), "mechanism", "randomised response's and the "
+                              "Hadamard mechanism's releases (Base-Pos)."))
+        items.append(lines("Figure 5.13", titles["Figure 5.13"], "rmse", LOCAL, whole,
+                           [MAIN_POSTPROCESS], "RMSE (commuters per cell) against ε at both "
+                           "levels (solid: county, dashed: ED), Base-Pos.", dash="scenario"))
+        items.append(lines("Figure 5.14", titles["Figure 5.14"], "max_error_freq", LOCAL,
+                           [fine], [MAIN_POSTPROCESS], "largest error of any cell as a share "
+                           "of n at ED level, Base-Pos."))
+        items.append(rank_table("Table 5.3", titles["Table 5.3"], fine, LOW_EPSILON))
+        items.append(rank_table("Table 5.4", titles["Table 5.4"], fine, HIGH_EPSILON))
+        hm_fine = snap(fine, HIGH_EPSILON, "hm")
+        fine_n, fine_d = size[fine.label]
+        items.append(ordering("Figure 5.15", titles["Figure 5.15"],
+                              {"hm": hm_fine.ordering[MAIN_POSTPROCESS]} if hm_fine else {},
+                              f"the Hadamard mechanism's release at ε = 5 (Base-Pos), the true "
+                              f"top {ED_ORDER_TOP} ED commutes.",
+                              {"epsilon": HIGH_EPSILON, "n": fine_n, "d": fine_d,
+                               "top_counts": top_counts(fine)}, "mechanism"))
+    else:
+        items += [Absent(ref, titles[ref], no_fine) for ref in (
+            "Figure 5.12", "Figure 5.13", "Figure 5.14", "Table 5.3", "Table 5.4", "Figure 5.15")]
+    if len(lv.subsets) == 2:
+        zones, land = _map_data(od, lv)
+        subsets = [(s.label, size[s.label][0], size[s.label][1]) for s in lv.subsets]
+        items.append(Figure("Figure 5.16", titles["Figure 5.16"],
+                            "Thesis figure 5.16. Drawn: every zone of the finer level at its "
+                            "position, coloured by subset (D red, R blue), over the land "
+                            "outline (Natural Earth, bundled; no map tiles). " + settings,
+                            zones, "map", context={"subsets": subsets, "land": land}))
+        items.append(lines("Figure 5.17", titles["Figure 5.17"], "rmse", LOCAL, lv.subsets,
+                           [MAIN_POSTPROCESS], "RMSE (commuters per cell) against ε on the two "
+                           "subsets of equal domain size (solid: D, dashed: R), Base-Pos; the "
+                           "thesis fixed ε = 5, here the whole grid.", dash="scenario"))
+    else:
+        items += [Absent(ref, titles[ref], "the data has no Dublin City and Cavan + Leitrim "
+                                           "areas") for ref in ("Figure 5.16", "Figure 5.17")]
+    items.append(Table("Running times", titles["Running times"],
+                       f"Running times as the thesis measured them (sections 5.1.2, 5.2.2, 5.4.3)"
+                       f": every person's report made and aggregated (local; central: every "
+                       f"row counted into the histogram, then released) at {coarse.label} level, "
+                       f"ε = {HIGH_EPSILON:g}, on subsamples of m and 2m people (CPU seconds, "
+                       f"least of {TIMING_REPEATS} runs), extrapolated linearly to all n = "
+                       f"{size[coarse.label][0]:,}; beside the CPU time of our exact aggregate "
+                       f"release of the same counts (one draw from the counts' law, least of "
+                       f"{TIMING_REPEATS}). Thesis columns: its times (Intel i5, per-user "
+                       f"Python code; no local hashing at ED level). "
+                       f"{settings}", times, context={"d": size[coarse.label][1]}))
+    return [item if isinstance(item, Absent) else _judged(item) for item in items]
 
 
 def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, seed: int = 0,
-        n_jobs: int = 1, scheduler=None,
-        progress: Callable[[int, int], bool | None] | None = None, cancel=None) -> Chapter:
-    """Run the chapter's sweep on ``od`` and build its figures and tables.
+        n_jobs: int = -1, scheduler=None,
+        progress: Callable[[int, int], bool | None] | None = None, cancel=None,
+        source=None) -> Chapter:
+    """Run the chapter on ``od``: its sweep, trial-0 releases, running times, items, verdicts.
 
-    ``n_jobs``, ``scheduler``, ``progress`` and ``cancel`` are :func:`dpcore.evaluation.experiment.run`'s.
+    ``n_jobs`` (default: every core), ``scheduler``, ``progress`` and ``cancel`` are
+    :func:`dpcore.evaluation.experiment.run`'s. ``source``: the bundled dataset's
+    :class:`~dpcore.data.datasets.DatasetInfo` (None for a user's own file).
     """
     started = time.perf_counter()
     lv = levels(od)
@@ -236,51 +1041,54 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     settings = {"dataset": od.name, "commuters n": f"{od.n:,}",
                 "ε grid": ", ".join(f"{e:g}" for e in epsilons), "trials per point": trials,
                 "seed": seed, "stability histogram δ": f"1/(2n) = {1 / (2 * od.n):.3g}",
+                "Hadamard mechanism": f"t = {HM_COEFFICIENTS} coefficient per person "
+                                      f"(chapter 3)",
                 "data": ", ".join(s.label for s in lv.scenarios),
-                "post-processing": ", ".join(postprocess.METHODS[m][0] for m in POSTPROCESS)}
+                "post-processing": ", ".join(postprocess.METHODS[m].name for m in POSTPROCESS)
+                + f" (Base-Cut at {lv.coarse.label} level only, as in figure 5.10)"}
     line = (f"Settings: {od.name}, ε ∈ {{{', '.join(f'{e:g}' for e in epsilons)}}}, "
             f"{trials} trial(s) per point, seed {seed}, stability histogram δ = 1/(2n) = "
-            f"{1 / (2 * od.n):.3g}; bands are 95 % confidence intervals of the mean.")
-    # The rank tables' releases (24, half of them at ED level: seconds) are made in a thread of
-    # this process while the sweep runs, instead of after it: here the process mostly waits for
-    # the workers (or for NumPy, which releases the GIL).
+            f"{1 / (2 * od.n):.3g}, Hadamard t = {HM_COEFFICIENTS}.")
+    # The trial-0 releases (24, half at ED level: seconds) are made in a thread of this process
+    # while the sweep runs: here the process mostly waits for the workers (or for NumPy, which
+    # releases the GIL).
     stop = threading.Event()
     with futures.ThreadPoolExecutor(1, thread_name_prefix="thesis-ranks") as pool:
-        ranked = pool.submit(_rank_tables, od, lv, specs, seed, line, stop)
+        made = pool.submit(_snapshots, od, lv, specs, seed, stop)
         try:
             table = experiment.run(od, specs, epsilons, postprocess=POSTPROCESS, trials=trials,
                                    seed=seed, n_jobs=n_jobs, metrics=METRICS,
                                    scenarios=lv.scenarios, progress=progress, cancel=cancel,
                                    scheduler=scheduler)
         except BaseException:
-            stop.set()  # an error or Ctrl-C: do not wait for the remaining rank releases
+            stop.set()  # an error or Ctrl-C: do not wait for the remaining releases
             raise
-        chapter = Chapter(od.name, settings, table)
+        chapter = Chapter(od.name, settings, table, source=source)
         if table.attrs.get("cancelled"):
             stop.set()
             chapter.seconds = time.perf_counter() - started
             return chapter
-        rank_tables = ranked.result()
-    chapter.figures = _figures(table, lv, line)
-    chapter.tables = rank_tables + [_times(table, line)]
+        snaps = made.result()
+    times = running_times(views.select(od, lv.coarse.view), specs, seed)
+    chapter.items = _items(od, lv, table, snaps, times, line)
     chapter.seconds = time.perf_counter() - started
     return chapter
 
 
 def slug(ref: str) -> str:
-    """A file name for a figure or table reference ("Thesis figure 5.10 (ED level)" →
-    "figure_5.10_ed_level")."""
+    """A file name for a figure or table reference ("Figure 5.10" → "figure_5.10")."""
     text = ref.lower().replace("thesis ", "")
     return "_".join("".join(c if c.isalnum() or c == "." else " " for c in text).split())
 
 
 def write_csvs(chapter: Chapter, out: Path) -> list[Path]:
-    """The tidy data behind every figure and table, and the whole sweep, as formula-safe CSVs."""
+    """The tidy data behind every figure and table, the verdicts and the whole sweep, as
+    formula-safe CSVs."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, frame in ([("sweep", chapter.table)]
-                        + [(slug(f.ref), f.data) for f in chapter.figures]
-                        + [(slug(t.ref), t.data) for t in chapter.tables]):
+    frames = [("sweep", chapter.table), ("verdicts", summary(chapter))]
+    frames += [(slug(item.ref), item.data) for item in chapter.figures + chapter.tables]
+    for name, frame in frames:
         path = out / f"{name}.csv"
         export.write_safe_csv(frame, path)
         written.append(path)

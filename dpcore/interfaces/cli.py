@@ -286,11 +286,15 @@ def _cmd_reproduce_thesis(args) -> int:
         raise OSError(f"the report needs the repository's report package and plotly "
                       f"(python3 -m pip install -r requirements.txt): {error}") from None
     chapter = thesis.run(od, epsilons=epsilons, trials=args.trials, seed=args.seed,
-                         n_jobs=args.jobs, scheduler=scheduler, progress=_progress)
+                         n_jobs=args.jobs, scheduler=scheduler, progress=_progress,
+                         source=datasets.DATASETS.get(args.dataset))
     path = thesis_html.write(chapter, Path(args.out))
+    tally = thesis.summary(chapter)["Verdict"].value_counts()
     print(f"reproduce-thesis: {chapter.table.attrs['jobs_done']:,} releases on {od.name} in "
           f"{_duration(chapter.seconds)}; {len(chapter.figures)} figures and "
-          f"{len(chapter.tables)} tables → {path} (and their CSVs in {args.out})")
+          f"{len(chapter.tables)} tables ({tally.get('agrees', 0)} agree with the thesis, "
+          f"{tally.get('differs', 0)} differ, {tally.get('not checked', 0)} not checked) → "
+          f"{path} (and their CSVs in {args.out})")
     return 0
 
 
@@ -670,8 +674,8 @@ def _parser() -> argparse.ArgumentParser:
     thesis.add_argument("--epsilons", default="0.5,1,1.5,2,2.5,3,3.5,4,4.5,5", metavar="E1,E2,…")
     thesis.add_argument("--trials", type=arguments.number(TRIALS, "--trials"), default=10)
     thesis.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0)
-    thesis.add_argument("--jobs", type=arguments.jobs, default=1,
-                        help="worker processes without --scheduler (-1: every core)")
+    thesis.add_argument("--jobs", type=arguments.jobs, default=-1,
+                        help="worker processes without --scheduler (default -1: every core)")
     _add_scheduler(thesis)
     thesis.add_argument("--out", required=True, metavar="DIR")
     thesis.set_defaults(handler=_cmd_reproduce_thesis)

@@ -1,4 +1,8 @@
-"""Consistency post-processing of released counts [WLLSL20].
+"""Consistency post-processing of released counts [WLLSL20] and the thesis's Base-Cut [Fin24].
+
+[Fin24] A. L. Finnegan, *Local Differential Privacy Mechanisms for Frequency Estimation with
+Application to Mobility Data*, thesis, University of Padova (2023/24), §2.4.2 and §5.3 — the
+product's specification; where it and [WLLSL20] name a method differently, the thesis wins.
 
 [WLLSL20] T. Wang, M. Lopuhaä-Zwakenberg, Z. Li, B. Škorić, N. Li, "Locally differentially private
 frequency estimation with consistency", NDSS 2020 (arXiv 1905.08320). Most definitions here follow
@@ -13,9 +17,9 @@ level), so privacy is unchanged. They must never be given anything computed from
 Use :func:`apply` with a key of :data:`METHODS`::
 
     apply("norm_sub", estimates, n)                         # most methods
-    apply("base_cut", estimates, n, variance=var_star)      # Base-Cut needs the noise variance
+    apply("significance_cut", estimates, n, variance=var_star)  # needs the noise variance
 
-``variance`` (only Base-Cut uses it) is ``Var*``, the variance of the estimate of a cell whose true
+``variance`` (only the significance cut uses it, see :data:`NEEDS_VARIANCE`) is ``Var*``, the variance of the estimate of a cell whose true
 count is 0 — a number that depends on ε, n and d but not on the data. Pass a scalar, a constant
 array (e.g. ``laplace.variance(counts)``), or :func:`zero_cell_variance` for mechanisms whose
 per-cell variance depends on the cell's count (local ones).
@@ -29,12 +33,12 @@ the clipped cells.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from scipy import stats
 
-#: Family-wise false-positive rate of Base-Cut: under Gaussian noise of variance Var*, the chance
+#: Family-wise false-positive rate of the significance cut: under Gaussian noise of variance Var*, the chance
 #: that *any* of the d true-zero cells survives the cut is at most α (Bonferroni). The exact α of
 #: WLLSL20 was not checked against the paper text; 0.05 is the conventional choice.
 BASE_CUT_ALPHA = 0.05
@@ -77,7 +81,7 @@ def clip_query(total):
 
 
 def zero_cell_variance(mechanism, n: int, d: int) -> float | None:
-    """Var* for Base-Cut: the mechanism's variance of a cell whose true count is 0, given n and d.
+    """Var* for the significance cut: the mechanism's variance of a cell whose true count is 0, given n and d.
 
     ``mechanism.variance`` of one empty cell in a table of n people and d cells: it depends only on
     (ε, n, d), never on the data. None if the mechanism has no closed form.
@@ -103,25 +107,55 @@ def post_pos(estimates, n, variance=None) -> np.ndarray:
     return base_pos(estimates, n)
 
 
-def base_cut(estimates, n, variance=None, alpha: float = BASE_CUT_ALPHA) -> np.ndarray:
-    """Base-Cut: zero every estimate below ``θ = Φ⁻¹(1 − α/d)·√Var*``; keep the rest unchanged.
+def base_cut(estimates, n, variance=None) -> np.ndarray:
+    """Base-Cut as the thesis defines it [Fin24, §2.4.2; §5.3]: sort the estimates in decreasing
+    order, keep them until their running sum first exceeds n, set every later one to 0. No
+    rescaling, so the kept cells keep their estimates and the total ends just above n.
+
+    Boundary: the estimate whose addition makes the running sum exceed n is *kept* — the thesis's
+    own code adds each estimate while the sum is still below n. Negative estimates are set to 0
+    too (the thesis introduces Base-Cut to "solve both negative counts" and the total; its code
+    clips them first), which matters only when all the positive estimates together do not exceed
+    n. Ties at the cut are broken by position (a stable descending order).
+
+    Not [WLLSL20]'s Base-Cut, which is a significance threshold (:func:`significance_cut`).
+    """
+    x = _as_estimates(estimates)
+    total = _check_total(n, x)
+    descending = np.sort(x)[::-1]
+    crossed = np.flatnonzero(np.cumsum(descending) > total)
+    if not crossed.size:
+        return np.maximum(x, 0.0)
+    keep_count = crossed[0] + 1
+    smallest_kept = descending[crossed[0]]
+    kept = x > smallest_kept
+    tied = np.flatnonzero(x == smallest_kept)[:keep_count - int(kept.sum())]
+    kept[tied] = True
+    return np.where(kept & (x > 0), x, 0.0)
+
+
+def significance_cut(estimates, n, variance=None, alpha: float = BASE_CUT_ALPHA) -> np.ndarray:
+    """Significance cut (what [WLLSL20] call Base-Cut): zero every estimate below
+    ``θ = Φ⁻¹(1 − α/d)·√Var*``; keep the rest unchanged.
 
     θ is a Bonferroni significance threshold: a cell with true count 0 and Gaussian noise of
     variance Var* exceeds it with probability α/d, so all d zero cells stay below it with
     probability ≥ 1 − α.
-    ``variance`` is Var* (see the module docstring); it is required.
+    ``variance`` is Var* (see the module docstring); it is required. Not the thesis's Base-Cut
+    (:func:`base_cut`), which cuts at a running sum of n.
     """
     x = _as_estimates(estimates)
     if variance is None:
-        raise ValueError("Base-Cut needs the mechanism's noise variance Var* (variance=...); this "
-                         "mechanism has no closed-form variance, so choose another method.")
+        raise ValueError("The significance cut needs the mechanism's noise variance Var* "
+                         "(variance=...); this mechanism has no closed-form variance, so choose "
+                         "another method.")
     v = np.asarray(variance, dtype=float)
     if v.size == 0 or not np.isfinite(v).all() or (v < 0).any():
         raise ValueError(f"variance must be finite and ≥ 0; got {variance!r}.")
     if v.ndim and not np.all(v == v.flat[0]):
-        raise ValueError("Base-Cut needs one data-independent variance Var*; the per-cell variance "
-                         "varies with the true counts (using it would leak them). Pass "
-                         "zero_cell_variance(mechanism, n, d) instead.")
+        raise ValueError("The significance cut needs one data-independent variance Var*; the "
+                         "per-cell variance varies with the true counts (using it would leak "
+                         "them). Pass zero_cell_variance(mechanism, n, d) instead.")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
     theta = stats.norm.isf(alpha / max(x.size, 1)) * np.sqrt(float(v.flat[0]))
@@ -157,7 +191,7 @@ def norm_cut(estimates, n, variance=None) -> np.ndarray:
     The cell at which the sum crosses n is kept. If even all positive estimates together do not
     exceed n, the authors' code would rescale everything, negatives included; here negatives are
     zeroed and the positives scaled up to n (Norm-Mul), so the output is always non-negative. The
-    thesis's "Base Cut" (§5) is the same cut without the final rescaling.
+    thesis's Base-Cut (:func:`base_cut`) is the same cut without the final rescaling.
     """
     x = _as_estimates(estimates)
     total = _check_total(n, x)
@@ -225,18 +259,50 @@ def round_total(estimates, n, variance=None) -> np.ndarray:
     return whole
 
 
-#: key -> (display name, function(estimates, n, variance=None) -> np.ndarray), in display order.
-METHODS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
-    "base": ("Base (raw estimates)", base),
-    "base_pos": ("Base-Pos (negatives → 0)", base_pos),
-    "post_pos": ("Post-Pos (clip query answers)", post_pos),
-    "base_cut": ("Base-Cut (significance threshold)", base_cut),
-    "norm": ("Norm (shift to total n)", norm),
-    "norm_mul": ("Norm-Mul (clip, then scale to n)", norm_mul),
-    "norm_sub": ("Norm-Sub (projection onto counts summing to n)", norm_sub),
-    "norm_cut": ("Norm-Cut (keep largest up to n, scale)", norm_cut),
-    "round": ("Rounded (whole numbers, total n)", round_total),
+class Method(NamedTuple):
+    """A post-processing: its display name, its function and a one-line definition (the help
+    text of every page that offers it)."""
+
+    name: str
+    function: Callable[..., np.ndarray]
+    definition: str
+
+
+#: key -> :class:`Method`, in display order: the one declaration of the methods the pages offer.
+METHODS: dict[str, Method] = {
+    "base": Method("Base (raw estimates)", base,
+                   "the unbiased estimates as released; some may be negative."),
+    "base_pos": Method("Base-Pos (negatives → 0)", base_pos,
+                       "negative estimates set to 0 (the thesis's Base-Pro)."),
+    "post_pos": Method("Post-Pos (clip query answers)", post_pos,
+                       "sums of cells answered from the raw estimates, then clipped at 0."),
+    "base_cut": Method("Base-Cut (keep largest until the sum exceeds n)", base_cut,
+                       "sorted largest first, estimates kept until their running sum first "
+                       "exceeds n, every later one set to 0, no rescaling (the thesis's rule)."),
+    "significance_cut": Method("Significance cut (Wang et al.'s Base-Cut)", significance_cut,
+                               "estimates below Φ⁻¹(1 − α/d)·√Var* (α = 0.05) set to 0: what a "
+                               "zero cell's noise rarely reaches (Wang et al., NDSS 2020)."),
+    "norm": Method("Norm (shift to total n)", norm,
+                   "the same amount added to every cell so that the total is n."),
+    "norm_mul": Method("Norm-Mul (clip, then scale to n)", norm_mul,
+                       "negatives set to 0, the rest scaled to total n."),
+    "norm_sub": Method("Norm-Sub (projection onto counts summing to n)", norm_sub,
+                       "the nearest table of non-negative counts summing to n."),
+    "norm_cut": Method("Norm-Cut (keep largest up to n, scale)", norm_cut,
+                       "Base-Cut, then the kept cells scaled to total exactly n."),
+    "round": Method("Rounded (whole numbers, total n)", round_total,
+                    "Norm-Sub rounded to whole numbers that add up to n."),
 }
+
+#: Methods that need the mechanism's zero-cell variance Var* (``variance=`` of :func:`apply`).
+NEEDS_VARIANCE = frozenset({"significance_cut"})
+
+
+def definitions(keys=None) -> str:
+    """"Name: definition" of each method (all by default), one per line: a widget's help text."""
+    return "\n\n".join(f"**{METHODS[k].name}**: {METHODS[k].definition}"
+                        for k in (METHODS if keys is None else keys))
+
 
 #: Methods that are Euclidean projections onto a convex set holding every possible true table
 #: (cells ≥ 0, or Σ = n, or both), so they never increase a release's squared error: the
@@ -247,10 +313,10 @@ NEVER_WORSE_THAN_RAW = frozenset({"base", "base_pos", "post_pos", "norm", "norm_
 def apply(key: str, estimates, n, variance=None) -> np.ndarray:
     """Post-process ``estimates`` (never modified) with method ``key``; returns a new float64 array.
 
-    ``n`` is the public number of commuters; ``variance`` is Var*, used only by ``base_cut``.
+    ``n`` is the public number of commuters; ``variance`` is Var*, used only by the methods of :data:`NEEDS_VARIANCE`.
     """
     try:
-        _, method = METHODS[key]
+        method = METHODS[key].function
     except KeyError:
         raise ValueError(f"unknown post-processing method {key!r}; valid keys: "
                          f"{', '.join(METHODS)}") from None

@@ -386,6 +386,7 @@ def run(od: ODMatrix, spec, keep: int = KEEP) -> SparseRelease:
     and its random stream (the one seeding rule, the same stream a dense release would use)."""
     unknown = [method for method in spec.postprocess if method not in METHODS]
     if unknown:
-        raise ValueError(f"the sparse release supports the post-processings {', '.join(METHODS)}; "
-                         f"got {', '.join(unknown)}")
+        raise ValueError(f"the sparse release supports the post-processings {', '.join(METHODS)}, "
+                         f"which act on each cell alone; got {', '.join(unknown)}, which needs "
+                         f"every cell's value at once (e.g. Base-Cut sorts the whole domain)")
     return draw(od, spec.build(), spec.generator(), keep)

@@ -25,7 +25,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 def report_path(tmp_path_factory) -> Path:
     if os.environ.get("DPCORE_REPORT"):
         return Path(os.environ["DPCORE_REPORT"]).resolve()
-    chapter = thesis.run(datasets.load("ireland_county"), epsilons=(0.5, 2, 5), trials=2, seed=1)
+    chapter = thesis.run(datasets.load("ireland_county"), epsilons=(0.5, 2, 5), trials=2, seed=1,
+                         n_jobs=1, source=datasets.DATASETS["ireland_county"])
     return thesis_html.write(chapter, tmp_path_factory.mktemp("report"))
 
 
