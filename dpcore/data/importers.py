@@ -41,7 +41,8 @@ from dpcore.data.importing.zones import apply_zones
 from dpcore.data.od import ODMatrix
 
 __all__ = ["EXAMPLES", "FORMATS", "LEVELS", "MAX_UPLOAD_BYTES", "OD_ROLES", "ZONE_ROLES",
-           "ImportFailed", "ImportResult", "Notice", "describe_formats", "import_od"]
+           "ImportFailed", "ImportResult", "Notice", "describe_formats", "import_dense_or_sparse",
+           "import_od"]
 
 
 @dataclass
@@ -99,6 +100,19 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
                      fix="Check that it is a CSV file in one of the accepted formats. If it is, "
                          "please report this message together with the file.")
         raise ImportFailed(report.notices) from err
+
+
+def import_dense_or_sparse(data: bytes, filename: str, **options) -> ImportResult:
+    """What the Data page and the command line import: the dense import when the domain fits; a
+    file whose only error is a domain beyond the dense limit (e.g. a whole state's LODES tracts,
+    a national tract file) is imported again for the sparse release, under its own limits
+    (zones per side, non-zero cells). ``options`` as :func:`import_od` (without ``sparse``)."""
+    try:
+        return import_od(data, filename, **options)
+    except ImportFailed as failure:
+        if {n.code for n in failure.notices if n.level == "error"} != {"domain_too_large"}:
+            raise
+    return import_od(data, filename, sparse=True, **options)
 
 
 def _import(data, filename, format, level, columns, zones, report: Report) -> ImportResult:
