@@ -66,7 +66,8 @@ class ImportResult:
 
 def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | None = None,
               columns: dict[str, str] | None = None,
-              zones: tuple[bytes, str] | None = None, sparse: bool = False) -> ImportResult:
+              zones: tuple[bytes, str] | None = None, sparse: bool | None = False
+              ) -> ImportResult:
     """Read an uploaded origin–destination file.
 
     Parameters
@@ -81,7 +82,8 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
     sparse : allow domains beyond :data:`~dpcore.data.od.DENSE_CELL_LIMIT` cells, for the sparse
         release (:mod:`dpcore.mechanisms.sparse_release`); the limits are then
         :data:`~dpcore.data.od.ZONE_LIMIT` zones per side and :data:`~dpcore.data.od.NONZERO_LIMIT`
-        non-zero cells.
+        non-zero cells. None: the dense import when the domain fits, else the sparse one, in one
+        pass (:func:`import_dense_or_sparse`).
 
     Raises
     ------
@@ -103,16 +105,12 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
 
 
 def import_dense_or_sparse(data: bytes, filename: str, **options) -> ImportResult:
-    """What the Data page and the command line import: the dense import when the domain fits; a
-    file whose only error is a domain beyond the dense limit (e.g. a whole state's LODES tracts,
-    a national tract file) is imported again for the sparse release, under its own limits
-    (zones per side, non-zero cells). ``options`` as :func:`import_od` (without ``sparse``)."""
-    try:
-        return import_od(data, filename, **options)
-    except ImportFailed as failure:
-        if {n.code for n in failure.notices if n.level == "error"} != {"domain_too_large"}:
-            raise
-    return import_od(data, filename, sparse=True, **options)
+    """What the Data page and the command line import, in one pass over the file: the dense
+    import when the domain fits; a domain beyond the dense limit (e.g. a whole state's LODES
+    tracts, a national tract file) for the sparse release, under its limits (zones per side,
+    non-zero cells). An automatic level is the finest that fits densely. ``options`` as
+    :func:`import_od` (without ``sparse``)."""
+    return import_od(data, filename, sparse=None, **options)
 
 
 def _import(data, filename, format, level, columns, zones, report: Report) -> ImportResult:

@@ -123,7 +123,7 @@ def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str |
     for a sparse import (``report.sparse``), when a side has more than :data:`ZONE_LIMIT` zones
     (larger domains are then reported with ``sparse_domain``)."""
     cells = n_origins * n_destinations
-    if report.sparse:
+    if report.sparse or (report.sparse is None and cells > DENSE_CELL_LIMIT):
         if max(n_origins, n_destinations) > ZONE_LIMIT:
             report.fail("too_many_zones",
                         f"{n_origins:,} origins × {n_destinations:,} destinations: at most "

@@ -151,8 +151,9 @@ class Report:
     file: str
     notices: list[Notice] = field(default_factory=list)
     #: Whether this import may produce a domain beyond the dense limit (limits then apply to
-    #: zones and non-zero cells: the sparse path).
-    sparse: bool = False
+    #: zones and non-zero cells: the sparse path); None: only when the dense one cannot hold it
+    #: (an automatic level is then chosen for the dense limit).
+    sparse: bool | None = False
 
     def for_file(self, file: str) -> Report:
         """A collector for another file (e.g. the zones file) writing to the same list."""
