@@ -30,6 +30,7 @@ from playwright.sync_api import Page, expect
 from dpcore import mechanisms
 from dpcore.data import datasets, importers
 from dpcore.evaluation import metrics
+from dpcore.mechanisms import postprocess
 from tests.browser.conftest import ROOT, SCREENSHOTS
 
 pytestmark = pytest.mark.browser
@@ -192,11 +193,13 @@ def learn(page: Page, dataset: str) -> None:
 
 
 def plan(page: Page, dataset: str) -> None:
-    """Find ε for an RMSE target: closed forms for most mechanisms (the default GEH target is
-    searched with repeated releases of every mechanism: minutes on the national data)."""
+    """Find ε for an RMSE target of raw releases: closed forms (the default GEH target after
+    Base-Pos is searched with repeated releases of every mechanism: minutes on national data)."""
     settled(page)
     choose(page, "Target metric", f"{metrics.METRICS['rmse'].label} "
                                   f"({metrics.METRICS['rmse'].unit})")
+    settled(page)
+    choose(page, "Post-processing", postprocess.METHODS["base"][0])
     settled(page)
     draws = page.get_by_role("spinbutton", name="Draws per ε")
     draws.fill("5")
