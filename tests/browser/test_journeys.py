@@ -205,7 +205,9 @@ def plan(page: Page, dataset: str) -> None:
     draws.fill("5")
     draws.press("Enter")
     settled(page)
-    page.get_by_role("button", name="Find ε").click()
+    find = page.get_by_role("button", name="Find ε")
+    if find.count():   # only when some answer needs a search (closed forms show at once)
+        find.click()
     expect(page.get_by_text(re.compile(r"needs ε ≈|meets it whatever ε|does not reach it at any ε")).first
            ).to_be_visible(timeout=SLOW)
     settled(page)
