@@ -197,8 +197,6 @@ def test_cli_plan(tmp_path, capsys):
 def test_a_closed_form_that_cannot_be_evaluated_on_a_national_domain_is_searched_instead():
     # OLH's variance refuses domains beyond 2³¹ cells: Plan & publish showed its traceback on
     # the national dataset (85,000² cells) for an RMSE target of raw releases.
-    from dpcore.mechanisms.count_profile import CountProfile
-
     profile = CountProfile.of_nonzero(np.arange(1, 1_001), 85_000 ** 2)
     assert not planner.has_closed_form("olh", {"epsilon": 1.0}, "rmse", "base", profile)
     assert planner.has_closed_form("laplace", {"epsilon": 1.0}, "rmse", "base", profile)
