@@ -6,6 +6,7 @@ maps and tables from :mod:`ui.flowmap`.
 
 import streamlit as st
 
+from dpcore.data import schematic
 from dpcore.mechanisms import postprocess
 from ui import (
     budget,
@@ -37,6 +38,12 @@ except ValueError as error:
     st.warning(str(error))
     st.stop()
 budget.stop_if_too_big(od, 1)
+unplaced = schematic.needed(od)
+if unplaced:   # e.g. a POWSCAR or LODES file alone: draw the flows on a schematic layout
+    od = schematic.place(od)
+    st.info("**No coordinates in this data, so the map is a schematic layout, not geographic.** "
+            "To see real places, upload a zones file (zone, lat, lon) with the commuting file on "
+            "the **Data** page.", icon=":material/info:")
 mechanism = settings.mechanisms[0]
 result = runs.release_of(settings, mechanism)
 if result.error:
@@ -47,15 +54,17 @@ st.caption(f"{charts.name(mechanism)}, ε = {settings.epsilon:g}, seed {settings
            "sidebar; every page shares them.")
 
 options = flowmap.view_options(od, runs.true_counts(settings), result.released)
-cell_by_cell = None if huge.is_sparse(options.released) else options.released   # zone totals
-zone_colour = choropleth.controls(cell_by_cell is not None, options.od)
-areas = choropleth.for_map(*zone_colour, options.od, options.truth, cell_by_cell)
+areas = None
+if not unplaced:   # zone areas come from coordinates
+    cell_by_cell = None if huge.is_sparse(options.released) else options.released   # zone totals
+    zone_colour = choropleth.controls(cell_by_cell is not None, options.od)
+    areas = choropleth.for_map(*zone_colour, options.od, options.truth, cell_by_cell)
 chosen = flowmap.selections(options)
 side_by_side = options.view == flowmap.SIDE_BY_SIDE
 map_area, side = (st.columns([3, 2]) if not side_by_side else (st.container(), st.columns(3)))
 selection = chosen[options.shown[-1]]
 with map_area:
-    flowmap.maps_row(options, chosen, mechanism, areas=areas)
+    flowmap.maps_row(options, chosen, mechanism, areas=areas, schematic=unplaced)
     st.caption(maps.reading_notes(options.size_by, within=not selection.within.empty)
                + (" " + choropleth.APPROXIMATE if areas else ""))
 flowmap.side_tables(options, selection, [side] * 3 if not side_by_side else side)

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms, release
-from dpcore.data import datasets
+from dpcore.data import datasets, importers, schematic
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
@@ -220,3 +220,45 @@ def test_uploaded_zone_names_are_inert_in_the_map():
         assert "<img" not in args[part] and "injected" not in args[part]
     # The name as inert HTML (braces as character references), inside JSON ("&" as \u0026).
     assert "\\u0026#123;\\u0026#123; \\u0026quot;inj\\u0026quot;" in args["script"]
+
+
+@pytest.mark.parametrize("example, file_format", [("powscar", "powscar"), ("lodes", "lodes")])
+def test_a_file_without_coordinates_draws_its_flows_on_a_schematic_layout(example, file_format):
+    # A POWSCAR or LODES file alone once raised folium's AssertionError on this page.
+    data = (Path(__file__).parent / "fixtures" / f"{example}.csv").read_bytes()
+    od = importers.import_od(data, f"{example}.csv", format=file_format).matrix
+    assert schematic.needed(od)
+    at = open_page(**{state.CURRENT_DATASET: state.UPLOADED, state.UPLOADED_MATRIX: od,
+                      state.UPLOADED_FILENAME: f"{example}.csv"})
+    assert any("schematic layout, not geographic" in box.value and "zones file" in box.value
+               and "Data" in box.value for box in at.info)
+    [args] = maps_of(at)
+    assert maps.SCHEMATIC_LABEL in args["script"]
+    assert "Natural Earth" not in args["script"] and "control.scale" not in args["script"]
+    truth = od.to_dense()
+    placed = schematic.place(od)
+    selection = flows.select(placed, truth, None, view=flows.TRUE, top_k=250)
+    assert len(selection.lines) + len(selection.within) == od.nonzero and len(selection.lines)
+    assert flow_layers(args) >= 1
+    table = shown_table(at)
+    assert (table["shown_as"] == "line").sum() == len(selection.lines)
+    assert not (table["shown_as"].str.startswith("listed")).any()   # every zone is placed
+
+
+def test_the_schematic_layout_groups_zones_by_parent_largest_first():
+    data = (Path(__file__).parent / "fixtures" / "powscar.csv").read_bytes()
+    od = importers.import_od(data, "powscar.csv", format="powscar", level="ed").matrix
+    table = schematic.positions(od)
+    assert np.abs(table[["x", "y"]].to_numpy()).max() == pytest.approx(schematic.SPAN)
+    assert len(table) == len(set(od.origins.ids) | set(od.destinations.ids))
+    centres = table.attrs["centres"]
+    sizes = table.groupby("parent")["size"].sum().sort_values(ascending=False, kind="stable")
+    angle = {p: np.arctan2(*centres[p][::-1]) for p in sizes.index}   # clockwise from the top
+    clockwise = [(np.pi / 2 - angle[p]) % (2 * np.pi) for p in sizes.index]
+    assert clockwise == sorted(clockwise)
+    for parent, members in table.groupby("parent"):       # the largest zone at its disc's centre
+        largest = members["size"].idxmax()
+        assert tuple(members.loc[largest, ["x", "y"]]) == pytest.approx(centres[parent])
+    placed = schematic.place(od)
+    assert placed.origins.has_coordinates.all() and placed.destinations.has_coordinates.all()
+    assert np.array_equal(placed.counts, od.counts) and np.array_equal(placed.rows, od.rows)

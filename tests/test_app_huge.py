@@ -16,7 +16,7 @@ from tests.app_pages import run_page
 from tests.huge import huge_matrix
 from tests.plotly_spec import figure, traces, values
 from tests.test_sparse_import import lodes_state
-from ui import state
+from ui import controls, state
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "app_pages"
@@ -126,3 +126,14 @@ def test_plan_and_publish_explains_why_a_huge_table_is_not_published():
     at = page("6_Plan_and_publish.py", mech=["laplace"])
     assert "every one of them" in messages(at)
     assert not [b for b in at.button if b.key == "publish_go"]
+
+
+def test_the_default_mechanisms_on_a_huge_domain_all_run_and_the_left_out_one_is_named():
+    at = page("2_Explore.py")
+    text = messages(at)
+    assert not at.error and "no sparse release" not in text
+    assert f"**{mechanisms.get('hm').name}** is left out of the default mechanisms" in text
+    shown = tuple(at.multiselect(key="run_widget_mechanisms").value)
+    assert shown == tuple(k for k in controls.DEFAULT_MECHANISMS
+                          if k not in sparse_release.UNSUPPORTED)
+    assert at.session_state["run_mechanisms"] == controls.DEFAULT_MECHANISMS   # not stored

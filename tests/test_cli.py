@@ -296,3 +296,60 @@ def test_release_of_an_uploaded_matrix_keeps_every_cell(capsys, tmp_path):
     table = pd.read_csv(tmp_path / "o.csv", keep_default_na=False)
     np.testing.assert_array_equal(table["true_count"], od.to_dense())
     assert (table["released_count"] == np.round(table["released_count"])).all()
+
+
+# ------------------------------------------------------------------------------------ huge files
+@pytest.fixture(scope="module")
+def huge_file(tmp_path_factory):
+    """tests.huge's 8,000-tract matrix (6.4·10⁷ cells: beyond the dense limit) as a long CSV."""
+    from tests.huge import huge_matrix
+
+    od = huge_matrix()
+    path = tmp_path_factory.mktemp("huge") / "state_tracts.csv"
+    od.to_frame()[["origin", "destination", "count"]].to_csv(path, index=False)
+    return path, od
+
+
+def test_a_huge_file_is_read_as_the_data_page_reads_it_and_released_sparsely(capsys, huge_file,
+                                                                            tmp_path):
+    path, od = huge_file
+    code, out, err = run(capsys, "datasets", "--file", path)
+    assert code == 0 and "a dense release holds" in out and err == ""
+    out_csv = tmp_path / "release.csv"
+    code, out, err = run(capsys, "release", "--file", path, "--mechanism", "oue", "--epsilon", 1,
+                         "--seed", 3, "--out", out_csv)
+    assert code == 0, err
+    assert "written: only the non-empty true cells and the released top 1,000" in out
+    table = pd.read_csv(out_csv, dtype={"origin": str, "destination": str})
+    imported = importers.import_dense_or_sparse(path.read_bytes(), path.name).matrix
+    expected = release.run(imported, release.ReleaseSpec("oue", 1.0, seed=3), score=False)
+    assert expected.sparse
+    cells, values = expected.released.known()
+    assert len(table) == cells.size and np.allclose(table["released_count"], values)
+    assert table["true_count"].sum() == od.n
+
+
+def test_a_huge_file_sweeps_and_finds_heavy_hitters(capsys, huge_file, tmp_path):
+    path, _ = huge_file
+    code, out, err = run(capsys, "sweep", "--file", path, "--mechanisms", "laplace,grr",
+                         "--epsilons", "1,2", "--out", tmp_path / "sweep.csv")
+    assert code == 0, err
+    table = pd.read_csv(tmp_path / "sweep.csv")
+    rmse = table[table["metric"] == "rmse"]
+    assert len(rmse) == 4 and rmse["value"].gt(0).all()
+    code, out, err = run(capsys, "heavy-hitters", "--file", path, "--protocol", "pem",
+                         "--epsilon", 4, "--k", 5, "--seed", 1, "--out", tmp_path / "top.csv")
+    assert code == 0, err
+    assert "top 5 of 64000000 cells" in out
+
+
+def test_a_file_beyond_the_sparse_limits_names_them(capsys, tmp_path, monkeypatch):
+    from dpcore.data.importing import building
+
+    monkeypatch.setattr(building, "ZONE_LIMIT", 100)
+    path = tmp_path / "wide.csv"
+    path.write_text("origin,destination,count\n" + "".join(f"o{i},d{i},1\n" for i in range(8_000)))
+    code, _, err = run(capsys, "release", "--file", path, "--mechanism", "oue", "--epsilon", 1,
+                       "--out", tmp_path / "r.csv")
+    assert code == cli.EXIT_INVALID_INPUT
+    assert "at most 100 zones on each side" in err and "fit in memory" not in err

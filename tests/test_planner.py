@@ -192,3 +192,11 @@ def test_cli_plan(tmp_path, capsys):
     assert "Laplace needs ε ≈ 0.566" in capsys.readouterr().out
     assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace",
                      "--metric", "rmse", "--out", str(out)]) == cli.EXIT_USAGE
+
+
+def test_a_closed_form_that_cannot_be_evaluated_on_a_national_domain_is_searched_instead():
+    # OLH's variance refuses domains beyond 2³¹ cells: Plan & publish showed its traceback on
+    # the national dataset (85,000² cells) for an RMSE target of raw releases.
+    profile = CountProfile.of_nonzero(np.arange(1, 1_001), 85_000 ** 2)
+    assert not planner.has_closed_form("olh", {"epsilon": 1.0}, "rmse", "base", profile)
+    assert planner.has_closed_form("laplace", {"epsilon": 1.0}, "rmse", "base", profile)

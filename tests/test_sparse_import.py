@@ -65,3 +65,18 @@ def test_too_many_flows_is_refused_with_the_limit(monkeypatch):
     with pytest.raises(ImportFailed) as caught:
         import_od(lodes_state(), "ca_od.csv", level="tract", sparse=True)
     assert caught.value.code == "too_many_flows" and "at most 1,000" in str(caught.value)
+
+
+def test_the_data_pages_import_is_dense_when_it_fits_and_sparse_beyond_in_one_pass():
+    from dpcore.data.importers import import_dense_or_sparse
+
+    data = lodes_state()
+    beyond = import_dense_or_sparse(data, "ca_od.csv", level="tract")
+    sparse = import_od(data, "ca_od.csv", level="tract", sparse=True)
+    assert np.array_equal(beyond.matrix.flat_index, sparse.matrix.flat_index)
+    assert [n.code for n in beyond.notices] == [n.code for n in sparse.notices]
+    automatic = import_dense_or_sparse(data, "ca_od.csv")   # the finest level that fits densely
+    dense = import_od(data, "ca_od.csv")
+    assert automatic.level == dense.level == "county" and automatic.matrix.fits_dense
+    assert np.array_equal(automatic.matrix.counts, dense.matrix.counts)
+    assert [str(n) for n in automatic.notices] == [str(n) for n in dense.notices]

@@ -3,6 +3,8 @@ routing of dpcore.release.run: the views read it exactly as they read the dense 
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +12,8 @@ from scipy import stats
 
 from dpcore import release
 from dpcore.data import datasets
-from dpcore.evaluation import flows, ranks, sparse_metrics
+from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.evaluation import flows, ranks, sparse_metrics, summaries
 from dpcore.evaluation.ranks import PRESENT_AT
 from dpcore.mechanisms import sparse_release
 from dpcore.mechanisms.sparse_vector import SparseVector, ZeroCells
@@ -151,3 +154,41 @@ def test_sparse_and_dense_ranks_have_the_same_distribution():
             samples[sparse][1].append(np.count_nonzero(truth[top] == 0))
     for dense_sample, sparse_sample in zip(samples[False], samples[True]):
         assert stats.ks_2samp(dense_sample, sparse_sample).pvalue > 0.001
+
+
+def test_ranks_are_exact_at_ten_billion_cells():
+    # Counts near 10¹⁰ multiplied in int64 overflow (the national Explore page once showed
+    # ranks from −1.1·10⁹ to +1.5·10⁹): every rank here is checked in Python's exact integers.
+    d = 10**10
+    flat = np.array([5, 9_000_000_000, 9_999_999_999])
+    zeros = ZeroCells(d - 3, [0.0, 1.0], [d - 3 - 7, 7])
+    vector = SparseVector(d, flat, np.array([0.0, 0.0, 3.0]), zeros)
+    got = vector.ranks(flat)
+    tied_zeros, others = d - 3 - 7, d - 3
+    expected_before = [round(Fraction(tied_zeros * before, others))
+                       for before in (5, 9_000_000_000 - 1)]
+    assert got.tolist() == [1 + 1 + 7 + expected_before[0],
+                            1 + 1 + 7 + 1 + expected_before[1], 1]
+    assert got.min() >= 1 and got.max() <= d
+
+
+def test_released_ranks_of_a_ten_billion_cell_release_lie_in_the_domain():
+    # 100,000 × 100,000 zones: GRR releases most of the busiest commutes as 0, tied with ~10¹⁰
+    # empty cells; their ranks must be in [1, |X|] and, with more than 10 cells released above
+    # 0, outside the top 10 — so the summary sentence cannot count them as staying there.
+    zones = ZoneSet.from_ids(np.char.zfill(np.arange(100_000).astype(str), 6))
+    rng = np.random.default_rng(5)
+    origins, destinations = rng.integers(0, 100_000, 2_000), rng.integers(0, 100_000, 2_000)
+    od = ODMatrix.from_pairs("Ten billion cells", zones, zones, origins, destinations,
+                             rng.geometric(0.01, 2_000))
+    assert od.domain_size == 10**10
+    result = release.run(od, release.ReleaseSpec("grr", 1.0, seed=2), k=10, top_n=100)
+    pairs = ranks.rank_pairs(SparseVector.counts(od), result.released, 100)
+    assert pairs["released_rank"].between(1, od.domain_size).all()
+    zero = pairs["released_zero"]
+    assert zero.any() and (pairs.loc[zero, "released_rank"] > 10).all()
+    sentence = summaries.summary_sentence("GRR", pairs, result.metrics)
+    inside = int((pairs.head(10)["released_rank"] <= 10).sum())
+    assert inside <= int((~pairs.head(10)["released_zero"]).sum())
+    assert (f"and {inside} stayed in the top 10" in sentence) == (inside > int(
+        (pairs.head(10)["released_rank"] == pairs.head(10)["true_rank"]).sum()))

@@ -33,7 +33,7 @@ from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
 from dpcore.limits import SEED
-from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess
+from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess, sparse_release
 from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
 from ui import data, state, viewstate, widgets
@@ -262,10 +262,26 @@ def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
     return level, chosen
 
 
-def _mechanism_picker(multi: bool) -> tuple[str, ...]:
+def _huge_defaults(stored: tuple[str, ...]) -> tuple[str, ...]:
+    """On a huge domain, the untouched defaults less the mechanisms that have no sparse release
+    there (:data:`dpcore.mechanisms.sparse_release.UNSUPPORTED`), said in one line. Only shown,
+    not stored: the county data gets the full defaults back, and a user's own pick is kept."""
+    if stored != DEFAULT_MECHANISMS:
+        return stored
+    left_out = [k for k in stored if k in sparse_release.UNSUPPORTED]
+    for key in left_out:
+        st.caption(f"**{mechanisms.get(key).name}** is left out of the default mechanisms on "
+                   f"this dataset: {sparse_release.UNSUPPORTED[key]}, which a domain this large "
+                   "cannot hold. Pick it on the rolled-up level or a smaller area.")
+    return tuple(k for k in stored if k not in left_out)
+
+
+def _mechanism_picker(multi: bool, huge: bool = False) -> tuple[str, ...]:
     keys = mechanisms.names()
     stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys)
     st.session_state[KEYS["mechanisms"].value] = stored
+    if huge:
+        stored = _huge_defaults(stored)
     if multi:
         _restore("mechanisms", list(stored))
         chosen = st.multiselect("Mechanisms", keys, key=KEYS["mechanisms"].widget,
@@ -340,7 +356,8 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         st.header("Run settings")
         current = widgets.dataset_picker()
         level, areas = _level_and_areas(current)
-        chosen = _mechanism_picker(multi)
+        chosen = _mechanism_picker(multi, huge=not current.matrix.fits_dense
+                                   and level == LEVEL_AS_LOADED and not areas)
         _approximation_notes(chosen)
         epsilon = _epsilon_inputs()
         if any(mechanisms.get(k).uses_delta for k in chosen):

@@ -72,6 +72,8 @@ MAX_OUTLINES = MAX_LABELS
 SIZE_BY = {"residents": "Residents (commuters living in the zone)",
            "jobs": "Jobs (commuters working or studying in the zone)"}
 HEIGHT = 620
+#: Written on a map whose zones are at a schematic layout (no coordinates in the data).
+SCHEMATIC_LABEL = "Schematic layout, not geographic: zones grouped by parent, largest first"
 
 OSM_TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 OSM_ATTRIBUTION = ('&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> '
@@ -355,16 +357,18 @@ def add_background(m: folium.Map, bounds) -> None:
                        name="Borders (Natural Earth)", interactive=False).add_to(m)
 
 
-def new_map(bounds, basemap: bool = False) -> folium.Map:
+def new_map(bounds, basemap: bool = False, geographic: bool = True) -> folium.Map:
     """A map showing ``bounds`` ([[south, west], [north, east]]) that loads only Leaflet, from
     the app, with the bundled land and borders drawn in. ``basemap`` adds OpenStreetMap tiles
-    (requests to a third party: opt-in) over them."""
-    m = folium.Map(tiles=None, prefer_canvas=True, control_scale=True, zoom_snap=0.25)
+    (requests to a third party: opt-in) over them. ``geographic=False`` (a schematic layout,
+    :mod:`dpcore.data.schematic`): no land, borders, tiles or scale bar."""
+    m = folium.Map(tiles=None, prefer_canvas=True, control_scale=geographic, zoom_snap=0.25)
     m.default_js = [("leaflet", leaflet_assets.JS_URL)]
     m.default_css = [("leaflet_css", leaflet_assets.CSS_URL)]
     m.get_root().header.add_child(Element(_CSS), name="flow_map_css")
-    add_background(m, bounds)
-    if basemap:
+    if geographic:
+        add_background(m, bounds)
+    if basemap and geographic:
         folium.TileLayer(OSM_TILES, attr=OSM_ATTRIBUTION, name="OpenStreetMap",
                          max_zoom=19).add_to(m)
     m.fit_bounds(bounds, padding=(12, 12))
@@ -469,7 +473,8 @@ def _add_zones(m: folium.Map, frame: pd.DataFrame, size_by: str, tooltips: pd.Se
 def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *,
              size_by: str = "residents", selected: str | None = None,
              parent_outlines: list[tuple[str, np.ndarray]] = (), basemap: bool = False,
-             colour: str | None = None, areas=None, legends_inside: bool = True) -> FlowMap:
+             colour: str | None = None, areas=None, legends_inside: bool = True,
+             schematic: bool = False) -> FlowMap:
     """The whole map of one view: background, within-zone rings, flow lines, zones, legend.
 
     ``zone_frame`` is :func:`dpcore.evaluation.flows.zones`; ``breaks`` the width classes
@@ -478,14 +483,17 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
     true or released view (the difference view colours by status); ``areas`` coloured zone
     areas (:func:`ui.choropleth.layer`) drawn under the flows. The legends are drawn in the
     map's corners (a standalone file) or, without ``legends_inside``, left to the page
-    (``FlowMap.legends``), so that they cover none of the map.
+    (``FlowMap.legends``), so that they cover none of the map. ``schematic``: the zones are at a
+    schematic layout (:mod:`dpcore.data.schematic`), drawn without geography and labelled so.
     """
     if size_by not in SIZE_BY:
         raise ValueError(f"size_by must be one of {', '.join(SIZE_BY)}; got {size_by!r}")
     bounds = _bounds(zone_frame)
     placed = zone_frame[zone_frame["placed"].to_numpy()]
     shrink = crowding(len(placed))
-    m = new_map(bounds, basemap)
+    m = new_map(bounds, basemap, geographic=not schematic)
+    if schematic:
+        Legend(f"<b>{html_text(SCHEMATIC_LABEL)}</b>", "topright").add_to(m)
     if areas is not None:
         _add_areas(m, areas)
     else:

@@ -99,7 +99,7 @@ def run_import(upload, zones, file_format: str, level: str | None) -> Attempt:
     try:
         waiting.empty()
         with st.spinner(f"Importing {upload.name}…"):
-            result = _import_dense_or_sparse(
+            result = importers.import_dense_or_sparse(
                 upload.getvalue(), upload.name, format=file_format, level=level, columns=columns,
                 zones=(zones.getvalue(), zones.name) if zones else None,
                 memory_budget=budget.SESSION_WORK_BYTES)
@@ -117,17 +117,6 @@ def run_import(upload, zones, file_format: str, level: str | None) -> Attempt:
         SLOTS.release(session)
     st.session_state[state.IMPORT_ATTEMPT] = attempt
     return attempt
-
-
-def _import_dense_or_sparse(content: bytes, name: str, **options) -> importers.ImportResult:
-    """A dense import when the domain fits; a file whose only problem is a domain beyond the
-    dense limit (e.g. a whole state's LODES tracts) is imported again for the sparse release."""
-    try:
-        return importers.import_od(content, name, **options)
-    except importers.ImportFailed as failure:
-        if {n.code for n in failure.notices if n.level == "error"} != {"domain_too_large"}:
-            raise
-    return importers.import_od(content, name, sparse=True, **options)
 
 
 #: The importers' level keys in words (POWSCAR: Irish electoral divisions; LODES: US census).

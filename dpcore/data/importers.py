@@ -43,7 +43,8 @@ from dpcore.data.importing.zones import apply_zones
 from dpcore.data.od import MEMORY_BUDGET_BYTES, ODMatrix
 
 __all__ = ["EXAMPLES", "FORMATS", "LEVELS", "MAX_UPLOAD_BYTES", "OD_ROLES", "ZONE_ROLES",
-           "ImportFailed", "ImportResult", "Notice", "describe_formats", "import_od"]
+           "ImportFailed", "ImportResult", "Notice", "describe_formats", "import_dense_or_sparse",
+           "import_od"]
 
 
 @dataclass
@@ -67,7 +68,7 @@ class ImportResult:
 
 def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | None = None,
               columns: dict[str, str] | None = None,
-              zones: tuple[bytes, str] | None = None, sparse: bool = False,
+              zones: tuple[bytes, str] | None = None, sparse: bool | None = False,
               memory_budget: int = MEMORY_BUDGET_BYTES) -> ImportResult:
     """Read an uploaded origin–destination file.
 
@@ -83,7 +84,8 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
     sparse : allow domains beyond :data:`~dpcore.data.od.DENSE_CELL_LIMIT` cells, for the sparse
         release (:mod:`dpcore.mechanisms.sparse_release`); the limits are then
         :data:`~dpcore.data.od.ZONE_LIMIT` zones per side and :data:`~dpcore.data.od.NONZERO_LIMIT`
-        non-zero cells.
+        non-zero cells. None: the dense import when the domain fits, else the sparse one, in one
+        pass (:func:`import_dense_or_sparse`).
     memory_budget : bytes the import may hold; a file whose header and line count say it would
         take more is refused before it is parsed (code "too_much_memory").
 
@@ -104,6 +106,15 @@ def import_od(data: bytes, filename: str, *, format: str = "auto", level: str | 
                      fix="Check that it is a CSV file in one of the accepted formats. If it is, "
                          "please report this message together with the file.")
         raise ImportFailed(report.notices) from err
+
+
+def import_dense_or_sparse(data: bytes, filename: str, **options) -> ImportResult:
+    """What the Data page and the command line import, in one pass over the file: the dense
+    import when the domain fits; a domain beyond the dense limit (e.g. a whole state's LODES
+    tracts, a national tract file) for the sparse release, under its limits (zones per side,
+    non-zero cells). An automatic level is the finest that fits densely. ``options`` as
+    :func:`import_od` (without ``sparse``)."""
+    return import_od(data, filename, sparse=None, **options)
 
 
 def _import(data, filename, format, level, columns, zones, report: Report) -> ImportResult:

@@ -110,11 +110,13 @@ def _read_file(path: str) -> bytes:
 
 
 def _import_file(args) -> importers.ImportResult:
-    """Import ``--file`` (and ``--zones``), printing every notice as the Data page lists them."""
+    """Import ``--file`` (and ``--zones``) as the Data page does (a domain beyond the dense limit
+    for the sparse release, under the same limits), printing every notice as the page lists them."""
     zones = (_read_file(args.zones), Path(args.zones).name) if args.zones else None
     try:
-        result = importers.import_od(_read_file(args.file), Path(args.file).name,
-                                     format=args.format, level=args.level, zones=zones)
+        result = importers.import_dense_or_sparse(_read_file(args.file), Path(args.file).name,
+                                                  format=args.format, level=args.level,
+                                                  zones=zones)
     except importers.ImportFailed as failure:
         for notice in sorted(failure.notices, key=lambda n: _SEVERITY[n.level]):
             _say(notice, error=True)
@@ -241,9 +243,11 @@ def _cmd_release(args) -> int:
     result = release.run(od, spec, true_counts=true, score=False)
     frame = release.release_table(od, true, result.released, args.only_nonzero)
     export.write_safe_csv(frame, args.out)
+    written = (f"; written: {release.SPARSE_TABLE_NOTE.format(top=release.SPARSE_TOP)}"
+               if result.sparse else "")
     _say(f"{args.mechanism} eps={args.epsilon:g}: released {od.domain_size} cells in "
          f"{_duration(result.seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → "
-         f"{args.out})")
+         f"{args.out}{written})")
     return 0
 
 

@@ -241,9 +241,12 @@ class SparseVector:
                          for lo, hi, cell in zip(first, last, cells)], dtype=np.int64)
         empty_before = cells - np.searchsorted(self.flat, cells)
         others = self.zeros.count - (~explicit)
-        return (1 + above + tied + np.array([self._empty_above(v) for v in values])
-                + np.rint(self._empty_tied(values, explicit) * empty_before
-                          / np.maximum(others, 1)).astype(np.int64)).astype(np.int64)
+        # The tied share is an expected value: a float quotient, never the int64 product of two
+        # counts near 10¹⁰ (which overflows); every rank ≤ 10¹⁰ is exact in int64 and float64.
+        share = self._empty_tied(values, explicit).astype(float) / np.maximum(others, 1)
+        return (1 + above + tied
+                + np.array([self._empty_above(v) for v in values], dtype=np.int64)
+                + np.rint(share * empty_before).astype(np.int64))
 
     def _empty_above(self, value: float) -> int:
         """Empty cells released strictly above ``value`` (expected count inside a band)."""

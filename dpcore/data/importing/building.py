@@ -123,7 +123,7 @@ def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str |
     for a sparse import (``report.sparse``), when a side has more than :data:`ZONE_LIMIT` zones
     (larger domains are then reported with ``sparse_domain``)."""
     cells = n_origins * n_destinations
-    if report.sparse:
+    if report.sparse or (report.sparse is None and cells > DENSE_CELL_LIMIT):
         if max(n_origins, n_destinations) > ZONE_LIMIT:
             report.fail("too_many_zones",
                         f"{n_origins:,} origins × {n_destinations:,} destinations: at most "
@@ -140,9 +140,10 @@ def check_domain(n_origins: int, n_destinations: int, report: Report, fix: str |
     if cells > DENSE_CELL_LIMIT:
         report.fail("domain_too_large",
                     f"{n_origins:,} origins × {n_destinations:,} destinations make "
-                    f"{cells:,} possible commutes. The privacy mechanisms work on every cell, "
-                    f"including the empty ones, and at most {DENSE_CELL_LIMIT:,} cells fit in "
-                    f"memory.",
+                    f"{cells:,} possible commutes, more than the {DENSE_CELL_LIMIT:,} a dense "
+                    f"release holds. Larger domains are released sparsely, with at most "
+                    f"{ZONE_LIMIT:,} zones on each side and {NONZERO_LIMIT:,} non-zero "
+                    f"commutes.",
                     fix=fix or "Roll the zones up to a coarser level (e.g. add a parent column "
                                "and aggregate before uploading), or keep only the region you "
                                "need.")

@@ -154,8 +154,9 @@ class Report:
     file: str
     notices: list[Notice] = field(default_factory=list)
     #: Whether this import may produce a domain beyond the dense limit (limits then apply to
-    #: zones and non-zero cells: the sparse path).
-    sparse: bool = False
+    #: zones and non-zero cells: the sparse path); None: only when the dense one cannot hold it
+    #: (an automatic level is then chosen for the dense limit).
+    sparse: bool | None = False
     #: Memory the import may take (:func:`dpcore.data.importing.reading.parse_memory`).
     memory_budget: int = MEMORY_BUDGET_BYTES
 
