@@ -422,7 +422,7 @@ def student(code: str) -> None:
         ticket = store().ticket(room.code, st.session_state[SESSION])
         st.session_state[TICKETS][round_key] = ticket
     mech = current.build()
-    with st.expander("What your phone will do", expanded=True):
+    with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
         for number, step in enumerate(learn.device_rules(mech, question.d), start=1):
             st.markdown(f"{number}. {step}")
         st.caption("Your choice below is randomised by this page in your own browser; only the "
