@@ -137,7 +137,7 @@ def home(page: Page, dataset: str) -> None:
 
 def data(page: Page, dataset: str) -> None:
     settled(page)
-    expect(page.get_by_role("heading", name="Accepted formats")).to_be_visible()
+    expect(page.get_by_text("Accepted formats").first).to_be_visible(timeout=60_000)
 
 
 def explore(page: Page, dataset: str) -> None:
@@ -217,7 +217,7 @@ def classroom(page: Page, dataset: str) -> None:
     settled(page)
     page.get_by_role("button", name="Open the room").click()
     expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
-    expect(page.get_by_text("No reports yet")).to_be_visible()
+    expect(page.get_by_text("No reports yet", exact=False).first).to_be_visible(timeout=60_000)
     settled(page)
 
 
