@@ -41,13 +41,16 @@ expect.set_options(timeout=120_000)
 WAIT_MS = 300_000
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, env: dict | None = None) -> subprocess.Popen:
+    """The app on ``port`` (``env``: the server's environment, default this process's), once it
+    answers its health check; the benchmarks and ``scripts/screenshots.py`` start it this way."""
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 90
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
@@ -56,7 +59,7 @@ def start_server(port: int) -> subprocess.Popen:
         except OSError:
             time.sleep(0.25)
     os.killpg(server.pid, signal.SIGKILL)
-    raise RuntimeError("the app did not start")
+    raise RuntimeError("the app did not start within 120 s")
 
 
 #: Installed once per page: the moment the user commits a change (Enter in a box, a click),

@@ -23,13 +23,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.bench_live import start_server  # noqa: E402
+from tests.browser.conftest import _free_port  # noqa: E402
+
 DOCS = ROOT / "docs"
 CHROMIUM = os.environ.get("DPCORE_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -49,29 +51,7 @@ def start_app(port: int) -> subprocess.Popen:
     # loopback one the pictures are taken through.
     env = {**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-shots-"),
            "DPCORE_CLASSROOM_URL": "http://192.168.1.20:8501/Classroom"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    return server
-        except OSError:
-            time.sleep(0.25)
-    os.killpg(server.pid, signal.SIGKILL)
-    raise RuntimeError("the app did not start within 120 s")
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return start_server(port, env)
 
 
 def settled(page: Page) -> None:
@@ -218,7 +198,7 @@ def main() -> None:
                         help="leave the national dataset's two pictures as they are")
     args = parser.parse_args()
     names = args.only or [n for n in SHOTS if not (args.skip_national and n == "national")]
-    port = free_port()
+    port = _free_port()
     server = start_app(port)
     url = f"http://127.0.0.1:{port}"
     try:
