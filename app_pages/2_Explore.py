@@ -40,7 +40,8 @@ scope = kept(right.selectbox, "Ordering of", "explore_scope", 100, url="scope", 
              format_func=lambda n: "all commutes" if n == od.domain_size
              else f"the top {n:,} true commutes")
 
-results = runs.releases(settings)
+# Scored as far as the one-line summaries need; the Scores tab asks for every metric.
+results = runs.releases(settings, only=summaries.SENTENCE_METRICS)
 for key, result in results.items():
     if result.error:
         st.warning(f"**{charts.name(key)}** could not run with these settings: {result.error}")
@@ -49,7 +50,6 @@ if not released:
     st.stop()
 huge.release_note(od, results)
 truth = runs.true_counts(settings)
-pairs = {key: runs.ordering(settings, key, min(scope, od.domain_size)) for key in released}
 
 bars = ranks.top_flows(od, truth, released, k)
 charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (ε = "
@@ -58,57 +58,64 @@ charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (
 if log_bars:
     st.caption("On the log scale, released counts of 0 or below are not drawn.")
 
-# The answer is the chart above; the rest is one tab away, so the page fits a laptop screen.
-(happened, ordering, heat, top10, scores, repeated, hitters,
- downloads) = st.tabs(["What happened", "Ordering", "Heat map", "True top 10", "Scores",
-                       "Checks over repeated draws", "Heavy hitters", "Downloads"])
-with happened:
-    for key, result in results.items():
-        if not result.error:
-            st.markdown("- " + summaries.summary_sentence(charts.name(key), pairs[key],
-                                                          result.metrics))
+# The answer is the chart above; the rest is one tab away, so the page fits a laptop screen. Only
+# the open tab is computed and drawn (choosing another reruns the page from the caches), and the
+# open tab is in the URL (``tab=``), so a link opens the same view.
+VIEWS = ["What happened", "Ordering", "Heat map", "True top 10", "Scores",
+         "Checks over repeated draws", "Heavy hitters", "Downloads"]
+panel, view = panels.open_tab(dict(zip(VIEWS, VIEWS)), "tab", url=True)
+if view in ("What happened", "Ordering", "True top 10"):
+    pairs = runs.orderings(settings, released, min(scope, od.domain_size))
 
-with ordering:
-    labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
-    log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False,
-                     url="log_ranks")
-    order = ranks.long_pairs(od, pairs)
-    charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
-                                                    f"{settings.epsilon:g})", log_ranks),
-                order, "ordering", "explore_ordering")
+with panel:
+    if view == "What happened":
+        for key, result in results.items():
+            if not result.error:
+                st.markdown("- " + summaries.summary_sentence(charts.name(key), pairs[key],
+                                                              result.metrics))
 
-with heat:
-    heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
+    elif view == "Ordering":
+        labels = od.cell_labels(next(iter(pairs.values()))["cell"].to_numpy())
+        log_ranks = kept(st.toggle, "Log axes for the ordering", "explore_log_ranks", False,
+                         url="log_ranks")
+        order = ranks.long_pairs(od, pairs)
+        charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
+                                                        f"{settings.epsilon:g})", log_ranks),
+                    order, "ordering", "explore_ordering")
 
-with top10:
-    st.caption("The true top 10 and the rank each mechanism gave them.")
-    table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
-    st.dataframe(table, hide_index=True, width="stretch")
-    charts.table_download(table, "top10_ranks", "explore_top10")
+    elif view == "Heat map":
+        heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
 
-with downloads:
-    panels.release_downloads(settings, od, truth, results)
+    elif view == "True top 10":
+        st.caption("The true top 10 and the rank each mechanism gave them.")
+        table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
+        st.dataframe(table, hide_index=True, width="stretch")
+        charts.table_download(table, "top10_ranks", "explore_top10")
 
-with scores:
-    charts.table_download(panels.scorecard(results), "scores", "explore_scores")
-    tab, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
-    with tab:
-        panels.cards(results[key], 10)
-        st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
-        panels.checks(results[key])
+    elif view == "Downloads":
+        panels.release_downloads(settings, od, truth, results)
 
-with repeated:
-    draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2,
-                 max_value=500,
-                 help="How often each check passes over this many independent releases.")
-    found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
-    rates = summaries.pass_rates_by_mechanism(found.table)
-    if rates:
-        st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
-                   "mechanism (same settings, fresh noise) that pass each check.")
-        tab, key = panels.open_tab({k: charts.name(k) for k in rates}, "explore_rates_tab")
-        with tab:
-            panels.pass_probabilities(rates[key])
+    elif view == "Scores":
+        results = runs.releases(settings)
+        charts.table_download(panels.scorecard(results), "scores", "explore_scores")
+        shown, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
+        with shown:
+            panels.cards(results[key], 10)
+            st.markdown("**Planner's checks** (UK DfT TAG M3.1, TxDOT, ONS travel-to-work areas)")
+            panels.checks(results[key])
 
-with hitters:
-    heavy_hitters_ui.section(settings, od)
+    elif view == "Checks over repeated draws":
+        draws = kept(st.number_input, "Draws", "explore_draws", 30, url="draws", min_value=2,
+                     max_value=500,
+                     help="How often each check passes over this many independent releases.")
+        found = panels.sweep_runner(runs.repeated_draws(settings, draws), "explore_draws")
+        rates = summaries.pass_rates_by_mechanism(found.table)
+        if rates:
+            st.caption(f"Share of {found.done // max(len(rates), 1):,} independent releases per "
+                       "mechanism (same settings, fresh noise) that pass each check.")
+            shown, key = panels.open_tab({k: charts.name(k) for k in rates}, "explore_rates_tab")
+            with shown:
+                panels.pass_probabilities(rates[key])
+
+    elif view == "Heavy hitters":
+        heavy_hitters_ui.section(settings, od)

@@ -358,8 +358,9 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
     """Release ``od`` with ``spec``, post-process it each way asked and score each.
 
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
-    ``score=False`` skips the metrics (a release for download only); ``only`` keeps just those
-    metrics (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the path; by default
+    ``score=False`` skips the metrics of a dense release (a release for download only, or one
+    scored later by :func:`scored`); ``only`` keeps just those metrics
+    (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the path; by default
     :func:`sparse_route` does.
     Raises ValueError for settings that cannot be used, with a message for the user.
     """
@@ -377,12 +378,28 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
         started = time.perf_counter()
         released = postprocess.apply(method, raw, od.n, variance)
         post_seconds = time.perf_counter() - started
-        values = (metrics.compute(truth, released, od, k=k, top_n=top_n,
-                                  raw=raw if method == "post_pos" else None, only=only)
-                  if score else {})
-        outputs[method] = Scored(_read_only(released), MappingProxyType(values), post_seconds)
-    return ReleaseResult(spec, _read_only(raw), MappingProxyType(outputs), seconds,
-                         mechanism.bits_per_user(od.domain_size))
+        outputs[method] = Scored(_read_only(released), MappingProxyType({}), post_seconds)
+    result = ReleaseResult(spec, _read_only(raw), MappingProxyType(outputs), seconds,
+                           mechanism.bits_per_user(od.domain_size))
+    return scored(result, od, true_counts=truth, k=k, top_n=top_n, only=only) if score else result
+
+
+def scored(result: ReleaseResult, od: ODMatrix, *, true_counts: np.ndarray | None = None,
+           k: int = 10, top_n: int = 100, only=None) -> ReleaseResult:
+    """``result`` (made by :func:`run` with ``score=False``) with each output scored: the same
+    metrics :func:`run` gives with ``score=True``, sharing the result's vectors. So a page can
+    release once and score only as far as it shows (a summary first, every metric when asked):
+    at ED level the full metrics of a dense release cost more than drawing it. A sparse release
+    is scored as it is drawn (its metrics need the draw's empty-cell distribution), so it is
+    returned unchanged, as is an ``error``."""
+    if result.error or result.sparse:
+        return result
+    truth = od.to_dense() if true_counts is None else true_counts
+    outputs = {method: replace(output, metrics=MappingProxyType(metrics.compute(
+        truth, output.released, od, k=k, top_n=top_n,
+        raw=result.raw if method == "post_pos" else None, only=only)))
+        for method, output in result.outputs.items()}
+    return replace(result, outputs=MappingProxyType(outputs))
 
 
 def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: bool, only

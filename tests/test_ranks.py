@@ -30,6 +30,22 @@ def test_ordinal_ranks_of_nothing_and_of_integers(rng):
     assert np.array_equal(ranks.ordinal_ranks(counts, np.arange(1000)), reference_ranks(counts))
 
 
+def test_ordinal_ranks_of_a_few_cells_in_a_large_release(rng):
+    """The page's case: the true top cells queried in a large release clipped at 0 (most values
+    tied at 0 or at small whole numbers), some of them released as 0, one deep in the noise."""
+    for clip in (True, False):
+        values = np.round(rng.laplace(0, 2, size=200_000))
+        values = np.maximum(values, 0) if clip else values
+        top = rng.choice(values.size, size=100, replace=False)
+        values[top[:90]] = rng.integers(20, 60, size=90)   # ties among the top, too
+        values[top[90:95]] = 0
+        cells = np.append(top, np.argmin(values))
+        assert np.array_equal(ranks.ordinal_ranks(values, cells), reference_ranks(values)[cells])
+        single = np.full(cells.size, values[cells[0]])      # every queried cell at one level
+        values[cells] = single
+        assert np.array_equal(ranks.ordinal_ranks(values, cells), reference_ranks(values)[cells])
+
+
 def test_top_cells_order_and_ties():
     values = np.array([3, 7, 7, 0, 5, 7])
     assert list(ranks.top_cells(values, 4)) == [1, 2, 5, 4]

@@ -110,15 +110,18 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def open_tab(labels: dict[str, str], key: str):
+def open_tab(labels: dict[str, str], key: str, url: bool = False):
     """Tabs, one per item of ``labels`` (item → label); returns the open tab and its item.
 
     Only the open tab's content is drawn (``on_change="rerun"``: choosing another tab reruns the
     page, which the caches make cheap). Drawing all of them cost a rerun six metric rows and six
-    styled tables, the largest share of the server's CPU after an ε change on Explore.
+    styled tables, the largest share of the server's CPU after an ε change on Explore; at ED level
+    the page's hidden tabs (heat map, heavy hitters, downloads…) cost more than its releases.
+    ``url``: the open tab is also the URL parameter ``key`` (its label), so a link opens it.
     """
     items = list(labels)
-    tabs = st.tabs([labels[item] for item in items], key=key, on_change="rerun")
+    tabs = st.tabs([labels[item] for item in items], key=key, on_change="rerun",
+                   bind="query-params" if url else None)
     return next(((tab, item) for tab, item in zip(tabs, items) if tab.open),
                 (tabs[0], items[0]))
 

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from dpcore import release
 from dpcore.data import views
@@ -38,6 +42,9 @@ SWEEP_CACHE_ENTRIES = 2000
 #: ui/budget.SESSION_MEMO_BYTES bytes).
 SESSION_MEMO_ENTRIES = 16
 SESSION_MEMO_BYTES = budget.SESSION_MEMO_BYTES
+#: Metrics of releases kept per session for an upload (a few numbers each; the releases
+#: themselves are in the bounded memo above).
+METRICS_ENTRIES = 200
 _MEMO = "run_session_memo"
 
 
@@ -52,7 +59,8 @@ def _session_memo() -> dict:
     memo = st.session_state.setdefault(_MEMO, {"upload": None})
     if memo["upload"] is not upload or "entries" not in memo:  # forget the old upload
         memo.update(upload=upload, entries=BoundedMemo(SESSION_MEMO_ENTRIES, SESSION_MEMO_BYTES),
-                    sweeps=BoundedMemo(SWEEP_CACHE_ENTRIES))
+                    sweeps=BoundedMemo(SWEEP_CACHE_ENTRIES),
+                    metrics=BoundedMemo(METRICS_ENTRIES))
     return memo
 
 
@@ -134,24 +142,107 @@ def _bundled_release(dataset: str, view: views.View, spec: release.ReleaseSpec, 
     # Kept as the object itself (not pickled like st.cache_data): at ED level a release is a
     # 78 MB vector that would be copied on every rerun (~0.3 s). The vectors are read-only and
     # the metrics a read-only mapping, so sessions can share the one object safely.
+    od = _bundled_view(dataset, view)
     return _shared_releases().get_or_compute(
         (dataset, view, spec, k, top_n),
-        lambda: release.attempt(_bundled_view(dataset, view), spec,
-                                true_counts=_bundled_dense(dataset, view), k=k, top_n=top_n))
+        lambda: _unscored(od, spec, _bundled_dense(dataset, view), k, top_n))
 
 
-def release_of(settings: RunSettings, key: str, k: int = 10, top_n: int = 100) -> ReleaseResult:
-    """Mechanism ``key`` released with these settings and scored (cached per seed)."""
-    spec = settings.spec(key)
+def _unscored(od: ODMatrix, spec: release.ReleaseSpec, truth, k: int, top_n: int
+              ) -> ReleaseResult:
+    """The release, scored only if sparse (:func:`dpcore.release.scored` scores the rest)."""
+    return release.attempt(od, spec, true_counts=truth, k=k, top_n=top_n,
+                           score=release.sparse_route(od, spec))
+
+
+@st.cache_resource
+def _shared_metrics() -> BoundedMemo:
+    return BoundedMemo(SHARED_ENTRIES)
+
+
+def _release_job(settings: RunSettings, k: int, top_n: int, only):
+    """``key → scored release`` for these settings (``only``: just these metrics). Everything
+    that reads this session's state (the upload, its memo) is fetched here, in the script's
+    thread, so the returned function may run in a worker thread. The release and its metrics
+    are kept apart: scoring it further later (a page's Scores) does not draw it again."""
+    od, truth = view(settings), true_counts(settings)
     if not _uploaded(settings.dataset):
-        return _bundled_release(settings.dataset, settings.view, spec, k, top_n)
-    return session_memo("release", (settings.view, spec, k, top_n), lambda: release.attempt(
-        view(settings), spec, true_counts=true_counts(settings), k=k, top_n=top_n))
+        dataset, chosen = settings.dataset, settings.view
+        memo = _shared_metrics()
+
+        def unscored(spec):
+            return _bundled_release(dataset, chosen, spec, k, top_n)
+        place = (dataset, chosen)
+    else:
+        releases_memo, memo = _session_memo()["entries"], _session_memo()["metrics"]
+
+        def unscored(spec):
+            return releases_memo.get_or_compute(("release", (settings.view, spec, k, top_n)),
+                                                lambda: _unscored(od, spec, truth, k, top_n))
+        place = (settings.view,)
+
+    def job(key: str) -> ReleaseResult:
+        spec = settings.spec(key)
+        result = unscored(spec)
+        if result.error or result.sparse or only == ():
+            return result
+        found = memo.get_or_compute((*place, spec, k, top_n, only), lambda: {
+            method: output.metrics for method, output in release.scored(
+                result, od, true_counts=truth, k=k, top_n=top_n, only=only).outputs.items()})
+        return replace(result, outputs=MappingProxyType({
+            method: replace(output, metrics=found[method])
+            for method, output in result.outputs.items()}))
+    return job
 
 
-def releases(settings: RunSettings, k: int = 10, top_n: int = 100) -> dict[str, ReleaseResult]:
-    """Every chosen mechanism's release, in the order chosen."""
-    return {key: release_of(settings, key, k, top_n) for key in settings.mechanisms}
+def release_of(settings: RunSettings, key: str, k: int = 10, top_n: int = 100,
+               only=None) -> ReleaseResult:
+    """Mechanism ``key`` released with these settings and scored (cached per seed; ``only``:
+    just these metrics, see :func:`dpcore.evaluation.metrics.compute`; ``()``: none, unless
+    the release is sparse)."""
+    return _release_job(settings, k, top_n, only)(key)
+
+
+#: Domains from this many cells release their mechanisms in two threads: NumPy's noise draws and
+#: array passes release the GIL, so at ED level (9.8 M cells) the six default mechanisms took
+#: 2.6 s one after another and 1.3 s in two threads. On small domains the work is Python, which
+#: threads do not speed up.
+PARALLEL_FROM_CELLS = 1_000_000
+
+
+def _in_two_threads(settings: RunSettings, od: ODMatrix, keys: list[str]) -> list[list[str]]:
+    """The mechanisms as lists each run in order in its own thread. Releases over the dense domain
+    run one at a time when two at once would pass the session's memory budget
+    (:mod:`ui.budget`: one release's transient vectors at a time); the sparse ones beside them."""
+    dense = [key for key in keys if not release.sparse_route(od, settings.spec(key))]
+    both = budget.dense_work_bytes(budget.work_cells(od), len(dense) + budget.TRANSIENT_VECTORS)
+    if both <= budget.SESSION_WORK_BYTES:
+        return [[key] for key in keys]
+    return [group for group in (dense, [key for key in keys if key not in dense]) if group]
+
+
+def _threaded(od: ODMatrix, groups: list[list[str]], job) -> dict:
+    """``job(key)`` for every key of ``groups``, each group in order in its own thread on a large
+    domain (:data:`PARALLEL_FROM_CELLS`), else here. The workers get the script's context, so
+    the caches they use know whose run it is (``job`` itself must not read session state)."""
+    keys = [key for group in groups for key in group]
+    if len(keys) < 2 or od.domain_size < PARALLEL_FROM_CELLS or (os.cpu_count() or 1) < 2:
+        return {key: job(key) for key in keys}
+    context = get_script_run_ctx()
+    with ThreadPoolExecutor(2, initializer=lambda: add_script_run_ctx(threading.current_thread(),
+                                                                       context)) as pool:
+        done = pool.map(lambda group: [(key, job(key)) for key in group], groups)
+        return dict(pair for group in done for pair in group)
+
+
+def releases(settings: RunSettings, k: int = 10, top_n: int = 100, only=None
+             ) -> dict[str, ReleaseResult]:
+    """Every chosen mechanism's release, in the order chosen (large domains: in two threads,
+    :data:`PARALLEL_FROM_CELLS`; ``only``: as for :func:`release_of`)."""
+    keys, od = list(settings.mechanisms), view(settings)
+    found = _threaded(od, _in_two_threads(settings, od, keys), _release_job(settings, k, top_n,
+                                                                             only))
+    return {key: found[key] for key in keys}
 
 
 def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
@@ -164,14 +255,30 @@ def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
     return _shared_orderings().get_or_compute((dataset, view, spec, cells), compute).copy()
 
 
+def _ordering_job(settings: RunSettings, cells: int):
+    """``key →`` :func:`ordering`, safe in a worker thread (as :func:`_release_job`)."""
+    if not _uploaded(settings.dataset):
+        return lambda key: _bundled_ordering(settings.dataset, settings.view,
+                                             settings.spec(key), cells)
+    memo, truth = _session_memo()["entries"], true_counts(settings)
+    released = _release_job(settings, 10, 100, ())
+    return lambda key: memo.get_or_compute(
+        ("ordering", (settings.view, settings.spec(key), cells)),
+        lambda: ranks.rank_pairs(truth, released(key).released, cells))
+
+
 def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
     """True against released ranks of the top ``cells`` true commutes for mechanism ``key``
     (:func:`dpcore.evaluation.ranks.rank_pairs`), cached like the release itself."""
-    spec = settings.spec(key)
-    if not _uploaded(settings.dataset):
-        return _bundled_ordering(settings.dataset, settings.view, spec, cells)
-    return session_memo("ordering", (settings.view, spec, cells), lambda: ranks.rank_pairs(
-        true_counts(settings), release_of(settings, key).released, cells))
+    return _ordering_job(settings, cells)(key)
+
+
+def orderings(settings: RunSettings, keys, cells: int) -> dict[str, pd.DataFrame]:
+    """:func:`ordering` of each of ``keys`` (large domains: in two threads; ranking a release
+    holds no more than a copy of it, so any two may run at once)."""
+    keys = list(keys)
+    found = _threaded(view(settings), [keys[0::2], keys[1::2]], _ordering_job(settings, cells))
+    return {key: found[key] for key in keys}
 
 
 # ------------------------------------------------------------------------------------- sweeps

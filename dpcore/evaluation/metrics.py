@@ -295,6 +295,10 @@ def _self_containment(diagonal, origin_totals, destination_totals, layout: _Layo
 #: Metrics of the cell errors alone: a few passes over the domain, so a sweep that needs only
 #: these (the thesis's RMSE and maximum error) skips the rest, ~10× the cost at ED level.
 CELL_ERRORS = ("rmse", "mae", "max_error", "rmse_freq", "mae_freq", "max_error_freq", "pct_rmse")
+#: Invented and lost commutes: a few more passes, so a page's one-line summary (these and the
+#: RMSE) skips the rest too.
+PRESENCE = ("false_zero_cells", "false_zero_share", "false_positive_cells",
+            "false_positive_share")
 
 
 def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, *,
@@ -361,8 +365,21 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
     if wanted <= set(CELL_ERRORS):
         return {name: float(out[name]) for name in names}
 
-    t = np.asarray(t, dtype=float)
+    # presence ---------------------------------------------------------------------------------
     r_obs = r[observed]
+    present = r >= PRESENT_AT
+    present_obs = present[observed]
+    present_trips = float(np.dot(r, present))
+    out["false_zero_cells"] = float(observed.size - np.count_nonzero(present_obs))
+    out["false_zero_share"] = _ratio(float(t_obs[~present_obs].sum()), n)
+    out["false_positive_cells"] = float(np.count_nonzero(present) - np.count_nonzero(present_obs))
+    out["false_positive_share"] = _ratio(present_trips - float(r_obs[present_obs].sum()),
+                                         present_trips)
+    del present
+    if wanted <= set(CELL_ERRORS + PRESENCE):
+        return {name: float(out[name]) for name in names}
+
+    t = np.asarray(t, dtype=float)
     layout = _layout(od)
     query = r if raw is None else np.asarray(raw, dtype=float).reshape(-1)
 
@@ -377,16 +394,6 @@ def compute(true_counts, released, od: ODMatrix, k: int = 10, top_n: int = 100, 
     out["topk_recall"] = _ratio(hits, min(k, true_top.size))
     out["spearman_rho"], out["kendall_tau"] = _rank_correlations(t[true_top[:top_n]],
                                                                    r[true_top[:top_n]])
-
-    # presence ---------------------------------------------------------------------------------
-    present = r >= PRESENT_AT
-    present_obs = present[observed]
-    present_trips = float(np.dot(r, present))
-    out["false_zero_cells"] = float(observed.size - np.count_nonzero(present_obs))
-    out["false_zero_share"] = _ratio(float(t_obs[~present_obs].sum()), n)
-    out["false_positive_cells"] = float(np.count_nonzero(present) - np.count_nonzero(present_obs))
-    out["false_positive_share"] = _ratio(present_trips - float(r_obs[present_obs].sum()),
-                                         present_trips)
 
     # GEH < 5 ⇔ 2(M−C)² < 25(M+C). Empty true cells pass iff 0 < M < 12.5.
     m_obs = np.maximum(r_obs, 0.0)

@@ -45,7 +45,7 @@ def top_cells(values: np.ndarray, n: int) -> np.ndarray:
 def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
     """Rank (1 = largest) of each cell among all ``values``, ties broken by flat index.
 
-    Equivalent to the position in a stable descending sort, without sorting the domain: one
+    Equivalent to the position in a stable descending sort, without sorting the domain: a
     histogram over edges at each queried value v and just above it (``nextafter``) counts, for
     every v, the values above it and those equal to it; equal values at a smaller index are then
     counted per tied value. So the rank of a top flow among 9.8 M released cells (thesis table
@@ -60,10 +60,25 @@ def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     queried = values[cells].astype(float)
     levels = np.unique(queried)  # ascending
-    edges = np.empty(2 * levels.size + 2)
-    edges[0], edges[-1] = -np.inf, np.inf
-    edges[1:-1:2], edges[2:-1:2] = levels, np.nextafter(levels, np.inf)
-    counts, _ = np.histogram(values, edges)  # bin 2i+1 holds the values equal to levels[i]
+    # counts[2i+1]: values equal to levels[i]; counts[2i]: values strictly between levels[i-1]
+    # and levels[i] (counts[0]: below levels[0], counts[-1]: above the last level). The lowest
+    # level (often the many released zeros, or a deep noise value) is counted by two comparisons;
+    # the others by one histogram over the values at or above levels[1] alone, usually a small
+    # share of a large domain (the released values of the true top flows are among the largest).
+    counts = np.empty(2 * levels.size + 1, dtype=np.int64)
+    equal_low = int(np.count_nonzero(values == levels[0]))
+    above_low = int(np.count_nonzero(values > levels[0]))
+    counts[0], counts[1] = values.size - equal_low - above_low, equal_low
+    if levels.size > 1:
+        upper = np.flatnonzero(values >= levels[1])
+        upper_values = values[upper]
+        edges = np.empty(2 * levels.size - 1)
+        edges[0:-1:2], edges[1:-1:2] = levels[1:], np.nextafter(levels[1:], np.inf)
+        edges[-1] = np.inf
+        counts[3:], _ = np.histogram(upper_values, edges)
+        counts[2] = above_low - upper.size
+    else:
+        counts[2] = above_low
     above = np.append(np.cumsum(counts[::-1])[::-1], 0)[2::2]  # values > levels[i]
     slot = np.searchsorted(levels, queried)
     ranks = above[slot] + 1
@@ -74,7 +89,7 @@ def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
     tied[0] = False
     if tied.any():  # the others together: one hashed membership pass, then a small sort
         tied_levels = levels[tied]
-        positions = np.flatnonzero(pd.Series(values).isin(tied_levels).to_numpy())
+        positions = upper[pd.Series(upper_values).isin(tied_levels).to_numpy()]
         group = np.searchsorted(tied_levels, values[positions])
         keys = np.sort(group.astype(np.int64) * values.size + positions)
         where = tied[slot]

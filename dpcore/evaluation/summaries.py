@@ -27,6 +27,10 @@ def _plural(count: float, one: str, many: str) -> str:
     return f"{count:,} {one if count == 1 else many}"
 
 
+#: The metrics :func:`summary_sentence` reads (a page scores its releases this far first).
+SENTENCE_METRICS = ("rmse", "false_positive_cells", "false_zero_cells")
+
+
 def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k: int = 10) -> str:
     """What happened to one release, in one plain sentence.
 
