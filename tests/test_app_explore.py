@@ -12,7 +12,7 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import ranks
 from dpcore.mechanisms import postprocess
 from tests.plotly_spec import figure, figures, traces, values
-from ui import state
+from ui import runs, state
 from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "2_Explore.py")
@@ -53,7 +53,11 @@ def top_cells(k: int, dataset: str = "ireland_county") -> np.ndarray:
     return ranks.top_cells(datasets.load(dataset).to_dense(), k)
 
 
-def test_default_page_draws_bars_ordering_table_and_checks():
+SECTIONS = ["What happened", "Ordering", "Heat map", "True top 10", "Scores",
+            "Checks over repeated draws", "Heavy hitters", "Downloads"]
+
+
+def test_default_page_draws_the_bars_the_summary_and_only_the_open_tab():
     at = explore_page(mech=["laplace", "grr"])
     bars = figure(at, BARS)
     assert [t["name"] for t in bars["data"]] == ["True count", "Laplace",
@@ -62,27 +66,34 @@ def test_default_page_draws_bars_ordering_table_and_checks():
     county = datasets.load("ireland_county")
     assert np.array_equal(values(bars["data"][0]["y"]), county.top(30)["count"])
     assert bars["layout"]["yaxis"]["title"]["text"] == "Commuters (count)"
-    for fig in (bars, figure(at, ORDERING)):  # the house template, set once in ui.charts
-        assert fig["layout"]["template"]["layout"]["plot_bgcolor"] == "white"
+    sentences = [m.value for m in at.markdown if "busiest commutes kept their rank" in m.value]
+    assert len(sentences) == 2
+    assert [t.label for t in at.tabs] == SECTIONS   # the page's sections, and nothing inside
+    # Only "What happened" is computed and drawn: no ordering, heat map or score table yet.
+    assert len(figures(at)) == 1 and not at.dataframe and not at.metric
 
+
+def test_each_tab_opens_from_the_url_and_draws_its_section():
+    county = datasets.load("ireland_county")
+    at = explore_page(mech=["laplace", "grr"], tab="Ordering")
     ordering = figure(at, ORDERING)
+    for fig in (figure(at, BARS), ordering):  # the house template, set once in ui.charts
+        assert fig["layout"]["template"]["layout"]["plot_bgcolor"] == "white"
     assert len(traces(ordering, "Perfect order (y = x)")) == 2
     markers = [t for t in ordering["data"] if t["mode"] == "markers"]
     assert sum(len(values(t["x"])) for t in markers) == 200  # top 100 × 2 mechanisms
     zeros = traces(ordering, "Released as zero")
     assert all(t["marker"]["color"] == "#BBBBBB" for t in zeros)
     assert sum(t.get("showlegend", True) for t in zeros) <= 1
+    assert not [m for m in at.markdown if "busiest commutes kept their rank" in m.value]
 
-    table = at.dataframe[0].value
+    table = explore_page(mech=["laplace", "grr"], tab="True top 10").dataframe[0].value
     assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace", "GRR"]
     assert list(table["Commute"]) == list(county.top(10)["commute"])
-    sentences = [m.value for m in at.markdown if "busiest commutes kept their rank" in m.value]
-    assert len(sentences) == 2
-    sections = ["What happened", "Ordering", "Heat map", "True top 10", "Scores",
-                "Checks over repeated draws", "Heavy hitters", "Downloads"]
+
+    at = explore_page(mech=["laplace", "grr"], tab="Scores")
     labels = [t.label for t in at.tabs]
-    assert [label for label in labels if label in sections] == sections  # the page's sections
-    assert [label for label in labels if label not in sections] == ["Laplace",
+    assert [label for label in labels if label not in SECTIONS] == ["Laplace",
                                                                       mechanisms.get("grr").name]
     check_tables = [d.value for d in at.dataframe if "Check" in d.value.columns]
     assert len(check_tables) == 1 and set(check_tables[0]["Result"]) <= {"pass", "fail", "n/a"}
@@ -94,6 +105,35 @@ def test_default_page_draws_bars_ordering_table_and_checks():
     assert not at.exception
     assert len([d for d in at.dataframe if "Check" in d.value.columns]) == 1
     assert [m.value for m in at.metric] != laplace_cards
+
+
+def test_releases_made_in_two_threads_are_the_seeds_releases(monkeypatch):
+    """Large domains release in two threads (ui.runs.PARALLEL_FROM_CELLS); forced here on the
+    county data, every bar is still dpcore's release for the seed, and scored as asked."""
+    monkeypatch.setattr(runs, "PARALLEL_FROM_CELLS", 0)
+    keys = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]
+    at = explore_page(mech=keys, seed="91", tab="Scores")
+    for key in keys:
+        assert np.allclose(bar_values(at, key), expected_release(key, 1.0, 91)[top_cells(30)]), key
+    assert len([d for d in at.dataframe if "Bits per commuter" in d.value.columns]) == 1
+
+
+def test_dense_releases_of_the_ed_data_run_one_at_a_time():
+    """Two dense ED releases at once would pass a session's memory budget (ui.budget): they
+    share one thread, the sparse ones take the other."""
+    settings = release.RunSettings("ireland_ed", "as_loaded", (), (), 1.0, 1e-6, "substitution",
+                                   (), "base_pos", 0)
+    od = datasets.load("ireland_ed")
+    keys = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]
+    assert runs._in_two_threads(settings, od, keys) == [
+        ["laplace", "hm"], ["stability_histogram", "grr", "oue", "olh"]]
+    county = datasets.load("ireland_county")
+    assert runs._in_two_threads(settings, county, keys) == [[key] for key in keys]
+
+
+def test_a_bad_tab_in_the_url_opens_the_first():
+    at = explore_page(mech=["laplace"], tab="<script>")
+    assert [m for m in at.markdown if "busiest commutes kept their rank" in m.value]
 
 
 def test_slider_epsilon_drives_the_release():
@@ -166,7 +206,7 @@ def test_delta_input_only_for_mechanisms_that_use_it():
 
 
 def test_k_log_scale_and_ordering_scope():
-    at = explore_page(mech=["laplace"])
+    at = explore_page(mech=["laplace"], tab="Ordering")
     at.slider(key="kept_widget_explore_k").set_value(12).run()
     at.toggle(key="kept_widget_explore_log_bars").set_value(True).run()
     at.selectbox(key="kept_widget_explore_scope").set_value(1085).run()
@@ -209,7 +249,7 @@ def test_no_mechanism_asks_for_one():
 
 
 def test_pass_probability_over_repeated_draws():
-    at = explore_page(mech=["laplace", "grr"])
+    at = explore_page(mech=["laplace", "grr"], tab="Checks over repeated draws")
     at.number_input(key="kept_widget_explore_draws").set_value(3).run()
     at.button(key="explore_draws_run").click().run()
     assert not at.exception
@@ -285,7 +325,7 @@ def test_bars_tell_mechanisms_apart_without_colour():
 
 
 def test_scores_table_has_units_short_pinned_names_and_no_none():
-    at = explore_page(mech=["laplace", "oue"])
+    at = explore_page(mech=["laplace", "oue"], tab="Scores")
     [scores] = [d for d in at.dataframe if "Bits per commuter" in d.value.columns]
     table = scores.value
     assert list(table["mechanism"]) == ["Laplace", "OUE"]  # short names: the table fits

@@ -117,7 +117,7 @@ def test_choropleth_of_an_upload_anywhere_is_escaped_and_session_only():
 @pytest.mark.parametrize("dataset, shape", [("toy_town", (7, 8)), ("ireland_county", (31, 35)),
                                             ("ireland_ed", (31, 35))])
 def test_heat_map_true_released_difference_on_every_dataset(dataset, shape):
-    at = open_page(EXPLORE, dataset=dataset, mech=["laplace"])
+    at = open_page(EXPLORE, dataset=dataset, mech=["laplace"], tab="Heat map")
     spec = figure(at, HEAT)
     traces = [t for t in spec["data"] if t["type"] == "heatmap"]
     assert len(traces) == 3
@@ -130,7 +130,7 @@ def test_heat_map_true_released_difference_on_every_dataset(dataset, shape):
 
 
 def test_heat_map_busiest_block_and_log_scale_from_the_url():
-    at = open_page(EXPLORE, dataset="ireland_ed", mech=["laplace"], heat_view="busiest",
+    at = open_page(EXPLORE, dataset="ireland_ed", mech=["laplace"], tab="Heat map", heat_view="busiest",
                    heat_n="20", heat_log="true")
     spec = figure(at, HEAT)
     true = values(spec["data"][0]["z"])
@@ -143,7 +143,7 @@ def test_heat_map_busiest_block_and_log_scale_from_the_url():
 
 
 def test_heat_map_of_an_upload_escapes_names():
-    at = open_page(EXPLORE, upload=tokyo_upload(), mech=["laplace"])
+    at = open_page(EXPLORE, upload=tokyo_upload(), mech=["laplace"], tab="Heat map")
     spec = figure(at, HEAT)
     text = json.dumps(spec)
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text

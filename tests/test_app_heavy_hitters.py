@@ -34,7 +34,8 @@ def metric(at, label: str) -> str:
 
 def test_explore_shows_dpcores_runs_at_the_pages_epsilon_and_seed(monkeypatch):
     downloads = Downloads(monkeypatch)
-    at = run_page(EXPLORE, {"mech": "laplace", "eps": "2.5", "seed": "7", "hh_k": "8"},
+    at = run_page(EXPLORE, {"mech": "laplace", "eps": "2.5", "seed": "7", "hh_k": "8",
+                             "tab": "Heavy hitters"},
                   "ireland_county", {})
     county = datasets.load("ireland_county")
     for protocol, name in (("pem", "PEM"), ("treehist", "TreeHist")):
@@ -56,7 +57,8 @@ def test_explore_shows_dpcores_runs_at_the_pages_epsilon_and_seed(monkeypatch):
 
 
 def test_explore_asks_for_a_k_the_data_can_fill():
-    at = run_page(EXPLORE, {"mech": "laplace", "hh_k": "60"}, "toy_town", {})
+    at = run_page(EXPLORE, {"mech": "laplace", "hh_k": "60", "tab": "Heavy hitters"},
+                  "toy_town", {})
     assert any("only 51 non-empty commutes" in w.value for w in at.warning)
     assert not [m for m in at.metric if m.label.startswith("PEM")]
 

@@ -19,9 +19,13 @@ def test_explore_mixes_sparse_and_dense_releases_at_ed_level():
     captions = " ".join(c.value for c in at.caption)
     oue = "Optimised unary encoding"
     assert f"Sparse releases: {oue} released only the 292,596 non-empty" in captions
-    assert f"Not in the heat map: {oue}" in captions   # Laplace (dense) is still shown there
     assert "Optimised unary encoding:" in text(at) and "Laplace:" in text(at)
     assert not at.warning
+    at.query_params["tab"] = "Heat map"
+    at.run()
+    assert not at.exception, at.exception
+    captions = " ".join(c.value for c in at.caption)
+    assert f"Not in the heat map: {oue}" in captions   # Laplace (dense) is still shown there
 
 
 @pytest.mark.slow

@@ -78,6 +78,23 @@ def test_a_release_is_post_processed_and_scored_in_one_place(toy):
     assert len(tidy) == 4 * len(metrics.METRICS) and set(tidy["trial"]) == {0}
 
 
+def test_a_release_scored_later_has_the_metrics_of_one_scored_at_once(toy):
+    """Pages release once and score as far as they show (dpcore.release.scored): the same
+    vectors, and the same numbers as run(score=True), in full or for the summary only."""
+    spec = ReleaseSpec("laplace", 1.0, postprocess=("base_pos", "post_pos"), seed=3)
+    at_once = release.run(toy, spec)
+    unscored = release.run(toy, spec, score=False)
+    assert all(not output.metrics for output in unscored.outputs.values())
+    later = release.scored(unscored, toy)
+    summary = release.scored(unscored, toy, only=("rmse", "false_positive_cells"))
+    for method, output in at_once.outputs.items():
+        assert later.outputs[method].released is unscored.outputs[method].released
+        assert dict(later.outputs[method].metrics) == pytest.approx(dict(output.metrics),
+                                                                   nan_ok=True)
+        assert dict(summary.outputs[method].metrics) == pytest.approx(
+            {name: output.metrics[name] for name in ("rmse", "false_positive_cells")})
+
+
 def test_significance_cut_needs_a_closed_form_variance_and_attempt_says_so(toy):
     spec = ReleaseSpec("topk", 1.0, postprocess=("significance_cut",))
     with pytest.raises(ValueError, match="significance cut"):

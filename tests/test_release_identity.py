@@ -65,10 +65,10 @@ def read_tidy(source) -> pd.DataFrame:
     return pd.read_csv(source, keep_default_na=False, na_values={"value": [""]})
 
 
-def page(name: str, dataset: str, mechanisms_chosen) -> AppTest:
+def page(name: str, dataset: str, mechanisms_chosen, **more) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=240)
     for query, value in {"dataset": dataset, "mech": list(mechanisms_chosen), "eps": EPSILON,
-                         "seed": SEED, "pp": POST}.items():
+                         "seed": SEED, "pp": POST, **more}.items():
         at.query_params[query] = value
     at.run()
     assert not at.exception, at.exception
@@ -78,7 +78,7 @@ def page(name: str, dataset: str, mechanisms_chosen) -> AppTest:
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_explore_release_downloads_equal_the_command_line(monkeypatch, cli_releases, dataset):
     downloads = Downloads(monkeypatch)
-    at = page("2_Explore.py", dataset, KEYS)
+    at = page("2_Explore.py", dataset, KEYS, tab="Downloads")
     for key in KEYS:
         assert downloads.by_key(at, f"release_download_{key}") == cli_releases[dataset, key], key
 
