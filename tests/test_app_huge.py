@@ -140,3 +140,17 @@ def test_the_default_mechanisms_on_a_huge_domain_all_run_and_the_left_out_one_is
     assert shown == tuple(k for k in controls.DEFAULT_MECHANISMS
                           if k not in sparse_release.UNSUPPORTED)
     assert at.session_state["run_mechanisms"] == controls.DEFAULT_MECHANISMS   # not stored
+
+
+def test_with_many_commuters_the_defaults_also_leave_out_grr_and_say_why(monkeypatch):
+    """GRR's sparse release places every report (150 M on the national data, ~25 s): above
+    the limit it is left out of the defaults, said, and still there to pick."""
+    monkeypatch.setattr(controls, "PER_REPORT_DEFAULT_LIMIT", huge_matrix().n - 1)
+    at = page("2_Explore.py")
+    text = messages(at)
+    assert f"**{mechanisms.get('grr').name}** is left out of the default mechanisms" in text
+    assert "places each report" in text and f"{huge_matrix().n:,} commuters" in text
+    shown = tuple(at.multiselect(key="run_widget_mechanisms").value)
+    assert "grr" not in shown and "hm" not in shown and "oue" in shown
+    assert "grr" in at.multiselect(key="run_widget_mechanisms").options or any(
+        "Generalised" in option for option in at.multiselect(key="run_widget_mechanisms").options)

@@ -262,26 +262,39 @@ def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
     return level, chosen
 
 
-def _huge_defaults(stored: tuple[str, ...]) -> tuple[str, ...]:
+#: Reports from which a mechanism that places reports one by one on a huge domain
+#: (:data:`dpcore.mechanisms.sparse_release.PER_REPORT`) is left out of the default mechanisms.
+PER_REPORT_DEFAULT_LIMIT = 10_000_000
+
+
+def _huge_defaults(stored: tuple[str, ...], od) -> tuple[str, ...]:
     """On a huge domain, the untouched defaults less the mechanisms that have no sparse release
-    there (:data:`dpcore.mechanisms.sparse_release.UNSUPPORTED`), said in one line. Only shown,
-    not stored: the county data gets the full defaults back, and a user's own pick is kept."""
+    there (:data:`dpcore.mechanisms.sparse_release.UNSUPPORTED`) or whose sparse release places
+    every report (``PER_REPORT``, above :data:`PER_REPORT_DEFAULT_LIMIT` commuters), each said
+    in one line. Only shown, not stored: the county data gets the full defaults back, and a
+    user's own pick is kept."""
     if stored != DEFAULT_MECHANISMS:
         return stored
-    left_out = [k for k in stored if k in sparse_release.UNSUPPORTED]
-    for key in left_out:
+    why = {key: f"{sparse_release.UNSUPPORTED[key]}, which a domain this large cannot hold. "
+                "Pick it on the rolled-up level or a smaller area."
+           for key in stored if key in sparse_release.UNSUPPORTED}
+    if od.n > PER_REPORT_DEFAULT_LIMIT:
+        why |= {key: f"{sparse_release.PER_REPORT[key]}: {od.n:,} commuters here, tens of "
+                     "seconds for each release. Pick it to run it anyway."
+                for key in stored if key in sparse_release.PER_REPORT}
+    for key, reason in why.items():
         st.caption(f"**{mechanisms.get(key).name}** is left out of the default mechanisms on "
-                   f"this dataset: {sparse_release.UNSUPPORTED[key]}, which a domain this large "
-                   "cannot hold. Pick it on the rolled-up level or a smaller area.")
-    return tuple(k for k in stored if k not in left_out)
+                   f"this dataset: {reason}")
+    return tuple(k for k in stored if k not in why)
 
 
-def _mechanism_picker(multi: bool, huge: bool = False) -> tuple[str, ...]:
+def _mechanism_picker(multi: bool, huge=None) -> tuple[str, ...]:
+    """``huge``: the matrix when it is too large for a dense vector (defaults adapted to it)."""
     keys = mechanisms.names()
     stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys)
     st.session_state[KEYS["mechanisms"].value] = stored
-    if huge:
-        stored = _huge_defaults(stored)
+    if huge is not None:
+        stored = _huge_defaults(stored, huge)
     if multi:
         _restore("mechanisms", list(stored))
         chosen = st.multiselect("Mechanisms", keys, key=KEYS["mechanisms"].widget,
@@ -356,8 +369,8 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         st.header("Run settings")
         current = widgets.dataset_picker()
         level, areas = _level_and_areas(current)
-        chosen = _mechanism_picker(multi, huge=not current.matrix.fits_dense
-                                   and level == LEVEL_AS_LOADED and not areas)
+        huge = (not current.matrix.fits_dense and level == LEVEL_AS_LOADED and not areas)
+        chosen = _mechanism_picker(multi, huge=current.matrix if huge else None)
         _approximation_notes(chosen)
         epsilon = _epsilon_inputs()
         if any(mechanisms.get(k).uses_delta for k in chosen):

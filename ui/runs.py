@@ -245,11 +245,19 @@ def releases(settings: RunSettings, k: int = 10, top_n: int = 100, only=None
     return {key: found[key] for key in keys}
 
 
+@st.cache_resource(max_entries=budget.DENSE_CACHE_ENTRIES * 4)
+def _bundled_true_top(dataset: str, view: views.View, cells: int) -> np.ndarray:
+    """The top ``cells`` true commutes of a bundled view (every mechanism's ordering starts from
+    them: found once, not once per mechanism — 0.2 s each on the national data)."""
+    return ranks.top_cells(_bundled_dense(dataset, view), cells)
+
+
 def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
                       cells: int) -> pd.DataFrame:
     def compute():
         released = _bundled_release(dataset, view, spec, 10, 100).released
-        return ranks.rank_pairs(_bundled_dense(dataset, view), released, cells)
+        return ranks.rank_pairs(_bundled_dense(dataset, view), released, cells,
+                                cells=_bundled_true_top(dataset, view, cells))
 
     # A copy: the frame is shared by sessions, and a page may add columns to what it gets.
     return _shared_orderings().get_or_compute((dataset, view, spec, cells), compute).copy()
@@ -258,6 +266,7 @@ def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
 def _ordering_job(settings: RunSettings, cells: int):
     """``key →`` :func:`ordering`, safe in a worker thread (as :func:`_release_job`)."""
     if not _uploaded(settings.dataset):
+        _bundled_true_top(settings.dataset, settings.view, cells)   # in the script's thread
         return lambda key: _bundled_ordering(settings.dataset, settings.view,
                                              settings.spec(key), cells)
     memo, truth = _session_memo()["entries"], true_counts(settings)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpcore.data import ordinal
 from dpcore.data.od import ODMatrix
 from dpcore.mechanisms.sparse_vector import PRESENT_AT, SparseVector
 
@@ -45,58 +46,17 @@ def top_cells(values: np.ndarray, n: int) -> np.ndarray:
 def ordinal_ranks(values: np.ndarray, cells) -> np.ndarray:
     """Rank (1 = largest) of each cell among all ``values``, ties broken by flat index.
 
-    Equivalent to the position in a stable descending sort, without sorting the domain: a
-    histogram over edges at each queried value v and just above it (``nextafter``) counts, for
-    every v, the values above it and those equal to it; equal values at a smaller index are then
-    counted per tied value. So the rank of a top flow among 9.8 M released cells (thesis table
-    5.3: "5031772") costs about one pass. A :class:`SparseVector` counts from its distribution
-    (:meth:`SparseVector.ranks`).
+    Equivalent to the position in a stable descending sort, without sorting the domain
+    (:func:`dpcore.data.ordinal.above_and_before`), so the rank of a top flow among 9.8 M
+    released cells (thesis table 5.3: "5031772") costs about one pass. A :class:`SparseVector`
+    counts from its distribution (:meth:`SparseVector.ranks`).
     """
     if isinstance(values, SparseVector):
         return values.ranks(cells)
     values = np.asarray(values)
     cells = np.asarray(cells, dtype=np.int64)
-    if cells.size == 0:
-        return np.empty(0, dtype=np.int64)
-    queried = values[cells].astype(float)
-    levels = np.unique(queried)  # ascending
-    # counts[2i+1]: values equal to levels[i]; counts[2i]: values strictly between levels[i-1]
-    # and levels[i] (counts[0]: below levels[0], counts[-1]: above the last level). The lowest
-    # level (often the many released zeros, or a deep noise value) is counted by two comparisons;
-    # the others by one histogram over the values at or above levels[1] alone, usually a small
-    # share of a large domain (the released values of the true top flows are among the largest).
-    counts = np.empty(2 * levels.size + 1, dtype=np.int64)
-    equal_low = int(np.count_nonzero(values == levels[0]))
-    above_low = int(np.count_nonzero(values > levels[0]))
-    counts[0], counts[1] = values.size - equal_low - above_low, equal_low
-    if levels.size > 1:
-        upper = np.flatnonzero(values >= levels[1])
-        upper_values = values[upper]
-        edges = np.empty(2 * levels.size - 1)
-        edges[0:-1:2], edges[1:-1:2] = levels[1:], np.nextafter(levels[1:], np.inf)
-        edges[-1] = np.inf
-        counts[3:], _ = np.histogram(upper_values, edges)
-        counts[2] = above_low - upper.size
-    else:
-        counts[2] = above_low
-    above = np.append(np.cumsum(counts[::-1])[::-1], 0)[2::2]  # values > levels[i]
-    slot = np.searchsorted(levels, queried)
-    ranks = above[slot] + 1
-    tied = counts[1::2] > 1
-    if tied[0]:  # the lowest level: often the many released zeros
-        where = slot == 0
-        ranks[where] += np.searchsorted(np.flatnonzero(values == levels[0]), cells[where])
-    tied[0] = False
-    if tied.any():  # the others together: one hashed membership pass, then a small sort
-        tied_levels = levels[tied]
-        positions = upper[pd.Series(upper_values).isin(tied_levels).to_numpy()]
-        group = np.searchsorted(tied_levels, values[positions])
-        keys = np.sort(group.astype(np.int64) * values.size + positions)
-        where = tied[slot]
-        query_group = np.searchsorted(tied_levels, queried[where]).astype(np.int64) * values.size
-        ranks[where] += (np.searchsorted(keys, query_group + cells[where])
-                         - np.searchsorted(keys, query_group))
-    return ranks.astype(np.int64)
+    above, tied_before = ordinal.above_and_before(values, values[cells], cells)
+    return 1 + above + tied_before
 
 
 def values_at(values, cells) -> np.ndarray:
@@ -106,8 +66,9 @@ def values_at(values, cells) -> np.ndarray:
     return np.asarray(values)[np.asarray(cells, dtype=np.int64)]
 
 
-def rank_pairs(true_counts, released, n: int | None = None) -> pd.DataFrame:
-    """True rank against released rank for the top ``n`` true cells (all cells when None).
+def rank_pairs(true_counts, released, n: int | None = None, cells=None) -> pd.DataFrame:
+    """True rank against released rank for the top ``n`` true cells (all cells when None;
+    ``cells``: those cells, :func:`top_cells` of the truth, when the caller already has them).
 
     Columns: ``cell`` (flat index), ``true_rank``, ``released_rank``, ``true``, ``released`` and
     ``released_zero`` (shown as less than one commuter, i.e. absent from the release) — the data
@@ -115,7 +76,8 @@ def rank_pairs(true_counts, released, n: int | None = None) -> pd.DataFrame:
     """
     if not isinstance(true_counts, SparseVector):
         true_counts = np.asarray(true_counts)
-    cells = top_cells(true_counts, true_counts.size if n is None else n)
+    if cells is None:
+        cells = top_cells(true_counts, true_counts.size if n is None else n)
     r = values_at(released, cells).astype(float)
     return pd.DataFrame({"cell": cells, "true_rank": np.arange(1, cells.size + 1),
                          "released_rank": ordinal_ranks(released, cells),

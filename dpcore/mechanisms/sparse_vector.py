@@ -33,6 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dpcore.data import ordinal
 from dpcore.data.od import ODMatrix
 
 #: A released cell is a flow when it rounds to at least one commuter.
@@ -157,13 +158,6 @@ class SparseVector:
         object.__setattr__(self, "values", values)
 
     @cached_property
-    def _by_value(self) -> tuple[np.ndarray, np.ndarray]:
-        """Values ascending and their flat indices; a stable sort keeps tied values in flat
-        order (``flat`` is sorted), as the ranks' tie-break needs. Made once per vector."""
-        order = np.argsort(self.values, kind="stable")
-        return self.values[order], self.flat[order]
-
-    @cached_property
     def _known(self) -> tuple[np.ndarray, np.ndarray]:
         if self.top_flat is None or not self.top_flat.size:
             return self.flat, self.values
@@ -233,13 +227,9 @@ class SparseVector:
         if np.isnan(values).any():
             raise ValueError("ranks are known only for the non-zero cells and the kept top")
         explicit, _ = self._explicit(cells)
-        sorted_values, sorted_flat = self._by_value
-        first = np.searchsorted(sorted_values, values, side="left")
-        last = np.searchsorted(sorted_values, values, side="right")
-        above = sorted_values.size - last
-        tied = np.array([np.searchsorted(sorted_flat[lo:hi], cell)   # at a smaller flat index
-                         for lo, hi, cell in zip(first, last, cells)], dtype=np.int64)
-        empty_before = cells - np.searchsorted(self.flat, cells)
+        named_before = np.searchsorted(self.flat, cells)   # named cells at a smaller flat index
+        above, tied = ordinal.above_and_before(self.values, values, named_before)
+        empty_before = cells - named_before
         others = self.zeros.count - (~explicit)
         # The tied share is an expected value: a float quotient, never the int64 product of two
         # counts near 10¹⁰ (which overflows); every rank ≤ 10¹⁰ is exact in int64 and float64.
