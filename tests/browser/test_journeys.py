@@ -141,8 +141,8 @@ def data(page: Page, dataset: str) -> None:
 
 
 def explore(page: Page, dataset: str) -> None:
-    """The first chart with the defaults, then a new ε. On the national dataset the rest of the
-    page (PEM and TreeHist over 150 M commuters) takes minutes: the walk goes on without it."""
+    """The first chart with the defaults, then a new ε (only the open tab is computed, so the
+    heavy-hitter tab's PEM and TreeHist over 150 M national commuters do not run here)."""
     expect(chart_title(page, "busiest commutes: true vs released")).to_be_visible(timeout=SLOW)
     if dataset == "national":
         national_ranks_and_sentences(page)
@@ -287,11 +287,9 @@ def test_every_page_opens_and_does_its_main_interaction(page: Page, app_url, dat
     failures = []
     for name, interaction in INTERACTIONS.items():
         try:
-            import time; started = time.perf_counter()
             go(page, name)
             interaction(page, dataset)
             clean(page)
-            print(f"JOURNEY {dataset} {name}: {time.perf_counter() - started:.1f} s", flush=True)
         except (AssertionError, PlaywrightError) as error:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             slug = re.sub(r"\W+", "-", name.lower())
