@@ -99,7 +99,7 @@ def data(page: Page, url: str) -> None:
 def explore(page: Page, url: str) -> None:
     page.goto(f"{url}/Explore?dataset=ireland_county&mech=laplace&heat_log=true")
     charts(page)
-    save(page, "explore", scroll_to=page.get_by_role("heading", name="What happened"))
+    save(page, "explore", scroll_to=page.get_by_role("tab", name="What happened"))
 
 
 def tradeoffs(page: Page, url: str) -> None:
