@@ -168,7 +168,7 @@ def has_closed_form(key: str, params: dict, metric: str, postprocess: str,
         return False
     try:
         return expected_error(mechanisms.build(key, **params), metric, profile) is not None
-    except ValueError:   # e.g. OLH's variance beyond 2³¹ cells (a national domain): searched
+    except ValueError:   # a mechanism that cannot be built on this domain: searched
         return False
 
 

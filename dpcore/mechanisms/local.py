@@ -410,16 +410,14 @@ class LocalHashing(PureProtocol):
         e, g = math.exp(self.epsilon), self.hash_range
         return e / (e + g - 1), 1 / g
 
-    def _probabilities(self, d):
-        d, p, q = super()._probabilities(d)
+    def perturb(self, items, d, rng):
+        """Each person's report: their hash seed (``a``, ``b``) and bucket ``y`` (arrays). Only
+        this deployable hash limits the domain (cell indices below 2³¹ − 1); the protocol as
+        analysed — the fast and sparse releases, the variance — has no such limit."""
+        d, p, _ = self._probabilities(d)
         if d >= HASH_PRIME:
             raise ValueError(f"{type(self).__name__} hashes cell indices modulo {HASH_PRIME}; the "
-                             f"domain of {d} cells is too large.")
-        return d, p, q
-
-    def perturb(self, items, d, rng):
-        """Each person's report: their hash seed (``a``, ``b``) and bucket ``y`` (arrays)."""
-        d, p, _ = self._probabilities(d)
+                             f"domain of {d} cells is too large for the per-user protocol.")
         items = _as_items(items, d)
         m, g = len(items), self.hash_range
         a = rng.integers(1, HASH_PRIME, size=m)
