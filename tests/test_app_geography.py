@@ -130,8 +130,8 @@ def test_heat_map_true_released_difference_on_every_dataset(dataset, shape):
 
 
 def test_heat_map_busiest_block_and_log_scale_from_the_url():
-    at = open_page(EXPLORE, dataset="ireland_ed", mech=["laplace"], tab="Heat map", heat_view="busiest",
-                   heat_n="20", heat_log="true")
+    at = open_page(EXPLORE, dataset="ireland_ed", mech=["laplace"], tab="Heat map",
+                   heat_view="busiest", heat_n="20", heat_log="true")
     spec = figure(at, HEAT)
     true = values(spec["data"][0]["z"])
     assert true.shape == (20, 20)
