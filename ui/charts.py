@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import html
+import math
 import re
 import zlib
 
@@ -180,6 +181,16 @@ def heading(traces: list[dict], title: str, plot_height: int, bottom: int, gap: 
                            yanchor="top", pad=dict(t=12)),
                 legend=LEGEND | dict(y=1.02 + gap / plot_height),
                 height=plot_height + top + bottom, margin=dict(t=top))
+
+
+def marker_line(fig: go.Figure, axis: str, value: float, log: bool, **options) -> None:
+    """A vertical (``axis="x"``) or horizontal (``"y"``) line at ``value`` across the plot, with
+    its ``annotation_text`` if given. On a log axis plotly places shapes and annotations in
+    log₁₀ units (its axis coordinates), not data units: ``add_vline(x=2)`` on a log ε axis
+    drew "your ε = 2" at ε = 100 and stretched the axis. So the value is converted here, for
+    the axis the figure will have (:func:`layout`'s ``log_x``/``log_y``)."""
+    at = math.log10(value) if log else value
+    (fig.add_vline(x=at, **options) if axis == "x" else fig.add_hline(y=at, **options))
 
 
 def house_layout(traces: list[dict], title: str, x_title: str, y_title: str, *,

@@ -149,7 +149,7 @@ def epsilon_ruler(epsilon: float, marks: list[tuple[str, float, str]] = ()
                         textposition=(["top center", "bottom left", "top center",
                                        "bottom center", "top center", "bottom right"]
                                       * len(rows))[:len(rows)])
-    fig.add_vline(x=epsilon, line=dict(color=ACCENT_COLOUR, width=3))
+    charts.marker_line(fig, "x", epsilon, True, line=dict(color=ACCENT_COLOUR, width=3))
     fig.add_scatter(x=[epsilon], y=["yours"], mode="markers", name=f"Your ε = {epsilon:g}",
                     marker=dict(color=ACCENT_COLOUR, size=13, symbol="star"))
     for label, value, colour in marks:

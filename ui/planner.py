@@ -184,14 +184,15 @@ def curve(found: list[planner.Answer], settings: RunSettings, target: planner.Ta
                                         symbol="star", line=dict(color="black", width=1)),
                             hovertemplate=f"<b>{name}</b>: needs ε = {a.epsilon:.3g}"
                                           "<extra></extra>")
+    log_y = metric in ("rmse", "mae", "max_error")
     if target.metric != planner.CHECKS:
-        fig.add_hline(y=target.value, line=dict(color="black", dash="dot"),
-                      annotation_text=charts.escape(f"target: {target.describe()}"))
-    fig.add_vline(x=settings.epsilon, line=dict(color=learn_charts.ACCENT_COLOUR),
-                  annotation_text=f"your ε = {settings.epsilon:g}")
+        charts.marker_line(fig, "y", target.value, log_y, line=dict(color="black", dash="dot"),
+                           annotation_text=charts.escape(f"target: {target.describe()}"))
+    charts.marker_line(fig, "x", settings.epsilon, True,
+                       line=dict(color=learn_charts.ACCENT_COLOUR),
+                       annotation_text=f"your ε = {settings.epsilon:g}")
     info = metrics.METRICS[metric]
     y_title = f"{info.label} ({info.unit})" if info.unit else info.label
-    log_y = metric in ("rmse", "mae", "max_error")
     title = (f"{info.label} against ε: ★ the smallest ε meeting the target"
              if target.metric != planner.CHECKS else
              "GEH < 5 share against ε (target: every planner check): ★ the answer")
