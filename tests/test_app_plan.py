@@ -45,21 +45,20 @@ def test_closed_form_answers_at_once_and_match_dpcore():
 
 
 def test_your_epsilon_and_the_target_are_drawn_where_they_are_on_the_log_axes():
-    """Plotly places shapes and annotations on a log axis in log₁₀ units: "your ε = 2" was
-    drawn at ε = 100 (issue 21). The line, its label and the target line sit at their values."""
+    """On a log axis plotly places shapes in data units but annotations in log₁₀ units: the
+    label "your ε = 2" was drawn at ε = 100 (issue 21). Lines and labels sit at their values."""
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="2")
     fig = figure(at, "against ε")
     assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
     (yours,) = [a for a in fig["layout"]["annotations"] if a["text"] == "your ε = 2"]
     (vertical,) = [s for s in fig["layout"]["shapes"] if s.get("x0") == s.get("x1")]
-    assert math.isclose(yours["x"], math.log10(2)) and math.isclose(vertical["x0"], math.log10(2))
+    assert math.isclose(yours["x"], math.log10(2)) and vertical["x0"] == 2
     (target,) = [a for a in fig["layout"]["annotations"] if a["text"].startswith("target")]
     (horizontal,) = [s for s in fig["layout"]["shapes"] if s.get("y0") == s.get("y1")]
-    assert math.isclose(horizontal["y0"], math.log10(5.0))   # RMSE ≤ 5 commuters
-    assert math.isclose(target["y"], math.log10(5.0))
+    assert horizontal["y0"] == 5.0 and math.isclose(target["y"], math.log10(5.0))  # RMSE ≤ 5
     ruler = figure(at, "ε ruler")
     (line,) = ruler["layout"]["shapes"]
-    assert ruler["layout"]["xaxis"]["type"] == "log" and math.isclose(line["x0"], math.log10(2))
+    assert ruler["layout"]["xaxis"]["type"] == "log" and line["x0"] == 2
 
 
 def test_search_runs_behind_find_and_names_the_answer():

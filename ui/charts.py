@@ -183,14 +183,24 @@ def heading(traces: list[dict], title: str, plot_height: int, bottom: int, gap: 
                 height=plot_height + top + bottom, margin=dict(t=top))
 
 
-def marker_line(fig: go.Figure, axis: str, value: float, log: bool, **options) -> None:
+def marker_line(fig: go.Figure, axis: str, value: float, log: bool,
+                annotation_text: str | None = None, **options) -> None:
     """A vertical (``axis="x"``) or horizontal (``"y"``) line at ``value`` across the plot, with
-    its ``annotation_text`` if given. On a log axis plotly places shapes and annotations in
-    log₁₀ units (its axis coordinates), not data units: ``add_vline(x=2)`` on a log ε axis
-    drew "your ε = 2" at ε = 100 and stretched the axis. So the value is converted here, for
-    the axis the figure will have (:func:`layout`'s ``log_x``/``log_y``)."""
+    its label. On a log axis plotly places a shape in data units but an annotation in log₁₀
+    units: ``add_vline(x=2, annotation_text=…)`` on a log ε axis drew its line at ε = 2 and
+    "your ε = 2" at ε = 100, stretching the axis. So the label is added here, at the value in
+    the units of the axis the figure will have (:func:`layout`'s ``log_x``/``log_y``), where
+    plotly's own ``add_vline``/``add_hline`` would have put it."""
+    (fig.add_vline(x=value, **options) if axis == "x" else fig.add_hline(y=value, **options))
+    if not annotation_text:
+        return
     at = math.log10(value) if log else value
-    (fig.add_vline(x=at, **options) if axis == "x" else fig.add_hline(y=at, **options))
+    if axis == "x":
+        fig.add_annotation(x=at, xref="x", xanchor="left", y=1, yref="y domain", yanchor="top",
+                           text=annotation_text, showarrow=False)
+    else:
+        fig.add_annotation(y=at, yref="y", yanchor="bottom", x=1, xref="x domain",
+                           xanchor="right", text=annotation_text, showarrow=False)
 
 
 def house_layout(traces: list[dict], title: str, x_title: str, y_title: str, *,
