@@ -16,14 +16,7 @@ st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="�
                    layout="wide")
 settings = controls.run_controls()
 st.title("Explore a release")
-if not settings.mechanisms:
-    st.info("Choose at least one mechanism in the sidebar.")
-    st.stop()
-try:
-    od = runs.view(settings)
-except ValueError as error:
-    st.warning(str(error))
-    st.stop()
+od = panels.view_or_stop(settings)
 budget.stop_if_too_big(od, len(settings.mechanisms))
 st.caption(f"{od.n:,} commuters, {od.domain_size:,} possible commutes ({od.nonzero:,} non-empty); "
            f"ε = {settings.epsilon:g}, seed {settings.seed}. Every mechanism draws its own noise "

@@ -12,7 +12,7 @@ from dpcore.evaluation.experiment import Scenario
 from dpcore.interfaces import grids
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
-from ui import budget, controls, huge, runs, tradeoffs
+from ui import budget, controls, huge, panels, runs, tradeoffs
 from ui import heavy_hitters as heavy_hitters_ui
 from ui.viewstate import kept
 
@@ -21,14 +21,7 @@ st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
 tradeoffs.scheduler_note()
-if not settings.mechanisms:
-    st.info("Choose at least one mechanism in the sidebar.")
-    st.stop()
-try:
-    od = runs.view(settings)
-except ValueError as error:
-    st.warning(str(error))
-    st.stop()
+od = panels.view_or_stop(settings)
 budget.stop_if_too_big(od, 1)  # sweeps release one at a time
 
 left, middle, right = st.columns([2, 3, 1])

@@ -10,7 +10,7 @@ Thin page: settings from :mod:`ui.controls`, the planner section from :mod:`ui.p
 
 import streamlit as st
 
-from ui import controls, planner, publishing, runs
+from ui import controls, panels, planner, publishing
 
 st.set_page_config(page_title="Plan & publish · Commuting Privacy Lab", page_icon="🎯",
                    layout="wide")
@@ -18,14 +18,7 @@ settings = controls.run_controls()
 st.title("Plan & publish")
 st.caption("Set the accuracy your table must keep; the planner finds, per mechanism, the "
            "smallest ε that keeps it. The sidebar's ε is drawn as “your ε” for comparison.")
-if not settings.mechanisms:
-    st.info("Choose at least one mechanism in the sidebar.")
-    st.stop()
-try:
-    runs.view(settings)
-except ValueError as error:
-    st.warning(str(error))
-    st.stop()
+panels.view_or_stop(settings)
 
 st.header("How much ε does your target need?")
 planner.section(settings)

@@ -110,6 +110,19 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def view_or_stop(settings: RunSettings):
+    """The matrix the settings select; when there is nothing to release (no mechanism chosen,
+    an empty subset of areas) the page says what to change and stops here."""
+    if not settings.mechanisms:
+        st.info("Choose at least one mechanism in the sidebar.")
+        st.stop()
+    try:
+        return runs.view(settings)
+    except ValueError as error:
+        st.warning(str(error))
+        st.stop()
+
+
 def open_tab(labels: dict[str, str], key: str, url: bool = False):
     """Tabs, one per item of ``labels`` (item → label); returns the open tab and its item.
 
