@@ -183,6 +183,15 @@ def heading(traces: list[dict], title: str, plot_height: int, bottom: int, gap: 
                 height=plot_height + top + bottom, margin=dict(t=top))
 
 
+def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> None:
+    """``frame`` as a table whose columns from ``first`` on are numbers shown in
+    ``number_format`` (Streamlit's NumberColumn: "%.4g", "percent", …); the ones before are
+    labels."""
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={column: st.column_config.NumberColumn(format=number_format)
+                                for column in frame.columns[first:]})
+
+
 def marker_line(fig: go.Figure, axis: str, value: float, log: bool,
                 annotation_text: str | None = None, **options) -> None:
     """A vertical (``axis="x"``) or horizontal (``"y"``) line at ``value`` across the plot, with

@@ -190,8 +190,7 @@ def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
     table = pd.DataFrame({"Method (not DP)": found["name"],
                           "This newcomer found with certainty": found["found_here"],
                           "A typical newcomer found with certainty": found["found_typical"]})
-    st.dataframe(table, hide_index=True, width="stretch", column_config={
-        column: st.column_config.NumberColumn(format="percent") for column in table.columns[1:]})
+    charts.numbers_table(table, "percent")
     st.markdown(
         "- **Suppression** hides small cells, but above the threshold the exact counts change by "
         "exactly the newcomer: most newcomers join a large flow and are found.\n"

@@ -201,9 +201,7 @@ def _topdown_budget_table(levels, epsilon, delta, shares, neighbours) -> None:
     table = _budget(float(epsilon), float(delta), tuple(shares),
                     tuple(lv.name for lv in levels), tuple(lv.od.domain_size for lv in levels),
                     neighbours)
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.4g")
-                                for c in table.columns[1:]})
+    charts.numbers_table(table, "%.4g")
     st.caption("TopDown (InfTDA; Boninsegna & Silvestri 2024): each level noised with OpenDP's "
                "discrete Gaussian, then from the top, each parent's children fitted to its "
                "published count (whole numbers ≥ 0 that sum exactly to it); children of a "
@@ -272,9 +270,7 @@ def section(settings: RunSettings) -> None:
         if levels:
             errors = publish.level_errors(od, mechanism, epsilon, share, delta,
                                           settings.neighbours)
-            st.dataframe(errors, hide_index=True, width="stretch",
-                         column_config={c: st.column_config.NumberColumn(format="%.3g")
-                                        for c in errors.columns[1:]})
+            charts.numbers_table(errors, "%.3g")
             st.caption("Expected RMSE per cell (commuters), before rounding and clipping. "
                        "Consistent: budget split, then weighted least squares over the two "
                        "levels (Hay et al. 2010; Boninsegna & Silvestri 2024 for OD data). "
@@ -382,9 +378,7 @@ def comparison_section(settings: RunSettings) -> None:
     results = found[key].assign(method=lambda f: f["method"].map(_METHOD_LABELS))
     side = publish_compare.table(results, epsilon).rename(columns={
         m: label for m, label in publish_compare.METRICS.items()})
-    st.dataframe(side, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.4g")
-                                for c in side.columns[2:]})
+    charts.numbers_table(side, "%.4g", first=2)
     st.caption(f"Means over {trials} releases at ε = {epsilon:g}. The CSV below has the 95 % "
                "intervals.")
     left, right = st.columns(2)

@@ -38,6 +38,13 @@ def local(address: str) -> bool:
     return urlsplit(address).hostname in ("127.0.0.1", None)
 
 
+def open_room(page: Page) -> str:
+    """Press "Open the room" on the teacher's page; the room's code, read from the new URL."""
+    page.get_by_role("button", name="Open the room").click()
+    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
+    return re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+
+
 def send_from_a_phone(browser, url: str, screenshot_path=None, not_listed=False) -> None:
     context = browser.new_context(viewport=PHONE)
     outside = []
@@ -75,9 +82,7 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     students.press("Enter")
     expect(page.get_by_text(re.compile(r"With 6 students at ε = \d+ .*stand out"))
            ).to_be_visible()
-    page.get_by_role("button", name="Open the room").click()
-    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
-    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    code = open_room(page)
     expect(page.get_by_text(f"{code[:4]}-{code[4:]}").first).to_be_visible()
     expect(page.get_by_text("No reports yet: the estimate")).to_be_visible()
     expect(page.locator(".js-plotly-plot text", has_text="no reports yet").first).to_be_visible()
@@ -105,9 +110,7 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
 
 def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url, browser):
     page.goto(f"{app_url}/Classroom")
-    page.get_by_role("button", name="Open the room").click()
-    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
-    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    code = open_room(page)
     context = browser.new_context(viewport=PHONE)
     phone = context.new_page()
     phone.goto(f"{app_url}/Classroom?room={code}")
@@ -142,9 +145,7 @@ def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url,
 
 def test_a_student_with_a_wrong_code_retypes_it(page: Page, app_url, browser):
     page.goto(f"{app_url}/Classroom")
-    page.get_by_role("button", name="Open the room").click()
-    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
-    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    code = open_room(page)
     context = browser.new_context(viewport=PHONE)
     phone = context.new_page()
     phone.goto(f"{app_url}/Classroom?room=WRNG-C0DE")
@@ -163,9 +164,7 @@ def test_a_student_with_a_wrong_code_retypes_it(page: Page, app_url, browser):
 
 def test_teacher_discards_one_sessions_report(page: Page, app_url, browser):
     page.goto(f"{app_url}/Classroom")
-    page.get_by_role("button", name="Open the room").click()
-    expect(page).to_have_url(re.compile(r"teach=[A-Z2-9]{8}"), timeout=60_000)
-    code = re.search(r"teach=([A-Z2-9]{8})", page.url).group(1)
+    code = open_room(page)
     send_from_a_phone(browser, f"{app_url}/Classroom?room={code}")
     expect(metric(page, "Reports in this round")).to_have_text("1", timeout=60_000)
     page.get_by_text("Browser sessions: discard a misbehaving one").click()
