@@ -1,12 +1,13 @@
 """Commuting Privacy Lab: what differential privacy does to origin–destination commuting data.
 
-The entry point (``streamlit run app.py``): it lists the pages with ``st.navigation`` (their
-files, sidebar titles and URL paths are in :mod:`ui.navigation`) and runs the one asked for;
-each page is a file in ``app_pages/``, the home page ``app_pages/0_Home.py``.
+The entry point (``streamlit run app.py``): it routes to the page asked for with
+``st.navigation(..., position="hidden")``; the pages' files, titles and URL paths are in
+:mod:`ui.components.navigation`, each page a file in ``pages/`` (the home page
+``pages/0_Home.py``) that draws the app's sidebar menu itself (:func:`navigation.menu`).
 """
 
 import streamlit as st
 
-from ui import navigation
+from ui.components import navigation
 
-st.navigation(navigation.pages()).run()
+st.navigation(navigation.pages(), position="hidden").run()

@@ -3,7 +3,7 @@
 For each size, the median over repeats of
 
 * ``select``  — :func:`dpcore.evaluation.flows.select` on the dense domain (top k of each group);
-* ``build``   — :func:`ui.maps.flow_map`: folium elements, grouped lines, zones, legend;
+* ``build``   — :func:`ui.maps.layers.flow_map`: folium elements, grouped lines, zones, legend;
 * ``render``  — ``m.get_root().render()``, what a standalone HTML download costs on top of build;
 * ``st_folium`` — the serialisation ``st_folium`` does before handing the map to the browser
   (with ``render=False``, as the page calls it: one render pass of the map, then the header, the
@@ -29,7 +29,7 @@ import streamlit_folium  # noqa: E402
 from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import flows  # noqa: E402
-from ui import maps  # noqa: E402
+from ui.maps import layers as maps  # noqa: E402
 
 SIZES = (100, 1_000, 5_000)
 

@@ -7,14 +7,14 @@ page's default 250 flow lines (true view), zones coloured by residents' error, m
 * ``areas``   — :func:`dpcore.data.geography.zone_areas` for the dataset, once (the app caches it per
   bundled dataset: paid by the first visitor only), and the first background clip of a view;
 * ``figures`` — :func:`dpcore.evaluation.choropleth.zone_figures`;
-* ``layer``   — :func:`ui.choropleth.layer` (colour classes, 3,126 GeoJSON features);
-* ``build``   — :func:`ui.maps.flow_map` with the areas (background, areas, lines, zones, legends);
+* ``layer``   — :func:`ui.maps.choropleth.layer` (colour classes, 3,126 GeoJSON features);
+* ``build``   — :func:`ui.maps.layers.flow_map` with the areas (background, areas, lines, zones, legends);
 * ``send``    — what ``st_folium`` serialises before handing the map to the browser (as in
   ``bench_flowmap.py``);
 * ``total``   — figures + layer + build + send: the page's cost per choropleth drawn.
 
 Heat map, on the county level (31 × 35), true | released | difference with hover text: ``grid``
-(:func:`dpcore.evaluation.heatmap.grid`), ``figure`` (:func:`ui.heatmap.figure`) and ``json`` (the figure as
+(:func:`dpcore.evaluation.heatmap.grid`), ``figure`` (:func:`ui.explore.heatmap.figure`) and ``json`` (the figure as
 JSON, what Streamlit sends); also the ED level's parent matrix and busiest 40 × 40 block.
 
 Run from the repository root: ``python bench/bench_geography.py [repeats]``.
@@ -33,9 +33,9 @@ from bench.bench_flowmap import st_folium_serialisation, timed  # noqa: E402
 from dpcore import mechanisms
 from dpcore.data import datasets, geography
 from dpcore.evaluation import choropleth, flows, heatmap  # noqa: E402
-from ui import choropleth as area_layers  # noqa: E402
-from ui import heatmap as heat_figures  # noqa: E402
-from ui import maps  # noqa: E402
+from ui.maps import choropleth as area_layers  # noqa: E402
+from ui.explore import heatmap as heat_figures  # noqa: E402
+from ui.maps import layers as maps  # noqa: E402
 
 
 def choropleth_once(od, true, released, areas):

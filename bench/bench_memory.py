@@ -1,5 +1,5 @@
 """Memory of the Explore page on the electoral-division data: one release's working set, one
-session, and ten sessions on one server — the figures behind ``ui/budget.py``.
+session, and ten sessions on one server — the figures behind ``ui/components/budget.py``.
 
 1. In this process (tracemalloc, which sees NumPy's buffers): for each of Explore's default
    mechanisms at ED level, the peak memory of a release + Base-Pos + the metrics, in dense vectors
@@ -33,8 +33,8 @@ from bench_sessions import PeakMemory  # noqa: E402
 from dpcore import release
 from dpcore.data import datasets  # noqa: E402
 from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS, _free_port  # noqa: E402
-from ui import budget  # noqa: E402
-from ui.controls import DEFAULT_MECHANISMS  # noqa: E402
+from ui.components import budget  # noqa: E402
+from ui.components.controls import DEFAULT_MECHANISMS  # noqa: E402
 
 MIB = 2 ** 20
 WAIT_MS = 600_000

@@ -2,7 +2,7 @@
 
 from streamlit.testing.v1 import AppTest
 
-from ui import state
+from ui.components import state
 
 
 def run_page(path: str, query: dict, dataset: str | None, session: dict,

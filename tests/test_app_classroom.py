@@ -13,9 +13,10 @@ from dpcore.interfaces import classroom
 from dpcore.theory import learn
 from tests.app_pages import run_page, text
 from tests.plotly_spec import figure
-from ui import classroom_view, safe
+from ui.classroom import view as classroom_view
+from ui.components import safe
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "7_Classroom.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "7_Classroom.py")
 CREATE = classroom_view.OPEN
 NEW_ROUND = "FormSubmitter:classroom_round-Open a new round with these settings"
 

@@ -14,16 +14,16 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data import importers
 from dpcore.text import visible
 from tests.test_import_limits import gzip_bomb
-from ui import state
+from ui.components import state
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-DATA_PAGE = "app_pages/1_Data.py"
+DATA_PAGE = "pages/1_Data.py"
 CSV = "text/csv"
 
 
 def plain(markdown: str) -> str:
-    """Undo ui.safe.markdown's backslash escapes, to compare with the importer's own text."""
+    """Undo ui.components.safe.markdown's backslash escapes, to compare with the importer's own text."""
     return re.sub(r"\\(.)", r"\1", markdown)
 
 
@@ -92,7 +92,7 @@ def test_use_this_dataset_makes_the_upload_current_on_the_home_page(data_page):
     assert not data_page.exception
     assert data_page.session_state[state.CURRENT_DATASET] == state.UPLOADED
     assert any("current dataset" in box for box in boxes(data_page, "success"))
-    data_page.switch_page("app_pages/0_Home.py").run()
+    data_page.switch_page("pages/0_Home.py").run()
     assert not data_page.exception
     assert data_page.selectbox(key=state.DATASET_PICKER).value == state.UPLOADED
     assert figures_shown(data_page)["Commuters (n)"] == f"{matrix.n:,}"

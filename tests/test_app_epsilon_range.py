@@ -9,9 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore.mechanisms.base import EPSILON
-from ui.controls import KEYS
+from ui.components.controls import KEYS
 
-PAGES = Path(__file__).resolve().parent.parent / "app_pages"
+PAGES = Path(__file__).resolve().parent.parent / "pages"
 TINY = 1e-17
 
 

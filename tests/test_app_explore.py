@@ -12,10 +12,10 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import ranks
 from dpcore.mechanisms import postprocess
 from tests.plotly_spec import figure, figures, traces, values
-from ui import runs, state
-from ui.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
+from ui.components import runs, state
+from ui.components.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "2_Explore.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 BARS, ORDERING = "busiest commutes", "Ordering"
 
 
@@ -77,7 +77,7 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
     county = datasets.load("ireland_county")
     at = explore_page(mech=["laplace", "grr"], tab="Ordering")
     ordering = figure(at, ORDERING)
-    for fig in (figure(at, BARS), ordering):  # the house template, set once in ui.charts
+    for fig in (figure(at, BARS), ordering):  # the house template, set once in ui.components.charts
         assert fig["layout"]["template"]["layout"]["plot_bgcolor"] == "white"
     assert len(traces(ordering, "Perfect order (y = x)")) == 2
     markers = [t for t in ordering["data"] if t["mode"] == "markers"]
@@ -108,7 +108,7 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
 
 
 def test_releases_made_in_two_threads_are_the_seeds_releases(monkeypatch):
-    """Large domains release in two threads (ui.runs.PARALLEL_FROM_CELLS); forced here on the
+    """Large domains release in two threads (ui.components.runs.PARALLEL_FROM_CELLS); forced here on the
     county data, every bar is still dpcore's release for the seed, and scored as asked."""
     monkeypatch.setattr(runs, "PARALLEL_FROM_CELLS", 0)
     keys = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]
@@ -119,7 +119,7 @@ def test_releases_made_in_two_threads_are_the_seeds_releases(monkeypatch):
 
 
 def test_dense_releases_of_the_ed_data_run_one_at_a_time():
-    """Two dense ED releases at once would pass a session's memory budget (ui.budget): they
+    """Two dense ED releases at once would pass a session's memory budget (ui.components.budget): they
     share one thread, the sparse ones take the other."""
     settings = release.RunSettings("ireland_ed", "as_loaded", (), (), 1.0, 1e-6, "substitution",
                                    (), "base_pos", 0)

@@ -20,9 +20,10 @@ from dpcore.data import datasets, importers, schematic
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
-from ui import controls, leaflet_assets, maps, state
+from ui.components import controls, state
+from ui.maps import layers as maps, leaflet_assets
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "4_Flow_map.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")
 EVIL = '<img src=x onerror=alert(1)>'
 TEMPLATE = '{{ "inj" ~ "ected" }}{% raw %}'
@@ -44,7 +45,7 @@ def shown_table(at: AppTest):
 
 
 def released_like_the_page(od: ODMatrix, key="laplace", epsilon=1.0, seed=0, post="base_pos"):
-    """The release the shared controls make by default (see ui.runs): own stream per mechanism."""
+    """The release the shared controls make by default (see ui.components.runs): own stream per mechanism."""
     true = od.to_dense()
     rng = release.generator(seed, "release", key, float(epsilon), 0)
     raw = mechanisms.build(key, epsilon=epsilon).release(true, rng)

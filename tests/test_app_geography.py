@@ -15,10 +15,11 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heatmap
 from tests.app_pages import run_page
 from tests.plotly_spec import figure, values
-from ui import leaflet_assets, maps, state
+from ui.components import state
+from ui.maps import layers as maps, leaflet_assets
 
 ROOT = Path(__file__).resolve().parent.parent
-FLOW_MAP, EXPLORE = str(ROOT / "app_pages" / "4_Flow_map.py"), str(ROOT / "app_pages" / "2_Explore.py")
+FLOW_MAP, EXPLORE = str(ROOT / "pages" / "4_Flow_map.py"), str(ROOT / "pages" / "2_Explore.py")
 HEAT = "Origins × destinations"
 EVIL = "<img src=x onerror=alert(1)>"
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")

@@ -20,9 +20,10 @@ from dpcore.theory import learn_heavy_hitters
 from tests.app_pages import run_page, text
 from tests.downloads import Downloads
 from tests.plotly_spec import figure, traces, values
-from ui import lessons, state
+from ui.components import state
+from ui.learn import lessons
 
-PAGES = Path(__file__).resolve().parent.parent / "app_pages"
+PAGES = Path(__file__).resolve().parent.parent / "pages"
 EXPLORE, TRADEOFFS, LEARN = (str(PAGES / name) for name in
                              ("2_Explore.py", "3_Tradeoffs.py", "5_Learn.py"))
 

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from ui import navigation, state, widgets
+from ui.components import navigation, state, widgets
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -114,21 +114,36 @@ def test_a_stale_upload_choice_falls_back_to_the_default():
 
 
 def test_links_to_every_page_that_exists(home):
-    linked = {link.proto.page for link in home.get("page_link")}
-    pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "app_pages").glob("*.py")}
+    linked = {link.proto.page for link in home.main.get("page_link")}
+    pages = {re.sub(r"^\d+_", "", path.stem) for path in (ROOT / "pages").glob("*.py")}
     assert "Data" in pages
     assert linked == pages - {"Home"}
 
 
 def test_navigation_lists_every_page_under_its_old_url():
-    """app.py's st.navigation: every file in app_pages/ once, in file order, at the URL path Streamlit
+    """app.py's st.navigation: every file in pages/ once, in file order, at the URL path Streamlit
     derived from its name before (links in docs and saved URLs use them), the home page first."""
-    files = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "app_pages").glob("*.py"))
+    files = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "pages").glob("*.py"))
     assert [info.path for info in navigation.PAGES] == files
     assert navigation.HOME.title == "Home" and navigation.HOME.url_path == ""
     for info in navigation.PAGES[1:]:
         assert info.url_path == re.sub(r"^\d+_", "", Path(info.path).stem)
     assert "Plan & publish" in [info.title for info in navigation.PAGES]
+
+
+def test_the_app_draws_its_menu_of_every_page_in_order(home):
+    """The sidebar menu is the app's own (st.page_link per page; Streamlit's automatic one is off in
+    config.toml): every page once, in navigation order, with its title."""
+    menu = home.sidebar.get("page_link")
+    assert [link.proto.label for link in menu] == [info.title for info in navigation.PAGES]
+    assert [link.proto.page for link in menu] == [info.url_path for info in navigation.PAGES]
+
+
+def test_the_automatic_page_list_is_off():
+    """Without this setting a first visit through a deep link would show Streamlit's own list of
+    pages/ (starting with "app") beside the app's menu."""
+    config = (ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8")
+    assert re.search(r"^showSidebarNavigation\s*=\s*false", config, re.M)
 
 
 def test_where_next_says_what_each_page_does_without_repeating_its_name(home):

@@ -16,10 +16,10 @@ from tests.app_pages import run_page
 from tests.huge import huge_matrix
 from tests.plotly_spec import figure, traces, values
 from tests.test_sparse_import import lodes_state
-from ui import controls, state
+from ui.components import controls, state
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ROOT / "app_pages"
+PAGES = ROOT / "pages"
 CAP = "possible commutes would hold"     # the memory guard's message
 
 
@@ -36,7 +36,7 @@ def messages(at: AppTest) -> str:
 
 def test_a_state_lodes_tract_file_imports_sparse_and_releases_without_a_cap():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.switch_page("app_pages/1_Data.py").run()
+    at.switch_page("pages/1_Data.py").run()
     at.selectbox(key=state.UPLOAD_FORMAT).set_value("lodes").run()
     at.selectbox(key=state.level_widget("lodes")).set_value("tract").run()
     at.file_uploader(key=state.UPLOAD_FILE).set_value(("ca_od.csv", lodes_state(),
@@ -46,7 +46,7 @@ def test_a_state_lodes_tract_file_imports_sparse_and_releases_without_a_cap():
     at.button(key=state.USE_UPLOAD).click().run()
     matrix = at.session_state[state.UPLOADED_MATRIX]
     assert matrix.n_origins == 8_000 and not matrix.fits_dense
-    at.switch_page("app_pages/2_Explore.py")
+    at.switch_page("pages/2_Explore.py")
     at.query_params["mech"] = ["laplace", "oue"]
     at.run()
     assert not at.exception, at.exception
@@ -117,7 +117,7 @@ def test_the_national_dataset_is_made_on_demand(monkeypatch, tmp_path):
     small = national.generate(scale=0.02)           # the real generator at a small size
     monkeypatch.setattr(national, "generate", lambda scale=1.0: small)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.switch_page("app_pages/1_Data.py").run()
+    at.switch_page("pages/1_Data.py").run()
     at.button(key="national_use").click().run()
     assert not at.exception, at.exception
     assert national.cache_path().exists()

@@ -14,9 +14,10 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.theory import accuracy, learn, privacy_theory
 from tests.app_pages import run_page, text
 from tests.plotly_spec import figure, traces, values
-from ui import lessons, state
+from ui.components import state
+from ui.learn import lessons
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "5_Learn.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
 EPSILON = "kept_widget_learn_epsilon"
 
 

@@ -9,10 +9,10 @@ from dpcore import mechanisms
 from dpcore.limits import RELEASES, SEED
 from dpcore.mechanisms.base import DELTA, EPSILON
 from tests.app_pages import open_page
-from ui.controls import EPSILON_STEPS, EPSILON_TYPED, KEYS
+from ui.components.controls import EPSILON_STEPS, EPSILON_TYPED, KEYS
 
-EXPLORE = "../app_pages/2_Explore.py"
-PLAN = "../app_pages/6_Plan_and_publish.py"
+EXPLORE = "../pages/2_Explore.py"
+PLAN = "../pages/6_Plan_and_publish.py"
 
 
 def notices(at) -> list[str]:
@@ -76,7 +76,7 @@ def test_typing_epsilon_moves_the_slider_to_it_or_its_nearest_step(typed, shown)
 def test_a_tradeoffs_sweep_too_large_for_memory_is_a_message():
     """20 mechanisms × 30 ε × 100 trials = 60,000 releases per chart: more than one run holds."""
     grid = ", ".join(f"{e / 10:g}" for e in range(1, 31))
-    at = open_page("../app_pages/3_Tradeoffs.py", dataset="toy_town", mech=mechanisms.names(),
+    at = open_page("../pages/3_Tradeoffs.py", dataset="toy_town", mech=mechanisms.names(),
                    grid=grid, trials="100")
     errors = [e.value for e in at.error]
     assert any("This run asks for 60,000 releases" in e and f"at most {RELEASES.high:,}" in e

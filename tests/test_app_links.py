@@ -6,9 +6,9 @@ import re
 import pytest
 
 from tests.app_pages import open_page
-from ui.controls import KEYS
+from ui.components.controls import KEYS
 
-EXPLORE = "../app_pages/2_Explore.py"
+EXPLORE = "../pages/2_Explore.py"
 
 
 def raw_notices(at) -> list[str]:

@@ -14,9 +14,10 @@ from dpcore.evaluation import planner
 from dpcore.interfaces import export, published_domain
 from tests.app_pages import open_page
 from tests.plotly_spec import figure, traces, values
-from ui import publishing, state
+from ui.components import state
+from ui.publish import publishing
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "6_Plan_and_publish.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
 
 
 def plan_page(**query) -> AppTest:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.app_pages import open_page, text
 
-PAGES = Path(__file__).resolve().parent.parent / "app_pages"
+PAGES = Path(__file__).resolve().parent.parent / "pages"
 EXPLORE, FLOW_MAP = str(PAGES / "2_Explore.py"), str(PAGES / "4_Flow_map.py")
 ED = {"dataset": "ireland_ed", "level": "as_loaded"}
 

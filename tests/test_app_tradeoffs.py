@@ -12,7 +12,7 @@ from dpcore.data import datasets
 from dpcore.evaluation import summaries
 from tests.plotly_spec import figure, figures, traces, values
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Tradeoffs.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
 
 
@@ -156,7 +156,7 @@ def test_domain_comparison_of_the_thesis_subsets():
 
 def test_uploaded_data_sweeps_stay_in_the_session():
     from dpcore.data.od import ODMatrix, ZoneSet
-    from ui import runs, state
+    from ui.components import runs, state
 
     zones = ZoneSet.from_ids(["A", "B", "C"])
     upload = ODMatrix.from_pairs("mine", zones, zones, [0, 1, 2, 0], [0, 1, 2, 2],

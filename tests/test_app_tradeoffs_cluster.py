@@ -15,9 +15,9 @@ from dpcore.data import datasets
 from dpcore.evaluation import experiment, summaries
 from tests.conftest import DASK_TIMEOUT as TIMEOUT
 from tests.plotly_spec import figure, traces, values
-from ui import runs
+from ui.components import runs
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Tradeoffs.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
 
 
@@ -111,7 +111,7 @@ def test_thesis_report_builds_on_the_cluster_and_downloads(monkeypatch, local_cl
     assert not at.exception, at.exception
     (button,) = [b for b in at.get("download_button") if "Thesis report" in b.proto.label]
     assert button.proto.label.startswith("Thesis report (zip")
-    from ui import tradeoffs
+    from ui.tradeoffs import sections as tradeoffs
 
     _key, data, _seconds = at.session_state[tradeoffs._REPORT]
     with zipfile.ZipFile(io.BytesIO(data)) as archive:

@@ -1,4 +1,4 @@
-"""The memory budget (ui/budget.py): caches bounded in bytes, the per-session guard's arithmetic
+"""The memory budget (ui/components/budget.py): caches bounded in bytes, the per-session guard's arithmetic
 and message, and the Explore page stopping with that message instead of running out of memory."""
 
 import sys
@@ -8,10 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
-from ui import budget
-from ui.controls import DEFAULT_MECHANISMS
+from ui.components import budget
+from ui.components.controls import DEFAULT_MECHANISMS
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "2_Explore.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 GB = 10 ** 9
 
 

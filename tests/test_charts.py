@@ -1,4 +1,4 @@
-"""The house style of every chart (ui.charts): readable log axes, one colour + marker + dash per
+"""The house style of every chart (ui.components.charts): readable log axes, one colour + marker + dash per
 series, a legend that stays short, and a text alternative (the data) one click away."""
 
 from pathlib import Path
@@ -10,9 +10,9 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms
 from tests.plotly_spec import figures
-from ui import charts
+from ui.components import charts
 
-EXPLORE = str(Path(__file__).resolve().parent.parent / "app_pages" / "2_Explore.py")
+EXPLORE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 KEYS = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]  # the default six
 
 

@@ -1,4 +1,4 @@
-"""ui.maps and ui.leaflet_assets: offline maps, grouped layers, geometry, escaping, downloads."""
+"""ui.maps.layers and ui.maps.leaflet_assets: offline maps, grouped layers, geometry, escaping, downloads."""
 
 import html
 import json
@@ -13,7 +13,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
-from ui import leaflet_assets, maps
+from ui.maps import layers as maps, leaflet_assets
 
 URL = re.compile(r"https?://[^\s\"'<>)]+")
 EVIL = '<img src=x onerror=alert(1)></script><script>alert("x")</script>'

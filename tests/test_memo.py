@@ -5,8 +5,8 @@ import pandas as pd
 
 from dpcore import release
 from dpcore.data import datasets
-from ui import budget, runs
-from ui.memo import BoundedMemo, nbytes
+from ui.components import budget, runs
+from ui.components.memo import BoundedMemo, nbytes
 
 MB = 10 ** 6
 

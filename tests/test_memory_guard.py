@@ -25,7 +25,8 @@ from dpcore.data.importing import reading
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix, ZoneSet
 from dpcore.interfaces import cli, publish
 from tests import test_app_data
-from ui import budget, upload
+from ui.components import budget
+from ui.upload import flow as upload
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -151,7 +152,7 @@ def test_the_data_page_refuses_a_file_over_the_session_budget_with_the_figure(mo
     need = reading.parse_memory(len(data), 201, 101)
     monkeypatch.setattr(budget, "SESSION_WORK_BYTES", need - 1)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page("app_pages/1_Data.py").run()
+    at.switch_page("pages/1_Data.py").run()
     upload_page = test_app_data.upload(at, "wide.csv", data)
     (error,) = test_app_data.boxes(upload_page, "error")
     assert f"about {need / 2 ** 30:.1f} GB of memory" in error

@@ -20,9 +20,9 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data.importers import import_od
 from dpcore.interfaces import cli, publish, published_domain
 from tests.downloads import Downloads
-from ui import state
+from ui.components import state
 
-PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "6_Plan_and_publish.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
 ZONES = [f"Z{i}" for i in range(1, 8)]  # the public geography: 7 zones, 49 cells
 #: What the adversary knows: six rows (17 commuters) among the first five zones only.
 KNOWN = [("Z1", "Z2", 3), ("Z2", "Z3", 2), ("Z3", "Z1", 1), ("Z1", "Z1", 4), ("Z2", "Z2", 1),

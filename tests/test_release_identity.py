@@ -66,7 +66,7 @@ def read_tidy(source) -> pd.DataFrame:
 
 
 def page(name: str, dataset: str, mechanisms_chosen, **more) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app_pages" / name), default_timeout=240)
+    at = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=240)
     for query, value in {"dataset": dataset, "mech": list(mechanisms_chosen), "eps": EPSILON,
                          "seed": SEED, "pp": POST, **more}.items():
         at.query_params[query] = value

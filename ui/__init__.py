@@ -1,10 +1,16 @@
-"""Streamlit helpers shared by the pages (never imported by dpcore).
+"""Streamlit code of the pages in ``pages/`` (never imported by dpcore), grouped by the screen it serves.
 
-:mod:`ui.data` is where every page gets its dataset (the current one, bundled or uploaded);
-:mod:`ui.state` names the session-state keys of the dataset choice and the home and Data pages;
-:mod:`ui.widgets` draws pieces several pages share; :mod:`ui.upload` is the Data page's import
-flow; :mod:`ui.safe` makes untrusted text inert. The analysis pages' run controls, cached runs,
-charts and maps are in :mod:`ui.controls`, :mod:`ui.runs`, :mod:`ui.charts`, :mod:`ui.maps`.
+* :mod:`ui.components` — what every page shares: the current dataset, run controls, cached runs,
+  charts, panels, navigation, session state, untrusted-text escaping.
+* :mod:`ui.upload` — the Data page's import flow.
+* :mod:`ui.explore` — Explore's own sections (the OD heat map).
+* :mod:`ui.tradeoffs` — the Tradeoffs page's sweeps and curves.
+* :mod:`ui.maps` — the Flow map: folium layers, zone areas, offline Leaflet files.
+* :mod:`ui.learn` — the Learn page's lessons and their figures.
+* :mod:`ui.publish` — Plan & publish: the ε planner and the publishing section.
+* :mod:`ui.classroom` — the Classroom: teacher's and student's screens, the phone component.
+
+Imports flow one way: pages → screen packages → :mod:`ui.components` → :mod:`dpcore`.
 """
 
-from ui import startup  # noqa: F401,E402 — once per process: see its docstring
+from ui.components import startup  # noqa: F401,E402 — once per process: see its docstring

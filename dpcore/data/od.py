@@ -28,7 +28,7 @@ DENSE_CELL_LIMIT = 50_000_000
 NONZERO_LIMIT = 50_000_000
 ZONE_LIMIT = 1_000_000
 #: Memory one piece of work on one user's data (an import, a publish) may hold at once: the app's
-#: per-session budget (``ui.budget.SESSION_WORK_BYTES`` is this figure) and the command line's.
+#: per-session budget (``ui.components.budget.SESSION_WORK_BYTES`` is this figure) and the command line's.
 MEMORY_BUDGET_BYTES = 1280 * 2 ** 20
 
 ARROW = " → "

@@ -4,7 +4,8 @@
 Journal 1(8), 2017. The server publishes k hash functions h_1..h_k: [d] → [m]; every phone hashes
 its commute with one of them, chosen at random, and sends a randomised m-bit vector (CMS) or a
 single randomised bit of its Hadamard transform (HCMS). The server adds the reports into a k × m
-sketch and reads a cell's count from its k hashed positions (MECHANISMS.md §3.9).
+sketch and reads a cell's count from its k hashed positions ([Apple17], sections "Count Mean
+Sketch" and "Hadamard Count Mean Sketch").
 
 Both are *pure protocols* [WBLJ17] under an idealised hash (each report's hash values uniform and
 independent of everything else). Call a report *supporting* cell v when its randomised entry at
@@ -16,9 +17,9 @@ It supports the sender's own cell with probability p and another cell with
 * HCMS: p = e^ε/(1 + e^ε), q = 1/2 (distinct Hadamard rows agree on half the columns).
 
 Apple's estimate ``f̂(x) = (m/(m−1))((1/k) Σ_l M[l, h_l(x)] − n/m)`` is exactly the pure-protocol
-inversion ``(C_v − n q*)/(p − q*)`` of the support count C_v, so its variance is eq. (1) of
-MECHANISMS.md, which equals the closed forms of §3.9 with r = m/(m−1), c_CMS =
-(e^{ε/2}+1)/(e^{ε/2}−1) and c_HCMS = (e^ε+1)/(e^ε−1):
+inversion ``(C_v − n q*)/(p − q*)`` of the support count C_v, so its variance is the pure
+protocol's [WBLJ17, Thm. 2], ``n q*(1 − q*)/(p − q*)² + c_v(1 − p − q*)/(p − q*)``, which equals these
+closed forms with r = m/(m−1), c_CMS = (e^{ε/2}+1)/(e^{ε/2}−1) and c_HCMS = (e^ε+1)/(e^ε−1):
 
 * CMS:  ``r²[c_v(c²−1)/4 + (n−c_v)(c² − (1−2/m)²)/4]``;
 * HCMS: ``r²[c_v(c²−1) + (n−c_v)(c² − 1/m²)]``.
@@ -225,7 +226,7 @@ class SketchOracle(PureProtocol):
 
 @register
 class CMS(SketchOracle):
-    """Apple's Count-Mean-Sketch [Apple17] (MECHANISMS.md §3.9).
+    """Apple's Count-Mean-Sketch [Apple17], the client and server of its "Count Mean Sketch" section.
 
     Client: row j uniform on [k]; the ±1 vector v with +1 at h_j(x) and −1 elsewhere; every entry
     flipped with probability 1/(1 + e^{ε/2}); send (ṽ, j). Two inputs' vectors differ in two
@@ -313,7 +314,7 @@ class CMS(SketchOracle):
 
 @register
 class HCMS(SketchOracle):
-    """Apple's Hadamard Count-Mean-Sketch [Apple17] (MECHANISMS.md §3.9).
+    """Apple's Hadamard Count-Mean-Sketch [Apple17], its "Hadamard Count Mean Sketch" section.
 
     Client: row j uniform on [k], column l uniform on [m] (m a power of two); send
     (β·H_m[h_j(x), l], j, l) with β = −1 with probability 1/(1 + e^ε): one bit of randomised

@@ -81,42 +81,57 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def app_url():
-    """Start ``streamlit run app.py`` on a free port; yield its base URL; kill it afterwards."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log_path = ARTIFACTS / f"streamlit-{port}.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port),
-             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            # the Classroom's rooms go to a throw-away database, not the user's cache
-            env={**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-")},
-            start_new_session=True, preexec_fn=_die_with(os.getpid()))
-    try:
+class AppServer:
+    """``streamlit run app.py`` on a free port, in its own process group (see the module docstring)."""
+
+    def __init__(self):
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.log_path = ARTIFACTS / f"streamlit-{port}.log"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                 "--server.address", "127.0.0.1", "--server.port", str(port),
+                 "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                # the Classroom's rooms go to a throw-away database, not the user's cache
+                env={**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-")},
+                start_new_session=True, preexec_fn=_die_with(os.getpid()))
+
+    def wait_until_healthy(self) -> str:
+        """The base URL once the server answers its health check; fail the test if it never does.
+        Health checks open no session: the app's scripts have not run when this returns."""
         deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while not _healthy(url):
-            if server.poll() is not None:
-                pytest.fail(f"the app exited with code {server.returncode} before it was healthy; "
-                            f"log:\n{log_path.read_text(errors='replace')}")
+        while not _healthy(self.url):
+            if self.process.poll() is not None:
+                pytest.fail(f"the app exited with code {self.process.returncode} before it was "
+                            f"healthy; log:\n{self.log_path.read_text(errors='replace')}")
             if time.monotonic() > deadline:
                 pytest.fail(f"the app was not healthy after {SERVER_START_TIMEOUT} s; "
-                            f"log:\n{log_path.read_text(errors='replace')}")
+                            f"log:\n{self.log_path.read_text(errors='replace')}")
             time.sleep(0.25)
-        yield url
-    finally:
+        return self.url
+
+    def stop(self) -> None:
         try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=10)
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=10)
         except ProcessLookupError:
             pass
         except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """Start ``streamlit run app.py`` on a free port; yield its base URL; kill it afterwards."""
+    server = AppServer()
+    try:
+        yield server.wait_until_healthy()
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Audit of the Classroom's JavaScript randomisers (ui/classroom_js/randomisers.js) in Chromium.
+"""Audit of the Classroom's JavaScript randomisers (ui/classroom/js/randomisers.js) in Chromium.
 
 Each randomiser is driven thousands of times in headless Chromium with its real randomness
 (crypto.getRandomValues). Two properties, as for the Python mechanisms:
@@ -27,7 +27,7 @@ from scipy import stats
 from dpcore.interfaces import classroom
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
 from dpcore.mechanisms.local import universal_hash
-from ui.classroom_component import RANDOMISERS_JS
+from ui.classroom.component import RANDOMISERS_JS
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
-from ui.controls import DEFAULT_MECHANISMS, mechanism_label
+from ui.components.controls import DEFAULT_MECHANISMS, mechanism_label
 
 pytestmark = pytest.mark.browser
 

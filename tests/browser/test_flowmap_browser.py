@@ -19,7 +19,7 @@ from playwright.sync_api import Frame, Page, expect
 from dpcore.data import datasets
 from dpcore.evaluation import flows
 from tests.browser.conftest import SCREENSHOTS
-from ui import maps
+from ui.maps import layers as maps
 
 pytestmark = pytest.mark.browser
 

@@ -20,7 +20,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_flowmap_browser import MAP_IFRAME
-from ui import maps
+from ui.maps import layers as maps
 
 pytestmark = pytest.mark.browser
 

@@ -269,7 +269,7 @@ def national_ranks_and_sentences(page: Page) -> None:
 
 def short_column(ranked: pd.DataFrame, key: str | None, name: str) -> str:
     """The top-10 table's column of a mechanism (its short name)."""
-    from ui import charts
+    from ui.components import charts
 
     wanted = charts.short_name(key) if key else name
     assert wanted in ranked.columns, (wanted, list(ranked.columns))

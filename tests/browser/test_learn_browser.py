@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from ui import lessons
+from ui.learn import lessons
 
 pytestmark = pytest.mark.browser
 

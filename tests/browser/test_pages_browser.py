@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import ROOT
-from ui import navigation
+from ui.components import navigation
 
 pytestmark = pytest.mark.browser
 

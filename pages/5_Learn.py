@@ -1,0 +1,30 @@
+"""Learn: classroom demonstrations of what the mechanisms do and what ε means, on live data.
+
+Thin page: one lesson at a time (each fits a projector screen), chosen at the top and kept in the
+URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in :mod:`ui.learn.lessons`.
+"""
+
+import streamlit as st
+
+from ui.components import data, navigation, safe, state, widgets
+from ui.learn import lessons
+from ui.components.viewstate import kept
+
+st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon="🎓",
+                   layout="wide")
+navigation.menu()
+state.init()
+current = data.current()
+st.title("Learn: what differential privacy does to commuting data")
+
+lesson = kept(st.segmented_control, "Lesson", "learn_lesson", "why", url="lesson",
+              options=list(lessons.LESSONS), format_func=lessons.LESSONS.__getitem__,
+              required=True)
+epsilon = lessons.epsilon_picker()
+st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commuters, "
+           f"{current.matrix.domain_size:,} possible commutes). Choose another dataset on the "
+           "home page.")
+if current.synthetic:
+    widgets.provenance(current)
+
+lessons.SECTIONS[lesson](current, epsilon)

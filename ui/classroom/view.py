@@ -1,0 +1,524 @@
+"""The Classroom page's two roles: the teacher's live screen and the student's phone.
+
+The rooms live in :class:`dpcore.interfaces.classroom.RoomStore` (one SQLite file shared by every session —
+that is the point: a class shares a room). A session holds the teacher keys of the rooms it
+created, a random session token, its :class:`~dpcore.interfaces.classroom.Ticket` per round (room
+and round as this page read them, a single-use nonce, OLH's issued seed) and a rate limit — what
+the store trusts instead of anything the phone says. The student's commute is picked and
+randomised inside :mod:`ui.classroom.component`; this module never sees it, except a true answer
+the student chooses to reveal. A store failure is shown as its plain message on either screen.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+import time
+from urllib.parse import urlsplit
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import segno
+import streamlit as st
+
+from dpcore import mechanisms
+from dpcore.interfaces import classroom, export
+from dpcore.interfaces.store import StoreUnavailable
+from dpcore.theory import learn
+from ui.classroom import component
+from ui.components import charts, data, safe
+
+#: Seconds between refreshes of the teacher's live view.
+REFRESH_SECONDS = 2
+#: Seconds between a phone's checks for a new round.
+ROUND_CHECK_SECONDS = 5
+#: Public address students should use, when the server's own view of it is wrong (a proxy, or a
+#: server that sees itself as localhost): e.g. http://192.168.1.20:8501/Classroom.
+URL_VARIABLE = "DPCORE_CLASSROOM_URL"
+#: Commutes drawn in the live chart.
+CHART_CELLS = 15
+
+# --- session-state keys -------------------------------------------------------------------------
+#: {room code: teacher key} of the rooms this session created or unlocked.
+TEACHER_KEYS = "classroom_teacher_keys"
+#: {"CODE:round": {"ok": bool, "message": str}}: this session's answer per round.
+SENT = "classroom_sent"
+#: {"CODE:round": message}: this session's revealed true answers.
+REVEALED = "classroom_revealed"
+PHONE = "classroom_phone"
+JOIN_CODE = "classroom_join_code"
+VIEWED_ROUND = "classroom_viewed_round"
+#: This browser session's random token (the store keeps only hashes of it).
+SESSION = "classroom_session"
+#: {"CODE:round": Ticket} issued to this session.
+TICKETS = "classroom_tickets"
+#: This session's RateLimit on report and reveal attempts.
+RATE = "classroom_rate"
+#: Widget key of "About how many students?".
+STUDENTS = "classroom_students"
+#: The message after a discard, shown once.
+DISCARDED = "classroom_discarded"
+OPEN = "classroom_open"
+
+
+@st.cache_resource
+def store() -> classroom.RoomStore:
+    """The classroom database of this server (folder: ``$DPCORE_CLASSROOM_DIR`` or the cache)."""
+    return classroom.RoomStore()
+
+
+def _init() -> None:
+    for key in (TEACHER_KEYS, SENT, REVEALED, TICKETS):
+        st.session_state.setdefault(key, {})
+    st.session_state.setdefault(SESSION, secrets.token_hex(16))
+    st.session_state.setdefault(RATE, classroom.RateLimit())
+
+
+def unavailable(problem: StoreUnavailable, teacher: bool = False) -> None:
+    """A store failure as its plain message (and, on the teacher's screen, the technical detail
+    for whoever runs the server)."""
+    st.error(safe.markdown(problem))
+    if teacher and problem.detail:
+        st.caption(f"For whoever runs the server: {safe.markdown(problem.detail)}")
+
+
+def main() -> None:
+    """Route by the URL: ``?room=CODE`` is a student, ``?teach=CODE`` the teacher's screen."""
+    _init()
+    is_teacher = "teach" in st.query_params
+    try:
+        if "room" in st.query_params:
+            student(st.query_params["room"])
+        elif is_teacher:
+            teacher(st.query_params["teach"])
+        else:
+            landing()
+    except StoreUnavailable as problem:
+        unavailable(problem, teacher=is_teacher)
+    except classroom.ClassroomError as problem:
+        st.error(safe.markdown(problem))
+
+
+# ------------------------------------------------------------------------------------ landing
+def landing() -> None:
+    st.title("Classroom: local differential privacy, for real")
+    st.markdown("Each student's own phone randomises their commute; only the randomised report "
+                "is sent, and the teacher's screen turns the class's reports into an estimate.")
+    join, start = st.columns(2, gap="large")
+    with join:
+        st.header("Join a class")
+        join_box()
+    with start:
+        st.header("Start a class")
+        create_form()
+
+
+def join_box(typed: str = "") -> None:
+    """A box for the room code (pre-filled with what was typed before, so a typo can be fixed)."""
+    code = st.text_input("Room code", value=typed, key=JOIN_CODE, placeholder="ABCD-EFGH",
+                         max_chars=20)
+    if st.button("Join", type="primary") and code:
+        st.query_params.clear()
+        st.query_params["room"] = classroom.normalise_code(code)
+        st.rerun()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def proposal(students: int, d: int) -> classroom.Proposal:
+    return classroom.propose(students, d)
+
+
+def create_form() -> None:
+    current = data.current()
+    origins, destinations = classroom.zone_choices(current.matrix)
+    default_o, default_d = classroom.default_zones(current.matrix)
+    st.caption(f"Zones of **{safe.markdown(current.title)}** (choose another dataset on the home "
+               f"page); at most {classroom.MAX_CELLS - 1} home × work combinations, plus "
+               f"\"{classroom.NONE_OF_THESE}\" for everyone else.")
+    title = st.text_input("Question shown to students",
+                          "Where do you live, and where do you work or study?",
+                          max_chars=classroom.MAX_TITLE)
+    picked_o = st.multiselect("Home zones", origins, default=default_o)
+    picked_d = st.multiselect("Work or study zones", destinations, default=default_d)
+    students = int(st.number_input("About how many students?", 2, classroom.MAX_REPORTS, 25,
+                                   key=STUDENTS))
+    d = max(len(picked_o) * len(picked_d), 1) + 1
+    proposed = proposal(students, d)
+    st.info(f"Proposed for this class: {safe.markdown(proposed.expectation())} A smaller ε is "
+            "more private and noisier; fewer students need a larger ε to see anything.")
+    mechanism, epsilon = mechanism_inputs(proposed.mechanism, proposed.epsilon,
+                                          key=f"create-{students}-{d}")
+    reveal = st.checkbox("Let students also send their true answer, separately and "
+                         "optionally (NOT private), to compare at the end")
+    hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
+    limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
+                            classroom.MAX_REPORTS)
+    if st.button("Open the room", type="primary", key=OPEN):
+        try:
+            question = classroom.Question(title, tuple(picked_o), tuple(picked_d))
+            code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
+                                            hours=float(hours), max_reports=int(limit),
+                                            students=students)
+        except classroom.ClassroomError as problem:
+            st.error(safe.markdown(problem))
+            return
+        st.session_state[TEACHER_KEYS][code] = key
+        st.query_params.clear()
+        st.query_params["teach"] = code
+        st.rerun()
+
+
+def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
+    """Mechanism and ε pickers, starting at the given values (a new ``key`` resets them)."""
+    keys = list(classroom.MECHANISMS)
+    chosen = st.selectbox("Local mechanism", keys, index=keys.index(mechanism),
+                          format_func=lambda k: mechanisms.get(k).name, key=f"mech-{key}")
+    value = min(classroom.EPSILONS, key=lambda e: abs(e - epsilon))
+    eps = st.select_slider("Privacy budget ε", classroom.EPSILONS, value=value, key=f"eps-{key}")
+    return chosen, float(eps)
+
+
+# ------------------------------------------------------------------------------------ teacher
+def join_link(code: str) -> str:
+    """The address students open: ``$DPCORE_CLASSROOM_URL`` or this page's own, with ?room=."""
+    base = os.environ.get(URL_VARIABLE)
+    if not base:
+        url = urlsplit(st.context.url or "http://localhost:8501/Classroom")
+        base = f"{url.scheme}://{url.netloc}{url.path}"
+    return f"{base}?room={code}"
+
+
+def qr_png(text: str) -> bytes:
+    """A QR code of ``text`` as PNG, drawn locally by segno (no service is asked)."""
+    buffer = io.BytesIO()
+    segno.make(text, error="m").save(buffer, kind="png", scale=10, border=2)
+    return buffer.getvalue()
+
+
+def teacher(code: str) -> None:
+    try:
+        room = store().room(code)
+    except classroom.ClassroomError as problem:
+        st.error(safe.markdown(problem))
+        return
+    key = st.session_state[TEACHER_KEYS].get(room.code)
+    st.title(f"Classroom {classroom.format_code(room.code)}")
+    st.markdown(f"**{safe.markdown(room.question.title)}**")
+    link = join_link(room.code)
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"## Code: `{classroom.format_code(room.code)}`")
+        st.markdown("Students open this link (or scan the code) on their phone:")
+        st.code(link, language=None)
+        if urlsplit(link).hostname in ("localhost", "127.0.0.1", "::1"):
+            st.warning("This link names this computer as *localhost*: phones cannot reach it. "
+                       "Start the app with `--server.address 0.0.0.0` and open this page through "
+                       f"the computer's network address, or set `{URL_VARIABLE}`.")
+        expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(room.expires))
+        st.caption(("Closed." if not room.is_open() else f"Open until {expires}.")
+                   + f" Accepts at most {room.max_reports} reports in all.")
+    with right:
+        st.image(qr_png(link), caption="Scan to join", width=260,
+                 alt=f"QR code of the link to join room {classroom.format_code(room.code)}")
+    if key is None:
+        unlock(room.code)
+    elif room.is_open():
+        controls(room, key)
+    live_view(room.code, key if room.is_open() else None)
+
+
+def unlock(code: str) -> None:
+    with st.expander("Teacher controls (needs the teacher key)"):
+        entered = st.text_input("Teacher key", type="password", key=f"classroom_unlock_{code}")
+        if entered:
+            if store().is_teacher(code, entered):
+                st.session_state[TEACHER_KEYS][code] = entered
+                st.rerun()
+            st.error("That is not this room's teacher key.")
+
+
+def controls(room: classroom.Room, key: str) -> None:
+    current = store().current_round(room.code)
+    with st.expander(f"Round {current.number}: {mechanisms.get(current.mechanism).name}, "
+                     f"ε = {current.epsilon:g} — change mechanism or ε (opens a new round)"):
+        with st.form("classroom_round"):
+            mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon, "round")
+            if st.form_submit_button("Open a new round with these settings"):
+                if (mechanism, epsilon) == (current.mechanism, current.epsilon):
+                    st.info("These are the current round's settings; nothing changed.")
+                else:
+                    try:
+                        store().new_round(room.code, key, mechanism, epsilon)
+                    except classroom.ClassroomError as problem:
+                        st.error(safe.markdown(problem))
+                        return
+                    st.session_state.pop(VIEWED_ROUND, None)
+                    st.rerun()
+        if st.button("Close the room (no more reports)"):
+            store().close_room(room.code, key)
+            st.rerun()
+    with st.expander("Teacher key (do not open on the projector)"):
+        st.caption("Whoever has this key can change or close the room: it lets you take control "
+                   "from another browser.")
+        st.code(key, language=None)
+
+
+def discard(room: classroom.Room, key: str) -> None:
+    """The room's browser sessions (by an anonymous label), most rejected reports first, and a
+    button to discard one session's reports."""
+    sessions = store().sessions(room.code)
+    with st.expander("Browser sessions: discard a misbehaving one"):
+        if not sessions:
+            st.caption("No phone has sent anything yet.")
+            return
+        st.caption(f"{len(sessions):,} session{'' if len(sessions) == 1 else 's'}. "
+                   "Each row is one browser session, labelled by 8 characters of a hash (nothing "
+                   "about the student). A session with many rejected reports is probably a "
+                   "script; discarding it deletes its reports in every round and refuses its "
+                   "later ones. (Its revealed answers, stored unlinked, stay.)")
+        shown = sessions[:50]
+        st.dataframe(pd.DataFrame({"session": [s.label for s in shown],
+                                   "reports kept": [s.reports for s in shown],
+                                   "reports rejected": [s.rejected for s in shown],
+                                   "discarded": ["yes" if s.discarded else "" for s in shown]}),
+                     hide_index=True)
+        choices = [s for s in shown if not s.discarded]
+        if choices:
+            chosen = st.selectbox("Session to discard", choices, format_func=lambda s: s.label,
+                                  key="classroom_discard_choice")
+            if st.button("Discard this session's reports"):
+                deleted = store().discard_session(room.code, key, chosen.session)
+                st.session_state[DISCARDED] = (f"Session {chosen.label} discarded: {deleted} "
+                                               "report(s) deleted.")
+                st.rerun()                     # the counts above, without the session
+        if DISCARDED in st.session_state:
+            st.success(st.session_state.pop(DISCARDED))
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live_view(code: str, key: str | None) -> None:
+    """Reports, estimate and spread of one round, re-read every :data:`REFRESH_SECONDS`; with the
+    teacher ``key``, the browser sessions too (new ones appear as they send)."""
+    try:
+        _live_view(code)
+        if key is not None:
+            discard(store().room(code), key)
+    except (StoreUnavailable, classroom.ClassroomError) as problem:
+        st.error(safe.markdown(problem))
+
+
+def _live_view(code: str) -> None:
+    rounds = store().rounds(code)
+    numbers = [r.number for r in rounds]
+    if st.session_state.get(VIEWED_ROUND) not in numbers:
+        st.session_state[VIEWED_ROUND] = numbers[-1]
+    described = {r.number: f"Round {r.number}: {r.mechanism.upper()}, ε = {r.epsilon:g}"
+                 + ("" if r.closed else " (open)") for r in rounds}
+    number = st.selectbox("Show", numbers, key=VIEWED_ROUND, format_func=described.__getitem__)
+    snap = store().snapshot(code, number)
+    question = snap.room.question
+    estimate = classroom.estimate_round(snap.round, question.d, snap.reports)
+    columns = st.columns(3)
+    columns[0].metric("Reports in this round", f"{len(snap.reports):,}")
+    columns[1].metric("Rejected (bad or late)", f"{sum(snap.rejected.values()):,}",
+                      help=", ".join(f"{k}: {v}" for k, v in snap.rejected.items()) or None)
+    columns[2].metric("Room total", f"{snap.room_reports:,} of {snap.room.max_reports:,}")
+    if estimate is None:
+        expected = snap.room.students
+        band = classroom.Z95 * classroom.empty_sd(snap.round, question.d, expected)
+        st.info(f"No reports yet: the estimate appears as soon as the first phone sends. With "
+                f"the {expected} students you expect, a commute nobody takes will read "
+                f"0 ± {band:,.1f} students (95 % of the time): the grey band below. "
+                f"{safe.markdown(proposal(expected, question.d).expectation())}")
+        st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
+        return
+    table = estimate_table(question, estimate, snap.reveals)
+    band = classroom.Z95 * estimate.empty_sd
+    st.markdown(f"With {estimate.n:,} reports, a commute nobody takes still shows up as "
+                f"0 ± {band:,.1f} students (95 % of the time): that "
+                "is the spread this mechanism predicts for this many reports. Estimates inside "
+                "that band cannot be told from noise.")
+    st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart")
+    st.markdown("**Top commutes (estimated)**")
+    st.dataframe(table.head(5), hide_index=True)
+    if snap.reveals is not None:
+        st.markdown(f"**Revealed answers (NOT private):** {int(snap.reveals.sum()):,} students "
+                    "chose to also send their true commute; the column *revealed* counts them.")
+    with st.expander("Every commute"):
+        st.dataframe(table, hide_index=True)
+        st.download_button("Download this table (CSV)", export.safe_csv(table),
+                           file_name=f"classroom-{code}-round-{number}.csv", mime="text/csv")
+
+
+def estimate_table(question: classroom.Question, estimate: classroom.Estimate,
+                   reveals) -> pd.DataFrame:
+    """One row per commute, busiest estimate first (rounded to 0.1; "0", never "-0")."""
+    def rounded(values):
+        return np.round(values, 1) + 0.0          # adding 0.0 turns −0.0 into 0.0
+
+    frame = pd.DataFrame({
+        "commute": [question.label(c) for c in range(question.d)],
+        "estimate": rounded(estimate.estimate),
+        "95% low": rounded(estimate.lower),
+        "95% high": rounded(estimate.upper)})
+    if reveals is not None:
+        frame["revealed (not private)"] = reveals
+    return frame.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def estimate_chart(table: pd.DataFrame | None, band: float, n: int) -> go.Figure:
+    """The top commutes' estimates with 95 % intervals over the grey noise-only band (±``band``);
+    before the first report (``table`` None) the band alone, so the class sees what to beat."""
+    fig = go.Figure()
+    fig.add_vrect(x0=-band, x1=band, fillcolor="grey", opacity=0.15, line_width=0,
+                  annotation_text="noise only", annotation_position="top left")
+    if table is None:
+        fig.update_layout(height=220, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+                          title="Estimated students per commute (no reports yet)",
+                          xaxis={"title": "students (estimated)",
+                                 "range": [-1.5 * band - 1, 1.5 * band + 1]},
+                          yaxis={"visible": False})
+        return fig
+    top = table.head(CHART_CELLS).iloc[::-1]
+    fig.add_bar(x=top["estimate"], y=[charts.escape(charts.short(c)) for c in top["commute"]],
+                orientation="h", name="estimate with 95 % interval",
+                error_x={"type": "data", "symmetric": False,
+                         "array": top["95% high"] - top["estimate"],
+                         "arrayminus": top["estimate"] - top["95% low"]},
+                hovertemplate="%{y}: %{x:.1f} students<extra></extra>")
+    if "revealed (not private)" in top:
+        fig.add_scatter(x=top["revealed (not private)"], y=[charts.escape(charts.short(c))
+                                                           for c in top["commute"]],
+                        mode="markers", marker_symbol="diamond", marker_size=10,
+                        name="revealed true answers (not private)")
+    fig.update_layout(height=120 + 28 * len(top), margin={"l": 10, "r": 10, "t": 40, "b": 40},
+                      title=f"Estimated students per commute (top {len(top)}, {n} reports)",
+                      xaxis_title="students (estimated)", legend_orientation="h")
+    return fig
+
+
+# ------------------------------------------------------------------------------------ student
+def student(code: str) -> None:
+    st.title("Classroom")
+    try:
+        room = store().room(code)
+        current = store().current_round(room.code)
+    except classroom.ClassroomError as problem:
+        st.error(safe.markdown(problem))
+        st.markdown("Typed it wrong? Type the code again:")
+        join_box(classroom.format_code(classroom.normalise_code(code)[:classroom.CODE_LENGTH]))
+        return
+    question = room.question
+    st.markdown(f"Room **{classroom.format_code(room.code)}** · round {current.number} · "
+                f"{mechanisms.get(current.mechanism).name}, ε = {current.epsilon:g}")
+    if not room.is_open():
+        st.warning("This room is closed: the teacher closed it or it expired.")
+        return
+    st.header(safe.markdown(question.title))
+    round_key = f"{room.code}:{current.number}"
+    ticket = st.session_state[TICKETS].get(round_key)
+    if ticket is None:
+        ticket = store().ticket(room.code, st.session_state[SESSION])
+        st.session_state[TICKETS][round_key] = ticket
+    mech = current.build()
+    with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
+        for number, step in enumerate(learn.device_rules(mech, question.d), start=1):
+            st.markdown(f"{number}. {step}")
+        st.caption("Your choice below is randomised by this page in your own browser; only the "
+                   "report is sent.")
+    st.caption(f"Not listed? Choose \"none of these\" in either list: your answer then counts "
+               f"in the extra commute \"{classroom.NONE_OF_THESE}\", so the listed commutes are "
+               f"estimated only from those who take them ({question.d} possible answers in all).")
+    data_for_phone = {"room": room.code, "nonce": ticket.nonce,
+                      "spec": classroom.client_spec(current, question.d, ticket.seed),
+                      "origins": list(question.origins),
+                      "destinations": list(question.destinations),
+                      "noneLabel": classroom.NONE_OF_THESE,
+                      "reveal": room.reveal,
+                      "alreadySent": bool(st.session_state[SENT].get(round_key, {}).get("ok")),
+                      "sent": st.session_state[SENT].get(round_key),
+                      "revealed": st.session_state[REVEALED].get(round_key)}
+    component.phone(data_for_phone, key=PHONE, on_report=_received_report,
+                              on_reveal=_received_reveal)
+    follow_rounds(room.code, current.number)
+    answer = st.session_state[SENT].get(round_key)
+    if answer is not None and not answer["ok"]:
+        st.error(safe.markdown(answer["message"]))
+    st.caption("One report per round from this browser session: the server refuses a second "
+               "one from the same session, and the phone remembers sent rounds in this browser's "
+               "storage. A reload, another browser or a private window is a new session, so this "
+               "stops accidents, not a determined student.")
+
+
+@st.fragment(run_every=ROUND_CHECK_SECONDS)
+def follow_rounds(code: str, shown: int) -> None:
+    """Bring the phone to the teacher's new round (or closed room) without a reload."""
+    try:
+        room, latest = store().room(code), store().current_round(code)
+    except (classroom.ClassroomError, StoreUnavailable):
+        return          # the next full run says what is wrong
+    if latest.number != shown or not room.is_open():
+        st.rerun(scope="app")
+
+
+def _trigger(name: str):
+    """The component's trigger value ``name`` (None when something else triggered the run)."""
+    result = st.session_state.get(PHONE)
+    if result is None:
+        return None
+    return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
+
+
+def ticket_for(payload, tickets: dict) -> classroom.Ticket | None:
+    """The session's ticket whose nonce the phone's message echoes — the page's own room and
+    round; anything else in the message (a room, a round) is ignored. None: not a message this
+    page asked for (stale or forged), to be dropped."""
+    if not isinstance(payload, dict):
+        return None
+    return next((t for t in tickets.values() if t.nonce == payload.get("nonce")), None)
+
+
+def _received_report() -> None:
+    payload = _trigger("report")
+    ticket = ticket_for(payload, st.session_state[TICKETS])
+    if ticket is not None:
+        st.session_state[SENT][f"{ticket.room}:{ticket.round}"] = submit(
+            ticket, payload.get("report"), st.session_state[RATE])
+
+
+def submit(ticket: classroom.Ticket, report, limit: classroom.RateLimit) -> dict:
+    """Hand one phone's report to the store under this session's ticket, within the session's
+    rate ``limit``: {"ok", "message"} for the student."""
+    if not limit.allow():
+        return {"ok": False, "message": "Not counted: too many attempts from this page; wait a "
+                                        "minute and reload."}
+    try:
+        count = store().submit(ticket, report)
+    except (classroom.ClassroomError, StoreUnavailable) as problem:
+        return {"ok": False, "message": f"Not counted: {problem}"}
+    return {"ok": True, "message": f"Sent: report number {count} of this round. Your true "
+                                   "commute never left your phone."}
+
+
+def _received_reveal() -> None:
+    payload = _trigger("reveal")
+    ticket = ticket_for(payload, st.session_state[TICKETS])
+    if ticket is None:
+        return
+    round_key = f"{ticket.room}:{ticket.round}"
+    if round_key not in st.session_state[REVEALED]:
+        st.session_state[REVEALED][round_key] = reveal(ticket, payload.get("cell"),
+                                                       st.session_state[RATE])
+
+
+def reveal(ticket: classroom.Ticket, cell, limit: classroom.RateLimit) -> str:
+    """Hand a true answer the student chose to send to the store; what the phone should say."""
+    if not limit.allow():
+        return "True answer not sent: too many attempts from this page; wait a minute."
+    try:
+        store().reveal(ticket, cell)
+    except (classroom.ClassroomError, StoreUnavailable) as problem:
+        return f"True answer not sent: {problem}"
+    return "True answer sent (not private)."

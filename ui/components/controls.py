@@ -1,0 +1,419 @@
+"""The shared run controls: what to release and how, kept across pages and mirrored in the URL.
+
+A page that runs mechanisms (Explore, Tradeoffs, Flow map) draws the controls once and gets back a
+frozen :class:`RunSettings`::
+
+    from ui.components import controls, runs, state
+
+    state.init()
+    settings = controls.run_controls()              # sidebar; several mechanisms
+    settings = controls.run_controls(multi=False)   # one mechanism (the first of the selection)
+    matrix = runs.view(settings)                    # the chosen level/subset of the dataset
+    result = runs.release_of(settings, settings.mechanisms[0])   # see ui.components.runs
+
+Settings survive page changes: each value lives under a plain session-state key of :data:`KEYS`
+(Streamlit deletes a *widget's* state when a page does not draw it, so widgets have their own keys
+and copy into the plain ones through callbacks). They are written to ``st.query_params`` on every
+run, and a new session that opens such a URL starts from it, so a view can be shared by its link.
+An invalid URL value is not used (the default is kept), never an error, and a one-line notice says
+so (:func:`ui.components.viewstate.parsed`).
+
+Only the dataset itself belongs to :mod:`ui.components.state` (``CURRENT_DATASET``, shared with the home
+page); everything else is defined here, in :data:`KEYS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dpcore import mechanisms
+from dpcore.data import views
+from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
+from dpcore.limits import SEED
+from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess, sparse_release
+from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
+from dpcore.release import SHARED_PARAMS, RunSettings
+from ui.components import data, state, viewstate, widgets
+
+#: ε steps of the slider: log-spaced over the whole declared range (mechanisms.base.EPSILON,
+#: 1e-6 to 20), finer from 0.1 to 10, with every point of the thesis grid 0.5, 1, …, 5. Any other ε
+#: in the range can be typed; the slider then shows the nearest step, so the two always agree.
+EPSILON_STEPS = (EPSILON.low, 1e-5, 1e-4, 1e-3, 0.01, 0.02, 0.05, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3,
+                 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0,
+                 7.0, 8.0, 10.0, 12.0, 15.0, EPSILON.high)
+DEFAULT_MECHANISMS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")
+DEFAULT_POSTPROCESS = "base_pos"  # the thesis's "Base-Pro"
+
+
+@dataclass(frozen=True)
+class _Key:
+    """One setting: its session-state key, its widget key(s) and its URL parameter."""
+
+    value: str
+    widget: str
+    url: str
+
+
+#: Every setting's keys, in one place.
+KEYS = {name: _Key(f"run_{name}", f"run_widget_{name}", url) for name, url in (
+    ("level", "level"), ("areas", "areas"), ("mechanisms", "mech"), ("epsilon", "eps"),
+    ("delta", "delta"), ("neighbours", "nb"), ("options", "opt"), ("postprocess", "pp"),
+    ("seed", "seed"))}
+EPSILON_TYPED = "run_widget_epsilon_typed"
+NEW_DRAW = "run_widget_new_draw"
+#: Set once a session has read its settings from the URL (only the first page it opens does).
+FROM_URL_DONE = "run_from_url_done"
+DATASET_URL = "dataset"
+
+
+def option_widget(mechanism: str, name: str) -> str:
+    """Widget key of a mechanism-specific parameter."""
+    return f"run_widget_opt_{mechanism}_{name}"
+
+
+# ------------------------------------------------------------------------------ parsing values
+def _defaults() -> dict:
+    return {"level": LEVEL_AS_LOADED, "areas": (), "mechanisms": DEFAULT_MECHANISMS,
+            "epsilon": 1.0, "delta": 1e-6, "neighbours": SUBSTITUTION, "options": {},
+            "postprocess": DEFAULT_POSTPROCESS, "seed": 0}
+
+
+def _param(key: str, name: str):
+    return next(p for p in mechanisms.get(key).params if p.name == name)
+
+
+def _parse_param(key: str, name: str, text: str):
+    """A mechanism parameter from its URL text, validated by its declaration (ValueError if bad)."""
+    param = _param(key, name)
+    if param.choices is not None:
+        matches = [c for c in param.choices if str(c) == text]
+        if not matches:
+            raise ValueError(text)
+        return matches[0]
+    return param.check(param.kind(float(text)), key)
+
+
+def _from_url() -> dict:
+    """Settings found in the URL; a value that is not valid is left out (the default is kept) and
+    reported (:func:`ui.components.viewstate.parsed`)."""
+    defaults = _defaults()
+
+    def parsed(name: str, parse, valid: str):
+        default = defaults[name]
+        used = viewstate.number_text(default) if isinstance(default, float) else str(default)
+        return viewstate.parsed(KEYS[name].url, parse, valid, used)
+
+    found = {
+        "level": parsed("level", viewstate.one_of(views.LEVELS),
+                        "one of " + viewstate.listed(views.LEVELS)),
+        "epsilon": parsed("epsilon", lambda t: EPSILON.check(float(t), "the URL"),
+                          f"ε in {EPSILON.interval()}"),
+        "delta": parsed("delta", lambda t: DELTA.check(float(t), "the URL"),
+                        f"δ in {DELTA.interval()}"),
+        "seed": parsed("seed", lambda t: SEED.check(int(t), "the URL"),
+                       f"a whole number in {SEED.interval()}"),
+        "neighbours": parsed("neighbours", viewstate.one_of(NEIGHBOURS.choices),
+                             "one of " + viewstate.listed(NEIGHBOURS.choices)),
+        "postprocess": parsed("postprocess", viewstate.one_of(postprocess.METHODS),
+                              "one of " + viewstate.listed(postprocess.METHODS))}
+    if viewstate.read(KEYS["areas"].url):
+        found["areas"] = tuple(a for a in viewstate.read(KEYS["areas"].url) if a)
+    # Repeated (mech=laplace&mech=oue), as the page writes it, or comma-separated, as people type it.
+    linked = [key.strip() for value in viewstate.read(KEYS["mechanisms"].url)
+              for key in value.split(",") if key.strip()]
+    keys = tuple(k for k in linked if k in mechanisms.names())
+    if keys:
+        found["mechanisms"] = keys
+    unknown = [k for k in linked if k not in mechanisms.names()]
+    if unknown:
+        viewstate.ignored(KEYS["mechanisms"].url, ", ".join(unknown),
+                          "mechanism keys: " + ", ".join(mechanisms.names()),
+                          ", ".join(keys or defaults["mechanisms"]))
+    options: dict = {}
+    for item in viewstate.read(KEYS["options"].url):  # "hm.t=4"
+        try:
+            target, text = item.split("=", 1)
+            key, name = target.split(".", 1)
+            if name not in SHARED_PARAMS:
+                options.setdefault(key, {})[name] = _parse_param(key, name, text)
+        except (ValueError, KeyError, StopIteration, TypeError):
+            _ignored_option(item)
+    if options:
+        found["options"] = options
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def _ignored_option(item: str) -> None:
+    """Report a link's mechanism option ``key.name=value`` that cannot be used."""
+    target = item.split("=", 1)[0]
+    key, _, name = target.partition(".")
+    try:
+        param = _param(key, name)
+    except (KeyError, StopIteration):
+        viewstate.ignored(KEYS["options"].url, item, "mechanism.parameter=value, e.g. hm.t=4",
+                          "the default of each parameter")
+        return
+    valid = (f"one of {viewstate.listed(param.choices)}" if param.choices is not None
+             else f"in {param.interval()}")
+    viewstate.ignored(KEYS["options"].url, item, f"{target} {valid}", f"{target}={param.default}")
+
+
+def _to_url(settings: RunSettings) -> dict[str, str | list[str]]:
+    options = [f"{key}.{name}={value}"
+               for key, values in settings.options for name, value in values]
+    return {DATASET_URL: settings.dataset, KEYS["level"].url: settings.level,
+            KEYS["areas"].url: list(settings.areas),
+            KEYS["mechanisms"].url: list(settings.mechanisms),
+            KEYS["epsilon"].url: viewstate.number_text(settings.epsilon),
+            KEYS["delta"].url: viewstate.number_text(settings.delta),
+            KEYS["neighbours"].url: settings.neighbours, KEYS["options"].url: options,
+            KEYS["postprocess"].url: settings.postprocess, KEYS["seed"].url: str(settings.seed)}
+
+
+def init() -> None:
+    """Give every setting its value: the session's, else the URL's (first page), else default."""
+    state.init()
+    first = FROM_URL_DONE not in st.session_state
+    from_url = _from_url() if first else {}
+    if first:
+        st.session_state[FROM_URL_DONE] = True
+        bundled = [key for key in data.choices() if key != state.UPLOADED]
+        dataset = viewstate.parsed(DATASET_URL, viewstate.one_of(bundled),
+                                   "a bundled dataset: " + viewstate.listed(bundled),
+                                   st.session_state[state.CURRENT_DATASET])
+        if dataset is not None:
+            data.select(dataset)
+    for name, value in _defaults().items():
+        st.session_state.setdefault(KEYS[name].value, from_url.get(name, value))
+
+
+# ------------------------------------------------------------------------------------- widgets
+def _store(name: str) -> None:
+    """Callback: copy a widget's new value into its persistent key."""
+    st.session_state[KEYS[name].value] = st.session_state[KEYS[name].widget]
+
+
+def _store_epsilon_typed() -> None:
+    value = st.session_state[EPSILON_TYPED]
+    st.session_state[KEYS["epsilon"].value] = value
+    st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
+
+
+def _store_single_mechanism() -> None:
+    chosen = st.session_state[KEYS["mechanisms"].widget + "_single"]
+    rest = [k for k in st.session_state[KEYS["mechanisms"].value] if k != chosen]
+    st.session_state[KEYS["mechanisms"].value] = (chosen, *rest)
+
+
+def _store_option(mechanism: str, name: str) -> None:
+    options = {k: dict(v) for k, v in st.session_state[KEYS["options"].value].items()}
+    options.setdefault(mechanism, {})[name] = st.session_state[option_widget(mechanism, name)]
+    st.session_state[KEYS["options"].value] = options
+
+
+def _new_draw() -> None:
+    seed = st.session_state[KEYS["seed"].value] + 1
+    st.session_state[KEYS["seed"].value] = seed
+    st.session_state[KEYS["seed"].widget] = seed
+
+
+def nearest_step(epsilon: float) -> float:
+    """The slider step closest to ``epsilon`` on the log scale."""
+    return min(EPSILON_STEPS, key=lambda step: abs(math.log(step) - math.log(epsilon)))
+
+
+def _restore(name: str, value=None) -> None:
+    """Put the persistent value back into the widget before drawing it (after a page change)."""
+    keys = KEYS[name]
+    viewstate.restore(keys.widget, st.session_state[keys.value] if value is None else value)
+
+
+def mechanism_label(key: str) -> str:
+    """``Laplace · central`` — the name every picker and legend uses."""
+    cls = mechanisms.get(key)
+    return f"{cls.name} · {cls.model}"
+
+
+def _level_and_areas(current: data.Current) -> tuple[str, tuple[str, ...]]:
+    matrix = current.matrix
+    level = st.session_state[KEYS["level"].value]
+    if matrix.has_parent_level:
+        _restore("level")
+        level = st.radio("Level", [LEVEL_AS_LOADED, LEVEL_PARENT], key=KEYS["level"].widget,
+                         on_change=_store, args=("level",), horizontal=True,
+                         format_func={LEVEL_AS_LOADED: "Zones as loaded",
+                                      LEVEL_PARENT: "Rolled up to parent zones"}.__getitem__,
+                         help="Rolled up: the counts summed to the coarser level (e.g. ED → "
+                              "county), a much smaller domain.")
+    else:
+        level = LEVEL_AS_LOADED
+    areas = views.areas(matrix, rolled_up=level == LEVEL_PARENT)
+    chosen = tuple(a for a in st.session_state[KEYS["areas"].value] if a in areas)
+    st.session_state[KEYS["areas"].value] = chosen
+    _restore("areas", list(chosen))
+    chosen = tuple(st.multiselect(
+        "Only these areas (empty: everything)", list(areas), key=KEYS["areas"].widget,
+        on_change=_store, args=("areas",), format_func=areas.__getitem__,
+        help="Keep only commutes that start and end in the chosen areas (e.g. the EDs of Dublin "
+             "City, or of Cavan and Leitrim, as in thesis figure 5.17)."))
+    return level, chosen
+
+
+#: Reports from which a mechanism that places reports one by one on a huge domain
+#: (:data:`dpcore.mechanisms.sparse_release.PER_REPORT`) is left out of the default mechanisms.
+PER_REPORT_DEFAULT_LIMIT = 10_000_000
+
+
+def _huge_defaults(stored: tuple[str, ...], od) -> tuple[str, ...]:
+    """On a huge domain, the untouched defaults less the mechanisms that have no sparse release
+    there (:data:`dpcore.mechanisms.sparse_release.UNSUPPORTED`) or whose sparse release places
+    every report (``PER_REPORT``, above :data:`PER_REPORT_DEFAULT_LIMIT` commuters), each said
+    in one line. Only shown, not stored: the county data gets the full defaults back, and a
+    user's own pick is kept."""
+    if stored != DEFAULT_MECHANISMS:
+        return stored
+    why = {key: f"{sparse_release.UNSUPPORTED[key]}, which a domain this large cannot hold. "
+                "Pick it on the rolled-up level or a smaller area."
+           for key in stored if key in sparse_release.UNSUPPORTED}
+    if od.n > PER_REPORT_DEFAULT_LIMIT:
+        why |= {key: f"{sparse_release.PER_REPORT[key]}: {od.n:,} commuters here, tens of "
+                     "seconds for each release. Pick it to run it anyway."
+                for key in stored if key in sparse_release.PER_REPORT}
+    for key, reason in why.items():
+        st.caption(f"**{mechanisms.get(key).name}** is left out of the default mechanisms on "
+                   f"this dataset: {reason}")
+    return tuple(k for k in stored if k not in why)
+
+
+def _mechanism_picker(multi: bool, huge=None) -> tuple[str, ...]:
+    """``huge``: the matrix when it is too large for a dense vector (defaults adapted to it)."""
+    keys = mechanisms.names()
+    stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys)
+    st.session_state[KEYS["mechanisms"].value] = stored
+    if huge is not None:
+        stored = _huge_defaults(stored, huge)
+    if multi:
+        _restore("mechanisms", list(stored))
+        chosen = st.multiselect("Mechanisms", keys, key=KEYS["mechanisms"].widget,
+                                on_change=_store, args=("mechanisms",), format_func=mechanism_label,
+                                help="Central: a trusted curator adds noise to exact counts. "
+                                     "Local: every commuter randomises their own answer.")
+        return tuple(chosen)
+    single = KEYS["mechanisms"].widget + "_single"
+    viewstate.restore(single, stored[0] if stored else DEFAULT_MECHANISMS[0])
+    return (st.selectbox("Mechanism", keys, key=single, on_change=_store_single_mechanism,
+                         format_func=mechanism_label),)
+
+
+def _approximation_notes(chosen: tuple[str, ...]) -> None:
+    """Say which chosen mechanisms' fast releases are not exact in distribution, and how, and
+    which are baselines that ignore ε (not DP)."""
+    for key in chosen:
+        cls = mechanisms.get(key)
+        if cls.approximation:
+            st.caption(f"⚠ **{cls.name}: approximate fast release.** {cls.approximation}")
+        if not cls.uses_epsilon:
+            st.caption(f"⚠ **{cls.name}** is today's disclosure control, **not differentially "
+                       "private**: the ε below does not affect it.")
+
+
+def _epsilon_inputs() -> float:
+    value = st.session_state[KEYS["epsilon"].value]
+    viewstate.restore(KEYS["epsilon"].widget, nearest_step(value))
+    viewstate.restore(EPSILON_TYPED, value)
+    st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
+                     on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
+                     help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
+    st.number_input("ε, typed", min_value=float(EPSILON.low), max_value=float(EPSILON.high),
+                    key=EPSILON_TYPED, on_change=_store_epsilon_typed, format="%.4g",
+                    help=f"Any ε in {EPSILON.interval()}; the slider shows the nearest step.")
+    return st.session_state[KEYS["epsilon"].value]
+
+
+def _mechanism_options(chosen: tuple[str, ...]) -> dict:
+    """Inputs for each chosen mechanism's own parameters, from their declarations."""
+    stored = st.session_state[KEYS["options"].value]
+    options = {}
+    for key in chosen:
+        own = [p for p in mechanisms.get(key).params if p.name not in SHARED_PARAMS]
+        if not own:
+            continue
+        st.caption(mechanisms.get(key).name)
+        for param in own:
+            value = stored.get(key, {}).get(param.name, param.default)
+            widget = option_widget(key, param.name)
+            viewstate.restore(widget, value)
+            common = dict(key=widget, on_change=_store_option, args=(key, param.name),
+                          help=f"{param.help} Range: {param.interval()}.")
+            if param.choices is not None:
+                st.selectbox(param.label, list(param.choices), **common)
+            else:
+                step = 1 if param.kind is int else None
+                st.number_input(param.label, min_value=param.low, max_value=param.high, step=step,
+                                **common)
+            options.setdefault(key, {})[param.name] = st.session_state[widget]
+    return options
+
+
+def run_controls(multi: bool = True, where=None) -> RunSettings:
+    """Draw the controls (in the sidebar unless ``where`` is given) and return the settings.
+
+    ``multi`` lets the user choose several mechanisms; with ``multi=False`` one is chosen and it
+    becomes the first of the stored selection, so other pages keep the rest.
+    """
+    init()
+    with where if where is not None else st.sidebar:
+        st.header("Run settings")
+        current = widgets.dataset_picker()
+        level, areas = _level_and_areas(current)
+        huge = (not current.matrix.fits_dense and level == LEVEL_AS_LOADED and not areas)
+        chosen = _mechanism_picker(multi, huge=current.matrix if huge else None)
+        _approximation_notes(chosen)
+        epsilon = _epsilon_inputs()
+        if any(mechanisms.get(k).uses_delta for k in chosen):
+            _restore("delta")
+            st.number_input("δ", min_value=DELTA.low, max_value=DELTA.high, format="%.2e",
+                            key=KEYS["delta"].widget, on_change=_store, args=("delta",),
+                            help=f"Probability that the ε bound may fail; keep it well below "
+                                 f"1/n = {1 / max(current.matrix.n, 1):.2e}.")
+        if any(mechanisms.get(k).model == CENTRAL for k in chosen):
+            _restore("neighbours")
+            st.radio("Neighbouring datasets (central)", NEIGHBOURS.choices,
+                     key=KEYS["neighbours"].widget, on_change=_store, args=("neighbours",),
+                     format_func=lambda v: {"substitution": "Substitution (sensitivity 2)",
+                                            "add_remove": "Add/remove (sensitivity 1)"}.get(v, v),
+                     help=NEIGHBOURS.help)
+        options = _mechanism_options(chosen)
+        _restore("postprocess")
+        st.selectbox("Post-processing", list(postprocess.METHODS), key=KEYS["postprocess"].widget,
+                     on_change=_store, args=("postprocess",),
+                     format_func=lambda k: postprocess.METHODS[k][0],
+                     help="Applied to every released matrix; it never changes the privacy "
+                          "guarantee.\n\n" + postprocess.definitions())
+        seed_column, draw_column = st.columns([3, 2], vertical_alignment="bottom")
+        _restore("seed")
+        seed_column.number_input("Seed", min_value=SEED.low, max_value=SEED.high, step=1,
+                                 key=KEYS["seed"].widget,
+                                 on_change=_store, args=("seed",),
+                                 help="The same seed gives the same noise: share it to reproduce "
+                                      "a draw.")
+        draw_column.button("New draw", key=NEW_DRAW, on_click=_new_draw,
+                           icon=":material/casino:", help="Next seed: a fresh random draw.")
+    settings = RunSettings(
+        dataset=current.key, level=level, areas=areas, mechanisms=chosen, epsilon=float(epsilon),
+        delta=float(st.session_state[KEYS["delta"].value]),
+        neighbours=st.session_state[KEYS["neighbours"].value],
+        options=tuple(sorted((k, tuple(sorted(v.items()))) for k, v in options.items())),
+        postprocess=st.session_state[KEYS["postprocess"].value],
+        seed=int(st.session_state[KEYS["seed"].value]))
+    _mirror_to_url(settings)
+    return settings
+
+
+def _mirror_to_url(settings: RunSettings) -> None:
+    """Write the settings into the page URL (only what changed, to avoid needless updates)."""
+    for name, value in _to_url(settings).items():
+        viewstate.write(name, value)

@@ -1,0 +1,219 @@
+"""The Flow map page's sections: what to show, the maps, and the tables beside them.
+
+The page gathers the run settings and the release (:mod:`ui.components.controls`, :mod:`ui.components.runs`); this module
+draws the view controls (:func:`view_options`), the maps with their downloads (:func:`maps_row`),
+and the lists and tables of the flows shown (:func:`side_tables`, :func:`flows_table`). Flow
+selection is :mod:`dpcore.evaluation.flows`; the Leaflet maps are :mod:`ui.maps.layers` (served by the app itself,
+no third party).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from streamlit_folium import st_folium
+
+from dpcore.data.od import ODMatrix
+from dpcore.evaluation import flows
+from dpcore.interfaces.export import safe_csv
+from ui.components import charts, data, huge, safe
+from ui.maps import layers
+
+VIEW, SIDE_BY_SIDE = "flowmap_view", "side_by_side"
+RULE, TOP_K, MIN_COUNT = "flowmap_rule", "flowmap_top_k", "flowmap_min_count"
+ZONE, DIRECTION, SIZE_BY = "flowmap_zone", "flowmap_direction", "flowmap_size_by"
+ROLL_UP, MORE_LINES, CAP, BASEMAP = ("flowmap_roll_up", "flowmap_more_lines", "flowmap_cap",
+                                     "flowmap_basemap")
+MAP = "flowmap_map"
+ALL_ZONES = ""
+#: Only a click on an object reruns the page: panning and zooming stay in the browser.
+RETURNED = ["last_object_clicked_tooltip"]
+VIEW_NAMES = {flows.TRUE: "True", flows.RELEASED: "Released", flows.DIFFERENCE: "Difference",
+              SIDE_BY_SIDE: "True | released side by side"}
+NUMBERS = {name: st.column_config.NumberColumn(format="%,.1f" if name != "true" else "%,.0f")
+           for name in ("true", "released", "difference")}
+
+
+@dataclass
+class Options:
+    """What the user chose to see; ``od``/``truth``/``released`` are rolled up when asked."""
+
+    od: ODMatrix
+    truth: np.ndarray
+    released: np.ndarray | None
+    view: str
+    top_k: int | None
+    min_count: int | None
+    zone: str | None
+    zone_names: dict[str, str]
+    direction: str
+    size_by: str
+    cap: int
+    basemap: bool
+
+    @property
+    def shown(self) -> list[str]:
+        return [flows.TRUE, flows.RELEASED] if self.view == SIDE_BY_SIDE else [self.view]
+
+
+def _pick_zone(map_key: str, tooltip_to_zone: dict[str, str]) -> None:
+    """st_folium callback: a click on a zone point makes it the zone filter."""
+    zone = layers.clicked_zone(st.session_state.get(map_key), tooltip_to_zone)
+    if zone is not None:
+        st.session_state[ZONE] = zone
+
+
+def view_options(od: ODMatrix, truth, released) -> Options:
+    """The row of controls above the map, and the line-count and basemap expander."""
+    top = st.columns([3, 2, 3, 2])
+    views = list(VIEW_NAMES) if released is not None else [flows.TRUE]
+    if st.session_state.get(VIEW) not in views:
+        st.session_state[VIEW] = views[0]
+    view = top[0].radio("Show", views, format_func=VIEW_NAMES.__getitem__, key=VIEW,
+                        horizontal=True)
+    rule = top[1].radio("Which flows", ["top", "min"], key=RULE, horizontal=True,
+                        format_func={"top": "Largest k", "min": "At least"}.__getitem__,
+                        help="Applied separately to flows between zones (lines), within one zone "
+                             "(rings) and to or from places without a position (listed), by the "
+                             "count the view shows: true, released, or the larger of the two.")
+    if rule == "top":
+        top_k, min_count = top[1].number_input("k", 1, 100_000, 250, key=TOP_K), None
+    else:
+        top_k, min_count = None, top[1].number_input("Commuters", 1, 10**7, 100, key=MIN_COUNT)
+    rolls_up = od.has_parent_level and not huge.is_huge(od) and not huge.is_sparse(released)
+    if rolls_up and top[3].toggle(
+            "Roll up", key=ROLL_UP,
+            help="Roll the flows up to parent zones (e.g. ED → county): sum each pair of "
+                 "parents' flows, true and released alike. The noise of many small cells adds "
+                 "up in each parent flow."):
+        od, truth, released = flows.roll_up(od, truth, released)
+    zone_frame = flows.zones(od, truth, keep_empty=False)
+    if huge.is_huge(od):   # a picker of 85,000 zones would not load: the busiest ones
+        zone_frame = zone_frame.nlargest(huge.PICKER_ZONES, "residents")
+        top[3].caption(f"Zones offered: the {huge.PICKER_ZONES:,} with most residents. No roll-up: "
+                       f"{huge.why(od)}.")
+    names = {ALL_ZONES: "All zones", **dict(zip(zone_frame["id"], zone_frame["label"]))}
+    if st.session_state.get(ZONE) not in names:
+        st.session_state[ZONE] = ALL_ZONES
+    zone = top[2].selectbox("Zone (or click one on the map)", list(names), key=ZONE,
+                            format_func=names.__getitem__) or None
+    # Shown only with a zone chosen (a disabled radio's faint label fails the contrast check).
+    direction = (top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION,
+                              horizontal=True, format_func=flows.DIRECTIONS.__getitem__)
+                 if zone is not None else flows.EITHER)
+    size_by = top[3].radio("Size zones by", list(layers.SIZE_BY), key=SIZE_BY, horizontal=True,
+                           format_func=lambda k: k.capitalize(),
+                           help=" ".join(layers.SIZE_BY.values()))
+    with st.expander("More lines, basemap"):
+        cap = flows.DEFAULT_LINE_CAP
+        if st.checkbox(f"Draw more than {cap:,} lines (slower)", key=MORE_LINES):
+            cap = st.number_input("At most", cap, 20_000, 5_000, 1_000, key=CAP)
+            st.warning(f"Up to {cap:,} lines: building and drawing the map takes longer, and "
+                       "the page may feel slow.")
+        basemap = st.checkbox("OpenStreetMap basemap (needs internet; your browser then "
+                              "requests map tiles from tile.openstreetmap.org)", key=BASEMAP)
+    return Options(od, truth, released, view, top_k, min_count, zone, names, direction,
+                   size_by, cap, basemap)
+
+
+def selections(options: Options) -> dict[str, flows.FlowSelection]:
+    """The flows each shown map draws (:func:`dpcore.evaluation.flows.select`)."""
+    return {v: flows.select(options.od, options.truth, options.released, view=v,
+                            top_k=options.top_k, min_count=options.min_count, zone=options.zone,
+                            direction=options.direction, cap=options.cap)
+            for v in options.shown}
+
+
+def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism: str,
+             **extra) -> None:
+    """The map (or the true and released maps side by side), each with its HTML download;
+    ``extra`` goes to :func:`ui.maps.layers.flow_map` (e.g. coloured zone areas)."""
+    largest = max([s.lines["shown"].max() for s in chosen.values() if not s.lines.empty] or [1])
+    breaks = flows.width_breaks(largest)
+    colours = {flows.TRUE: charts.TRUE_COLOUR, flows.RELEASED: charts.colour(mechanism)}
+    map_options = {"size_by": options.size_by, "selected": options.zone,
+                   "parent_outlines": layers.outlines(data.current().matrix.origins),
+                   "basemap": options.basemap, **extra}
+
+    def build(v: str, frame, legends_inside: bool = True) -> layers.FlowMap:
+        return layers.flow_map(chosen[v], frame, breaks, colour=colours.get(v),
+                             legends_inside=legends_inside, **map_options)
+
+    def standalone(v: str, frame) -> str:
+        """The map of view ``v`` as one HTML file (built afresh: st_folium renames what it
+        draws), its legends inside."""
+        return layers.standalone_html(build(v, frame).map)
+
+    for column, v in zip(st.columns(len(chosen)), chosen):
+        counts = options.released if v == flows.RELEASED else options.truth
+        frame = flows.zones(options.od, counts, keep_empty=False)
+        if huge.is_huge(options.od):   # only the zones of the flows drawn, not all 85,000
+            frame = frame[frame["id"].isin(_zones_of(chosen[v]) | {options.zone})]
+        built = build(v, frame, legends_inside=False)  # legends under the map, not over it
+        column.caption(f"**{flows.VIEWS[v]}**: {len(chosen[v].lines):,} lines drawn "
+                       f"({built.flow_layers} grouped layers)." + (f" {chosen[v].note}"
+                                                                 if chosen[v].note else ""))
+        with column:
+            st_folium(built.map, key=f"{MAP}_{v}", height=layers.HEIGHT, use_container_width=True,
+                      returned_objects=RETURNED, render=False,  # one render pass, not two
+                      on_change=partial(_pick_zone, f"{MAP}_{v}", built.tooltip_to_zone))
+            st.html(layers.legends_beside(built.legends))
+        column.download_button(
+            f"Map as HTML ({VIEW_NAMES[v].lower()})", partial(standalone, v, frame),
+            file_name=f"flow_map_{v}.html", mime="text/html", key=f"{MAP}_{v}_html",
+            on_click="ignore", icon=":material/download:",
+            help="One file with Leaflet inside: opens in any browser, without internet.")
+        if chosen[v].truncated():
+            column.warning(f"{chosen[v].matched[flows.LINES]:,} flows match; only the largest "
+                           f"{options.cap:,} are drawn. Raise the limit under “More lines, "
+                           "basemap”.")
+
+
+def _zones_of(selection: flows.FlowSelection) -> set[str]:
+    """Zone ids at either end of the flows a selection shows."""
+    parts = [getattr(selection, group) for group in flows.GROUPS]
+    return {str(z) for part in parts for z in (*part["origin"], *part["destination"])}
+
+
+def side_tables(options: Options, selection: flows.FlowSelection, places) -> None:
+    """The chosen zone's totals, then the flows within one zone and those to or from places
+    without a position (``places``: the two or three containers to draw them in)."""
+    first, *rest = places
+    if options.zone is not None:
+        with first:
+            st.markdown(f"**Commuters of {safe.markdown(options.zone_names[options.zone])}**")
+            st.dataframe(flows.zone_totals(options.od, options.zone, options.truth,
+                                           options.released).to_frame(),
+                         hide_index=True, width="stretch", column_config=NUMBERS)
+    lists = [(flows.UNPLACED, "To or from places without a position"),
+             (flows.WITHIN, "Within one zone (rings on the map)")]
+    for place, (group, title) in zip(rest or [first, first], lists):
+        with place:
+            left_out = selection.truncated(group)
+            st.markdown(f"**{title}**: {len(getattr(selection, group)):,}"
+                        + (f" (the largest; {left_out:,} more beyond the limit)"
+                           if left_out else ""))
+            st.dataframe(selection.listing(group), hide_index=True, width="stretch",
+                         column_config=NUMBERS)
+
+
+def flows_table(selection: flows.FlowSelection, side_by_side: bool) -> None:
+    """Every flow shown, as a table and a formula-safe CSV."""
+    st.header("The flows shown" + (" on the released map" if side_by_side else ""))
+    table = selection.table()
+    if table["released"].notna().any():  # the map's classes (fitted to the flows drawn)
+        bounds = layers.difference_bounds(pd.concat([selection.lines, selection.within]))
+        labels = flows.status_labels(*bounds)
+        table["release_effect"] = [labels.get(status, "") for status in flows.classify(
+            table["true"], table["released"].fillna(0), *bounds)]
+    st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
+                 width="stretch", column_config=NUMBERS | {
+                     "origin": "Origin", "destination": "Destination",
+                     "release_effect": "What the release did", "shown_as": "Shown as"})
+    st.download_button("Flows shown (CSV)", lambda: safe_csv(table), file_name="flows_shown.csv",
+                       mime="text/csv", key=f"{MAP}_csv", on_click="ignore",
+                       icon=":material/download:")
