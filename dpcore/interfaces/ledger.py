@@ -220,6 +220,7 @@ class LedgerStore:
         label = check_label(label)
         levels = tuple(LevelCost(str(lv.name), float(lv.epsilon), float(lv.delta),
                                  None if lv.rho is None else float(lv.rho)) for lv in levels)
+        self._migrate_if_needed()
         key = self.keys.key(create=True)
         if key is None:
             raise ValueError(f"the ledger's key file {self.keys.key_path} is damaged: ask the "
@@ -267,7 +268,11 @@ class LedgerStore:
             old = _has_table(db, OLD_TABLE)
         if old:
             with self.database.write() as db:
+                db.execute("PRAGMA secure_delete = ON")  # the old rows' bytes are zeroed …
                 self._prepare(db, self.keys.key(create=True))
+            with self.database.read() as db:
+                db.execute("ROLLBACK")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # … and leave the write-ahead log
 
     def verify(self, entries: list[Entry] | None = None) -> list[str]:
         """What is wrong with the ledger, one sentence each ([] when nothing is)."""
@@ -339,7 +344,8 @@ def _migrate(db: sqlite3.Connection, key: bytes, keys: Keys) -> None:
     entry keeps its number, time, method, budget and manifest id; its dataset becomes its label
     only when it is a bundled dataset's key (an upload's could be a file name), else it is
     unlabelled; its levels are named by role; its note says it was migrated and whether the old
-    SHA-256 chain was intact. Runs once, inside the caller's write transaction."""
+    SHA-256 chain was intact. Runs once, inside the caller's write transaction (the old table's
+    bytes are zeroed by ``secure_delete`` and checkpointed out of the log by the caller)."""
     from dpcore.data import datasets  # the bundled keys: public names
 
     rows = db.execute(f"SELECT * FROM {OLD_TABLE} ORDER BY number").fetchall()
