@@ -137,6 +137,13 @@ def _uploaded_domain() -> published_domain.Domain | None:
     return domain
 
 
+def _domain_notices(domain: published_domain.Domain) -> None:
+    """What was done with a zones file's rows that do not fit two levels (warnings first)."""
+    for notice in domain.notices:
+        if notice.code in published_domain.LEVEL_NOTICES:
+            widgets.notice(notice)
+
+
 def _published_view(settings: RunSettings):
     """(view over a public domain, the manifest's input entry), or None with a message shown."""
     if settings.dataset != state.UPLOADED:
@@ -148,6 +155,7 @@ def _published_view(settings: RunSettings):
     domain = _uploaded_domain()
     if domain is None:
         return None
+    _domain_notices(domain)
     try:
         od = views.select(published_domain.apply(st.session_state[state.UPLOADED_MATRIX], domain),
                           settings.view.whole)

@@ -29,6 +29,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -38,6 +39,8 @@ import numpy as np
 
 from dpcore import mechanisms, release
 from dpcore.data import datasets, importers, national, views
+from dpcore.data.importing.notices import Report
+from dpcore.data.importing.reading import check_size
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner, publish_compare
 from dpcore.interfaces import (
@@ -109,10 +112,15 @@ def _duration(seconds: float) -> str:
 
 # ------------------------------------------------------------------------------------------ input
 def _read_file(path: str) -> bytes:
-    """The file's bytes, at most one more than the importer accepts (it reports the size)."""
+    """The file's bytes; a file over the importer's limit is refused with its real size
+    (ImportFailed, whose notices the callers print) before it is read."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(importers.MAX_UPLOAD_BYTES + 1)
+            size = os.fstat(handle.fileno()).st_size
+            if size > importers.MAX_UPLOAD_BYTES:
+                report = Report(Path(path).name)
+                check_size(size, report)
+            return handle.read(importers.MAX_UPLOAD_BYTES + 1)  # a pipe has no size: read on
     except OSError as err:
         raise OSError(f"cannot read {path}: {err.strerror or err}") from None
 
@@ -120,8 +128,8 @@ def _read_file(path: str) -> bytes:
 def _import_file(args) -> importers.ImportResult:
     """Import ``--file`` (and ``--zones``) as the Data page does (a domain beyond the dense limit
     for the sparse release, under the same limits), printing every notice as the page lists them."""
-    zones = (_read_file(args.zones), Path(args.zones).name) if args.zones else None
     try:
+        zones = (_read_file(args.zones), Path(args.zones).name) if args.zones else None
         result = importers.import_dense_or_sparse(_read_file(args.file), Path(args.file).name,
                                                   format=args.format, level=args.level,
                                                   zones=zones)
@@ -389,12 +397,15 @@ def _domain(args) -> published_domain.Domain | None:
     bundled dataset's own geography, or the data's zones with ``--domain-from-data``)."""
     if args.domain_zones:
         try:
-            return published_domain.of_zones_file(_read_file(args.domain_zones),
-                                                  Path(args.domain_zones).name)
+            domain = published_domain.of_zones_file(_read_file(args.domain_zones),
+                                                    Path(args.domain_zones).name)
         except importers.ImportFailed as failure:
             for notice in failure.notices:
                 _say(notice, error=True)
             raise _InvalidInput from None
+        for notice in sorted(domain.notices, key=lambda n: _SEVERITY[n.level]):
+            _say(notice)
+        return domain
     if args.domain_dataset:
         return published_domain.of_dataset(args.domain_dataset)
     if args.domain_codes:
