@@ -82,10 +82,11 @@ def test_zones_files_beyond_two_levels_get_notices(tmp_path, capsys):
                      str(tmp_path / "zones.csv"), "--method", "wls", "--epsilon", "1",
                      "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
-    assert ("2 listed zones are also the parent of other listed zones (“P” and “Q”): the file "
-            "has more than the two levels") in printed
+    assert ("2 listed zones are also the parent of other listed zones (“P” and “Q”): "
+            "the file has more than the two levels") in printed
     assert "The domain was made of the 4 zones that are no zone's parent" in printed
-    assert "1 zone has no parent in the zones file (“Z4”): each was made its own parent" in printed
+    assert ("1 zone has no parent in the zones file (“Z4”): each was made its own "
+            "parent") in printed
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert [lv["cells"] for lv in manifest["levels"]] == [16, 9]  # 4 zones; parents P, Q, Z4
 

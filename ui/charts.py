@@ -445,7 +445,8 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
 
 
 # ---------------------------------------------------------------------------------- downloads
-#: Said under every download computed from the confidential table (:mod:`dpcore.interfaces.confidential`).
+#: Said under every download computed from the confidential table
+#: (:mod:`dpcore.interfaces.confidential`).
 PRIVATE_CAPTION = ("🔒 **Not for publication**: computed from the confidential table (each "
                    "file's first line says so). Publish only release.csv and manifest.json.")
 

@@ -278,7 +278,10 @@ class LedgerStore:
         """What is wrong with the ledger, one sentence each ([] when nothing is)."""
         entries = self.entries() if entries is None else entries
         head = self.keys.head()
-        key = self.keys.key(create=False)
+        try:
+            key = self.keys.key(create=False)
+        except ValueError as error:  # a malformed $DPCORE_LEDGER_KEY
+            return [str(error)]
         if key is None:
             return ([f"the ledger's key ({self.keys.key_path}) is missing or damaged, so no "
                      "entry can be checked"] if entries or head else [])
