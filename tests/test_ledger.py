@@ -346,3 +346,43 @@ def test_a_broken_unkeyed_ledger_is_migrated_with_a_note(tmp_path):
     assert "broken at entry 2: earlier edits cannot be ruled out" in entries[0].note
 
 
+
+
+def test_an_append_between_the_two_reads_is_not_a_loss(tmp_path):
+    """Another session publishing after the table was read (head now ahead of what was read)
+    is confirmed under the write lock, not reported as tampering."""
+    store = ledger.LedgerStore(tmp_path)
+    fill(store)
+    seen = store.entries()
+    store.append("Toy town 2026", "flat", [level()], 1.0, 0.0, None, "m4")
+    assert store.verify(seen) == []
+    tamper(store, "DELETE FROM ledger WHERE number = 4")  # a real loss stays reported
+    assert store.verify(seen) == ["the ledger lost entry 4 (the newest recorded is 4)"]
+
+
+def test_concurrent_publishes_keep_one_chain_and_never_look_tampered(tmp_path):
+    import threading
+
+    store = ledger.LedgerStore(tmp_path)
+    store.append("first", "flat", [level()], 1.0, 0.0, None, "m0")  # the key exists
+    seen, done = [], threading.Event()
+
+    def publish(name):
+        mine = ledger.LedgerStore(tmp_path)
+        for i in range(15):
+            mine.append(name, "flat", [level()], 0.1, 0.0, None, f"{name}{i}")
+
+    def check():
+        while not done.is_set():
+            seen.append(ledger.LedgerStore(tmp_path).verify())
+    workers = [threading.Thread(target=publish, args=(n,)) for n in ("a", "b")]
+    checker = threading.Thread(target=check)
+    checker.start()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    done.set()
+    checker.join()
+    assert [e.number for e in store.entries()] == list(range(1, 32))
+    assert store.verify() == [] and seen and all(problems == [] for problems in seen)

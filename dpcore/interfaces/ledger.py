@@ -254,14 +254,7 @@ class LedgerStore:
         """Every entry in the table, in order ([] when the table is missing)."""
         self._migrate_if_needed()
         with self.database.read() as db:
-            if not _has_table(db, "ledger"):
-                return []
-            rows = db.execute("SELECT * FROM ledger ORDER BY number").fetchall()
-        return [Entry(number, time, label, method,
-                      tuple(LevelCost(**lv) for lv in json.loads(levels)), epsilon, delta, rho,
-                      manifest_id, note, previous, mac)
-                for (number, time, label, method, levels, epsilon, delta, rho, manifest_id,
-                     note, previous, mac) in rows]
+            return _read(db)
 
     def _migrate_if_needed(self) -> None:
         with self.database.read() as db:
@@ -275,9 +268,23 @@ class LedgerStore:
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # … and leave the write-ahead log
 
     def verify(self, entries: list[Entry] | None = None) -> list[str]:
-        """What is wrong with the ledger, one sentence each ([] when nothing is)."""
+        """What is wrong with the ledger, one sentence each ([] when nothing is).
+
+        The table and the head record are read apart, so an append by another session between
+        the two reads looks like a loss; a problem is therefore confirmed under the database's
+        write lock, which every append holds while it writes both."""
         entries = self.entries() if entries is None else entries
-        head = self.keys.head()
+        problems = self._problems(entries, self.keys.head())
+        if problems:
+            try:
+                with self.database.write() as db:  # no append can run meanwhile
+                    entries, head = _read(db), self.keys.head()
+            except store.StoreUnavailable:  # e.g. a read-only database: keep the first look
+                return problems
+            problems = self._problems(entries, head)
+        return problems
+
+    def _problems(self, entries: list[Entry], head: tuple[int, str] | None) -> list[str]:
         try:
             key = self.keys.key(create=False)
         except ValueError as error:  # a malformed $DPCORE_LEDGER_KEY
@@ -311,6 +318,18 @@ class LedgerStore:
         elif entries and head[1] != entries[-1].mac:
             problems.append(f"entry {newest} is not the one recorded as the newest")
         return problems
+
+
+def _read(db: sqlite3.Connection) -> list[Entry]:
+    """Every entry of the table, in order ([] when the table is missing)."""
+    if not _has_table(db, "ledger"):
+        return []
+    rows = db.execute("SELECT * FROM ledger ORDER BY number").fetchall()
+    return [Entry(number, time, label, method,
+                  tuple(LevelCost(**lv) for lv in json.loads(levels)), epsilon, delta, rho,
+                  manifest_id, note, previous, mac)
+            for (number, time, label, method, levels, epsilon, delta, rho, manifest_id,
+                 note, previous, mac) in rows]
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
