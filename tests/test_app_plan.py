@@ -282,3 +282,18 @@ def test_topdown_says_the_total_is_published_exactly_where_it_is():
                    areas=["Leitrim"])  # a subset's n is not public: the top level is noisy
     at.radio(key="publish_method").set_value("topdown").run()
     assert not any(exact in i.value for i in at.info)
+
+
+def test_a_zones_file_beyond_two_levels_is_explained_on_the_page():
+    at = upload_page("flows.csv")
+    at.radio(key="publish_domain_source").set_value(published_domain.ZONES_FILE).run()
+    at.file_uploader(key="publish_domain_zones").set_value(
+        ("zones.csv", b"zone,parent\nA,P\nB,P\nC,\nP,R\n", "text/csv")).run()
+    assert not at.exception, at.exception
+    shown = [box.value.replace("\\", "") for box in (*at.warning, *at.info)]  # unescaped
+    assert any("1 listed zone is also the parent of other listed zones (“P”)" in text
+               for text in shown)
+    assert any("1 zone has no parent in the zones file (“C”): each was made its own parent"
+               in text for text in shown)
+    at.button(key="publish_go").click().run()
+    assert at.session_state[publishing.LAST].manifest["levels"][0]["cells"] == 9
