@@ -72,7 +72,8 @@ def _label_input(settings: RunSettings) -> str | None:
     try:
         return ledger.check_label(text)
     except ValueError as error:
-        st.error(str(error).capitalize())
+        message = str(error)
+        st.error(safe.markdown(message[:1].upper() + message[1:]))
         return None
 
 
@@ -138,7 +139,7 @@ def _uploaded_domain() -> published_domain.Domain | None:
 
 
 def _domain_notices(domain: published_domain.Domain) -> None:
-    """What was done with a zones file's rows that do not fit two levels (warnings first)."""
+    """What was done with a zones file's rows that do not fit two levels."""
     for notice in domain.notices:
         if notice.code in published_domain.LEVEL_NOTICES:
             widgets.notice(notice)
@@ -178,7 +179,8 @@ def ledger_section(store: ledger.LedgerStore | None) -> None:
                "(it survives a restart) and shown to everyone using the server. Entries cannot "
                "be changed or removed: forgetting a release does not make it any less public.")
     if problems:
-        st.error("The budget ledger was tampered with: " + "; ".join(problems) + ". Someone "
+        st.error("The budget ledger was tampered with: " + safe.markdown("; ".join(problems)) +
+                 ". Someone "
                  "changed the database outside the app; the totals below may understate what "
                  "was spent. Compare it with the published manifests (`python -m dpcore "
                  "ledger --verify FOLDER…`).")
