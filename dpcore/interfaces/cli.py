@@ -3,7 +3,8 @@
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
 :mod:`dpcore.interfaces.export`. Bad input gives a one-line message (and the importer's notices for files),
-never a traceback. Exit codes: 0 success, 1 the input file is invalid, 2 a bad command line.
+never a traceback. Exit codes: 0 success, 1 the input file is invalid (``ledger``: the ledger was
+tampered with), 2 a bad command line.
 
 Examples::
 
@@ -21,7 +22,9 @@ Examples::
     python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
         --epsilon 1 --out published/
     python -m dpcore publish --file flows.csv --domain-zones zones.csv \\
-        --mechanism discrete_laplace --epsilon 1 --out published/ --audit private/audit.json
+        --mechanism discrete_laplace --epsilon 1 --label "Kildare 2016" --out published/ \\
+        --audit private/audit.json --compare 5 --compare-out private/comparison.csv
+    python -m dpcore ledger --verify published/
     python -m dpcore sweep … --scheduler local          # or --scheduler tcp://host:8786
     python -m dpcore reproduce-thesis --scheduler local --out thesis/
 """
