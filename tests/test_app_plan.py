@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
-from dpcore.interfaces import export, published_domain
+from dpcore.interfaces import export, ledger, published_domain
 from tests.app_pages import open_page
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
@@ -99,8 +99,8 @@ def test_publish_lands_in_the_ledger_which_outlives_the_session():
     assert not at.exception, at.exception
     assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
     assert any("(ledger entry 1)" in s.value for s in at.success)
-    assert [b.label for b in at.get("download_button")][-3:] == ["release.csv", "manifest.json",
-                                                               "audit-private.json"]
+    assert [b.label for b in at.get("download_button")][-3:] == [
+        "release.csv", "manifest.json", "audit-private.json — not for publication"]
     entries, _ = ledger_tables(at)
     assert entries["ε"].tolist() == [0.5] and entries["ρ (zCDP)"].tolist() == ["—"]
     at.button(key="publish_go").click().run()
@@ -108,7 +108,7 @@ def test_publish_lands_in_the_ledger_which_outlives_the_session():
     assert len(entries) == 2
     assert totals["epsilon"].iloc[0] == 1.0  # basic composition: 0.5 + 0.5
     assert totals["composition"].tolist() == ["basic (budgets add up)"]  # advanced is worse
-    assert any("Hash chain intact: 2 entries" in c.value for c in at.caption)
+    assert any("Keyed chain intact: 2 entries" in c.value for c in at.caption)
     # A new session (as after a server restart) sees the same ledger.
     fresh = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
     assert len(ledger_tables(fresh)[0]) == 2
@@ -194,3 +194,107 @@ def test_upload_plans_and_publishes_in_the_session_with_safe_output():
     assert "sha256" not in json.dumps(published.manifest)
     text = export.safe_csv(published.table).decode()
     assert "'=HYPERLINK" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text
+
+
+def upload_page(filename: str) -> AppTest:
+    """An upload in a new session, published over its declared zone codes."""
+    zones = ZoneSet.from_ids(["A", "B", "C"])
+    upload = ODMatrix.from_pairs("upload", zones, zones, [0, 1, 2], [1, 2, 0], [5, 6, 7])
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace"]
+    at.query_params["pp"] = "base"
+    at.query_params["target"] = "rmse"
+    at.session_state[state.CURRENT_DATASET] = state.UPLOADED
+    at.session_state[state.UPLOADED_MATRIX] = upload
+    at.session_state[state.UPLOADED_FILENAME] = filename
+    at.run()
+    at.radio(key="publish_domain_source").set_value(published_domain.CODES).run()
+    at.text_area(key="publish_domain_codes").set_value("A B C").run()
+    return at
+
+
+def test_the_ledger_names_no_upload_and_keeps_unlabelled_uploads_apart():
+    """Issue 29: the levels column showed an upload's file name to every session, and every
+    session's uploads were added up as one dataset."""
+    secret = "acme_staff_home_addresses_2026.csv"
+    for _ in range(2):
+        at = upload_page(secret)
+        at.button(key="publish_go").click().run()
+        assert not at.exception, at.exception
+    entries, totals = ledger_tables(at)
+    assert secret not in entries.to_string() and secret not in totals.to_string()
+    assert entries["levels"].str.startswith("fine level: ").all()
+    basic = totals[totals["composition"].str.startswith("basic")]
+    assert basic["label"].tolist() == ["unlabelled (entry 1)", "unlabelled (entry 2)"]
+    store = ledger.LedgerStore()
+    assert secret.encode() not in store.path.read_bytes()
+    at = upload_page(secret)
+    at.text_input(key=f"publish_label_{state.UPLOADED}").set_value("Acme staff 2026").run()
+    at.button(key="publish_go").click().run()
+    at = upload_page(secret)
+    at.text_input(key=f"publish_label_{state.UPLOADED}").set_value("Acme staff 2026").run()
+    at.button(key="publish_go").click().run()
+    _, totals = ledger_tables(at)
+    basic = totals[totals["composition"].str.startswith("basic")].set_index("label")
+    assert basic.loc["Acme staff 2026", "publications"] == 2
+    assert basic.loc["Acme staff 2026", "epsilon"] == 2.0
+
+
+def test_tampering_is_reported_on_the_page():
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    at.button(key="publish_go").click().run()
+    at.button(key="publish_go").click().run()
+    store = ledger.LedgerStore()
+    import sqlite3
+    with sqlite3.connect(store.path) as db:
+        db.execute("DROP TRIGGER ledger_no_delete")
+        db.execute("DELETE FROM ledger WHERE number = 2")
+    fresh = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    assert any("tampered with: the ledger lost entry 2" in e.value for e in fresh.error)
+    assert not any("Keyed chain intact" in c.value for c in fresh.caption)
+
+
+def test_post_processing_resets_to_the_methods_default():
+    """Issue 29: switching Flat → WLS kept Base-Pos although the page advises Base for WLS."""
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
+                   areas=["Leitrim"])
+    assert at.radio(key="publish_postprocess").value == "base_pos"
+    at.radio(key="publish_method").set_value("wls").run()
+    assert at.radio(key="publish_postprocess").value == "base"
+    at.radio(key="publish_postprocess").set_value("base_pos").run()
+    at.radio(key="publish_method").set_value("flat").run()
+    assert at.radio(key="publish_postprocess").value == "base_pos"
+    at.radio(key="publish_method").set_value("wls").run()
+    assert at.radio(key="publish_postprocess").value == "base"
+    at.button(key="publish_go").click().run()
+    assert at.session_state[publishing.LAST].manifest["post_processing"].startswith("none")
+
+
+def test_topdown_says_the_total_is_published_exactly_where_it_is():
+    exact = "TopDown publishes the exact number of commuters"
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="toy_town")
+    at.radio(key="publish_method").set_value("topdown").run()
+    assert any(exact in i.value and "add/remove" in i.value for i in at.info)
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="toy_town",
+                   nb="add_remove")
+    at.radio(key="publish_method").set_value("topdown").run()
+    assert not any(exact in i.value for i in at.info)
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed",
+                   areas=["Leitrim"])  # a subset's n is not public: the top level is noisy
+    at.radio(key="publish_method").set_value("topdown").run()
+    assert not any(exact in i.value for i in at.info)
+
+
+def test_a_zones_file_beyond_two_levels_is_explained_on_the_page():
+    at = upload_page("flows.csv")
+    at.radio(key="publish_domain_source").set_value(published_domain.ZONES_FILE).run()
+    at.file_uploader(key="publish_domain_zones").set_value(
+        ("zones.csv", b"zone,parent\nA,P\nB,P\nC,\nP,R\n", "text/csv")).run()
+    assert not at.exception, at.exception
+    shown = [box.value.replace("\\", "") for box in (*at.warning, *at.info)]  # unescaped
+    assert any("1 listed zone is also the parent of other listed zones (“P”)" in text
+               for text in shown)
+    assert any("1 zone has no parent in the zones file (“C”): each was made its own parent"
+               in text for text in shown)
+    at.button(key="publish_go").click().run()
+    assert at.session_state[publishing.LAST].manifest["levels"][0]["cells"] == 9

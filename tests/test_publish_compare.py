@@ -64,3 +64,31 @@ def test_compare_table_and_intervals():
     # TopDown's fit sends most noisy empty cells to 0: by far the fewest invented commutes.
     assert fine.loc["topdown", "invented"] < fine.loc["wls", "invented"] / 5
     assert fine.loc["topdown", "invented"] < fine.loc["flat", "invented"] / 5
+
+
+def test_a_comparisons_releases_come_from_the_one_seeding_rule():
+    """compare()'s release of (method, ε, trial) is the one drawn from
+    dpcore.release.generator(seed, "publish comparison", method, ε, trial): measured the same, and
+    unchanged when other methods or ε values run beside it (the old per-job seed shifted with
+    the job list)."""
+    from dpcore import release
+
+    od = datasets.load("ireland_ed").subset_by_parent(["Leitrim"])
+    levels = topdown.hierarchy(od)
+    seed, epsilon = 11, 2.0
+    together = publish_compare.compare(od, [0.5, epsilon], 1e-6, trials=1, seed=seed,
+                                       whole_table=True)
+    alone = publish_compare.compare(od, [epsilon], 1e-6, trials=1, seed=seed,
+                                    methods=[publish.TOPDOWN], whole_table=True)
+    for method in publish_compare.methods_for(levels):
+        sigmas = publish_compare.scales(method, epsilon, 1e-6, (0.5, 0.5), "substitution")
+        rng = release.generator(seed, publish_compare.PURPOSE, method, epsilon, 0)
+        expected = publish_compare.measure(levels, publish_compare.release(
+            method, levels, sigmas, rng, exact_total=True))
+        got = together[(together["method"] == method) & (together["epsilon"] == epsilon)]
+        for number, level in enumerate(levels):
+            row = got[got["level"] == level.name].set_index("metric")["mean"]
+            assert {m: row[m] for m in publish_compare.METRICS} == \
+                {m: expected[number][m] for m in publish_compare.METRICS}
+    assert (together[(together["method"] == publish.TOPDOWN) & (together["epsilon"] == epsilon)]
+            ["mean"].tolist() == alone["mean"].tolist())

@@ -6,7 +6,11 @@ system, which is right for a release and wrong for a comparison (unrepeatable, a
 cell). Here the same noise laws — the discrete Gaussian at the scales OpenDP calibrates for each
 method — are drawn by NumPy from their probability mass functions, seeded, so a comparison is
 reproducible and fast; the post-processing is the methods' own code. Every method gets the whole
-(ε, δ), as a Gaussian mechanism:
+(ε, δ), as a Gaussian mechanism. Each release's generator comes from the product's one seeding
+rule (:func:`dpcore.release.generator`, purpose :data:`PURPOSE`, coordinates (method, ε,
+trial)), so a release depends only on the seed, the method, ε and the trial (:func:`generator`).
+The results are measured against the confidential table: written or downloaded, they are for the
+publisher's eyes only (:mod:`dpcore.interfaces.confidential`):
 
 * ``flat``: the finest level alone with the whole budget, negatives set to 0; the levels above
   are its sums (what a user of a one-level table would do);
@@ -26,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from dpcore import release as pipeline
 from dpcore.interfaces import publish
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import SUBSTITUTION
@@ -42,6 +47,13 @@ METRICS = {
     "consistent": "adds up to the level above (share of releases)",
 }
 Z95 = 1.959963984540054
+#: The seeding rule's purpose for a comparison's simulated releases.
+PURPOSE = "publish comparison"
+
+
+def generator(seed: int, method: str, epsilon: float, trial: int) -> np.random.Generator:
+    """The generator of one simulated release (:func:`dpcore.release.generator`)."""
+    return pipeline.generator(seed, PURPOSE, method, float(epsilon), trial)
 
 
 def discrete_gaussian(rng: np.random.Generator, sigma: float, size: int) -> np.ndarray:
@@ -142,11 +154,11 @@ def compare(od, epsilons, delta: float, *, trials: int = 5, seed: int = 0,
     shares = tuple(publish.even_shares(len(levels)) if shares is None else map(float, shares))
     jobs = [(m, e) for m in methods for e in epsilons]
     rows = []
-    for job, (method, epsilon) in enumerate(jobs):
+    for done, (method, epsilon) in enumerate(jobs, start=1):
         sigmas = scales(method, float(epsilon), float(delta), shares, neighbours)
         runs = []
         for trial in range(trials):
-            rng = np.random.default_rng([seed, job, trial])
+            rng = generator(seed, method, epsilon, trial)
             runs.append(measure(levels, release(method, levels, sigmas, rng,
                                                 exact_total=whole_table
                                                 and neighbours == SUBSTITUTION)))
@@ -157,7 +169,7 @@ def compare(od, epsilons, delta: float, *, trials: int = 5, seed: int = 0,
                 rows.append((method, float(epsilon), level.name, metric, float(values.mean()),
                              float(values.mean() - half), float(values.mean() + half), trials))
         if progress is not None:
-            progress(job + 1, len(jobs))
+            progress(done, len(jobs))
     return pd.DataFrame(rows, columns=["method", "epsilon", "level", "metric", "mean", "low",
                                        "high", "trials"])
 

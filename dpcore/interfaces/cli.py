@@ -3,7 +3,8 @@
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
 :mod:`dpcore.interfaces.export`. Bad input gives a one-line message (and the importer's notices for files),
-never a traceback. Exit codes: 0 success, 1 the input file is invalid, 2 a bad command line.
+never a traceback. Exit codes: 0 success, 1 the input file is invalid (``ledger``: the ledger was
+tampered with), 2 a bad command line.
 
 Examples::
 
@@ -21,7 +22,9 @@ Examples::
     python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
         --epsilon 1 --out published/
     python -m dpcore publish --file flows.csv --domain-zones zones.csv \\
-        --mechanism discrete_laplace --epsilon 1 --out published/ --audit private/audit.json
+        --mechanism discrete_laplace --epsilon 1 --label "Kildare 2016" --out published/ \\
+        --audit private/audit.json --compare 5 --compare-out private/comparison.csv
+    python -m dpcore ledger --verify published/
     python -m dpcore sweep … --scheduler local          # or --scheduler tcp://host:8786
     python -m dpcore reproduce-thesis --scheduler local --out thesis/
 """
@@ -29,6 +32,8 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -37,9 +42,18 @@ import numpy as np
 
 from dpcore import mechanisms, release
 from dpcore.data import datasets, importers, national, views
+from dpcore.data.importing.notices import Report
+from dpcore.data.importing.reading import check_size
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, metrics, planner, publish_compare
-from dpcore.interfaces import arguments, export, ledger, publish, published_domain
+from dpcore.interfaces import (
+    arguments,
+    confidential,
+    export,
+    ledger,
+    publish,
+    published_domain,
+)
 from dpcore.limits import (
     DELTA,
     EPSILON,
@@ -101,10 +115,15 @@ def _duration(seconds: float) -> str:
 
 # ------------------------------------------------------------------------------------------ input
 def _read_file(path: str) -> bytes:
-    """The file's bytes, at most one more than the importer accepts (it reports the size)."""
+    """The file's bytes; a file over the importer's limit is refused with its real size
+    (ImportFailed, whose notices the callers print) before it is read."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(importers.MAX_UPLOAD_BYTES + 1)
+            size = os.fstat(handle.fileno()).st_size
+            if size > importers.MAX_UPLOAD_BYTES:
+                report = Report(Path(path).name)
+                check_size(size, report)
+            return handle.read(importers.MAX_UPLOAD_BYTES + 1)  # a pipe has no size: read on
     except OSError as err:
         raise OSError(f"cannot read {path}: {err.strerror or err}") from None
 
@@ -112,8 +131,8 @@ def _read_file(path: str) -> bytes:
 def _import_file(args) -> importers.ImportResult:
     """Import ``--file`` (and ``--zones``) as the Data page does (a domain beyond the dense limit
     for the sparse release, under the same limits), printing every notice as the page lists them."""
-    zones = (_read_file(args.zones), Path(args.zones).name) if args.zones else None
     try:
+        zones = (_read_file(args.zones), Path(args.zones).name) if args.zones else None
         result = importers.import_dense_or_sparse(_read_file(args.file), Path(args.file).name,
                                                   format=args.format, level=args.level,
                                                   zones=zones)
@@ -381,12 +400,15 @@ def _domain(args) -> published_domain.Domain | None:
     bundled dataset's own geography, or the data's zones with ``--domain-from-data``)."""
     if args.domain_zones:
         try:
-            return published_domain.of_zones_file(_read_file(args.domain_zones),
-                                                  Path(args.domain_zones).name)
+            domain = published_domain.of_zones_file(_read_file(args.domain_zones),
+                                                    Path(args.domain_zones).name)
         except importers.ImportFailed as failure:
             for notice in failure.notices:
                 _say(notice, error=True)
             raise _InvalidInput from None
+        for notice in sorted(domain.notices, key=lambda n: _SEVERITY[n.level]):
+            _say(notice)
+        return domain
     if args.domain_dataset:
         return published_domain.of_dataset(args.domain_dataset)
     if args.domain_codes:
@@ -405,16 +427,35 @@ def _view_text(od: ODMatrix, args) -> str:
 
 
 def _cmd_publish(args) -> int:
+    """Publish into ``--out`` (release.csv and manifest.json only); what is computed from the
+    confidential table (``--audit``, ``--compare-out``) goes outside it, marked as such."""
     method = args.method or (publish.WLS if args.levels else publish.FLAT)
     if method == publish.TOPDOWN and args.mechanism != publish.GAUSSIAN:
         raise ValueError("TopDown publishes with the discrete Gaussian (zCDP): use --mechanism "
                          "gaussian or leave it out")
-    options = dict(delta=args.delta or 0.0, neighbours=args.neighbours)
-    # Settings, the domain and the audit record's place are checked before the data is loaded.
-    publish.calibrate(args.mechanism, args.epsilon, options["delta"], args.neighbours)
+    mechanism = publish.GAUSSIAN if method == publish.TOPDOWN else args.mechanism
+    delta = args.delta
+    if delta is None and mechanism == publish.GAUSSIAN:
+        delta = publish.DEFAULT_DELTA
+        _say(f"note: no --delta given: using δ = {delta:g}, the page's default (give --delta to "
+             "choose another)")
+    options = dict(delta=delta or 0.0, neighbours=args.neighbours)
+    # Settings, the domain and the private files' places are checked before the data is loaded.
+    label = ledger.check_label(args.label)
+    shares = publish.parse_shares(args.shares) if args.shares else None
+    publish.calibrate(mechanism, args.epsilon, options["delta"], args.neighbours)
     postprocess_key = args.postprocess or ("base" if method == publish.WLS else "base_pos")
     if args.audit:
-        publish.check_audit_place(args.audit, args.out)
+        confidential.check_place(args.audit, args.out, "--audit")
+    if args.compare and not args.compare_out:
+        raise ValueError("--compare measures the methods against the confidential table: name "
+                         "where its results go with --compare-out PATH.csv, outside --out")
+    if args.compare_out:
+        if not args.compare:
+            raise ValueError("--compare-out is where --compare N writes: give --compare too")
+        confidential.check_place(args.compare_out, args.out, "--compare-out")
+    epsilons = (_csv_list(args.compare_epsilons, float) if args.compare_epsilons
+                else [args.epsilon])
     domain = _domain(args)
     data = _load(args)
     if domain is None:
@@ -432,7 +473,8 @@ def _cmd_publish(args) -> int:
 
     started = time.perf_counter()
     if method == publish.TOPDOWN:
-        shares = [float(x) for x in args.shares.split(",")] if args.shares else None
+        if publish.exact_total(args.neighbours, not args.area):
+            _say(f"note: {publish.TOPDOWN_TOTAL} (--neighbours add_remove)")
         result = publish.publish_topdown(od, args.epsilon, shares=shares, progress=progress,
                                          whole_table=not args.area, **options)
     elif method == publish.WLS:
@@ -442,37 +484,40 @@ def _cmd_publish(args) -> int:
     else:
         result = publish.publish(od, args.mechanism, args.epsilon, postprocess=postprocess_key,
                                  progress=progress, **options)
-    mechanism = publish.GAUSSIAN if method == publish.TOPDOWN else args.mechanism
-    entry = ledger.record(ledger.LedgerStore(), result, data_name, f"{method} ({mechanism})")
+    entry = ledger.record(ledger.LedgerStore(), result, label, f"{method} ({mechanism})")
     csv_path, manifest_path = result.write(args.out)
     print(result.manifest["guarantee"])
     if not domain.public:
         _say(f"warning: the domain was taken from the data. {published_domain.DATA_DERIVED_RISK}",
              error=True)
     print(f"publish: {len(result.table):,} rows in {_duration(time.perf_counter() - started)} → "
-          f"{csv_path}, {manifest_path}; ledger entry {entry.number}")
+          f"{csv_path}, {manifest_path}; ledger entry {entry.number}"
+          + ("" if label else " (unlabelled: give --label to group it with others about the "
+                              "same people)"))
     if args.audit:
         files = [args.file] + ([args.zones] if args.zones else []) if args.file else \
             datasets.DATASETS[args.dataset].files
-        path = publish.write_audit(publish.audit_record(od, files), args.audit, args.out)
-        print(f"private audit record (keep it, never publish it) → {path}")
+        path = confidential.write(args.audit, confidential.json_text(
+            publish.audit_record(od, files)), args.out, "--audit")
+        print(f"private audit record (NOT FOR PUBLICATION: keep it apart) → {path}")
     if args.compare:
-        _compare(args, od, Path(args.out))
+        _compare(args, od, epsilons, options["delta"] or publish.DEFAULT_DELTA)
     return 0
 
 
-def _compare(args, od: ODMatrix, out: Path) -> None:
-    """Flat, WLS and TopDown side by side at the chosen budget (seeded simulated releases)."""
-    epsilons = ([float(x) for x in args.compare_epsilons.split(",")] if args.compare_epsilons
-                else [args.epsilon])
-    results = publish_compare.compare(od, epsilons, args.delta or 1e-6, trials=args.compare,
+def _compare(args, od: ODMatrix, epsilons: list[float], delta: float) -> None:
+    """Flat, WLS and TopDown side by side at the chosen budget (seeded simulated releases,
+    measured against the confidential table: written outside --out, marked private)."""
+    results = publish_compare.compare(od, epsilons, delta, trials=args.compare,
                                       seed=args.seed, neighbours=args.neighbours,
                                       whole_table=not args.area, progress=_progress)
-    export.write_safe_csv(results, out / "comparison.csv")
+    path = confidential.write(args.compare_out, confidential.csv_bytes(results), args.out,
+                              "--compare-out")
     side = publish_compare.table(results, args.epsilon if args.epsilon in epsilons
                                  else epsilons[0])
     print(side.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(f"comparison: {args.compare} releases per method and ε → {out / 'comparison.csv'}")
+    print(f"comparison (NOT FOR PUBLICATION: measured against the confidential table): "
+          f"{args.compare} releases per method and ε → {path}")
 
 
 def _cmd_ledger(args) -> int:
@@ -480,13 +525,18 @@ def _cmd_ledger(args) -> int:
     entries = store.entries()
     shown = ledger.table(entries)
     print(shown.to_string(index=False) if len(shown) else "No publication recorded yet.")
-    print(ledger.totals_by_dataset(entries).to_string(
+    print(ledger.totals_by_label(entries).to_string(
         index=False, float_format=lambda v: f"{v:.4g}") if entries else "")
-    problem = store.verify()
-    print(f"chain ({store.path}): " + ("intact" if problem is None else f"BROKEN — {problem}"))
+    problems = store.verify(entries) + ledger.check_anchors(entries, args.verify or [])
+    anchors = f"; {len(args.verify)} published folder(s) checked" if args.verify else ""
+    if problems:
+        _say(f"ledger ({store.path}): TAMPERED — " + "; ".join(problems), error=True)
+    else:
+        print(f"ledger ({store.path}): intact, {len(entries)} entries, keyed chain and head "
+              f"record agree{anchors}")
     if args.out:
         export.write_safe_csv(shown, args.out)
-    return 0 if problem is None else EXIT_INVALID_INPUT
+    return 0 if not problems else EXIT_INVALID_INPUT
 
 
 # -------------------------------------------------------------------------------------- parsing
@@ -619,7 +669,12 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--mechanism", default=publish.GAUSSIAN, choices=list(publish.MECHANISMS),
                      help="noise of flat and wls (default gaussian; topdown: gaussian only)")
     out.add_argument("--epsilon", type=arguments.number(EPSILON, "--epsilon"), required=True)
-    out.add_argument("--delta", type=arguments.number(DELTA, "--delta"), help="for gaussian")
+    out.add_argument("--delta", type=arguments.number(DELTA, "--delta"),
+                     help="for gaussian (default 1e-6, as on the page)")
+    out.add_argument("--label", metavar="TEXT",
+                     help="who the data is about, for the budget ledger (e.g. \"Kildare commuters "
+                          "2016\"): publications with one label compose; shown to everyone "
+                          "using this server, so never a file name")
     out.add_argument("--neighbours", default="substitution",
                      choices=["substitution", "add_remove"])
     out.add_argument("--postprocess", choices=list(publish.POSTPROCESS),
@@ -631,18 +686,22 @@ def _parser() -> argparse.ArgumentParser:
                      default=0.5,
                      help="with --levels: the zones' share of ε (default 0.5)")
     out.add_argument("--shares", metavar="S1,S2,…",
-                     help="with --method topdown: each level's share of ρ, top level first "
-                          "(default even)")
+                     help="with --method topdown: each level's share of ρ, top level first, "
+                          "each ≥ 1e-6, adding up to 1 (default even)")
     out.add_argument("--compare", type=arguments.number(TRIALS, "--compare"), metavar="RELEASES",
                      help="also measure flat, WLS and TopDown side by side at this budget over "
-                          "this many seeded simulated releases each (comparison.csv)")
+                          "this many seeded simulated releases each (into --compare-out)")
+    out.add_argument("--compare-out", metavar="PATH.csv",
+                     help="where --compare writes, outside --out: it is measured against the "
+                          "confidential table, NOT FOR PUBLICATION")
     out.add_argument("--compare-epsilons", metavar="E1,E2,…",
                      help="with --compare: the ε values to compare at (default: --epsilon)")
     out.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0,
                      help="seed of --compare's releases (the publication itself is never "
                           "seeded)")
     out.add_argument("--out", required=True, metavar="DIR",
-                     help="directory for release.csv and manifest.json")
+                     help="directory for release.csv and manifest.json (nothing else goes "
+                          "there)")
     domain = out.add_mutually_exclusive_group()
     domain.add_argument("--domain-zones", metavar="PATH",
                         help="the published domain: a public zones file (zone[, parent]) "
@@ -656,14 +715,18 @@ def _parser() -> argparse.ArgumentParser:
                              "publishes which zones have commuters")
     out.add_argument("--audit", metavar="PATH",
                      help="also write a private audit record (SHA-256 of the input, number of "
-                          "commuters) here, outside --out: never publish it")
+                          "commuters) here, outside --out: NOT FOR PUBLICATION")
     out.set_defaults(handler=_cmd_publish)
 
     book = commands.add_parser("ledger", help="every publication recorded in the budget ledger, "
-                                              "the totals and the hash chain's check")
+                                              "the totals per label and the keyed chain's check "
+                                              "(exit 1 when tampered with)")
     book.add_argument("--folder", metavar="DIR", help="folder of the app's database (default: "
                                                       "$DPCORE_CLASSROOM_DIR or the cache)")
     book.add_argument("--out", metavar="OUT.csv", help="also write the entries as CSV")
+    book.add_argument("--verify", nargs="+", metavar="DIR",
+                      help="published folders whose manifests anchor the ledger: check that the "
+                           "entry each names is still there, unchanged")
     book.set_defaults(handler=_cmd_ledger)
     thesis = commands.add_parser(
         "reproduce-thesis", help="rerun the thesis's chapter 5 experiments into an HTML report",
@@ -694,6 +757,22 @@ def _add_scheduler(parser: argparse.ArgumentParser) -> None:
                              "need dpcore); default: this process (--jobs)")
 
 
+#: Options whose value is a list of numbers, which may start with a minus sign.
+_NUMBER_LISTS = ("--shares", "--compare-epsilons")
+
+
+def _joined_lists(argv: list[str]) -> list[str]:
+    """``--shares -0.5,1.5`` as ``--shares=-0.5,1.5``: argparse reads a value starting with '-'
+    and holding a comma as an option, and the range check then says what is wrong with it."""
+    out, tokens = [], list(argv)
+    while tokens:
+        token = tokens.pop(0)
+        if token in _NUMBER_LISTS and tokens and re.match(r"-[\d.]", tokens[0]):
+            token = f"{token}={tokens.pop(0)}"
+        out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns the exit code (0 ok, 1 invalid input file, 2 bad command line)."""
     with arguments.escaped_output():
@@ -703,7 +782,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_joined_lists(sys.argv[1:] if argv is None else argv))
     except SystemExit as exit_:  # argparse has printed the usage and what was wrong
         return int(exit_.code or 0)
     try:

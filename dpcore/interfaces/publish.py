@@ -34,7 +34,9 @@ last and match the hash; a domain read from the rows tells neighbouring tables a
 zones. So the published files hold no hash, size or zone list computed from the rows: the domain
 comes from a public source (:mod:`dpcore.interfaces.published_domain`), the total is the released
 table's own, and the input's integrity goes to a private audit record (:func:`audit_record`),
-never into the published folder. ``tests/test_publish_attack.py`` runs the attack on the files.
+never into the published folder; so do comparisons and accuracy measured against the truth
+(:mod:`dpcore.interfaces.confidential`). ``tests/test_publish_attack.py`` runs the attack on the
+files, ``tests/test_publish_neighbours.py`` holds the noise fixed and checks every byte.
 
 The manifest (``manifest.json``; this is its one description):
 
@@ -49,8 +51,10 @@ The manifest (``manifest.json``; this is its one description):
   ``epsilon``, ``delta``, ``scale``, ``noise_variance``); another release method adds its levels
   here in the same form;
 * ``total``: the total of the released table (``value``: the sum of the published finest
-  cells, post-processing of the noisy release) and ``how``; the exact number of commuters is
-  never published (under add/remove neighbours it differs between neighbouring tables);
+  cells, post-processing of the noisy release) and ``how``. Flat and WLS never publish the
+  exact number of commuters; TopDown does on a whole table under substitution neighbours, where
+  it is the same in every neighbouring table (public by that definition: :data:`TOPDOWN_TOTAL`
+  says so at publish time); under add/remove neighbours it publishes no exact total;
 * ``consistency`` (consistent levels only) and ``release_file``.
 """
 
@@ -240,11 +244,11 @@ def audit_record(od: ODMatrix, files=()) -> dict:
     the input file(s) if any (an upload's bytes are not kept) and of the table published from,
     and its number of commuters. Every field is a function of the confidential rows, so it must
     never be published (an adversary who knows all records but one would match the hash against
-    each candidate for the last). An HMAC under a key kept secret would serve the same purpose."""
+    each candidate for the last). An HMAC under a key kept secret would serve the same purpose.
+    Written by :mod:`dpcore.interfaces.confidential`, outside the publication folder, under its
+    "NOT FOR PUBLICATION" first line."""
     table = od.to_frame()[["origin", "destination", "count"]]
-    record = {"private": "NOT FOR PUBLICATION: computed from the confidential rows; a hash of "
-                         "the input identifies records as surely as the rows themselves",
-              "sha256_of_table": hashlib.sha256(export.safe_csv(table)).hexdigest(),
+    record = {"sha256_of_table": hashlib.sha256(export.safe_csv(table)).hexdigest(),
               "commuters": od.n,
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     if files:
@@ -253,22 +257,6 @@ def audit_record(od: ODMatrix, files=()) -> dict:
             digest.update(Path(path).read_bytes())
         record.update(files=[Path(p).name for p in files], sha256_of_files=digest.hexdigest())
     return record
-
-
-def check_audit_place(path, published_dir) -> Path:
-    """``path`` resolved, or ValueError when it lies inside the published folder."""
-    path, published = Path(path).resolve(), Path(published_dir).resolve()
-    if path == published or published in path.parents:
-        raise ValueError(f"the audit record must not go into the published folder {published_dir}"
-                         ": it is computed from the confidential rows. Keep it elsewhere.")
-    return path
-
-
-def write_audit(record: dict, path, published_dir) -> Path:
-    """Write the private audit record, refusing a place inside the published folder."""
-    path = check_audit_place(path, published_dir)
-    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    return path
 
 
 # --------------------------------------------------------------------------------- one level
@@ -543,6 +531,40 @@ METHODS = {FLAT: "Flat: one level, OpenDP noise on every cell",
                     "parent by parent"}
 #: Threads drawing OpenDP's noise for a TopDown publish (the machine's two cores).
 TOPDOWN_WORKERS = 2
+#: δ of a Gaussian publish when none is given: the page's default (the sidebar's δ).
+DEFAULT_DELTA = 1e-6
+#: The smallest share of ρ a TopDown level may get: below it a level's noise is so large that
+#: its counts carry nothing (and 10⁻³⁰⁰ made OpenDP's calibration fail).
+MIN_SHARE = 1e-6
+#: What the publisher is told before a TopDown publish that fits the exact total.
+TOPDOWN_TOTAL = (
+    "TopDown publishes the exact number of commuters of this table: every level is fitted to "
+    "it. Under substitution neighbours (one commute replaced by another) that number is the "
+    "same in every neighbouring table, so it is public by that definition and costs no budget, "
+    "but anyone can read it from the release. To keep it private, use add/remove neighbours: "
+    "then the top level is published with noise and no exact total is published.")
+
+
+def exact_total(neighbours: str, whole_table: bool) -> bool:
+    """Whether TopDown fits its top level to the true n (see :func:`publish_topdown`)."""
+    return neighbours == SUBSTITUTION and whole_table
+
+
+def parse_shares(text: str) -> list[float]:
+    """``--shares`` as numbers, each at least :data:`MIN_SHARE`, adding up to 1 (their count is
+    checked against the levels once the data is read); ValueError in one line otherwise."""
+    items = [item.strip() for item in str(text).split(",")]
+    try:
+        shares = [float(item) for item in items]
+    except ValueError:
+        raise ValueError(f"--shares must be numbers separated by commas, one per level, top "
+                         f"level first (e.g. 0.5,0.5); got {text!r}") from None
+    if not all(math.isfinite(x) and x >= MIN_SHARE for x in shares):
+        raise ValueError(f"every --shares value must be at least {MIN_SHARE:g}; got {text!r}")
+    if not math.isclose(sum(shares), 1.0, abs_tol=1e-9):
+        raise ValueError(f"the --shares values must add up to 1; {text!r} adds up to "
+                         f"{sum(shares):g}")
+    return shares
 
 
 @dataclass(frozen=True)
@@ -567,10 +589,11 @@ def topdown_budget(epsilon: float, delta: float, shares, names, neighbours: str 
     σ = Δ₂/√(2ρ·share), raised if OpenDP's own privacy map says it spends more than ρ·share.
     Returns (total ρ, the levels)."""
     shares = [float(s) for s in shares]
-    if len(shares) != len(names) or min(shares) <= 0 or not math.isclose(sum(shares), 1.0,
-                                                                          abs_tol=1e-9):
-        raise ValueError(f"the budget shares must be {len(names)} positive numbers adding up to "
-                         f"1 (one per level: {', '.join(names)}); got {shares}")
+    if len(shares) != len(names) or min(shares) < MIN_SHARE or not math.isclose(
+            sum(shares), 1.0, abs_tol=1e-9):
+        raise ValueError(f"the budget shares must be {len(names)} numbers of at least "
+                         f"{MIN_SHARE:g} adding up to 1 (one per level: {', '.join(names)}); "
+                         f"got {shares}")
     rho = calibrate(GAUSSIAN, epsilon, delta, neighbours).rho
     dp = _dp()
     space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float)
@@ -630,7 +653,7 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
         level_noise = Noise(GAUSSIAN, level.epsilon, level.delta, neighbours, level.scale,
                             level.rho, level.measurement)
         return noisy(level_noise, counts, step, workers=TOPDOWN_WORKERS)
-    root = od.n if neighbours == SUBSTITUTION and whole_table else None
+    root = od.n if exact_total(neighbours, whole_table) else None
     released = topdown.topdown(levels, root, noise)
     if progress is not None:
         progress(sum(sizes), sum(sizes))

@@ -18,7 +18,7 @@ and Tumult's public domains; Near & Abuah, *Programming Differential Privacy*, c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,8 @@ DATA_DERIVED_RISK = (
     "for commuters between zones that would be listed anyway. Use a public list of zones "
     "instead (a zones file, a bundled geography or the codes of the official geography) unless "
     "the list of zones is itself public knowledge.")
+#: Notices of a zones file that say what was done with rows that do not fit two levels.
+LEVEL_NOTICES = ("zones_third_level", "own_parent")
 #: Most characters in a declared list of codes (a national geography's codes fit easily).
 MAX_CODES_CHARS = 2_000_000
 
@@ -53,6 +55,8 @@ class Domain:
     destinations: ZoneSet
     source: str
     description: str
+    #: What was done with a zones file's rows that do not fit two levels (import notices).
+    notices: tuple = field(default=(), compare=False)
 
     @property
     def public(self) -> bool:
@@ -76,8 +80,8 @@ def of_dataset(key: str, loaded: ODMatrix | None = None) -> Domain:
 
 def of_zones_file(data: bytes, filename: str) -> Domain:
     """The zones a zones file lists, as origins and as destinations (ImportFailed if bad)."""
-    zones = read_zone_list(data, filename)
-    return Domain(zones, zones, ZONES_FILE, f"zones file {filename}")
+    zones, notices = read_zone_list(data, filename)
+    return Domain(zones, zones, ZONES_FILE, f"zones file {filename}", tuple(notices))
 
 
 def of_codes(text: str) -> Domain:

@@ -46,7 +46,7 @@ def test_plan_page_finds_epsilon_offline(page: Page, app_url, network, screensho
     page.get_by_role("button", name="Publish", exact=True).click()
     expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()
     expect(page.get_by_role("button", name="manifest.json")).to_be_visible()
-    expect(page.get_by_text("Spent so far, per dataset")).to_be_visible()
+    expect(page.get_by_text("Spent so far, per label")).to_be_visible()
     settled(page)
     no_traceback(page)
     screenshot("plan-published")
@@ -65,7 +65,7 @@ def test_topdown_publish_lands_in_the_ledger_and_compares(page: Page, app_url, n
     page.get_by_role("button", name="Publish", exact=True).click()
     expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows \(ledger entry \d+\)"))
            ).to_be_visible(timeout=120_000)
-    expect(page.get_by_text("Hash chain intact", exact=False)).to_be_visible()
+    expect(page.get_by_text("Keyed chain intact", exact=False)).to_be_visible()
     releases = page.get_by_role("spinbutton", name="Releases per method and ε")
     releases.fill("2")
     releases.press("Enter")
@@ -73,6 +73,8 @@ def test_topdown_publish_lands_in_the_ledger_and_compares(page: Page, app_url, n
     page.get_by_role("button", name="Compare").click()
     expect(page.locator(".js-plotly-plot text", has_text="over ε").first).to_be_visible(
         timeout=180_000)
+    expect(page.get_by_role("button", name="Data (CSV) — not for publication").last
+           ).to_be_visible()
     settled(page)
     no_traceback(page)
     screenshot("plan-topdown")
@@ -82,7 +84,7 @@ def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, ap
                                                                     screenshot):
     """Upload, then Plan & publish: no Publish button until the domain's source is chosen; the
     data's own zones need the acknowledgement; declared codes publish, and the manifest says so
-    (with no hash of the rows)."""
+    (with no hash of the rows); the ledger shows the label typed, never the file's name."""
     page.goto(f"{app_url}/Data")
     (page.get_by_test_id("stFileUploader").filter(has_text="Commuting file")
      .locator("input[type=file]").set_input_files(
@@ -103,11 +105,19 @@ def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, ap
     codes.fill("A, B, C, D")
     codes.press("Control+Enter")
     settled(page)
+    label = page.get_by_role("textbox", name=re.compile("Label for the budget ledger"))
+    label.fill("Test commuters 2026")
+    label.press("Enter")
+    settled(page)
     page.get_by_role("button", name="Publish", exact=True).click()
     expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()
     page.get_by_text("The manifest").click()
     expect(page.get_by_text('"declared_codes"')).to_be_visible()
     assert "sha256" not in page.get_by_test_id("stJson").inner_text()
+    expect(page.get_by_text("Keyed chain intact", exact=False)).to_be_visible()
+    ledger = page.get_by_test_id("stDataFrame").filter(has_text="Test commuters 2026")
+    expect(ledger.first).to_be_visible()
+    assert "flows.csv" not in ledger.first.inner_text()
     settled(page)
     no_traceback(page)
     screenshot("plan-published-upload")

@@ -29,6 +29,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from dpcore import mechanisms
+from dpcore.interfaces import confidential
 from dpcore.interfaces.export import safe_csv
 
 #: The house template, set once for the process (every figure here is ours): a ``template=`` on
@@ -444,30 +445,59 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
 
 
 # ---------------------------------------------------------------------------------- downloads
-def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
-    """Two buttons under a chart: its data as CSV (formula-safe) and the figure as HTML."""
+#: Said under every download computed from the confidential table
+#: (:mod:`dpcore.interfaces.confidential`).
+PRIVATE_CAPTION = ("🔒 **Not for publication**: computed from the confidential table (each "
+                   "file's first line says so). Publish only release.csv and manifest.json.")
+
+
+def _private_html(fig: go.Figure) -> str:
+    """The figure as HTML under a comment and a visible banner saying it is not for publication."""
+    page = fig.to_html(include_plotlyjs=True, full_html=True)
+    banner = (f"<p style=\"font:bold 16px sans-serif;color:#b00020\">"
+              f"{html.escape(confidential.FIRST_LINE)}</p>")
+    return f"<!-- {confidential.FIRST_LINE} -->\n" + page.replace("<body>", "<body>" + banner, 1)
+
+
+def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str,
+              private: bool = False) -> None:
+    """Two buttons under a chart: its data as CSV (formula-safe) and the figure as HTML;
+    ``private``: computed from the confidential table, so labelled so on the page and in each
+    file's first line."""
     row = st.container(horizontal=True)
-    row.download_button("Data (CSV)", lambda: safe_csv(frame), file_name=f"{stem}.csv",
+    suffix = " — not for publication" if private else ""
+    row.download_button(f"Data (CSV){suffix}",
+                        (lambda: confidential.csv_bytes(frame)) if private
+                        else (lambda: safe_csv(frame)), file_name=f"{stem}.csv",
                         mime="text/csv", key=f"{key}_csv", on_click="ignore",
-                        icon=":material/download:")
-    row.download_button("Figure (HTML)", lambda: fig.to_html(include_plotlyjs=True,
-                                                             full_html=True),
+                        icon=":material/lock:" if private else ":material/download:")
+    row.download_button(f"Figure (HTML){suffix}",
+                        (lambda: _private_html(fig)) if private
+                        else (lambda: fig.to_html(include_plotlyjs=True, full_html=True)),
                         file_name=f"{stem}.html", mime="text/html", key=f"{key}_html",
-                        on_click="ignore", icon=":material/download:")
+                        on_click="ignore",
+                        icon=":material/lock:" if private else ":material/download:")
+    if private:
+        st.caption(PRIVATE_CAPTION)
 
 
-def table_download(frame: pd.DataFrame, stem: str, key: str, label: str = "Table (CSV)") -> None:
-    """A table's CSV download (formula-safe)."""
-    st.download_button(label, lambda: safe_csv(frame), file_name=f"{stem}.csv",
+def table_download(frame: pd.DataFrame, stem: str, key: str, label: str = "Table (CSV)",
+                   private: bool = False) -> None:
+    """A table's CSV download (formula-safe); ``private`` as for :func:`downloads`."""
+    st.download_button(label + (" — not for publication" if private else ""),
+                       (lambda: confidential.csv_bytes(frame)) if private
+                       else (lambda: safe_csv(frame)), file_name=f"{stem}.csv",
                        mime="text/csv", key=f"{key}_csv", on_click="ignore",
-                       icon=":material/download:")
+                       icon=":material/lock:" if private else ":material/download:")
+    if private:
+        st.caption(PRIVATE_CAPTION)
 
 
 #: The label of every chart's text alternative: its data, one click away.
 DATA_BEHIND = "Data behind this chart"
 
 
-def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
+def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str, private: bool = False) -> None:
     """Draw a chart with its downloads (a PNG comes from the chart's camera button) and its text
     alternative: the data behind it as a table behind a toggle, for screen readers and for
     anyone who wants the numbers (zone names stay plain text in the table). The table is only
@@ -478,4 +508,4 @@ def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str) -> None:
     if st.toggle(DATA_BEHIND, key=f"{key}_data"):
         st.dataframe(frame, hide_index=True, width="stretch",
                      height=min(35 * (len(frame) + 1) + 3, 320))
-    downloads(fig, frame, stem, key)
+    downloads(fig, frame, stem, key, private)

@@ -229,9 +229,10 @@ def section(settings: RunSettings) -> None:
     table = answer_table(found)
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={"Expected value": st.column_config.NumberColumn(format="%.4g")})
-    charts.table_download(planner.plan_table(found), "plan", "plan_answers", "Answers (CSV)")
+    charts.table_download(planner.plan_table(found), "plan", "plan_answers", "Answers (CSV)",
+                          private=True)
     fig, frame = curve(found, settings, target)
-    charts.show(fig, frame, "plan_curve", "plan_curve")
+    charts.show(fig, frame, "plan_curve", "plan_curve", private=True)
     if any(a.method == planner.CLOSED_NORMAL for a in found):
         st.caption("MAE of local mechanisms: normal approximation (each cell's error is a sum of "
                    "many independent reports), E|error| ≈ σ·√(2/π).")
@@ -249,6 +250,6 @@ def section(settings: RunSettings) -> None:
     marks = [(f"{mechanisms.get(a.mechanism).name} needs", a.epsilon, charts.colour(a.mechanism))
              for a in found if math.isfinite(a.epsilon)]
     fig, frame = figures.epsilon_ruler(settings.epsilon, marks)
-    charts.show(fig, frame, "epsilon_ruler", "plan_ruler")
+    charts.show(fig, frame, "epsilon_ruler", "plan_ruler", private=True)
     st.caption("Each deployment's ε is for its own privacy unit and scope (hover a point); "
                "values quoted second-hand are marked so.")

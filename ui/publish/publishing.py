@@ -10,7 +10,10 @@ simulated releases (:mod:`dpcore.evaluation.publish_compare`), not OpenDP's.
 The published files hold the mechanism's output and public facts only: a bundled dataset is
 published over its own (public) geography; an upload over a domain the user names
 (:mod:`dpcore.interfaces.published_domain`), or over its own zones only after ticking that they
-accept what this reveals. The input's hash is offered apart, as a private audit record.
+accept what this reveals. What is computed from the confidential table — the audit record, the
+side-by-side comparison — is offered apart, labelled "not for publication" on the page and in
+each file's first line (:mod:`dpcore.interfaces.confidential`). The ledger names a publication
+by the label the publisher types, never by a file name (it is shown to every session).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import streamlit as st
 
 from dpcore.data import datasets, importers, views
 from dpcore.evaluation import publish_compare
-from dpcore.interfaces import export, ledger, publish, published_domain
+from dpcore.interfaces import confidential, export, ledger, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.mechanisms import postprocess as postprocessing
@@ -56,10 +59,28 @@ def book() -> ledger.LedgerStore | None:
     return book
 
 
-def _label(settings: RunSettings) -> str:
-    """The ledger's dataset label: the bundled dataset's key; an upload is not named (its
-    file name would show in other sessions' ledgers)."""
-    return "an uploaded file" if settings.dataset == state.UPLOADED else settings.dataset
+def _label_input(settings: RunSettings) -> str | None:
+    """The ledger label the publisher types (a bundled dataset's key is offered); None, with a
+    message, when it cannot be used."""
+    text = st.text_input(
+        "Label for the budget ledger: who the data is about", max_chars=ledger.LABEL_CHARS,
+        value="" if settings.dataset == state.UPLOADED else settings.dataset,
+        key=f"publish_label_{settings.dataset}", placeholder="e.g. Kildare commuters 2016",
+        help="Publications with the same label are about the same people, so their budgets "
+             "add up in the ledger. The ledger is shown to everyone using this server: type "
+             "the population, never a file name. Left empty, the publication stands alone.")
+    try:
+        return ledger.check_label(text)
+    except ValueError as error:
+        message = str(error)
+        st.error(safe.markdown(message[:1].upper() + message[1:]))
+        return None
+
+
+def _reset_postprocess() -> None:
+    """A new method starts from its own default post-processing (Base for WLS, Base-Pos for
+    flat), not from the one chosen for the method before."""
+    st.session_state.pop("publish_postprocess", None)
 
 
 def _uploaded_domain() -> published_domain.Domain | None:
@@ -117,6 +138,13 @@ def _uploaded_domain() -> published_domain.Domain | None:
     return domain
 
 
+def _domain_notices(domain: published_domain.Domain) -> None:
+    """What was done with a zones file's rows that do not fit two levels."""
+    for notice in domain.notices:
+        if notice.code in published_domain.LEVEL_NOTICES:
+            widgets.notice(notice)
+
+
 def _published_view(settings: RunSettings):
     """(view over a public domain, the manifest's input entry), or None with a message shown."""
     if settings.dataset != state.UPLOADED:
@@ -128,6 +156,7 @@ def _published_view(settings: RunSettings):
     domain = _uploaded_domain()
     if domain is None:
         return None
+    _domain_notices(domain)
     try:
         od = views.select(published_domain.apply(st.session_state[state.UPLOADED_MATRIX], domain),
                           settings.view.whole)
@@ -139,34 +168,40 @@ def _published_view(settings: RunSettings):
 
 
 def ledger_section(store: ledger.LedgerStore | None) -> None:
-    """Every publication recorded on this server, the totals per dataset, the chain's check."""
+    """Every publication recorded on this server, the totals per label, the keyed chain's
+    check."""
     st.subheader("Budget ledger")
     if store is None:
         return
     entries = store.entries()
+    problems = store.verify(entries)
     st.caption("Every publication made with this app on this server, kept in its local database "
-               "(it survives a restart). Entries cannot be changed or removed: forgetting a "
-               "release does not make it any less public.")
+               "(it survives a restart) and shown to everyone using the server. Entries cannot "
+               "be changed or removed: forgetting a release does not make it any less public.")
+    if problems:
+        st.error("The budget ledger was tampered with: " + safe.markdown("; ".join(problems)) +
+                 ". Someone "
+                 "changed the database outside the app; the totals below may understate what "
+                 "was spent. Compare it with the published manifests (`python -m dpcore "
+                 "ledger --verify FOLDER…`).")
     if not entries:
         st.caption("Nothing published yet.")
         return
     st.dataframe(ledger.table(entries), hide_index=True, width="stretch",
                  column_config={"ε": st.column_config.NumberColumn(format="%.4g"),
                                 "δ": st.column_config.NumberColumn(format="%.2e")})
-    st.markdown("**Spent so far, per dataset** (publications of one dataset are about the same "
-                "people, so their budgets compose; advanced composition and zCDP are shown only "
-                "where they give a smaller total than adding up):")
-    st.dataframe(ledger.totals_by_dataset(entries), hide_index=True, width="stretch",
+    st.markdown("**Spent so far, per label** (publications with one label are about the same "
+                "people, so their budgets compose; an unlabelled one stands alone; advanced "
+                "composition and zCDP are shown only where they give a smaller total than "
+                "adding up):")
+    st.dataframe(ledger.totals_by_label(entries), hide_index=True, width="stretch",
                  column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.4g"),
                                 "delta": st.column_config.NumberColumn("δ", format="%.2e")})
-    problem = store.verify()
-    if problem is None:
-        st.caption(f"Hash chain intact: {len(entries)} "
-                   f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with the "
-                   "previous one's hash.")
-    else:
-        st.error(f"The ledger's hash chain is broken: {problem}. Someone changed the database "
-                 "outside the app; the totals above may understate what was spent.")
+    if not problems:
+        st.caption(f"Keyed chain intact: {len(entries)} "
+                   f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with an HMAC "
+                   "of it and the previous one under the server's key (kept outside the "
+                   "database), the newest matching the head record kept beside the key.")
 
 
 def _topdown_shares(levels: list[topdown.Level]) -> list[float]:
@@ -226,7 +261,7 @@ def section(settings: RunSettings) -> None:
     od, source = found
     methods = [m for m in publish.METHODS if m != publish.WLS or od.has_parent_level]
     method = st.radio("Method", methods, key="publish_method", horizontal=True,
-                      index=methods.index(publish.FLAT),
+                      index=methods.index(publish.FLAT), on_change=_reset_postprocess,
                       format_func=publish.METHODS.__getitem__)
     left, middle, right = st.columns(3)
     mechanism = (publish.GAUSSIAN if method == publish.TOPDOWN else
@@ -259,6 +294,10 @@ def section(settings: RunSettings) -> None:
     if problem:
         st.warning(problem)
         return
+    if method == publish.TOPDOWN and publish.exact_total(settings.neighbours,
+                                                         not settings.view.areas):
+        st.info(f"**The total is published exactly.** {publish.TOPDOWN_TOTAL} (Sidebar: "
+                "neighbouring relation.)")
     if method == publish.TOPDOWN:
         cells = sum(level.od.domain_size for level in hierarchy)
     else:
@@ -282,8 +321,9 @@ def section(settings: RunSettings) -> None:
         st.error(str(error))
         return
     store = book()
+    label = _label_input(settings)
     if st.button("Publish", key="publish_go", type="primary", icon=":material/publish:",
-                 disabled=store is None):
+                 disabled=store is None or label is None):
         bar = st.progress(0.0, "Publishing…")
 
         def progress(done, total):
@@ -306,8 +346,8 @@ def section(settings: RunSettings) -> None:
         bar.empty()
         if result is not None:
             try:
-                ledger.record(store, result, _label(settings), f"{method} ({mechanism})")
-            except StoreUnavailable as error:
+                ledger.record(store, result, label, f"{method} ({mechanism})")
+            except (StoreUnavailable, ValueError) as error:
                 st.error(f"The release was made but could not be recorded in the budget "
                          f"ledger ({error}), so it is not offered for download: publish again "
                          "when the database is writable.")
@@ -334,10 +374,11 @@ def section(settings: RunSettings) -> None:
                        "commuters, for your own records. **Never publish it**: anyone who knows "
                        "every record but one could try each candidate for the last one and "
                        "match the hash.")
-            st.download_button("audit-private.json",
-                               json.dumps(st.session_state[AUDIT], indent=2, ensure_ascii=False),
+            st.download_button("audit-private.json — not for publication",
+                               confidential.json_text(st.session_state[AUDIT]),
                                "audit-private.json", "application/json", key="publish_audit",
                                on_click="ignore", icon=":material/lock:")
+            st.caption(charts.PRIVATE_CAPTION)
     ledger_section(store)
 
 
@@ -355,8 +396,10 @@ def comparison_section(settings: RunSettings) -> None:
     delta = float(st.session_state.get("publish_delta", settings.delta))
     st.caption(f"Every method with the whole budget (ε = {epsilon:g}, δ = {delta:.2g}, discrete "
                "Gaussian noise at the scales OpenDP calibrates), measured over repeated "
-               "releases drawn with the page's seed — simulated, so that they can be repeated: "
-               "nothing here is published or recorded in the ledger.")
+               "releases drawn with the page's seed — simulated, so that they can be repeated. "
+               "**Not for publication**: every figure here is measured against the confidential "
+               "table (with the seed, a function of its rows); nothing here is recorded in the "
+               "ledger.")
     left, right = st.columns(2)
     trials = int(left.number_input("Releases per method and ε", 2, 50, 5,
                                    key="publish_compare_trials"))
@@ -396,4 +439,5 @@ def comparison_section(settings: RunSettings) -> None:
             number = labels.index(trace.name)
             trace.line.dash = charts.DASHES[number]
             trace.marker.symbol = ("circle", "square", "diamond")[number]
-    charts.show(fig, results, "publish-comparison", "publish_compare_chart")
+    charts.show(fig, results, "publish-comparison-private", "publish_compare_chart",
+                private=True)

@@ -204,10 +204,13 @@ def _nest(zones: ZoneSet, lookup: pd.DataFrame, side: str, report: Report) -> Zo
     return with_parents(zones, parent, parents)
 
 
-def read_zone_list(data: bytes, filename: str) -> ZoneSet:
+def read_zone_list(data: bytes, filename: str) -> tuple[ZoneSet, list]:
     """The zones a zones file lists (zone[, parent]; other columns ignored), in file order,
     nested in their parents when it names them: a *public* list of zones, e.g. the published
-    domain of a release (:mod:`dpcore.interfaces.published_domain`). Raises ImportFailed."""
+    domain of a release (:mod:`dpcore.interfaces.published_domain`), and the notices saying
+    what was done with rows that do not fit two levels: a zone without a parent is its own
+    parent; a listed zone that is another's parent (a third level, or the parents listed among
+    the zones) is left out, so the domain is the finest level. Raises ImportFailed."""
     report = Report(filename)
     table = read_table(data, filename, report, one_column=True)
     mapping = resolve(table.header, ("zone",), ("parent", "label", "lat", "lon"),
@@ -227,8 +230,31 @@ def read_zone_list(data: bytes, filename: str) -> ZoneSet:
     report.stop_if_errors()
     ids = zones.to_numpy(dtype=object)
     if "parent" not in mapping:
-        return ZoneSet.from_ids(ids)
+        return ZoneSet.from_ids(ids), report.notices
     parent = frame[mapping["parent"]].to_numpy(dtype=object)
-    parent[parent == ""] = ids[parent == ""]  # a zone without a parent is its own
-    return with_parents(ZoneSet.from_ids(ids), parent,
-                        ZoneSet.from_ids(pd.unique(parent).astype(object)))
+    upper = np.isin(ids, parent[(parent != "") & (parent != ids)])
+    if upper.any() and not upper.all():
+        count = int(upper.sum())
+        report.warning("zones_third_level",
+                       f"{count:,} listed zone{'s are' if count > 1 else ' is'} also the parent "
+                       f"of other listed zones ({quoted(ids[upper], count)}): the file has more "
+                       f"than the two levels a domain has (zones and their parents). The domain "
+                       f"was made of the {int((~upper).sum()):,} zones that are no zone's "
+                       f"parent, nested in the parents they name; the rows of the upper "
+                       f"zones (and the parents those rows name) were not used.",
+                       row=int(rows[upper][0]), column=mapping["parent"],
+                       fix="List the zones of the level you publish, one row each with its "
+                           "parent; leave the upper levels out.")
+        ids, parent = ids[~upper], parent[~upper]
+    own = parent == ""
+    if own.any():
+        count = int(own.sum())
+        report.info("own_parent",
+                    f"{count:,} zone{'s have' if count > 1 else ' has'} no parent in the zones "
+                    f"file ({quoted(ids[own], count)}): each was made its own parent, so it "
+                    f"stands as it is at the parent level too.",
+                    column=mapping["parent"],
+                    fix="Give their parent if they belong to a larger zone.")
+    parent[own] = ids[own]
+    return (with_parents(ZoneSet.from_ids(ids), parent,
+                         ZoneSet.from_ids(pd.unique(parent).astype(object))), report.notices)

@@ -1,0 +1,58 @@
+"""Files computed from the confidential table, for the publisher's eyes only: the audit record,
+the side-by-side comparison of publishing methods, accuracy measured against the truth.
+
+A publication folder holds the release and its manifest and nothing else (issue 29): anything
+measured against the true table is a deterministic function of the confidential rows (a
+comparison with seeded noise changed 18–20 of its 48 rows between tables one commuter apart, so an
+adversary who knows every record but one matched it against each candidate for the last). So
+such a file goes to a path the user names outside the publication folder (:func:`check_place`
+refuses one inside it) and its first line says what it is (:data:`FIRST_LINE`), in the file
+itself, where a person opening it will read it: a ``#`` comment line above a CSV
+(``pandas.read_csv(path, comment="#")`` reads the rest), and the first key of a JSON object,
+kept on the object's first line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dpcore.interfaces import export
+
+#: What the first line of every such file says.
+FIRST_LINE = ("NOT FOR PUBLICATION: computed from the confidential table (the true counts), "
+              "for the publisher's own records; never put it beside a release")
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame as formula-safe CSV (:func:`dpcore.interfaces.export.safe_csv`) under a
+    ``# NOT FOR PUBLICATION …`` line."""
+    return f"# {FIRST_LINE}\r\n".encode() + export.safe_csv(frame)
+
+
+def json_text(record: dict) -> str:
+    """The record as indented JSON whose first line carries ``"private": FIRST_LINE``."""
+    body = json.dumps({"private": FIRST_LINE, **record}, indent=2, ensure_ascii=False)
+    return "{" + body[len("{\n  "):] + "\n"  # the object's first line holds "private"
+
+
+def check_place(path, published_dir, what: str) -> Path:
+    """``path`` resolved, or ValueError when it lies inside the publication folder."""
+    path, published = Path(path).resolve(), Path(published_dir).resolve()
+    if path == published or published in path.parents:
+        raise ValueError(f"{what} must not go into the publication folder {published_dir}: it is "
+                         "computed from the confidential table. Name a path outside it.")
+    return path
+
+
+def write(path, content: bytes | str, published_dir, what: str) -> Path:
+    """Write ``content`` (made by :func:`csv_bytes` or :func:`json_text`) to ``path``, refusing
+    a place inside the publication folder."""
+    path = check_place(path, published_dir, what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    path.write_bytes(content)
+    return path
