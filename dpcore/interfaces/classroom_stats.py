@@ -273,9 +273,11 @@ def most_common(students: int) -> int:
 class Resolution:
     """What n reports at (mechanism, ε) over d cells can tell: ``stand_out`` students on a commute
     are distinguishable from none (None: not even the whole class), and, when one student is not,
-    what would be (each None when nothing in range does): the smallest ``epsilon`` of
-    :data:`EPSILONS`, the largest number of possible answers ``cells``, and the ``students`` of a
-    larger class at which its most common commute (:func:`most_common`) stands out."""
+    what would help (each None when nothing in range does): the smallest ε of :data:`EPSILONS`
+    separating one student from none (``epsilon_needed``); and, when the class's most common
+    commute (:func:`most_common`) does not stand out, the largest number of possible answers
+    (``cells_needed``) at which it would, and the smallest larger class (``students_needed``)
+    whose most common commute would."""
 
     mechanism: str
     epsilon: float
@@ -292,13 +294,14 @@ class Resolution:
 
     def sentence(self) -> str:
         """One sentence: can one student be told from none, and if not, what would."""
-        name = mechanisms.get(self.mechanism).name
-        setting = f"{self.n:,} report{'s' if self.n != 1 else ''} at ε = {self.epsilon:g} ({name})"
+        setting = (f"{self.n:,} report{'s' if self.n != 1 else ''} at ε = {self.epsilon:g} "
+                   f"({self.mechanism.upper()})")
         if self.one_from_none:
             return (f"With {setting}, even one student on a commute can be told from none: a "
                     "commute whose interval starts above 0 is taken by someone.")
         if self.stand_out is None:
-            need = "not even the whole class on one commute can be told from none"
+            need = ("one student on a commute cannot be told from none, nor can the whole class "
+                    "on one commute")
         else:
             need = (f"one student on a commute cannot be told from none — a commute needs about "
                     f"{self.stand_out} students before its interval excludes 0")
@@ -307,7 +310,7 @@ class Resolution:
             fixes.append(f"ε = {self.epsilon_needed:g} would separate one student from none")
         if self.cells_needed is not None:
             fixes.append(f"at most {self.cells_needed} possible answers (now {self.d}; fewer "
-                         "zones) would")
+                         f"zones) would let a commute of {most_common(self.n)} students stand out")
         if self.students_needed is not None:
             fixes.append(f"with {self.students_needed} students a commute taken by "
                          f"{most_common(self.students_needed)} of them would stand out")
@@ -326,10 +329,10 @@ def resolution(mechanism: str, epsilon: float, d: int, n: int) -> Resolution:
     if count == 1:
         return Resolution(mechanism, epsilon, d, n, 1)
     eps = next((e for e in EPSILONS if e > epsilon and stand_out(mechanism, e, d, n) == 1), None)
-    cells = next((k for k in range(d - 1, 1, -1) if stand_out(mechanism, epsilon, k, n) == 1),
-                 None)
-    students = None
+    students = cells = None
     if count is None or count > most_common(n):
+        cells = next((k for k in range(d - 1, 1, -1)
+                      if distinguishable(mechanism, epsilon, k, n, most_common(n))), None)
         students = next((s for s in _class_sizes(n)
                          if distinguishable(mechanism, epsilon, d, s, most_common(s))), None)
     return Resolution(mechanism, epsilon, d, n, count, eps, cells, students)
