@@ -298,7 +298,7 @@ class Resolution:
                    f"({self.mechanism.upper()})")
         if self.one_from_none:
             return (f"With {setting}, even one student on a commute can be told from none: a "
-                    "commute whose interval starts above 0 is taken by someone.")
+                    "commute whose interval starts above 0 is taken by someone (95 % confidence).")
         if self.stand_out is None:
             need = ("one student on a commute cannot be told from none, nor can the whole class "
                     "on one commute")
