@@ -240,3 +240,19 @@ def test_at_the_defaults_the_most_common_commute_stands_out_in_simulated_classes
 def test_the_toy_town_question_is_the_one_these_tests_use():
     origins, destinations = classroom.default_zones(datasets.load("toy_town"))
     assert classroom.Question("?", tuple(origins), tuple(destinations)).d == D
+
+
+@pytest.mark.parametrize("mechanism, epsilon, m", [("grr", 5.0, 0), ("oue", 1.0, 0),
+                                                   ("hr", 0.5, None), ("hr", 3.0, 0),
+                                                   ("hr", 3.0, 4), ("hr", 3.0, 40)])
+def test_the_tail_tables_are_the_direct_convolutions(mechanism, epsilon, m):
+    """The Fourier route of ``_tails`` against repeated convolution, every k, at n = 30."""
+    law = cs.count_law(make_round(mechanism, epsilon), D)
+    n = 30
+    below, above = cs._tails(law, n, m)
+    own, same, other = (cs._powers(kernel, n) for kernel in (law.own, law.same, law.other))
+    for k in range(n + 1):
+        sharing = n - k if m is None else min(m, n - k)
+        pmf = np.convolve(np.convolve(own[k], same[sharing]), other[n - k - sharing])
+        assert below[k] == pytest.approx(np.cumsum(pmf), abs=1e-12)
+        assert above[k] == pytest.approx(np.cumsum(pmf[::-1])[::-1], abs=1e-12)

@@ -94,7 +94,7 @@ def count_law(round_: Round, d: int) -> CountLaw:
 
 
 def _powers(kernel: tuple[float, ...], top: int) -> list[np.ndarray]:
-    """kernel^{*k} for k = 0 … top (repeated convolution)."""
+    """kernel^{*k} for k = 0 … top by repeated convolution (slow, direct: the tests' reference)."""
     out = [np.ones(1)]
     step = np.asarray(kernel)
     for _ in range(top):
@@ -105,19 +105,23 @@ def _powers(kernel: tuple[float, ...], top: int) -> list[np.ndarray]:
 @functools.lru_cache(maxsize=128)
 def _tails(law: CountLaw, n: int, m: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(P(W ≤ w | k), P(W ≥ w | k)) as (n+1) × (width·n + 1) arrays, W the shifted count and k
-    the students on the cell; ``m`` classmates share its block (None: all the others do)."""
+    the students on the cell; ``m`` classmates share its block (None: all the others do).
+
+    Every law at once through the discrete Fourier transform: the law of a sum of independent
+    contributions is the product of their transforms, so row k is the inverse transform of
+    own^k · same^(sharing) · other^(rest), exact up to rounding (~10⁻¹⁵, far below the α/2 the
+    tails are compared with)."""
     width = len(law.own) - 1
-    own, same, other = (_powers(k, n) for k in (law.own, law.same, law.other))
-    below = np.zeros((n + 1, width * n + 1))
-    for k in range(n + 1):
-        sharing = n - k if m is None else min(m, n - k)
-        pmf = np.convolve(np.convolve(own[k], same[sharing]), other[n - k - sharing])
-        below[k, :len(pmf)] = np.cumsum(pmf)
-        below[k, len(pmf):] = 1.0
-    above = np.ones_like(below)
-    above[:, 1:] = 1.0 - below[:, :-1]        # P(W ≥ w) = 1 − P(W ≤ w − 1); only compared to α/2
-    np.clip(below, 0.0, 1.0, out=below)
-    np.clip(above, 0.0, 1.0, out=above)
+    size = width * n + 1
+    length = 1 << (size - 1).bit_length()
+    k = np.arange(n + 1)[:, None]
+    sharing = n - k if m is None else np.minimum(m, n - k)
+    logs = [np.log(np.where(f == 0, 1e-300, f))           # a zero's power: 1 at 0, else ≈ 0
+            for f in (np.fft.rfft(kernel, length) for kernel in (law.own, law.same, law.other))]
+    spectrum = np.exp(k * logs[0] + sharing * logs[1] + (n - k - sharing) * logs[2])
+    pmf = np.clip(np.fft.irfft(spectrum, length, axis=1)[:, :size], 0.0, None)
+    below = np.minimum(np.cumsum(pmf, axis=1), 1.0)
+    above = np.minimum(np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1], 1.0)
     return below, above
 
 

@@ -84,7 +84,7 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     students = page.get_by_label("About how many students?")
     students.fill("6")
     students.press("Enter")
-    expect(page.get_by_text(re.compile(r"With 6 students at ε = \d+ .*stand out"))
+    expect(page.get_by_text(re.compile(r"With 6 students at ε = \d+ .*stands out from an empty"))
            ).to_be_visible()
     code = open_room(page)
     expect(page.get_by_text(f"{code[:4]}-{code[4:]}").first).to_be_visible()
