@@ -16,7 +16,10 @@ round named by the phone, and the database's ``UNIQUE (room, round, session)`` k
 report per session and round whatever the spelling of the code. A reveal ("true answer") needs a
 report of the same session and round. Sessions are stored only as SHA-256 of the page's random
 session token with a purpose prefix ("report:", "reveal:"), so the file alone does not link a
-reveal to a report. Threat model and limits: docs/CLASSROOM.md.
+reveal to a report. On top of that, the room's admission mode
+(:mod:`dpcore.interfaces.classroom_admission`) caps the reports per network address and round, or
+admits one report per one-time join code and round. Estimates and their exact intervals:
+:mod:`dpcore.interfaces.classroom_stats`. Threat model and limits: docs/CLASSROOM.md.
 
 Storage: the server's SQLite database (:mod:`dpcore.interfaces.store`: WAL, short timeouts, a size
 cap, failures as plain :class:`~dpcore.interfaces.store.StoreUnavailable` messages, the schema
