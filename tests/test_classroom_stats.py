@@ -37,6 +37,14 @@ def reports(round_, items, rng, d=D):
     return [{k: int(v[i]) for k, v in batch.items()} for i in range(len(items))]
 
 
+def powers(kernel, top):
+    """kernel^{*k} for k = 0 … top by repeated convolution: the direct reference."""
+    out = [np.ones(1)]
+    for _ in range(top):
+        out.append(np.convolve(out[-1], kernel))
+    return out
+
+
 def typical_class(n, d=D):
     """True counts of a class of n: the most common commute (cs.most_common) on cell 7, the rest
     one or two per commute on five others, cell 0 empty."""
@@ -75,9 +83,9 @@ def test_the_count_law_has_the_mechanisms_mean_and_variance(mechanism, epsilon):
         else:
             m = None if lay is not None else 0
         sharing = n - counts[x] if m is None else m
-        pmf = np.convolve(np.convolve(cs._powers(law.own, counts[x])[-1],
-                                      cs._powers(law.same, sharing)[-1]),
-                          cs._powers(law.other, n - counts[x] - sharing)[-1])
+        pmf = np.convolve(np.convolve(powers(law.own, counts[x])[-1],
+                                      powers(law.same, sharing)[-1]),
+                          powers(law.other, n - counts[x] - sharing)[-1])
         values = np.arange(len(pmf)) + law.offset * n
         estimates = np.array([law.estimate(v, n) for v in values])
         assert pmf.sum() == pytest.approx(1.0)
@@ -250,7 +258,7 @@ def test_the_tail_tables_are_the_direct_convolutions(mechanism, epsilon, m):
     law = cs.count_law(make_round(mechanism, epsilon), D)
     n = 30
     below, above = cs._tails(law, n, m)
-    own, same, other = (cs._powers(kernel, n) for kernel in (law.own, law.same, law.other))
+    own, same, other = (powers(kernel, n) for kernel in (law.own, law.same, law.other))
     for k in range(n + 1):
         sharing = n - k if m is None else min(m, n - k)
         pmf = np.convolve(np.convolve(own[k], same[sharing]), other[n - k - sharing])

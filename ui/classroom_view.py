@@ -401,10 +401,9 @@ def _live_view(code: str) -> None:
         what = classroom_stats.resolution(snap.round.mechanism, snap.round.epsilon, question.d,
                                           expected)
         band = classroom_stats.empty_band(snap.round, question.d, expected)
-        tell(what)
     else:
         what, band = estimate.resolution, estimate.empty_band
-        tell(what)
+    tell(what)
     columns = st.columns(4)
     columns[0].metric("Reports in this round", f"{len(snap.reports):,}")
     columns[1].metric("Reports in the last minute", f"{snap.last_minute:,}",

@@ -93,15 +93,6 @@ def count_law(round_: Round, d: int) -> CountLaw:
     return CountLaw((1 - p, p), (1 - q, q), (1 - q, q), 0, 1 / (p - q), q)
 
 
-def _powers(kernel: tuple[float, ...], top: int) -> list[np.ndarray]:
-    """kernel^{*k} for k = 0 … top by repeated convolution (slow, direct: the tests' reference)."""
-    out = [np.ones(1)]
-    step = np.asarray(kernel)
-    for _ in range(top):
-        out.append(np.convolve(out[-1], step))
-    return out
-
-
 @functools.lru_cache(maxsize=128)
 def _tails(law: CountLaw, n: int, m: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(P(W ≤ w | k), P(W ≥ w | k)) as (n+1) × (width·n + 1) arrays, W the shifted count and k
@@ -125,11 +116,17 @@ def _tails(law: CountLaw, n: int, m: int | None) -> tuple[np.ndarray, np.ndarray
     return below, above
 
 
-def _sharing(law: CountLaw, round_: Round, d: int) -> bool:
-    """Whether every classmate shares every cell's block (pure protocols: no blocks)."""
-    if law.offset == 0:
-        return False
-    return round_.build().layout(d).blocks == 1
+def _classmates_in_block(round_: Round, d: int, n: int, c: int) -> int | None:
+    """The ``m`` of :func:`_tails` for a cell with c students when the other n − c spread evenly
+    over the other cells: 0 without blocks (pure protocols), None when every classmate shares the
+    one block (Hadamard response, ε ≤ 1), else the expected number in the cell's block."""
+    mech = round_.build()
+    if not isinstance(mech, HadamardResponse):
+        return 0
+    lay = mech.layout(d)
+    if lay.blocks == 1:
+        return None
+    return int(round((n - c) * lay.same_block_pairs() / (d * (d - 1))))
 
 
 def interval(law: CountLaw, n: int, count: int, m: int | None,
@@ -176,21 +173,10 @@ def empty_band(round_: Round, d: int, n: int, alpha: float = ALPHA) -> tuple[flo
     """The estimates an empty commute reads with probability ≥ 1 − α (its count's α/2 and
     1 − α/2 quantiles, mapped through the estimator), with the others on other cells."""
     law = count_law(round_, d)
-    m = None if _sharing(law, round_, d) else _typical_sharing(round_, d, n, 0)
-    below, above = _tails(law, n, m)
+    below, above = _tails(law, n, _classmates_in_block(round_, d, n, 0))
     low = int(np.flatnonzero(below[0] >= alpha / 2)[0])
     high = int(np.flatnonzero(above[0] >= alpha / 2)[-1])
     return (law.estimate(low + law.offset * n, n), law.estimate(high + law.offset * n, n))
-
-
-def _typical_sharing(round_: Round, d: int, n: int, c: int) -> int:
-    """Classmates expected in a cell's block when the other n − c students spread evenly over the
-    other cells (Hadamard response's blocked form; 0 for mechanisms without blocks)."""
-    mech = round_.build()
-    if not isinstance(mech, HadamardResponse) or d < 2:
-        return 0
-    share = mech.layout(d).same_block_pairs() / (d * (d - 1))
-    return int(round((n - c) * share))
 
 
 def _estimated_sharing(round_: Round, d: int, n: int, raw: np.ndarray) -> np.ndarray:
@@ -215,11 +201,11 @@ def estimate_round(round_: Round, d: int, reports: list[dict]) -> Estimate | Non
     raw = np.asarray(mech.estimate(mech.accumulate(stack_reports(round_, reports), d), n, d,
                                    **extra), dtype=float)
     law = count_law(round_, d)
-    if _sharing(law, round_, d) or law.offset == 0:
-        sharing = [None if law.offset else 0] * d
+    if isinstance(mech, HadamardResponse) and mech.layout(d).blocks > 1:   # plugged in per cell
+        classmates = [int(m) for m in _estimated_sharing(round_, d, n, raw)]
     else:
-        sharing = [int(m) for m in _estimated_sharing(round_, d, n, raw)]
-    bounds = np.array([interval(law, n, law.count(raw[x], n), sharing[x]) for x in range(d)])
+        classmates = [_classmates_in_block(round_, d, n, 0)] * d
+    bounds = np.array([interval(law, n, law.count(raw[x], n), classmates[x]) for x in range(d)])
     return Estimate(n, raw, bounds[:, 0], bounds[:, 1], empty_band(round_, d, n),
                     resolution(round_.mechanism, round_.epsilon, d, n))
 
@@ -233,9 +219,7 @@ def _round(mechanism: str, epsilon: float) -> Round:
 
 def _law_for(mechanism: str, epsilon: float, d: int, n: int, c: int):
     round_ = _round(mechanism, epsilon)
-    law = count_law(round_, d)
-    m = None if _sharing(law, round_, d) else _typical_sharing(round_, d, n, c)
-    return law, m
+    return count_law(round_, d), _classmates_in_block(round_, d, n, c)
 
 
 def distinguishable(mechanism: str, epsilon: float, d: int, n: int, c: int,
