@@ -607,6 +607,27 @@ def test_an_older_layout_is_replaced(tmp_path):
         assert db.execute("SELECT COUNT(*) FROM other_owner").fetchone() == (0,)
 
 
+def test_a_layout_without_admission_or_session_addresses_is_replaced(tmp_path):
+    """The layout before admission modes: rooms without ``admission``, sessions without
+    ``address``; its rooms are dropped, the new layout works."""
+    store = RoomStore(tmp_path)
+    old, _ = store.create_room(QUESTION, "grr", 1.0)
+    send(store, old, {"y": 0})
+    with sqlite3.connect(store.path) as db:
+        for table in ("rooms", "sessions"):
+            db.execute(f"DROP TABLE {table}")
+        db.execute("CREATE TABLE rooms(code TEXT PRIMARY KEY, teacher_hash TEXT, created REAL, "
+                   "expires REAL, closed REAL, question TEXT, reveal INTEGER, "
+                   "max_reports INTEGER, students INTEGER)")
+        db.execute("CREATE TABLE sessions(room TEXT, session TEXT, rejected INTEGER, "
+                   "discarded INTEGER)")
+    store = RoomStore(tmp_path)
+    code, _ = store.create_room(QUESTION, "grr", 1.0, admission="address", cap=1)
+    assert send(store, code, {"y": 0}) == 1
+    with sqlite3.connect(store.path) as db:              # the old room's report went with it
+        assert db.execute("SELECT room FROM reports").fetchall() == [(code,)]
+
+
 def test_expired_rooms_are_purged_with_their_reports(store):
     now = time.time()
     old, _ = store.create_room(QUESTION, "grr", 1.0, hours=1, now=now - 7200)
