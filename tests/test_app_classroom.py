@@ -83,7 +83,8 @@ def test_teacher_opens_a_room_on_the_toy_town(store):
     assert metrics(at)["Reports in this round"] == "0"
     waiting = next(i.value for i in at.info if "No reports yet" in i.value)
     low, high = classroom_stats.empty_band(current, 50, 6)
-    assert f"between {low:,.1f} and {high:,.1f} students 95 % of the time" in waiting
+    low_text, high_text = classroom_view._band_text((low, high))
+    assert f"between {low_text} and {high_text} students 95 % of the time" in waiting
     assert safe.markdown(proposed.expectation()) in waiting
     fig = figure(at, "no reports yet")                    # the noise band before any report
     assert fig["layout"]["shapes"][0]["x1"] == pytest.approx(high)
@@ -121,7 +122,9 @@ def test_teacher_sees_count_estimate_and_intervals(store):
     assert top["estimate"][0] == pytest.approx(expected.shown[best], abs=0.05)
     assert (top["95% low"][0], top["95% high"][0]) == (expected.lower[best], expected.upper[best])
     low, high = expected.empty_band
-    assert f"reads between {low:,.1f} and {high:,.1f} students 95 % of the time" in text(at)
+    low_text, high_text = classroom_view._band_text((low, high))
+    assert f"reads between {low_text} and {high_text} students 95 % of the time" in text(at)
+    assert "-0.0" not in text(at)
     assert "cannot be told from noise" not in text(at)       # the old, misleading guidance
     assert metrics(at)["Reports in the last minute"] == "40"
     fig = figure(at, "Estimated students per commute")
@@ -377,6 +380,7 @@ def test_a_class_of_four_is_told_first_that_one_student_cannot_be_told_from_none
     expected = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
     assert (every["note"] != "").sum() == expected.clipped.sum() > 0
     assert every["note"][every["note"] != ""].str.startswith("clipped (raw ").all()
+    assert not every["note"].str.contains(r"raw -?0:").any()       # −0.04 is not shown as 0
 
 
 def test_at_the_proposed_settings_the_screen_says_one_student_shows(store):

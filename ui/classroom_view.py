@@ -411,17 +411,17 @@ def _live_view(code: str) -> None:
     columns[2].metric("Rejected (bad or late)", f"{sum(snap.rejected.values()):,}",
                       help=", ".join(f"{k}: {v}" for k, v in snap.rejected.items()) or None)
     columns[3].metric("Room total", f"{snap.room_reports:,} of {snap.room.max_reports:,}")
-    low, high = band
+    low, high = _band_text(band)
     if estimate is None:
         st.info(f"No reports yet: the estimate appears as soon as the first phone sends. With "
                 f"the {expected} students you expect, a commute nobody takes will read between "
-                f"{low:,.1f} and {high:,.1f} students 95 % of the time: the grey band below. "
+                f"{low} and {high} students 95 % of the time: the grey band below. "
                 f"{safe.markdown(proposal(expected, question.d).expectation())}")
         st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
         return
     table = estimate_table(question, estimate, snap.reveals)
     st.markdown(f"Grey band: with {estimate.n:,} reports a commute nobody takes reads between "
-                f"{low:,.1f} and {high:,.1f} students 95 % of the time. Each commute's interval "
+                f"{low} and {high} students 95 % of the time. Each commute's interval "
                 "holds its true number of students 95 % of the time, computed from the exact "
                 "law of the reports at this class size (whole students); an interval starting "
                 "above 0 means someone takes that commute. Estimates below 0 or above the "
@@ -453,18 +453,30 @@ def estimate_table(question: classroom.Question, estimate: classroom_stats.Estim
     def rounded(values):
         return np.round(values, 1) + 0.0          # adding 0.0 turns −0.0 into 0.0
 
-    raw = rounded(estimate.raw)
     frame = pd.DataFrame({
         "commute": [question.label(c) for c in range(question.d)],
         "estimate": rounded(estimate.shown),
         "95% low": estimate.lower.astype(int),
         "95% high": estimate.upper.astype(int),
-        "note": [f"clipped (raw {r:g}: impossible)" if c else ""
-                 for r, c in zip(raw, estimate.clipped)]})
+        "note": [f"clipped (raw {_short(r)}: impossible)" if c else ""
+                 for r, c in zip(estimate.raw, estimate.clipped)]})
     if reveals is not None:
         frame["revealed (not private)"] = reveals
     return frame.sort_values(["estimate", "95% low"], ascending=False,
                              kind="stable").reset_index(drop=True)
+
+
+def _short(value: float) -> str:
+    """A raw estimate to two decimals without trailing zeros (−0.04, 6.7, −1.1), or to one
+    significant digit when smaller (−0.0008): never "0" for a value that is not."""
+    if 0 < abs(value) < 0.01:
+        return f"{value:.1g}"
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _band_text(band: tuple[float, float]) -> tuple[str, str]:
+    """The noise band's ends to 0.1 ("0.0", never "-0.0")."""
+    return tuple(f"{round(v, 1) + 0.0:,.1f}" for v in band)
 
 
 def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int) -> go.Figure:
