@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore.interfaces import classroom
+from dpcore.data import datasets
+from dpcore.interfaces import classroom, classroom_stats
 from dpcore.theory import learn
 from tests.app_pages import run_page, text
 from tests.plotly_spec import figure
@@ -43,6 +44,12 @@ def tables(at: AppTest, first_column: str = "commute") -> list:
     return [d.value for d in at.dataframe if d.value.columns[0] == first_column]
 
 
+def told(at: AppTest) -> str:
+    """The live view's first statement: what this class can tell (a success or a warning)."""
+    return next(e.value for e in list(at.success) + list(at.warning)
+                if e.value.startswith("With "))
+
+
 def room_with_reports(store, mechanism="grr", epsilon=2.0, n=40, names=None, **options):
     origins, destinations = names or (("Harbour", "Old Town", "Station"), ("Harbour", "Port"))
     question = classroom.Question("Where?", origins, destinations)
@@ -61,7 +68,7 @@ def test_teacher_opens_a_room_on_the_toy_town(store):
     homes, works = at.multiselect
     assert len(homes.value) * len(works.value) + 1 == 50 == classroom.MAX_CELLS
     at.number_input(key=classroom_view.STUDENTS).set_value(6).run()
-    proposed = classroom.propose(6, 50)
+    proposed = classroom_stats.propose(6, 50)
     assert any(safe.markdown(proposed.expectation()) in i.value for i in at.info)
     at.button(key=CREATE).click().run()
     assert not at.exception and not at.error
@@ -76,11 +83,16 @@ def test_teacher_opens_a_room_on_the_toy_town(store):
     assert any(code in c.value for c in at.code)                    # the join link
     assert metrics(at)["Reports in this round"] == "0"
     waiting = next(i.value for i in at.info if "No reports yet" in i.value)
-    band = classroom.Z95 * classroom.empty_sd(current, 50, 6)
-    assert f"0 ± {band:,.1f} students" in waiting
+    low, high = classroom_stats.empty_band(current, 50, 6)
+    low_text, high_text = classroom_view._band_text((low, high))
+    assert f"between {low_text} and {high_text} students 95 % of the time" in waiting
     assert safe.markdown(proposed.expectation()) in waiting
     fig = figure(at, "no reports yet")                    # the noise band before any report
-    assert fig["layout"]["shapes"][0]["x1"] == pytest.approx(band)
+    assert fig["layout"]["shapes"][0]["x1"] == pytest.approx(high)
+    # first on the screen: what the expected class can tell at these settings
+    said = classroom_stats.resolution(current.mechanism, current.epsilon, 50, 6).sentence()
+    first = told(at)
+    assert first == safe.markdown(said)
     assert code in at.session_state[classroom_view.TEACHER_KEYS]
 
 
@@ -103,15 +115,19 @@ def test_teacher_sees_count_estimate_and_intervals(store):
     assert metrics(at)["Reports in this round"] == "40"
     assert metrics(at)["Rejected (bad or late)"] == "1"
     snap = store.snapshot(code)
-    expected = classroom.estimate_round(snap.round, question.d, snap.reports)
+    expected = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
     top = tables(at)[0]
-    assert list(top.columns) == ["commute", "estimate", "95% low", "95% high"]
-    best = int(np.argmax(expected.estimate))
+    assert list(top.columns) == ["commute", "estimate", "95% low", "95% high", "note"]
+    best = int(np.lexsort((-expected.lower, -np.round(expected.shown, 1)))[0])
     assert top["commute"][0] == question.label(best)
-    assert top["estimate"][0] == pytest.approx(expected.estimate[best], abs=0.05)
-    assert top["95% high"][0] - top["estimate"][0] == pytest.approx(
-        classroom.Z95 * expected.sd[best], abs=0.1)
-    assert f"0 ± {classroom.Z95 * expected.empty_sd:,.1f} students" in text(at)
+    assert top["estimate"][0] == pytest.approx(expected.shown[best], abs=0.05)
+    assert (top["95% low"][0], top["95% high"][0]) == (expected.lower[best], expected.upper[best])
+    low, high = expected.empty_band
+    low_text, high_text = classroom_view._band_text((low, high))
+    assert f"reads between {low_text} and {high_text} students 95 % of the time" in text(at)
+    assert "-0.0" not in text(at)
+    assert "cannot be told from noise" not in text(at)       # the old, misleading guidance
+    assert metrics(at)["Reports in the last minute"] == "40"
     fig = figure(at, "Estimated students per commute")
     assert fig["data"][0]["type"] == "bar"
 
@@ -177,7 +193,8 @@ def test_student_page_shows_the_round_and_what_the_phone_does(store):
         assert "round 1" in shown and classroom.format_code(code) in shown
         assert [c for c in at.main.children.values()                # the phone component
                 if getattr(c, "key", None) == classroom_view.PHONE]
-        assert any("not a determined student" in c.value for c in at.caption)
+        assert any("a reload or a cleared browser is a new session" in c.value
+                   for c in at.caption)
 
 
 def test_student_with_an_unknown_code_is_told_what_to_do_and_can_retype_it(store):
@@ -277,7 +294,9 @@ def test_a_store_failure_is_a_plain_message_on_both_screens(store, monkeypatch):
 
 def test_round_csv_writes_zero_not_minus_zero(store):
     question = classroom.Question("Where?", ("A", "B"), ("C",))
-    estimate = classroom.Estimate(3, np.array([-0.04, 2.0, 1.04]), np.array([0.01, 1, 1]), 0.5)
+    estimate = classroom_stats.Estimate(3, np.array([-0.04, 2.0, 1.04]), np.array([0, 1, 0]),
+                                        np.array([1, 3, 2]), (0.0, 1.0),
+                                        classroom_stats.resolution("grr", 6.0, 3, 3))
     table = classroom_view.estimate_table(question, estimate, None)
     csv = classroom_view.export.safe_csv(table)
     csv = csv.decode() if isinstance(csv, bytes) else csv
@@ -328,3 +347,104 @@ def test_a_deleted_database_heals_on_the_next_request(store):
     at = page({})
     at.button(key=CREATE).click().run()
     assert not at.exception and not at.error and "teach" in at.query_params
+
+
+# ----------------------------------------------------- what a class can tell (issue 30)
+def class_of(store, items, mechanism, epsilon, seed=0):
+    """A room on the toy town's 7 × 7 + 1 question with one report per item from the Python
+    client."""
+    origins, destinations = classroom.default_zones(datasets.load("toy_town"))
+    question = classroom.Question("Where?", tuple(origins), tuple(destinations))
+    code, key = store.create_room(question, mechanism, epsilon, students=len(items))
+    round_ = store.current_round(code)
+    batch = round_.build().perturb(np.asarray(items), question.d, np.random.default_rng(seed))
+    for y in batch["y"]:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": int(y)})
+    return code, key, question
+
+
+def test_a_class_of_four_is_told_first_that_one_student_cannot_be_told_from_none(store):
+    """Issue 30's class: 4 students at ε = 1.5 (GRR over 50 commutes), two on one commute."""
+    code, key, question = class_of(store, [12, 12, 30, 49], "grr", 1.5)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert not at.exception
+    first = told(at)
+    assert first.startswith(safe.markdown("With 4 reports at ε = 1.5 (GRR), one student on a "
+                                          "commute cannot be told from none"))
+    what = classroom_stats.resolution("grr", 1.5, 50, 4)
+    assert safe.markdown(f"ε = {what.epsilon_needed:g} would separate one student from none"
+                         ) in first
+    every = tables(at)[1]
+    assert (every["95% low"] >= 0).all() and (every["95% high"] <= 4).all()
+    assert (every["estimate"] >= 0).all() and (every["estimate"] <= 4).all()
+    snap = store.snapshot(code)
+    expected = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
+    assert (every["note"] != "").sum() == expected.clipped.sum() > 0
+    assert every["note"][every["note"] != ""].str.startswith("clipped (raw ").all()
+    assert not every["note"].str.contains(r"raw -?0:").any()       # −0.04 is not shown as 0
+
+
+def test_at_the_proposed_settings_the_screen_says_one_student_shows(store):
+    proposal = classroom_stats.propose(30, 50)
+    what = classroom_stats.resolution(proposal.mechanism, proposal.epsilon, 50, 30)
+    code, key, _ = class_of(store, [12] * 6 + list(range(20, 44)), proposal.mechanism,
+                            proposal.epsilon)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    first = told(at)
+    assert first == safe.markdown(what.sentence())
+
+
+# ---------------------------------------------------- one student, one voice (issue 29)
+def test_the_teacher_chooses_join_codes_and_sees_them(store):
+    at = page({})
+    at.radio(key="classroom_admission").set_value("codes").run()
+    assert at.number_input(key="classroom_codes").value == 25     # the class size by default
+    at.number_input(key="classroom_codes").set_value(4).run()
+    at.button(key=CREATE).click().run()
+    assert not at.exception and not at.error
+    code = at.query_params["teach"]
+    code = code[0] if isinstance(code, list) else code
+    room = store.room(code)
+    assert room.admission == "codes"
+    key = at.session_state[classroom_view.TEACHER_KEYS][code]
+    codes = [c for c, _ in store.join_codes(code, key)]
+    [shown] = tables(at, "join code")
+    assert sorted(shown["join code"]) == codes and len(codes) == 4
+    # a student without a code is asked for one, and no phone is drawn
+    student = page({"room": code})
+    assert any("needs the join code" in i.value for i in student.info)
+    box = student.text_input(key=f"classroom_join_code_{code}")
+    box.set_value("ZZZZZZ").run()
+    assert "not one of this room's join codes" in student.error[0].value
+    box.set_value(codes[0].lower()).run()
+    assert not student.error
+    ticket = next(iter(student.session_state[classroom_view.TICKETS].values()))
+    assert ticket.join_code == codes[0]
+
+
+def test_the_teacher_chooses_a_cap_per_address(store):
+    at = page({})
+    at.radio(key="classroom_admission").set_value("address").run()
+    cap = at.number_input(key="classroom_cap")
+    assert cap.value == classroom.DEFAULT_CAP
+    cap.set_value(28).run()                                          # a class behind one router
+    at.button(key=CREATE).click().run()
+    code = at.query_params["teach"]
+    code = code[0] if isinstance(code, list) else code
+    assert (store.room(code).admission, store.room(code).cap) == ("address", 28)
+    assert any("At most 28 report(s) per network address" in c.value for c in at.caption)
+
+
+def test_sessions_are_grouped_by_address_with_a_bulk_discard(store):
+    code, key, _ = room_with_reports(store, n=3, admission="address", cap=5)
+    for _ in range(4):            # one device reloading from another network
+        store.submit(store.ticket(code, secrets.token_hex(16), "203.0.113.9"), {"y": 0})
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    [groups] = tables(at, "address")
+    assert list(groups["sessions"]) == [4, 3] and list(groups["reports kept"]) == [4, 3]
+    assert at.selectbox(key="classroom_discard_address").value.sessions == 4
+    [bulk] = [b for b in at.button if b.label == "Discard every session of this address"]
+    bulk.click().run()
+    assert not at.exception
+    assert any("4 session(s), 4 report(s) deleted" in s.value for s in at.success)
+    assert len(store.snapshot(code).reports) == 3

@@ -16,7 +16,10 @@ round named by the phone, and the database's ``UNIQUE (room, round, session)`` k
 report per session and round whatever the spelling of the code. A reveal ("true answer") needs a
 report of the same session and round. Sessions are stored only as SHA-256 of the page's random
 session token with a purpose prefix ("report:", "reveal:"), so the file alone does not link a
-reveal to a report. Threat model and limits: docs/CLASSROOM.md.
+reveal to a report. On top of that, the room's admission mode
+(:mod:`dpcore.interfaces.classroom_admission`) caps the reports per network address and round, or
+admits one report per one-time join code and round. Estimates and their exact intervals:
+:mod:`dpcore.interfaces.classroom_stats`. Threat model and limits: docs/CLASSROOM.md.
 
 Storage: the server's SQLite database (:mod:`dpcore.interfaces.store`: WAL, short timeouts, a size
 cap, failures as plain :class:`~dpcore.interfaces.store.StoreUnavailable` messages, the schema
@@ -32,7 +35,8 @@ Schema::
           question TEXT,                -- JSON {"title", "origins": [...], "destinations": [...]}
           reveal INTEGER,               -- 1 if students may also send their true answer
           max_reports INTEGER,          -- private reports accepted per room, all rounds together
-          students INTEGER)             -- the class size the teacher stated (for the noise band)
+          students INTEGER,             -- the class size the teacher stated (for the noise band)
+          admission TEXT, cap INTEGER)  -- "open", "address" (cap per address) or "codes"
     rounds(room, number, mechanism, epsilon,
            permutation TEXT,            -- JSON list: Hadamard response's public permutation, or NULL
            opened REAL, closed REAL, PRIMARY KEY (room, number))
@@ -46,9 +50,15 @@ Schema::
             session TEXT,               -- SHA-256("reveal:" + session token)
             UNIQUE (room, round, session))
     rejections(room, round, reason, count, PRIMARY KEY (room, round, reason))
-    sessions(room, session, rejected INTEGER, discarded INTEGER, PRIMARY KEY (room, session))
-            -- per session (the "report:" hash): how many of its reports were rejected, and
+    sessions(room, session, address, rejected INTEGER, discarded INTEGER,
+             PRIMARY KEY (room, session))
+            -- per session (the "report:" hash): its network address as a keyed hash
+            -- (classroom_admission.address_hash), how many of its reports were rejected, and
             -- whether the teacher discarded it (its reports deleted, later ones refused)
+    admissions(room, round, address, count, PRIMARY KEY (room, round, address))
+            -- reports admitted per address (keyed hash) and round; never decremented by a discard
+    join_codes(room, code, used_round, PRIMARY KEY (room, code))
+            -- one-time join codes as issued; the last round each admitted a report in
 
 Reveals carry no time and no link to a report; their row order still follows arrival order, so a
 reveal sent right after a report could be matched to it by someone with the database file.
@@ -72,18 +82,28 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import ranks
+from dpcore.interfaces.classroom_admission import (
+    ADMISSIONS,
+    DEFAULT_CAP,
+    LOCAL,
+    MAX_CAP,
+    MAX_CODES,
+    address_hash,
+    new_join_codes,
+    server_key,
+)
 from dpcore.interfaces.store import (
     DATABASE_NAME,
     FOLDER_VARIABLE,
     Database,
     default_folder,
+    explain,
 )
 from dpcore.mechanisms.base import LocalMechanism
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
@@ -117,8 +137,6 @@ CODE_BITS = CODE_LENGTH * math.log2(len(CODE_ALPHABET))
 #: Length of a message nonce: 128 random bits as lowercase hexadecimal.
 NONCE_HEX = 32
 HEX = "0123456789abcdef"
-#: Two-sided normal quantile of the 95 % confidence intervals.
-Z95 = 1.959963984540054
 #: Probability that an honest report is rejected as implausible (:func:`plausible_ones`).
 FALSE_REJECTION = 1e-6
 #: Report attempts one browser session may make per minute (:class:`RateLimit`).
@@ -127,7 +145,8 @@ ATTEMPTS_PER_MINUTE = 6
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms(code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL,
     created REAL NOT NULL, expires REAL NOT NULL, closed REAL, question TEXT NOT NULL,
-    reveal INTEGER NOT NULL, max_reports INTEGER NOT NULL, students INTEGER NOT NULL);
+    reveal INTEGER NOT NULL, max_reports INTEGER NOT NULL, students INTEGER NOT NULL,
+    admission TEXT NOT NULL, cap INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     mechanism TEXT NOT NULL, epsilon REAL NOT NULL, permutation TEXT, opened REAL NOT NULL,
     closed REAL, PRIMARY KEY (room, number));
@@ -140,19 +159,28 @@ CREATE TABLE IF NOT EXISTS reveals(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS rejections(room TEXT NOT NULL, round INTEGER NOT NULL,
     reason TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, reason));
 CREATE TABLE IF NOT EXISTS sessions(room TEXT NOT NULL, session TEXT NOT NULL,
-    rejected INTEGER NOT NULL DEFAULT 0, discarded INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (room, session));
+    address TEXT NOT NULL, rejected INTEGER NOT NULL DEFAULT 0,
+    discarded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, session));
+CREATE TABLE IF NOT EXISTS admissions(room TEXT NOT NULL, round INTEGER NOT NULL,
+    address TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, address));
+CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
+    used_round INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, code));
 """
-_TABLES = ("reports", "reveals", "rejections", "sessions", "rounds", "rooms")
+_TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes", "rounds",
+           "rooms")
+#: A column each table of the current layout has and the layouts before it lacked.
+_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address"}
 
 
 def _drop_older_layout(db: sqlite3.Connection) -> None:
-    """Rooms of the layout before sessions were stored cannot be kept (no per-session key):
-    drop them — rooms live a day at most."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(reports)")}
-    if columns and "session" not in columns:
-        for table in _TABLES:
-            db.execute(f"DROP TABLE IF EXISTS {table}")
+    """Rooms of an older layout (no per-session key, no admission mode, no session address)
+    cannot be kept: drop them — rooms live a day at most."""
+    for table, column in _LAYOUT.items():
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if columns and column not in columns:
+            for name in _TABLES:
+                db.execute(f"DROP TABLE IF EXISTS {name}")
+            return
 
 
 class ClassroomError(ValueError):
@@ -404,119 +432,6 @@ def check_plausible(round_: Round, d: int, report: dict) -> None:
                              "time). It was not counted.", "implausible")
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A round's estimate: per-cell counts with 95 % intervals from the mechanism's variance.
-
-    ``sd`` is the mechanism's exact standard deviation evaluated at a plug-in of the true counts
-    (the estimates clipped at 0 and rescaled to n); ``empty_sd`` the spread the mechanism predicts
-    for an empty cell with this many reports — what noise alone looks like.
-    """
-
-    n: int
-    estimate: np.ndarray
-    sd: np.ndarray
-    empty_sd: float
-
-    @property
-    def lower(self) -> np.ndarray:
-        return self.estimate - Z95 * self.sd
-
-    @property
-    def upper(self) -> np.ndarray:
-        return self.estimate + Z95 * self.sd
-
-
-def plug_in_counts(estimate: np.ndarray, n: int) -> np.ndarray:
-    """Whole counts ≥ 0 summing to n, proportional to the clipped estimate (largest remainder);
-    uniform when every estimate is ≤ 0."""
-    positive = np.clip(np.asarray(estimate, dtype=float), 0, None)
-    share = positive / positive.sum() if positive.sum() > 0 else np.full(len(positive),
-                                                                          1 / len(positive))
-    raw = share * n
-    counts = np.floor(raw).astype(np.int64)
-    counts[np.argsort(counts - raw)[:n - int(counts.sum())]] += 1
-    return counts
-
-
-def empty_sd(round_: Round, d: int, n: int) -> float:
-    """The spread (standard deviation) the mechanism predicts for the estimate of a commute
-    nobody takes, with n reports: what noise alone looks like."""
-    mech = round_.build()
-    extra = {"permutation": round_.permutation_array} if isinstance(mech, HadamardResponse) else {}
-    one_cell = np.zeros(d, dtype=np.int64)
-    one_cell[0] = n
-    return float(np.sqrt(max(float(mech.variance(one_cell, **extra)[1:].min()), 0.0)))
-
-
-def estimate_round(round_: Round, d: int, reports: list[dict]) -> Estimate | None:
-    """The mechanism's own server (``accumulate`` → ``estimate``) on a round's reports; None when
-    no report has arrived."""
-    n = len(reports)
-    if n == 0:
-        return None
-    mech = round_.build()
-    batch = stack_reports(round_, reports)
-    statistic = mech.accumulate(batch, d)
-    extra = {"permutation": round_.permutation_array} if isinstance(mech, HadamardResponse) else {}
-    estimate = mech.estimate(statistic, n, d, **extra)
-    variance = mech.variance(plug_in_counts(estimate, n), **extra)
-    return Estimate(n, np.asarray(estimate, dtype=float), np.sqrt(np.clip(variance, 0, None)),
-                    empty_sd(round_, d, n))
-
-
-# ------------------------------------------------------------------------------ class size
-@dataclass(frozen=True)
-class Proposal:
-    """Settings for a class of about ``students`` over ``d`` cells: with ``mechanism`` at
-    ``epsilon``, a commute taken by ``stands_out`` or more students stands out from the noise."""
-
-    students: int
-    d: int
-    mechanism: str
-    epsilon: float
-    stands_out: int
-
-    def expectation(self) -> str:
-        name = mechanisms.get(self.mechanism).name
-        return (f"With {self.students} students at ε = {self.epsilon:g} ({name}), commutes with "
-                f"≥ {self.stands_out} students stand out from the noise.")
-
-
-def stand_out_count(mechanism: str, epsilon: float, d: int, students: int) -> int | None:
-    """The fewest students c on one commute whose estimate clears the noise of every empty commute:
-    ``c − z_d·sd(c) ≥ z_d·sd(0)``, z_d the one-sided (1 − 0.05/d) normal quantile (Bonferroni over
-    the d commutes: the commute stays above its band, and the largest of the empty commutes below
-    theirs, 95 % of the time together), both sds from the mechanism's variance with the other
-    students elsewhere. None if no c ≤ students does."""
-    round_ = Round("", 0, mechanism, epsilon, None, 0.0, None)
-    mech = round_.build()
-    z_all = NormalDist().inv_cdf(1 - 0.05 / d)
-    band = z_all * empty_sd(round_, d, students)
-    for c in range(1, students + 1):
-        counts = np.zeros(d, dtype=np.int64)
-        counts[0], counts[1] = c, students - c
-        if c - z_all * math.sqrt(max(float(mech.variance(counts)[0]), 0.0)) >= band:
-            return c
-    return None
-
-
-def propose(students: int, d: int) -> Proposal:
-    """The most private (smallest) ε of :data:`EPSILONS`, and the mechanism with the lowest
-    stand-out count there, at which a commute shared by a fifth of the class (at least 3
-    students) stands out (:func:`stand_out_count`); the largest ε if none does."""
-    students = max(2, int(students))
-    target = max(3, math.ceil(students / 5))
-    best = None
-    for epsilon in EPSILONS:
-        counts = {m: stand_out_count(m, epsilon, d, students) for m in MECHANISMS}
-        scored = [(c, MECHANISMS.index(m), m) for m, c in counts.items() if c is not None]
-        if scored:
-            c, _, mechanism = min(scored)
-            best = Proposal(students, d, mechanism, epsilon, c)
-            if c <= target:
-                return best
-    return best or Proposal(students, d, "grr", EPSILONS[-1], students)
 # ---------------------------------------------------------------------------------------- rooms
 @dataclass(frozen=True)
 class Room:
@@ -528,6 +443,8 @@ class Room:
     reveal: bool
     max_reports: int
     students: int
+    admission: str = "open"
+    cap: int = DEFAULT_CAP
 
     def is_open(self, now: float | None = None) -> bool:
         return self.closed is None and (time.time() if now is None else now) < self.expires
@@ -540,7 +457,9 @@ class Ticket:
     ``room`` and ``round`` are read from the database when the page is drawn — never taken from
     the phone's message; ``session`` is the page's own random session token; ``nonce`` is fresh
     and used once; ``seed`` is the OLH hash seed (a, b) the phone must use (None for the other
-    mechanisms). Issuing OLH's seed, drawn uniformly from the universal family, keeps local DP
+    mechanisms); ``address`` is the keyed hash of the session's network address
+    (:func:`~dpcore.interfaces.classroom_admission.address_hash`, read by the page from its
+    connection) and ``join_code`` what the student typed in a room with join codes. Issuing OLH's seed, drawn uniformly from the universal family, keeps local DP
     (OLH is ε-LDP for every fixed hash function) and stops a phone from choosing a seed that
     hashes every cell into one bucket — which honest seeds of the real family also do, 0.2–1 % of
     the time at d = 50, so such a report cannot be refused as implausible.
@@ -551,6 +470,8 @@ class Ticket:
     session: str
     nonce: str
     seed: tuple[int, int] | None = None
+    address: str = LOCAL
+    join_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -563,6 +484,23 @@ class Snapshot:
     room_reports: int
     rejected: dict[str, int]
     reveals: np.ndarray | None
+    last_minute: int = 0          # reports of this round received in the last 60 s
+
+
+@dataclass(frozen=True)
+class AddressGroup:
+    """The sessions of one network address (its keyed hash; ``label`` its first 8 hex digits):
+    how many, their reports kept and rejected, and how many the teacher discarded."""
+
+    address: str
+    sessions: int
+    reports: int
+    rejected: int
+    discarded: int
+
+    @property
+    def label(self) -> str:
+        return self.address[:8]
 
 
 @dataclass(frozen=True)
@@ -630,14 +568,29 @@ class RoomStore:
         """``options`` go to :class:`Database` (``max_bytes``, ``read_timeout``, …); no I/O yet."""
         self.db = Database(SCHEMA, folder, prepare=_drop_older_layout, **options)
         self.folder, self.path = self.db.folder, self.db.path
+        self._key: bytes | None = None
 
     # ------------------------------------------------------------------------- teacher side
     def create_room(self, question: Question, mechanism: str, epsilon: float, *,
                     reveal: bool = False, hours: float = ROOM_HOURS,
                     max_reports: int = MAX_REPORTS, students: int = 25,
+                    admission: str = "open", cap: int = DEFAULT_CAP, codes: int = 0,
                     now: float | None = None) -> tuple[str, str]:
-        """A new room with its first round open: (code, teacher key). Expired rooms are purged."""
+        """A new room with its first round open: (code, teacher key). Expired rooms are purged.
+
+        ``admission`` (:data:`~dpcore.interfaces.classroom_admission.ADMISSIONS`): "open", "address"
+        (at most ``cap`` reports per network address and round) or "codes" (``codes`` one-time
+        join codes, each admitting one report per round)."""
         now = time.time() if now is None else now
+        if admission not in ADMISSIONS:
+            raise ClassroomError(f"Unknown admission mode {admission!r}; choose one of "
+                                 f"{', '.join(ADMISSIONS)}.")
+        if admission == "address" and not 1 <= int(cap) <= MAX_CAP:
+            raise ClassroomError(f"The cap per network address must be between 1 and {MAX_CAP} "
+                                 "reports per round.")
+        if admission == "codes" and not 1 <= int(codes) <= MAX_CODES:
+            raise ClassroomError(f"A room with join codes prints between 1 and {MAX_CODES} "
+                                 "codes, one per student.")
         if not 1 <= float(hours) <= 72:
             raise ClassroomError("A room lives between 1 and 72 hours.")
         if not 10 <= int(max_reports) <= MAX_REPORTS:
@@ -657,9 +610,14 @@ class RoomStore:
                 code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
                 if db.execute("SELECT 1 FROM rooms WHERE code=?", (code,)).fetchone() is None:
                     break
-            db.execute("INSERT INTO rooms VALUES (?,?,?,?,NULL,?,?,?,?)",
+            db.execute("INSERT INTO rooms(code, teacher_hash, created, expires, closed, question, "
+                       "reveal, max_reports, students, admission, cap) "
+                       "VALUES (?,?,?,?,NULL,?,?,?,?,?,?)",
                        (code, _hash(key), now, now + float(hours) * 3600, question.to_json(),
-                        int(reveal), int(max_reports), int(students)))
+                        int(reveal), int(max_reports), int(students), admission, int(cap)))
+            if admission == "codes":
+                db.executemany("INSERT INTO join_codes(room, code) VALUES (?,?)",
+                               [(code, c) for c in new_join_codes(int(codes), CODE_ALPHABET)])
             self._open_round(db, code, question.d, mechanism, epsilon, now)
         return code, key
 
@@ -751,6 +709,35 @@ class RoomStore:
                        (room.code, session))
         return deleted
 
+    def addresses(self, code: str) -> list[AddressGroup]:
+        """The room's sessions grouped by network address (keyed hash), most sessions first."""
+        with self.db.read() as db:
+            room = self._room(db, code)
+            rows = db.execute(
+                "SELECT s.address, COUNT(*), SUM((SELECT COUNT(*) FROM reports r WHERE "
+                "r.room=s.room AND r.session=s.session)), SUM(s.rejected), SUM(s.discarded) "
+                "FROM sessions s WHERE s.room=? GROUP BY s.address "
+                "ORDER BY COUNT(*) DESC, s.address", (room.code,)).fetchall()
+        return [AddressGroup(*row) for row in rows]
+
+    def discard_address(self, code: str, key: str, address: str) -> int:
+        """Discard every session of one network address (keyed hash) at once: their reports
+        deleted in every round, their later ones refused; how many reports were deleted. New
+        sessions from the address are still admitted (a class may share it), within its cap."""
+        with self.db.write() as db:
+            room = self._check_teacher(db, code, key)
+            sessions = [r[0] for r in db.execute("SELECT session FROM sessions WHERE room=? AND "
+                                                 "address=?", (room.code, address))]
+            if not sessions:
+                raise ClassroomError("This room has no sessions from that address.")
+            deleted = 0
+            for session in sessions:
+                deleted += db.execute("DELETE FROM reports WHERE room=? AND session=?",
+                                      (room.code, session)).rowcount
+            db.execute("UPDATE sessions SET discarded=1 WHERE room=? AND address=?",
+                       (room.code, address))
+        return deleted
+
     # ------------------------------------------------------------------------------ reading
     @staticmethod
     def _room(db, code: str, now: float | None = None) -> Room:
@@ -758,14 +745,14 @@ class RoomStore:
         unreadable even before :meth:`purge_expired` deletes it)."""
         now = time.time() if now is None else now
         row = db.execute("SELECT code, created, expires, closed, question, reveal, max_reports, "
-                         "students FROM rooms WHERE code=? AND expires > ?",
+                         "students, admission, cap FROM rooms WHERE code=? AND expires > ?",
                          (normalise_code(code), now)).fetchone()
         if row is None:
             shown = format_code(normalise_code(code)[:CODE_LENGTH])
             raise ClassroomError(f"There is no room with the code {shown!r} (it may have "
                                  "expired). Check the code with your teacher.")
         return Room(row[0], row[1], row[2], row[3], Question.from_json(row[4]), bool(row[5]),
-                    row[6], row[7])
+                    row[6], row[7], row[8], row[9])
 
     @staticmethod
     def _round(db, code: str, number: int | None = None) -> Round:
@@ -807,22 +794,53 @@ class RoomStore:
                                (room.code,)).fetchone()[0]
             rejected = dict(db.execute("SELECT reason, count FROM rejections WHERE room=? AND "
                                        "round=?", key).fetchall())
+            last_minute = db.execute("SELECT COUNT(*) FROM reports WHERE room=? AND round=? AND "
+                                     "received >= ?", key + (time.time() - 60,)).fetchone()[0]
             reveals = None
             if room.reveal:
                 cells = [r[0] for r in db.execute("SELECT cell FROM reveals WHERE room=? AND "
                                                   "round=?", key)]
                 reveals = np.bincount(np.asarray(cells, dtype=np.int64),
                                       minlength=room.question.d)
-        return Snapshot(room, round_, reports, total, rejected, reveals)
+        return Snapshot(room, round_, reports, total, rejected, reveals, last_minute)
 
     # ------------------------------------------------------------------------------ student side
-    def ticket(self, code: str, session: str) -> Ticket:
-        """A fresh :class:`Ticket` for this session in the room's current round (reads only)."""
+    def ticket(self, code: str, session: str, address: str | None = None,
+               join_code: str | None = None) -> Ticket:
+        """A fresh :class:`Ticket` for this session in the room's current round (reads only).
+        ``address`` is the connection's network address in clear (None: loopback); the ticket
+        keeps only its keyed hash."""
         if not isinstance(session, str) or len(session) < 16:
             raise ClassroomError("This page has no session token; reload it.")
         round_ = self.current_round(code)
         seed = issue_seed() if round_.mechanism == "olh" else None
-        return Ticket(round_.room, round_.number, session, secrets.token_hex(NONCE_HEX // 2), seed)
+        hashed = address_hash(self.key(), round_.room, address or LOCAL)
+        return Ticket(round_.room, round_.number, session, secrets.token_hex(NONCE_HEX // 2), seed,
+                      hashed, normalise_code(join_code)[:16] if join_code else None)
+
+    def key(self) -> bytes:
+        """The server key of the address hashes (beside the database, created on first use)."""
+        if self._key is None:
+            try:
+                self._key = server_key(self.folder)
+            except OSError as error:
+                raise explain(error, self.folder) from error
+        return self._key
+
+    def has_join_code(self, code: str, join_code: str) -> bool:
+        """Whether ``join_code`` (typed loosely) is one of the room's codes."""
+        with self.db.read() as db:
+            room = self._room(db, code)
+            return db.execute("SELECT 1 FROM join_codes WHERE room=? AND code=?",
+                              (room.code, normalise_code(join_code)[:16])).fetchone() is not None
+
+    def join_codes(self, code: str, key: str) -> list[tuple[str, int]]:
+        """The room's join codes with the last round each was used in (0: never), for the
+        teacher (``key``) only."""
+        with self.db.read() as db:
+            room = self._check_teacher(db, code, key)
+            return [tuple(r) for r in db.execute("SELECT code, used_round FROM join_codes WHERE "
+                                                 "room=? ORDER BY code", (room.code,))]
 
     def submit(self, ticket: Ticket, payload, now: float | None = None) -> int:
         """Store the private report of ``ticket``'s session for ``ticket``'s round; how many reports
@@ -840,14 +858,16 @@ class RoomStore:
             try:
                 text = self._accept(db, room, ticket, session, payload, now)
             except ReportRejected as rejected:
-                self._count_rejection(db, room.code, session, rejected)
+                self._count_rejection(db, room.code, session, rejected, ticket.address)
                 refused = rejected          # raised once the tally is committed
             else:
                 db.execute("INSERT INTO reports(room, round, received, report, nonce, session) "
                            "VALUES (?,?,?,?,?,?)",
                            (room.code, ticket.round, now, text, ticket.nonce, session))
-                db.execute("INSERT INTO sessions(room, session) VALUES (?,?) "
-                           "ON CONFLICT(room, session) DO NOTHING", (room.code, session))
+                db.execute("INSERT INTO sessions(room, session, address) VALUES (?,?,?) "
+                           "ON CONFLICT(room, session) DO NOTHING",
+                           (room.code, session, ticket.address))
+                self._admit(db, room, ticket)
                 return self._count(db, room.code, ticket.round)
         raise refused
 
@@ -882,6 +902,7 @@ class RoomStore:
         if db.execute("SELECT 1 FROM reports WHERE room=? AND nonce=?",
                       (room.code, nonce)).fetchone() is not None:
             raise ReportRejected("This message was already used; reload the page.", "reused nonce")
+        self._check_admission(db, room, ticket, number)
         total = db.execute("SELECT COUNT(*) FROM reports WHERE room=?", (room.code,)).fetchone()[0]
         if total >= room.max_reports:
             raise ReportRejected(f"This room is full: it accepts at most {room.max_reports} "
@@ -894,15 +915,49 @@ class RoomStore:
         return json.dumps(report)
 
     @staticmethod
-    def _count_rejection(db, code, session: str, rejected: ReportRejected):
+    def _check_admission(db, room: Room, ticket: Ticket, number: int) -> None:
+        """ReportRejected when the room's admission mode refuses this report: its address has
+        used its cap this round, or no unused join code came with it."""
+        if room.admission == "address":
+            used = db.execute("SELECT count FROM admissions WHERE room=? AND round=? AND "
+                              "address=?", (room.code, number, ticket.address)).fetchone()
+            if used is not None and used[0] >= room.cap:
+                raise ReportRejected(
+                    f"This network already sent {used[0]} report(s) in this round, the room's "
+                    f"limit of {room.cap} per network. If your class shares one network, ask "
+                    "your teacher to raise the limit.", "address cap")
+        elif room.admission == "codes":
+            if not ticket.join_code:
+                raise ReportRejected("This room needs the join code your teacher gave you; "
+                                     "type it above the commute.", "no join code")
+            row = db.execute("SELECT used_round FROM join_codes WHERE room=? AND code=?",
+                             (room.code, ticket.join_code)).fetchone()
+            if row is None:
+                raise ReportRejected("This join code is not one of this room's codes; check it "
+                                     "with your teacher.", "unknown join code")
+            if row[0] >= number:
+                raise ReportRejected("This join code has already sent a report in this round.",
+                                     "join code used")
+
+    @staticmethod
+    def _admit(db, room: Room, ticket: Ticket) -> None:
+        """Count the admitted report against its address, and its join code's round."""
+        db.execute("INSERT INTO admissions VALUES (?,?,?,1) ON CONFLICT(room, round, address) "
+                   "DO UPDATE SET count = count + 1", (room.code, ticket.round, ticket.address))
+        if room.admission == "codes":
+            db.execute("UPDATE join_codes SET used_round=? WHERE room=? AND code=?",
+                       (ticket.round, room.code, ticket.join_code))
+
+    @staticmethod
+    def _count_rejection(db, code, session: str, rejected: ReportRejected, address: str):
         """Tally under the room's latest round (the one open when it arrived) and the session: a
         bounded number of rows per session whatever it sends."""
         latest = RoomStore._round(db, code)
         db.execute("INSERT INTO rejections VALUES (?,?,?,1) ON CONFLICT(room, round, reason) "
                    "DO UPDATE SET count = count + 1", (latest.room, latest.number, rejected.reason))
-        db.execute("INSERT INTO sessions(room, session, rejected) VALUES (?,?,1) "
+        db.execute("INSERT INTO sessions(room, session, address, rejected) VALUES (?,?,?,1) "
                    "ON CONFLICT(room, session) DO UPDATE SET rejected = rejected + 1",
-                   (code, session))
+                   (code, session, address))
 
     def reveal(self, ticket: Ticket, cell, now: float | None = None) -> None:
         """Store a true answer a student chose to send (not private): only if the room allows it,

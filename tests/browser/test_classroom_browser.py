@@ -1,12 +1,16 @@
 """The Classroom in Chromium: a teacher opens a room, several students' phones (each its own
 browser context at phone width) randomise and send, and the teacher's screen — refreshing by
-itself — shows the count and an estimate.
+itself — shows the count and an estimate; a class of 4 and a class of 30 are told what their
+reports can and cannot tell; one profile clearing its site data and reloading 12 times adds at
+most the room's cap per network address (with join codes and no code: nothing).
 
 Screenshots: tests/artifacts/screenshots/classroom-teacher.png, classroom-student.png.
 """
 
 import re
 from urllib.parse import urlsplit
+
+from dpcore.interfaces import classroom_stats
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -80,7 +84,7 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     students = page.get_by_label("About how many students?")
     students.fill("6")
     students.press("Enter")
-    expect(page.get_by_text(re.compile(r"With 6 students at ε = \d+ .*stand out"))
+    expect(page.get_by_text(re.compile(r"With 6 students at ε = \d+ .*stands out from an empty"))
            ).to_be_visible()
     code = open_room(page)
     expect(page.get_by_text(f"{code[:4]}-{code[4:]}").first).to_be_visible()
@@ -101,8 +105,7 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     expect(page.locator(".js-plotly-plot text",
                         has_text="Estimated students per commute").first).to_be_visible()
     expect(page.get_by_text("Top commutes (estimated)")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"a commute nobody takes still shows up as 0 ±"))
-           ).to_be_visible()
+    expect(page.get_by_text(re.compile(r"a commute nobody takes reads between"))).to_be_visible()
     settled(page)
     no_traceback(page)
     screenshot("classroom-teacher")
@@ -172,4 +175,116 @@ def test_teacher_discards_one_sessions_report(page: Page, app_url, browser):
     page.get_by_role("button", name="Discard this session's reports").click()
     expect(metric(page, "Reports in this round")).to_have_text("0", timeout=60_000)
     settled(page)
+    no_traceback(page)
+
+
+def send_quickly(browser, url: str) -> None:
+    """One phone (its own browser context) randomises and sends; waits for the confirmation."""
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(url)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text(re.compile(r"Sent: report number \d+")).first).to_be_visible(
+        timeout=60_000)
+    context.close()
+
+
+def class_size(page: Page, students: int) -> None:
+    box = page.get_by_label("About how many students?")
+    box.fill(str(students))
+    box.press("Enter")
+    expect(page.get_by_text(re.compile(rf"With {students} students at ε = "))).to_be_visible()
+
+
+@pytest.mark.parametrize("students", [4, 30])
+def test_the_teacher_is_told_what_a_class_can_and_cannot_tell(page: Page, app_url, browser,
+                                                             students):
+    """Issue 30: a class of 4 and a class of 30 at the proposed settings; the teacher's screen
+    says first whether one student can be told from none, how many a commute needs, and what
+    would help — the sentence the exact law gives for this n."""
+    page.goto(f"{app_url}/Classroom")
+    class_size(page, students)
+    code = open_room(page)
+    for _ in range(students):
+        send_quickly(browser, f"{app_url}/Classroom?room={code}")
+    expect(metric(page, "Reports in this round")).to_have_text(str(students), timeout=60_000)
+    proposal = classroom_stats.propose(students, 50)
+    said = classroom_stats.resolution(proposal.mechanism, proposal.epsilon, 50, students)
+    assert not said.one_from_none and said.stand_out is not None
+    alert = page.get_by_test_id("stAlert").filter(has_text=f"With {students} reports at ε =")
+    expect(alert).to_contain_text(said.sentence())
+    expect(alert).to_contain_text("one student on a commute cannot be told from none")
+    expect(alert).to_contain_text(f"a commute needs about {said.stand_out} students")
+    expect(alert).to_contain_text(f"ε = {said.epsilon_needed:g} would separate")
+    expect(page.get_by_text("cannot be told from noise")).to_have_count(0)
+    expect(page.get_by_text(re.compile(r"Each commute's interval holds its true number"))
+           ).to_be_visible()
+    settled(page)
+    no_traceback(page)
+
+
+def reload_with_cleared_site_data(context, phone: Page, url: str) -> None:
+    """What "clear site data" does (cookies, local and session storage, IndexedDB, caches —
+    Chromium's Storage.clearDataForOrigin), then a fresh load: a new Streamlit session."""
+    origin = f"{urlsplit(url).scheme}://{urlsplit(url).netloc}"
+    context.clear_cookies()
+    cdp = context.new_cdp_session(phone)
+    cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+    cdp.detach()
+    phone.goto(url)
+
+
+def choose_admission(page: Page, label: str) -> None:
+    page.get_by_text(label, exact=True).click()
+
+
+def test_one_profile_clearing_its_site_data_twelve_times_adds_at_most_the_cap(
+        page: Page, app_url, browser):
+    """Issue 29 point 5: capped per network address (all loopback phones share one address)."""
+    page.goto(f"{app_url}/Classroom")
+    choose_admission(page, "Capped per network address per round")
+    cap = page.get_by_role("spinbutton", name="Reports per network address per round")
+    expect(cap).to_have_value("1")                                     # the default, shown
+    cap.fill("2")
+    cap.press("Enter")
+    code = open_room(page)
+    expect(page.get_by_text("At most 2 report(s) per network address per round")).to_be_visible()
+    url = f"{app_url}/Classroom?room={code}"
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(url)
+    outcomes = []
+    for _ in range(12):
+        reload_with_cleared_site_data(context, phone, url)
+        phone.get_by_role("button", name="Randomise on this phone").click()
+        phone.get_by_role("button", name="Send this report").click()
+        answer = phone.get_by_text(re.compile(r"Sent: report number|Not counted"))
+        expect(answer.first).to_be_visible(timeout=60_000)
+        outcomes.append("Sent" if phone.get_by_text(re.compile("Sent: report number")).count()
+                        else "refused")
+    context.close()
+    assert outcomes == ["Sent"] * 2 + ["refused"] * 10, outcomes
+    expect(metric(page, "Reports in this round")).to_have_text("2", timeout=60_000)
+    page.get_by_text("Browser sessions: discard a misbehaving one").click()
+    expect(page.get_by_text("By network address")).to_be_visible(timeout=60_000)
+    no_traceback(page)
+
+
+def test_with_join_codes_a_profile_without_a_code_adds_nothing(page: Page, app_url, browser):
+    page.goto(f"{app_url}/Classroom")
+    choose_admission(page, "One-time join codes")
+    code = open_room(page)
+    page.get_by_text(re.compile(r"Join codes \(\d+\): hand one to each student")).click()
+    url = f"{app_url}/Classroom?room={code}"
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(url)
+    for _ in range(12):
+        reload_with_cleared_site_data(context, phone, url)
+        expect(phone.get_by_text("This room needs the join code your teacher gave you")
+               ).to_be_visible(timeout=60_000)
+        expect(phone.get_by_role("button", name="Randomise on this phone")).to_have_count(0)
+    context.close()
+    expect(metric(page, "Reports in this round")).to_have_text("0")
     no_traceback(page)

@@ -7,7 +7,7 @@ Each randomiser is driven thousands of times in headless Chromium with its real 
   the whole output distribution, and a binomial test of every cell's support count (the server's
   own ``accumulate``) against p (own cell) or q (any other), Bonferroni over the cells;
 * the server's estimate from its reports is unbiased: a known class is randomised R times, and the
-  mean of the R estimates (``dpcore.interfaces.classroom.estimate_round``, i.e. the mechanism's own
+  mean of the R estimates (``dpcore.interfaces.classroom_stats.estimate_round``, i.e. the mechanism's own
   ``accumulate``/``estimate``) is z-tested against the truth cell by cell (Bonferroni).
 
 Every report also goes through the server's validation (``parse_report``), so the browser's format
@@ -24,7 +24,7 @@ import pytest
 from playwright.sync_api import Page
 from scipy import stats
 
-from dpcore.interfaces import classroom
+from dpcore.interfaces import classroom, classroom_stats
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
 from dpcore.mechanisms.local import universal_hash
 from ui.classroom.component import RANDOMISERS_JS
@@ -128,7 +128,7 @@ def test_server_estimate_from_browser_reports_is_unbiased(randomiser, mechanism,
     estimates = []
     for _ in range(repeats):
         reports = validated(round_, randomiser(spec, items))
-        estimates.append(classroom.estimate_round(round_, D, reports).estimate)
+        estimates.append(classroom_stats.estimate_round(round_, D, reports).raw)
     mech = round_.build()
     extra = {"permutation": round_.permutation_array} if mechanism == "hr" else {}
     sd = np.sqrt(mech.variance(counts, **extra) / repeats)

@@ -24,7 +24,8 @@ import segno
 import streamlit as st
 
 from dpcore import mechanisms
-from dpcore.interfaces import classroom, export
+from dpcore.interfaces import classroom, classroom_stats, export
+from dpcore.interfaces import classroom_admission as admission
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
 from ui.classroom import component
@@ -60,6 +61,8 @@ RATE = "classroom_rate"
 STUDENTS = "classroom_students"
 #: The message after a discard, shown once.
 DISCARDED = "classroom_discarded"
+#: {room code: join code} this session's student typed.
+TYPED_CODES = "classroom_typed_codes"
 OPEN = "classroom_open"
 
 
@@ -70,7 +73,7 @@ def store() -> classroom.RoomStore:
 
 
 def _init() -> None:
-    for key in (TEACHER_KEYS, SENT, REVEALED, TICKETS):
+    for key in (TEACHER_KEYS, SENT, REVEALED, TICKETS, TYPED_CODES):
         st.session_state.setdefault(key, {})
     st.session_state.setdefault(SESSION, secrets.token_hex(16))
     st.session_state.setdefault(RATE, classroom.RateLimit())
@@ -126,8 +129,8 @@ def join_box(typed: str = "") -> None:
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def proposal(students: int, d: int) -> classroom.Proposal:
-    return classroom.propose(students, d)
+def proposal(students: int, d: int) -> classroom_stats.Proposal:
+    return classroom_stats.propose(students, d)
 
 
 def create_form() -> None:
@@ -152,6 +155,7 @@ def create_form() -> None:
                                           key=f"create-{students}-{d}")
     reveal = st.checkbox("Let students also send their true answer, separately and "
                          "optionally (NOT private), to compare at the end")
+    mode, cap, codes = admission_inputs(students)
     hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
     limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
                             classroom.MAX_REPORTS)
@@ -160,7 +164,8 @@ def create_form() -> None:
             question = classroom.Question(title, tuple(picked_o), tuple(picked_d))
             code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
                                             hours=float(hours), max_reports=int(limit),
-                                            students=students)
+                                            students=students, admission=mode, cap=cap,
+                                            codes=codes)
         except classroom.ClassroomError as problem:
             st.error(safe.markdown(problem))
             return
@@ -168,6 +173,29 @@ def create_form() -> None:
         st.query_params.clear()
         st.query_params["teach"] = code
         st.rerun()
+
+
+def admission_inputs(students: int) -> tuple[str, int, int]:
+    """How the room admits reports: (mode, cap per address, number of join codes)."""
+    modes = list(admission.ADMISSIONS)
+    mode = st.radio("Who may send a report", modes, format_func=admission.ADMISSIONS.__getitem__,
+                    key="classroom_admission",
+                    help="Open: every browser session sends one report per round — a student who "
+                         "clears the site data and reloads counts again. Capped: at most the cap "
+                         "per network address (a class on one school Wi-Fi shares one address: "
+                         "raise the cap to the class size). Join codes: you hand each student a "
+                         "code; each code sends one report per round.")
+    cap = codes = 0
+    if mode == "address":
+        cap = int(st.number_input("Reports per network address per round", 1, admission.MAX_CAP,
+                                  admission.DEFAULT_CAP, key="classroom_cap",
+                                  help=f"Default {admission.DEFAULT_CAP}. Students behind one "
+                                       "router share an address: raise it to the class size."))
+    elif mode == "codes":
+        codes = int(st.number_input("Join codes to print (one per student)", 1,
+                                    admission.MAX_CODES, min(students, admission.MAX_CODES),
+                                    key="classroom_codes"))
+    return mode, cap or admission.DEFAULT_CAP, codes
 
 
 def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
@@ -218,7 +246,8 @@ def teacher(code: str) -> None:
                        f"the computer's network address, or set `{URL_VARIABLE}`.")
         expires = time.strftime("%Y-%m-%d %H:%M", time.localtime(room.expires))
         st.caption(("Closed." if not room.is_open() else f"Open until {expires}.")
-                   + f" Accepts at most {room.max_reports} reports in all.")
+                   + f" Accepts at most {room.max_reports} reports in all. "
+                   + admission_caption(room))
     with right:
         st.image(qr_png(link), caption="Scan to join", width=260,
                  alt=f"QR code of the link to join room {classroom.format_code(room.code)}")
@@ -226,7 +255,29 @@ def teacher(code: str) -> None:
         unlock(room.code)
     elif room.is_open():
         controls(room, key)
+        if room.admission == "codes":
+            join_codes(room, key)
     live_view(room.code, key if room.is_open() else None)
+
+
+def admission_caption(room: classroom.Room) -> str:
+    if room.admission == "address":
+        return f"At most {room.cap} report(s) per network address per round."
+    if room.admission == "codes":
+        return "Each one-time join code sends one report per round."
+    return ("Open: one report per browser session and round (a reload or a cleared browser is "
+            "a new session).")
+
+
+def join_codes(room: classroom.Room, key: str) -> None:
+    """The room's join codes to hand out, with the round each was last used in."""
+    codes = store().join_codes(room.code, key)
+    with st.expander(f"Join codes ({len(codes)}): hand one to each student"):
+        st.caption("Each code admits one report per round. Print or read them out one by one; "
+                   "do not show this list on the projector.")
+        st.dataframe(pd.DataFrame({"join code": [c for c, _ in codes],
+                                   "last used in round": [u or "" for _, u in codes]}),
+                     hide_index=True)
 
 
 def unlock(code: str) -> None:
@@ -293,8 +344,34 @@ def discard(room: classroom.Room, key: str) -> None:
                 st.session_state[DISCARDED] = (f"Session {chosen.label} discarded: {deleted} "
                                                "report(s) deleted.")
                 st.rerun()                     # the counts above, without the session
+        addresses(room, key)
         if DISCARDED in st.session_state:
             st.success(st.session_state.pop(DISCARDED))
+
+
+def addresses(room: classroom.Room, key: str) -> None:
+    """The sessions grouped by network address (8 characters of its keyed hash), most sessions
+    first, with a button discarding every session of one address at once."""
+    groups = store().addresses(room.code)
+    st.markdown("**By network address**")
+    st.caption("Sessions from one address: one device reloading, or a class on one Wi-Fi. The "
+               "address is stored only as a keyed hash; the label is 8 characters of it.")
+    shown = groups[:50]
+    st.dataframe(pd.DataFrame({"address": [g.label for g in shown],
+                               "sessions": [g.sessions for g in shown],
+                               "reports kept": [g.reports for g in shown],
+                               "reports rejected": [g.rejected for g in shown],
+                               "sessions discarded": [g.discarded for g in shown]}),
+                 hide_index=True)
+    choices = [g for g in shown if g.discarded < g.sessions]
+    if choices:
+        chosen = st.selectbox("Address to discard", choices, format_func=lambda g: g.label,
+                              key="classroom_discard_address")
+        if st.button("Discard every session of this address"):
+            deleted = store().discard_address(room.code, key, chosen.address)
+            st.session_state[DISCARDED] = (f"Address {chosen.label} discarded: {chosen.sessions} "
+                                           f"session(s), {deleted} report(s) deleted.")
+            st.rerun()
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -319,27 +396,38 @@ def _live_view(code: str) -> None:
     number = st.selectbox("Show", numbers, key=VIEWED_ROUND, format_func=described.__getitem__)
     snap = store().snapshot(code, number)
     question = snap.room.question
-    estimate = classroom.estimate_round(snap.round, question.d, snap.reports)
-    columns = st.columns(3)
-    columns[0].metric("Reports in this round", f"{len(snap.reports):,}")
-    columns[1].metric("Rejected (bad or late)", f"{sum(snap.rejected.values()):,}",
-                      help=", ".join(f"{k}: {v}" for k, v in snap.rejected.items()) or None)
-    columns[2].metric("Room total", f"{snap.room_reports:,} of {snap.room.max_reports:,}")
+    estimate = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
     if estimate is None:
         expected = snap.room.students
-        band = classroom.Z95 * classroom.empty_sd(snap.round, question.d, expected)
+        what = classroom_stats.resolution(snap.round.mechanism, snap.round.epsilon, question.d,
+                                          expected)
+        band = classroom_stats.empty_band(snap.round, question.d, expected)
+    else:
+        what, band = estimate.resolution, estimate.empty_band
+    tell(what)
+    columns = st.columns(4)
+    columns[0].metric("Reports in this round", f"{len(snap.reports):,}")
+    columns[1].metric("Reports in the last minute", f"{snap.last_minute:,}",
+                      help="A sudden burst from few students can be one device reloading.")
+    columns[2].metric("Rejected (bad or late)", f"{sum(snap.rejected.values()):,}",
+                      help=", ".join(f"{k}: {v}" for k, v in snap.rejected.items()) or None)
+    columns[3].metric("Room total", f"{snap.room_reports:,} of {snap.room.max_reports:,}")
+    low, high = _band_text(band)
+    if estimate is None:
         st.info(f"No reports yet: the estimate appears as soon as the first phone sends. With "
-                f"the {expected} students you expect, a commute nobody takes will read "
-                f"0 ± {band:,.1f} students (95 % of the time): the grey band below. "
+                f"the {expected} students you expect, a commute nobody takes will read between "
+                f"{low} and {high} students 95 % of the time: the grey band below. "
                 f"{safe.markdown(proposal(expected, question.d).expectation())}")
         st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
         return
     table = estimate_table(question, estimate, snap.reveals)
-    band = classroom.Z95 * estimate.empty_sd
-    st.markdown(f"With {estimate.n:,} reports, a commute nobody takes still shows up as "
-                f"0 ± {band:,.1f} students (95 % of the time): that "
-                "is the spread this mechanism predicts for this many reports. Estimates inside "
-                "that band cannot be told from noise.")
+    st.markdown(f"Grey band: with {estimate.n:,} reports a commute nobody takes reads between "
+                f"{low} and {high} students 95 % of the time. Each commute's interval "
+                "holds its true number of students 95 % of the time, computed from the exact "
+                "law of the reports at this class size (whole students); an interval starting "
+                "above 0 means someone takes that commute. Estimates below 0 or above the "
+                "number of reports are impossible: they are shown at 0 or at that number and "
+                "marked *clipped*.")
     st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart")
     st.markdown("**Top commutes (estimated)**")
     st.dataframe(table.head(5), hide_index=True)
@@ -352,41 +440,70 @@ def _live_view(code: str) -> None:
                            file_name=f"classroom-{code}-round-{number}.csv", mime="text/csv")
 
 
-def estimate_table(question: classroom.Question, estimate: classroom.Estimate,
+def tell(what: classroom_stats.Resolution) -> None:
+    """First on the screen: whether one student on a commute can be told from none, and if not,
+    what would (:meth:`~dpcore.interfaces.classroom_stats.Resolution.sentence`)."""
+    (st.success if what.one_from_none else st.warning)(safe.markdown(what.sentence()))
+
+
+def estimate_table(question: classroom.Question, estimate: classroom_stats.Estimate,
                    reveals) -> pd.DataFrame:
-    """One row per commute, busiest estimate first (rounded to 0.1; "0", never "-0")."""
+    """One row per commute, busiest estimate first: the estimate clipped to [0, n] (rounded to
+    0.1; "0", never "-0"), the exact 95 % interval in whole students, and a note on clipped ones
+    with the raw value."""
     def rounded(values):
         return np.round(values, 1) + 0.0          # adding 0.0 turns −0.0 into 0.0
 
     frame = pd.DataFrame({
         "commute": [question.label(c) for c in range(question.d)],
-        "estimate": rounded(estimate.estimate),
-        "95% low": rounded(estimate.lower),
-        "95% high": rounded(estimate.upper)})
+        "estimate": rounded(estimate.shown),
+        "95% low": estimate.lower.astype(int),
+        "95% high": estimate.upper.astype(int),
+        "note": [f"clipped (raw {_short(r)}: impossible)" if c else ""
+                 for r, c in zip(estimate.raw, estimate.clipped)]})
     if reveals is not None:
         frame["revealed (not private)"] = reveals
-    return frame.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+    return frame.sort_values(["estimate", "95% low"], ascending=False,
+                             kind="stable").reset_index(drop=True)
 
 
-def estimate_chart(table: pd.DataFrame | None, band: float, n: int) -> go.Figure:
-    """The top commutes' estimates with 95 % intervals over the grey noise-only band (±``band``);
-    before the first report (``table`` None) the band alone, so the class sees what to beat."""
+def _short(value: float) -> str:
+    """A raw estimate to two decimals without trailing zeros (−0.04, 6.7, −1.1), or to one
+    significant digit when smaller (−0.0008): never "0" for a value that is not."""
+    if 0 < abs(value) < 0.01:
+        return f"{value:.1g}"
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _band_text(band: tuple[float, float]) -> tuple[str, str]:
+    """The noise band's ends to 0.1 ("0.0", never "-0.0")."""
+    return tuple(f"{round(v, 1) + 0.0:,.1f}" for v in band)
+
+
+def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int) -> go.Figure:
+    """The top commutes' estimates with their exact 95 % intervals over the grey band an empty
+    commute reads 95 % of the time; clipped estimates in another colour. Before the first report
+    (``table`` None) the band alone, so the class sees what to beat."""
+    low, high = band
     fig = go.Figure()
-    fig.add_vrect(x0=-band, x1=band, fillcolor="grey", opacity=0.15, line_width=0,
+    fig.add_vrect(x0=low, x1=high, fillcolor="grey", opacity=0.15, line_width=0,
                   annotation_text="noise only", annotation_position="top left")
     if table is None:
         fig.update_layout(height=220, margin={"l": 10, "r": 10, "t": 40, "b": 40},
                           title="Estimated students per commute (no reports yet)",
                           xaxis={"title": "students (estimated)",
-                                 "range": [-1.5 * band - 1, 1.5 * band + 1]},
+                                 "range": [min(low, 0) - 1, 1.5 * high + 1]},
                           yaxis={"visible": False})
         return fig
     top = table.head(CHART_CELLS).iloc[::-1]
+    clipped = top["note"] != ""
     fig.add_bar(x=top["estimate"], y=[charts.escape(charts.short(c)) for c in top["commute"]],
-                orientation="h", name="estimate with 95 % interval",
+                orientation="h", name="estimate with exact 95 % interval",
+                marker_color=np.where(clipped, "#b0b0b0", "#1f77b4").tolist(),
+                text=np.where(clipped, "clipped", "").tolist(), textposition="outside",
                 error_x={"type": "data", "symmetric": False,
-                         "array": top["95% high"] - top["estimate"],
-                         "arrayminus": top["estimate"] - top["95% low"]},
+                         "array": (top["95% high"] - top["estimate"]).clip(lower=0),
+                         "arrayminus": (top["estimate"] - top["95% low"]).clip(lower=0)},
                 hovertemplate="%{y}: %{x:.1f} students<extra></extra>")
     if "revealed (not private)" in top:
         fig.add_scatter(x=top["revealed (not private)"], y=[charts.escape(charts.short(c))
@@ -395,7 +512,9 @@ def estimate_chart(table: pd.DataFrame | None, band: float, n: int) -> go.Figure
                         name="revealed true answers (not private)")
     fig.update_layout(height=120 + 28 * len(top), margin={"l": 10, "r": 10, "t": 40, "b": 40},
                       title=f"Estimated students per commute (top {len(top)}, {n} reports)",
-                      xaxis_title="students (estimated)", legend_orientation="h")
+                      xaxis={"title": "students (estimated)", "range": [min(low, 0) - 0.5,
+                                                                         n + 0.5]},
+                      legend_orientation="h")
     return fig
 
 
@@ -418,9 +537,14 @@ def student(code: str) -> None:
         return
     st.header(safe.markdown(question.title))
     round_key = f"{room.code}:{current.number}"
+    typed = None
+    if room.admission == "codes":
+        typed = join_code_box(room.code)
+        if typed is None:
+            return
     ticket = st.session_state[TICKETS].get(round_key)
-    if ticket is None:
-        ticket = store().ticket(room.code, st.session_state[SESSION])
+    if ticket is None or ticket.join_code != (typed and classroom.normalise_code(typed)[:16]):
+        ticket = store().ticket(room.code, st.session_state[SESSION], connection_address(), typed)
         st.session_state[TICKETS][round_key] = ticket
     mech = current.build()
     with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
@@ -448,8 +572,32 @@ def student(code: str) -> None:
         st.error(safe.markdown(answer["message"]))
     st.caption("One report per round from this browser session: the server refuses a second "
                "one from the same session, and the phone remembers sent rounds in this browser's "
-               "storage. A reload, another browser or a private window is a new session, so this "
-               "stops accidents, not a determined student.")
+               f"storage. {admission_caption(room)}")
+
+
+def connection_address() -> str:
+    """This session's network address: the connection's peer, or the X-Forwarded-For entry of
+    a proxy listed in ``$DPCORE_TRUSTED_PROXIES`` (the store keeps only a keyed hash)."""
+    headers = st.context.headers or {}
+    return admission.client_address(st.context.ip_address, headers.get("X-Forwarded-For"),
+                                    admission.trusted_proxies())
+
+
+def join_code_box(code: str) -> str | None:
+    """The join code the student typed, once it is one of the room's codes; None (and a box to
+    type it) until then."""
+    typed = st.text_input("Your join code (from your teacher)",
+                          value=st.session_state[TYPED_CODES].get(code, ""),
+                          max_chars=20, key=f"classroom_join_code_{code}",
+                          placeholder="e.g. K7QM2X")
+    if not typed:
+        st.info("This room needs the join code your teacher gave you: type it above.")
+        return None
+    if not store().has_join_code(code, typed):
+        st.error("This is not one of this room's join codes; check it with your teacher.")
+        return None
+    st.session_state[TYPED_CODES][code] = typed
+    return typed
 
 
 @st.fragment(run_every=ROUND_CHECK_SECONDS)
