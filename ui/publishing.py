@@ -22,7 +22,7 @@ import streamlit as st
 
 from dpcore.data import datasets, importers, views
 from dpcore.evaluation import publish_compare
-from dpcore.interfaces import export, ledger, publish, published_domain
+from dpcore.interfaces import export, ledger, margins, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.mechanisms import postprocess as postprocessing
@@ -319,6 +319,7 @@ def section(settings: RunSettings) -> None:
         entry = last.manifest.get("ledger_entry", {}).get("number")
         st.success(f"Published: {len(last.table):,} rows (ledger entry {entry}). Guarantee: "
                    f"{last.manifest['guarantee']}")
+        st.caption(margins.sentence(last.table, last.manifest["margin_of_error"]))
         row = st.container(horizontal=True)
         row.download_button("release.csv", export.safe_csv(last.table), "release.csv",
                             "text/csv", key="publish_csv", on_click="ignore",

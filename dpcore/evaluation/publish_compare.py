@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.interfaces import publish
+from dpcore.interfaces.margins import discrete_gaussian
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import SUBSTITUTION
 
@@ -42,14 +43,6 @@ METRICS = {
     "consistent": "adds up to the level above (share of releases)",
 }
 Z95 = 1.959963984540054
-
-
-def discrete_gaussian(rng: np.random.Generator, sigma: float, size: int) -> np.ndarray:
-    """Draws of the discrete Gaussian N_Z(0, σ²) (Canonne, Kamath, Steinke 2020) from its mass
-    function over |z| ≤ 12σ + 2 (the mass beyond is below 10⁻³¹)."""
-    support = np.arange(-math.ceil(12 * sigma) - 2, math.ceil(12 * sigma) + 3)
-    mass = np.exp(-support.astype(float) ** 2 / (2 * sigma ** 2))
-    return rng.choice(support, size=size, p=mass / mass.sum())
 
 
 @lru_cache(maxsize=256)
