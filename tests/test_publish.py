@@ -89,8 +89,11 @@ def test_manifest_and_files(tmp_path):
     assert "ε = 2" in manifest["guarantee"] and "δ = 1e-07" in manifest["guarantee"]
     assert manifest["date"].endswith("+00:00")
     lines = (tmp_path / "release.csv").read_text().splitlines()
-    assert lines[0] == "origin,destination,count"
+    assert lines[0] == "origin,destination,count,margin_of_error_95"
     assert "true" not in lines[0]  # the truth is never published
+    margin = manifest["levels"][0]["margin_of_error_95"]
+    assert {line.rsplit(",", 1)[1] for line in lines[1:]} == {str(margin)}
+    assert manifest["margin_of_error"]["column"] == "margin_of_error_95"
 
 
 def test_bad_settings_are_refused():
