@@ -377,7 +377,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
             _restore("delta")
             st.number_input("δ", min_value=DELTA.low, max_value=DELTA.high, format="%.2e",
                             key=KEYS["delta"].widget, on_change=_store, args=("delta",),
-                            help=f"Probability that the ε bound may fail; keep it well below "
+                            help=f"{DELTA.help[:DELTA.help.rindex('Keep')]}Keep it well below "
                                  f"1/n = {1 / max(current.matrix.n, 1):.2e}.")
         if any(mechanisms.get(k).model == CENTRAL for k in chosen):
             _restore("neighbours")
