@@ -12,6 +12,7 @@ from dpcore.data import datasets
 from dpcore.theory.amplification import (
     BOUNDS,
     SEARCH_TOL,
+    SUBSAMPLING_CONDITIONS,
     NotCertified,
     blanket_delta,
     blanket_epsilon,
@@ -290,6 +291,21 @@ def test_subsampling_formula_and_small_epsilon_limit():
     assert subsampling_amplification(2.0, 1e-6, 1.0) == (pytest.approx(2.0), pytest.approx(1e-6))
     values = subsampling_amplification(np.linspace(0, 5, 11), 0.0, 0.3)[0]
     assert (np.diff(values) > 0).all() and (values <= np.linspace(0, 5, 11)).all()
+
+
+@pytest.mark.parametrize("epsilon, rate", [(0.5, 0.1), (2.0, 0.05), (4.0, 0.5)])
+def test_subsampling_bound_is_attained_by_poisson_sampling_under_add_remove(epsilon, rate):
+    """The conditions the lesson states: Poisson sampling, add/remove neighbours. Randomised
+    response on "is the person in the sample" is ε-DP under add/remove; after Poisson sampling
+    its likelihood ratio between the tables with and without the person is exactly
+    1 + γ(e^ε − 1), the theorem's e^{ε′} (tight)."""
+    yes_if_in, yes_if_out = math.exp(epsilon) / (1 + math.exp(epsilon)), 1 / (1 + math.exp(epsilon))
+    with_person = rate * yes_if_in + (1 - rate) * yes_if_out
+    ratio = with_person / yes_if_out
+    assert math.log(ratio) == pytest.approx(subsampling_amplification(epsilon, 0.0, rate)[0],
+                                            rel=1e-12)
+    assert "Poisson" in SUBSAMPLING_CONDITIONS and "add/remove" in SUBSAMPLING_CONDITIONS
+    assert "without replacement" in SUBSAMPLING_CONDITIONS
 
 
 def test_subsampling_inverse_round_trip():

@@ -372,17 +372,21 @@ def models(current: data.Current, epsilon: float) -> None:
         "central_epsilon": st.column_config.NumberColumn(
             f"Central ε if phones use ε₀ = {epsilon:g}", format="%.4g"),
         "note": st.column_config.TextColumn("Note", width="large")})
-    st.caption("The numerical clone bound (Feldman, McMillan, Talwar, 'Hiding among the clones', "
-               "FOCS 2021) is used for the comparison above, with GRR's clone probability; the "
-               "closed forms are shown for reference and certify nothing outside their range.")
+    st.caption("The comparison above uses the numerical clone bound (Feldman, McMillan, Talwar, "
+               "'Hiding among the clones', FOCS 2021) with GRR's clone probability 2/(e^ε₀ + 1) "
+               "(Feldman, McMillan, Talwar, SODA 2023). The FMT21 closed forms are shown for "
+               "reference and certify nothing outside their range; the blanket row is the "
+               "numeric bound of Balle, Bell, Gascón and Nissim (CRYPTO 2019).")
     st.markdown("**Amplification by subsampling**: ask only a random share γ of commuters")
     rate = kept(st.slider, "Sampling rate γ", "learn_rate", 0.05, min_value=0.01, max_value=1.0,
                 step=0.01, format="%.2f")
     fig, table = learn_charts.subsampling(epsilon, delta, rate)
     charts.show(fig, table, "subsampling", "learn_subsampling")
-    amplified, _ = amplification.subsampling_amplification(epsilon, delta, rate)
+    amplified, amplified_delta = amplification.subsampling_amplification(epsilon, delta, rate)
     st.latex(rf"\varepsilon' = \ln\!\big(1 + \gamma(e^\varepsilon - 1)\big) = "
-             rf"\ln(1 + {rate:g}\,(e^{{{epsilon:g}}} - 1)) = {amplified:.3g}")
+             rf"\ln(1 + {rate:g}\,(e^{{{epsilon:g}}} - 1)) = {amplified:.3g},\qquad "
+             rf"\delta' = \gamma\delta = {amplified_delta:.3g}")
+    st.caption(amplification.SUBSAMPLING_CONDITIONS)
 
 
 # ----------------------------------------------------------------------------------- lesson 6

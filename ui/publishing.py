@@ -235,6 +235,11 @@ def section(settings: RunSettings) -> None:
                                 help="Noise on whole-number counts, drawn by the OpenDP library."))
     if method == publish.TOPDOWN:
         left.caption("Noise: the discrete Gaussian (zCDP), as TopDown requires.")
+    elif mechanism == publish.GAUSSIAN and method == publish.FLAT:
+        try:
+            st.caption(publish.gaussian_gap_sentence(epsilon, delta, settings.neighbours))
+        except ValueError:   # the publish below says why it cannot calibrate
+            pass
     epsilon = middle.number_input("ε for this publish", min_value=EPSILON.low,
                                   max_value=EPSILON.high,
                                   value=float(settings.epsilon), format="%.4g",

@@ -415,8 +415,21 @@ def local_budget(bound: str, n: int, epsilon: float, delta: float,
 
 
 # ------------------------------------------------------------------------- Poisson subsampling
+#: The subsampling theorem's conditions, as the Learn page states them beside the formula.
+SUBSAMPLING_CONDITIONS = (
+    "The theorem (Balle, Barthe, Gaboardi, NeurIPS 2018) needs Poisson sampling — each commuter "
+    "included independently with probability γ — and add/remove neighbours: the mechanism is "
+    "(ε, δ)-DP when one person joins or leaves, and then the sample's release is (ε′, γδ)-DP "
+    "for a person joining or leaving. This product's default is substitution neighbours (one "
+    "person's commute replaced); for those the same paper proves the same ε′ and δ′ = γδ for a "
+    "sample of fixed size m = γn drawn without replacement — not for Poisson sampling, whose "
+    "samples with and without the person are add/remove neighbours, which a substitution-DP "
+    "mechanism does not protect.")
+
+
 def subsampling_amplification(epsilon, delta, rate) -> tuple:
-    """(ε′, δ′) of an (ε, δ)-DP mechanism run on a Poisson subsample with inclusion rate γ [BBG18].
+    """(ε′, δ′) of an (ε, δ)-DP mechanism run on a Poisson subsample with inclusion rate γ [BBG18],
+    under add/remove neighbours (:data:`SUBSAMPLING_CONDITIONS`).
 
     ``ε′ = ln(1 + γ(e^ε − 1))`` (≈ γε for small ε) and ``δ′ = γδ``; tight for the worst mechanism.
     Also holds for sampling m of n without replacement under substitution, with γ = m/n.
