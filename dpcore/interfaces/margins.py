@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from dpcore.mechanisms import topdown
@@ -113,7 +114,7 @@ def wls(children: np.ndarray, mechanism: str, fine_scale: float, coarse_scale: f
     rounding within parents moves a fine cell to ⌊·⌋ or ⌊·⌋ + 1 of its value (so its error to at
     most ⌊|e|⌋ + 1) and gives the parent its rounded count."""
     children = np.asarray(children, dtype=np.int64)
-    fine = np.zeros(children.size)
+    fine = np.zeros(children.size, dtype=np.int32)   # indexed by fine cell: kept small
     parent = np.zeros(children.size)
     rng = np.random.default_rng(SIMULATION_SEED)
     for m in np.unique(children[children > 0]):
@@ -130,6 +131,14 @@ def wls(children: np.ndarray, mechanism: str, fine_scale: float, coarse_scale: f
     if postprocess == "base_pos":
         parent[children > 0] = np.nan
     return fine, parent   # parents without fine cells are 0 by construction: margin 0
+
+
+def column(margin: np.ndarray, cells: np.ndarray):
+    """The margins of the listed ``cells``: whole numbers, empty where there is none (NaN)."""
+    values = np.asarray(margin)[cells]
+    if values.dtype.kind == "f":
+        return pd.array(values, dtype="Int64")   # NaN → empty cell in release.csv
+    return values
 
 
 def topdown_margins(scales: list[float], cells: list[int],

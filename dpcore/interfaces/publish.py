@@ -317,8 +317,7 @@ def _table(od: ODMatrix, released: np.ndarray, margin, level: str | None = None
         "origin": pd.Categorical.from_codes(cells // od.n_destinations, od.origins.ids),
         "destination": pd.Categorical.from_codes(cells % od.n_destinations, od.destinations.ids),
         "count": released[cells],
-        margins.COLUMN: margin if np.isscalar(margin) else pd.array(np.asarray(margin)[cells],
-                                                                    dtype="Int64")})
+        margins.COLUMN: margin if np.isscalar(margin) else margins.column(margin, cells)})
     if level is not None:
         frame.insert(0, "level", level)
     return frame
