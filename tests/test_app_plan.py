@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
-from dpcore.interfaces import export, published_domain
+from dpcore.interfaces import export, margins, publish, published_domain
 from tests.app_pages import open_page
 from tests.plotly_spec import figure, traces, values
 from ui import publishing, state
@@ -98,6 +98,10 @@ def test_publish_lands_in_the_ledger_which_outlives_the_session():
     assert not at.exception, at.exception
     assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
     assert any("(ledger entry 1)" in s.value for s in at.success)
+    margin = margins.noise_margin(publish.DISCRETE_LAPLACE,
+                                  publish.calibrate(publish.DISCRETE_LAPLACE, 0.5).scale)
+    assert any(f"95 % margin of error (column {margins.COLUMN}): ± {margin:,} commuters on "
+               "every row" in c.value for c in at.caption)
     assert [b.label for b in at.get("download_button")][-3:] == ["release.csv", "manifest.json",
                                                                "audit-private.json"]
     entries, _ = ledger_tables(at)
