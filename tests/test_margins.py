@@ -194,3 +194,17 @@ def test_the_margin_column_is_the_same_for_neighbouring_tables(method):
     shared = set(columns[0]) & set(columns[1])
     assert len(shared) > 10
     assert all(columns[0][k] == columns[1][k] for k in shared)
+
+
+@pytest.mark.parametrize("sigma, cells", [(0.4, 3), (0.7, 5), (3.0, 3)])
+def test_the_sum_of_discrete_gaussians_is_drawn_from_its_exact_law(sigma, cells):
+    """The law the WLS simulation draws sibling sums from is the convolution power of the
+    discrete Gaussian's mass (exact even at σ < 1, where it is not a discrete Gaussian)."""
+    support, mass = margins._gaussian_sum_law(sigma, 1)
+    convolved, low = mass, support[0]
+    for _ in range(cells - 1):
+        convolved, low = np.convolve(convolved, mass), low + support[0]
+    direct = dict(zip(range(low, low + convolved.size), convolved))
+    values, law = margins._gaussian_sum_law(sigma, cells)
+    assert max(abs(direct.get(v, 0.0) - p) for v, p in zip(values.tolist(), law)) < 1e-14
+    assert law.sum() == pytest.approx(1.0)
