@@ -323,3 +323,14 @@ def test_split_budget():
         split_budget(1.0, {"a": 0, "b": 0})
     with pytest.raises(ValueError, match="total_epsilon"):
         split_budget(0.0, {"a": 1})
+
+
+def test_the_delta_help_text_holds_over_the_whole_parameter_range():
+    """DELTA_MEANING says the Gaussian's privacy loss exceeds ε more often than δ: for the
+    product's calibration that is Φ(Δ/2σ − εσ/Δ) > δ at every allowed (ε, δ)."""
+    from dpcore.mechanisms.base import DELTA, DELTA_MEANING, EPSILON
+    assert "more often than δ" in DELTA_MEANING
+    for epsilon in np.geomspace(1e-3, EPSILON.high, 12):
+        for delta in np.geomspace(DELTA.low, DELTA.high, 8):
+            sigma = analytic_gaussian_sigma(float(epsilon), float(delta), 1.0)
+            assert gaussian_loss_exceeds(float(epsilon), sigma) > delta, (epsilon, delta)

@@ -180,10 +180,12 @@ EPSILON = Param("epsilon", "ε (privacy budget)", 1.0, float, low=EPSILON_MIN, h
                 why=f"Below {EPSILON_MIN:g}, e^ε − 1 cannot be computed accurately in floating "
                     "point (the local estimators divide by it) and the noise is millions of "
                     "commuters per cell, so no release would be meaningful.")
+#: What δ is, for help texts (dpcore.theory.learn.delta_meaning computes the Gaussian's case).
+DELTA_MEANING = ("The slack of the guarantee: any outcome may become e^ε times likelier, plus δ. "
+                 "Not the chance that the ε bound fails (for the Gaussian the privacy loss "
+                 "exceeds ε more often than δ).")
 DELTA = Param("delta", "δ", 1e-6, float, low=1e-15, high=0.5,
-              help="The slack of the guarantee: any outcome may become e^ε times likelier, plus "
-                   "δ. Not the chance that the ε bound fails (for the Gaussian the privacy loss "
-                   "exceeds ε more often than δ). Keep it well below 1/n.",
+              help=DELTA_MEANING + " Keep it well below 1/n.",
               why="δ is the additive slack of the privacy profile: a mechanism that publishes the "
                   "whole table with probability δ is (0, δ)-DP, so at 0.5 or more a coin flip "
                   "could publish every record, and a useful δ is far below 1/n; 1e-15 is already "
