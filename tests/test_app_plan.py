@@ -94,12 +94,14 @@ def ledger_tables(at):
 
 def test_publish_lands_in_the_ledger_which_outlives_the_session():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    margin = margins.noise_margin(publish.DISCRETE_LAPLACE,
+                                  publish.calibrate(publish.DISCRETE_LAPLACE, 0.5).scale)
+    assert any(f"will carry its 95 % margin of error: ± {margin:,} commuters" in c.value
+               for c in at.caption)
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
     assert any("(ledger entry 1)" in s.value for s in at.success)
-    margin = margins.noise_margin(publish.DISCRETE_LAPLACE,
-                                  publish.calibrate(publish.DISCRETE_LAPLACE, 0.5).scale)
     assert any(f"95 % margin of error (column {margins.COLUMN}): ± {margin:,} commuters on "
                "every row" in c.value for c in at.caption)
     assert [b.label for b in at.get("download_button")][-3:] == ["release.csv", "manifest.json",

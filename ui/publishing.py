@@ -283,6 +283,11 @@ def section(settings: RunSettings) -> None:
                        "prefer base here.")
         if method == publish.TOPDOWN:
             _topdown_budget_table(hierarchy, epsilon, delta, shares, settings.neighbours)
+        if method == publish.FLAT:
+            scale = publish.calibrate(mechanism, epsilon, delta, settings.neighbours).scale
+            st.caption(f"Every count in release.csv will carry its 95 % margin of error: "
+                       f"± {margins.noise_margin(mechanism, scale):,} commuters (from the noise "
+                       "law alone, so it can be known before publishing).")
     except ValueError as error:
         st.error(str(error))
         return
