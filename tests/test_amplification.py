@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpcore.data import datasets
 from dpcore.theory.amplification import (
     BOUNDS,
     SEARCH_TOL,
+    SUBSAMPLING_CONDITIONS,
     NotCertified,
+    blanket_delta,
     blanket_epsilon,
     blanket_max_epsilon0,
     clone_delta,
@@ -69,7 +72,7 @@ def test_grr_clone_probability_reference_value():
 
 
 @pytest.mark.parametrize("bound, expected", [
-    ("fmt21", 3.84), ("blanket", 4.74), ("clone", 5.92), ("clone_grr", 6.60)])
+    ("fmt21", 3.84), ("blanket", 4.84), ("clone", 5.92), ("clone_grr", 6.60)])
 def test_inverse_reference_values(bound, expected):
     # Independently computed: target ε = 0.5, δ = 1e-6, n = 1e5 (k = 10 for the blanket).
     result = local_budget(bound, 100_000, 0.5, 1e-6, k=10)
@@ -221,19 +224,49 @@ def test_inverse_clone_round_trip():
         assert clone_epsilon(n, eps0, delta) <= target + 2 * SEARCH_TOL
 
 
+@pytest.mark.parametrize("epsilon0, expected", [(1.0, 0.019), (2.0, 0.064), (3.0, 0.151)])
+def test_blanket_numeric_bound_reproduces_the_authors_figures(epsilon0, expected):
+    """n = 10⁵, δ = 10⁻⁶, k = 10 (the reference's comparison table, from the authors' code)."""
+    eps = blanket_epsilon(100_000, epsilon0, 1e-6, 10)
+    assert eps == pytest.approx(expected, abs=5e-4)
+    assert blanket_delta(100_000, epsilon0, eps, 10) <= 1e-6
+    assert blanket_delta(100_000, epsilon0, eps - 1e-4, 10) > 1e-6
+
+
+def test_blanket_on_the_county_data_is_the_numeric_bound_not_the_closed_form():
+    """Issue 30: the old closed form certified ε = 0.283 for ε₀ = 1 on the county data
+    (n = 2,748,530, k = 1,085, δ = 10⁻⁶); the numeric bound gives about 0.0035."""
+    county = datasets.load("ireland_county")
+    found = shuffle_guarantee("blanket", county.n, 1.0, 1e-6, k=county.domain_size)
+    assert found.epsilon == pytest.approx(0.0035, abs=1e-4)
+    assert "numeric" in found.note and "Hoeffding" in found.name
+
+
 def test_blanket_round_trip_and_validity():
     n, delta, k = 100_000, 1e-6, 10
     eps0 = blanket_max_epsilon0(n, 0.5, delta, k)
-    assert blanket_epsilon(n, eps0, delta, k) == pytest.approx(0.5, rel=1e-9)
-    assert math.isnan(blanket_epsilon(n, 12.0, delta, k))
-    with pytest.raises(NotCertified, match="ε ≤ 1"):
-        blanket_max_epsilon0(n, 1.5, delta, k)
-    with pytest.raises(NotCertified, match="γ"):
-        blanket_max_epsilon0(1_000, 0.1, delta, k)
+    assert blanket_delta(n, eps0, 0.5, k) <= delta < blanket_delta(n, eps0 + 1e-3, 0.5, k)
+    assert blanket_epsilon(n, eps0, delta, k) <= 0.5 + 2 * SEARCH_TOL
+    assert blanket_max_epsilon0(2, 0.01, delta, k) >= 0.01     # never below ε (no amplification)
     with pytest.raises(NotCertified, match="certifies nothing"):
         shuffle_guarantee("blanket", 1_000, 4.0, delta, k=k)
     with pytest.raises(ValueError, match="'k'"):
         shuffle_guarantee("blanket", n, 1.0, delta)
+
+
+@pytest.mark.parametrize("epsilon0, k", [(0.5, 2), (1.0, 10), (3.0, 1085)])
+def test_grr_clone_probability_decomposes_every_report_distribution(epsilon0, k):
+    """FMT23's GRR clone probability: R(x) ≥ (p_c/2)(R(x¹⁰) + R(x¹¹)) for every input x and
+    output y, with equality at y = x¹⁰ for x outside {x¹⁰, x¹¹} (so no larger p_c works)."""
+    p_c = clone_probability(epsilon0, grr=True)
+    z = math.exp(epsilon0) + k - 1
+    report = lambda x, y: (math.exp(epsilon0) if x == y else 1.0) / z
+    outputs = range(min(k, 4))
+    for x in range(min(k, 4)):
+        for y in outputs:
+            assert report(x, y) >= p_c / 2 * (report(0, y) + report(1, y)) - 1e-15
+    if k > 2:
+        assert report(2, 0) == pytest.approx(p_c / 2 * (report(0, 0) + report(1, 0)))
 
 
 def test_dispatchers_and_bad_input():
@@ -258,6 +291,21 @@ def test_subsampling_formula_and_small_epsilon_limit():
     assert subsampling_amplification(2.0, 1e-6, 1.0) == (pytest.approx(2.0), pytest.approx(1e-6))
     values = subsampling_amplification(np.linspace(0, 5, 11), 0.0, 0.3)[0]
     assert (np.diff(values) > 0).all() and (values <= np.linspace(0, 5, 11)).all()
+
+
+@pytest.mark.parametrize("epsilon, rate", [(0.5, 0.1), (2.0, 0.05), (4.0, 0.5)])
+def test_subsampling_bound_is_attained_by_poisson_sampling_under_add_remove(epsilon, rate):
+    """The conditions the lesson states: Poisson sampling, add/remove neighbours. Randomised
+    response on "is the person in the sample" is ε-DP under add/remove; after Poisson sampling
+    its likelihood ratio between the tables with and without the person is exactly
+    1 + γ(e^ε − 1), the theorem's e^{ε′} (tight)."""
+    yes_if_in, yes_if_out = math.exp(epsilon) / (1 + math.exp(epsilon)), 1 / (1 + math.exp(epsilon))
+    with_person = rate * yes_if_in + (1 - rate) * yes_if_out
+    ratio = with_person / yes_if_out
+    assert math.log(ratio) == pytest.approx(subsampling_amplification(epsilon, 0.0, rate)[0],
+                                            rel=1e-12)
+    assert "Poisson" in SUBSAMPLING_CONDITIONS and "add/remove" in SUBSAMPLING_CONDITIONS
+    assert "without replacement" in SUBSAMPLING_CONDITIONS
 
 
 def test_subsampling_inverse_round_trip():

@@ -154,3 +154,20 @@ def test_with_many_commuters_the_defaults_also_leave_out_grr_and_say_why(monkeyp
     assert "grr" not in shown and "hm" not in shown and "oue" in shown
     assert "grr" in at.multiselect(key="run_widget_mechanisms").options or any(
         "Generalised" in option for option in at.multiselect(key="run_widget_mechanisms").options)
+
+
+def test_explore_s_summary_line_states_the_erased_share_beside_the_rmse():
+    """Issue 30: on a huge domain the stability histogram's line gives the share of real commutes
+    it erased (its sparse metrics), the RMSE over them beside the all-cells RMSE, and says when it
+    erased most of them."""
+    at = page("2_Explore.py", mech=["stability_histogram"], eps="0.1", seed="3",
+              tab="What happened")
+    assert not at.exception, at.exception
+    result = release.run(huge_matrix(), release.ReleaseSpec("stability_histogram", 0.1, seed=3),
+                         only=summaries.SENTENCE_METRICS)
+    erased = result.metrics["erased_share"]
+    assert erased > summaries.MOSTLY_ERASED
+    line = next(m.value for m in at.markdown if "busiest commutes kept their rank" in m.value)
+    assert f"({summaries._percent(erased)} of the real ones) as empty" in line
+    assert "RMSE over the real commutes" in line and "over all cells" in line
+    assert f"It erased most real commutes ({summaries._percent(erased)})" in line

@@ -70,9 +70,14 @@ def test_budgets_lesson_shows_dpcores_profiles_groups_and_compositions():
     assert np.allclose(values(grr["y"]), privacy_theory.grr_profile(values(grr["x"]), 2.0, 1085))
     shown = text(at)
     assert f"**kε = {privacy_theory.group_privacy(2.0, 3)[0]:g}**" in shown
-    basic = privacy_theory.per_query_epsilon(2.0, 24)
-    advanced = privacy_theory.per_query_epsilon(2.0, 24, delta_slack=1e-6)
-    assert f"**{basic:.3g}** (basic composition) or **{advanced:.3g}**" in shown
+    # 24 releases within ε = 2: the advanced theorem alone allows less than 2/24, so the lesson
+    # gives the basic figure and says from how many releases advanced composition pays.
+    plan = learn.yearly_budget(2.0, 24)
+    assert plan.basic == 2.0 / 24 and plan.advanced < plan.basic
+    assert plan.sentence in shown
+    assert f"**{plan.basic:.3g}** (basic composition" in shown
+    assert f"it pays from {privacy_theory.advanced_helps_from(2.0, 1e-6)} releases on" in shown
+    assert any(learn.delta_meaning(2.0).sentence in c.value for c in at.caption)
     split = [d.value for d in at.dataframe if "release" in d.value.columns][0]
     assert np.allclose(split["ε"], [0.5, 0.5, 1.0])  # weights 1 : 1 : 2 of ε = 2
     assert not [f for f in at.get("plotly_chart") if "What an adversary" in f.proto.spec]

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
-from dpcore.interfaces import export, ledger, published_domain
+from dpcore.interfaces import export, ledger, margins, publish, published_domain
 from tests.app_pages import open_page
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
@@ -95,10 +95,16 @@ def ledger_tables(at):
 
 def test_publish_lands_in_the_ledger_which_outlives_the_session():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    margin = margins.noise_margin(publish.DISCRETE_LAPLACE,
+                                  publish.calibrate(publish.DISCRETE_LAPLACE, 0.5).scale)
+    assert any(f"will carry its 95 % margin of error: ± {margin:,} commuters" in c.value
+               for c in at.caption)
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     assert any("Guarantee: ε-differential privacy with ε = 0.5" in s.value for s in at.success)
     assert any("(ledger entry 1)" in s.value for s in at.success)
+    assert any(f"95 % margin of error (column {margins.COLUMN}): ± {margin:,} commuters on "
+               "every row" in c.value for c in at.caption)
     assert [b.label for b in at.get("download_button")][-3:] == [
         "release.csv", "manifest.json", "audit-private.json — not for publication"]
     entries, _ = ledger_tables(at)

@@ -286,6 +286,36 @@ def test_semicolon_files_may_use_decimal_commas_in_coordinates():
     assert "decimal_comma" in codes(result.notices)
 
 
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+def test_decimal_comma_counts_are_read_in_files_not_separated_by_commas(delimiter):
+    """A spreadsheet where the comma is the decimal mark writes 1 as “1,0”: long and matrix."""
+    long = delimiter.join(("origin", "destination", "count")) + "\n" + \
+        delimiter.join(("A", "B", "1,0")) + "\n" + delimiter.join(("B", "A", "12")) + "\n"
+    result = import_od(long.encode(), "eu.csv")
+    assert cells(result.matrix) == {("A", "B"): 1, ("B", "A"): 12}
+    note = next(n for n in result.notices if n.code == "decimal_comma")
+    assert note.level == "info" and note.row == 2 and "“1,0” as 1" in note.message
+    matrix = "\n".join(delimiter.join(row) for row in
+                       (("zone", "A", "B"), ("A", "0", "3,0"), ("B", "2,0", "0"))) + "\n"
+    assert cells(import_od(matrix.encode(), "eu_matrix.csv").matrix) == {("A", "B"): 3,
+                                                                         ("B", "A"): 2}
+
+
+@pytest.mark.parametrize("text, code, words", [
+    ("origin;destination;count\nA;B;2,5\n", "count_fractional", "not a whole number"),
+    ("origin;destination;count\nA;B;2,000\n", "count_ambiguous",
+     "as 2 (a decimal comma) or as 2,000 (a comma separating thousands)"),
+    ('origin,destination,count\nA,B,"1,0"\n', "count_not_numeric", "found “1,0”"),
+])
+def test_decimal_commas_change_nothing_that_was_refused_for_a_reason(text, code, words):
+    """2,5 people is still fractional; “2,000” is ambiguous where the comma is the decimal mark;
+    in a comma-separated file a quoted “1,0” is still not a count."""
+    with pytest.raises(ImportFailed) as failed:
+        import_od(text.encode(), "eu.csv")
+    errors = [n for n in failed.value.notices if n.level == "error"]
+    assert [n.code for n in errors] == [code] and words in errors[0].message
+
+
 def test_gzip_compressed_upload_is_decompressed_and_reported():
     data, name = fixture("long.csv")
     result = import_od(gzip.compress(data), name + ".gz")

@@ -86,6 +86,24 @@ def test_no_outcome_beats_the_two_epsilon_bound(epsilon):
         assert attack.posterior.max() <= attack.bound * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_the_two_epsilon_cap_comes_from_one_release_with_two_changed_cells(epsilon):
+    """What the lesson says: any two guesses' likelihoods differ by at most e^{2ε} (month 2's
+    tables for "works in v" and "in w" differ in two cells), and the one-cell cap e^ε (what
+    "one release about the newcomer" would give) is exceeded by some outcomes."""
+    row = np.array([3, 0, 0, 12, 1, 0, 4, 9])
+    beliefs, spreads = [], []
+    for seed in range(400):
+        attack = learn.differencing_attack(row, seed % len(row), epsilon,
+                                           np.random.default_rng(seed))
+        beliefs.append(attack.posterior.max())
+        spreads.append(math.log(attack.posterior.max() / attack.posterior.min()))
+        assert attack.one_cell_bound < attack.bound
+    assert max(spreads) <= 2 * epsilon * (1 + 1e-9)
+    assert max(spreads) > epsilon                          # more than one cell's worth
+    assert max(beliefs) > attack.one_cell_bound
+
+
 def test_posterior_is_calibrated():
     """With the truth drawn from the attacker's (uniform) prior, a correct posterior satisfies
     E[posterior(truth)] = E[Σ_v posterior_v²]; a miscalibrated one would not."""

@@ -55,6 +55,7 @@ def test_cell_errors_by_hand(values):
     assert values["max_error_freq"] == pytest.approx(4.6 / 39)
     # %RMSE over the observed flows (cells 0, 1, 4, 5): errors 2, −1, 0, −4.6; mean true 39/4
     assert values["pct_rmse"] == pytest.approx(100 * math.sqrt((4 + 1 + 4.6 ** 2) / 4) / (39 / 4))
+    assert values["rmse_real"] == pytest.approx(math.sqrt((4 + 1 + 4.6 ** 2) / 4))
 
 
 def test_presence_by_hand(values):
@@ -63,6 +64,9 @@ def test_presence_by_hand(values):
     assert values["false_zero_share"] == pytest.approx(5 / 39)
     assert values["false_positive_cells"] == 1
     assert values["false_positive_share"] == pytest.approx(1 / (12 + 3 + 1 + 20))
+    # 1 of the 4 real commutes erased; 1 of the 4 released commutes (12, 3, 1, 20) invented
+    assert values["erased_share"] == pytest.approx(1 / 4)
+    assert values["invented_share"] == pytest.approx(1 / 4)
 
 
 def test_top_k_and_rank_correlations_by_hand():

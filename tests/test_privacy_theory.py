@@ -10,6 +10,9 @@ from scipy import integrate, stats
 from dpcore.mechanisms.central import analytic_gaussian_sigma
 from dpcore.theory.privacy_theory import (
     advanced_composition,
+    advanced_helps_from,
+    classic_gaussian_limit,
+    gaussian_loss_exceeds,
     gaussian_profile,
     group_privacy,
     grr_profile,
@@ -265,8 +268,51 @@ def test_per_query_epsilon_round_trips():
     eps = per_query_epsilon(1.0, 10_000, 1e-6)
     assert advanced_composition(eps, 10_000, 0, 1e-6)[0] == pytest.approx(1.0, rel=1e-9)
     assert eps > 1.0 / 10_000
-    # With few releases basic composition is better and is what we get.
-    assert per_query_epsilon(1.0, 2, 1e-6) == 0.5
+    # With few releases the theorem alone allows less than basic composition's total/k: it is
+    # reported as it is (issue 30: 0.0833 for 12 releases at ε = 1 is the basic figure).
+    assert per_query_epsilon(1.0, 2, 1e-6) < 0.5
+    assert per_query_epsilon(1.0, 12, 1e-6) == pytest.approx(0.0530, abs=5e-5)
+    assert advanced_composition(per_query_epsilon(1.0, 12, 1e-6), 12, 0, 1e-6)[0] == \
+        pytest.approx(1.0, rel=1e-9)
+
+
+def test_advanced_composition_helps_from_the_first_k_where_it_beats_basic():
+    k = advanced_helps_from(1.0, 1e-6)
+    assert per_query_epsilon(1.0, k, 1e-6) > 1.0 / k
+    assert all(per_query_epsilon(1.0, j, 1e-6) <= 1.0 / j for j in range(1, k))
+    assert k == 30
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.1, 1e-6), (1.0, 1e-6), (1.0, 1e-5), (3.0, 1e-9),
+                                            (10.0, 1e-6)])
+def test_delta_is_not_the_probability_that_the_gaussian_loss_exceeds_epsilon(epsilon, delta):
+    """For the exactly calibrated Gaussian the loss L ~ N(μ, 2μ), μ = Δ²/2σ², exceeds ε with
+    probability Φ(Δ/2σ − εσ/Δ) — more than δ (20× at ε = 1, δ = 10⁻⁶); checked by simulating L."""
+    sigma = analytic_gaussian_sigma(epsilon, delta, 1.0)
+    exceeds = gaussian_loss_exceeds(epsilon, sigma)
+    assert exceeds > delta
+    mu = 1 / (2 * sigma ** 2)
+    assert exceeds == pytest.approx(stats.norm.sf(epsilon, loc=mu, scale=math.sqrt(2 * mu)),
+                                    rel=1e-9)
+    if (epsilon, delta) == (1.0, 1e-6):
+        assert exceeds / delta == pytest.approx(20.1, abs=0.05)
+    # the loss by simulation, L = (Δ/σ²)(x − Δ/2) for x ~ N(Δ, σ²), where P[L > ε] is large
+    rng = np.random.default_rng(7)
+    sigma = analytic_gaussian_sigma(0.5, 0.05, 1.0)
+    x = rng.normal(1.0, sigma, 400_000)
+    loss = (x - 0.5) / sigma ** 2
+    p = gaussian_loss_exceeds(0.5, sigma)
+    assert abs(np.mean(loss > 0.5) - p) < 5 * math.sqrt(p * (1 - p) / x.size)
+    assert np.mean(loss > 0.5) > 0.05
+
+
+def test_classic_gaussian_is_private_up_to_about_8_4_at_delta_1e5():
+    """Its proof covers ε < 1; against the exact condition it holds up to ε ≈ 8.42 (δ = 10⁻⁵)."""
+    limit = classic_gaussian_limit(1e-5)
+    assert limit == pytest.approx(8.42, abs=0.01)
+    for epsilon, private in ((1.5, True), (limit - 0.01, True), (limit + 0.01, False)):
+        classic = math.sqrt(2 * math.log(1.25 / 1e-5)) / epsilon
+        assert (classic >= analytic_gaussian_sigma(epsilon, 1e-5, 1.0)) == private
 
 
 def test_split_budget():
@@ -277,3 +323,14 @@ def test_split_budget():
         split_budget(1.0, {"a": 0, "b": 0})
     with pytest.raises(ValueError, match="total_epsilon"):
         split_budget(0.0, {"a": 1})
+
+
+def test_the_delta_help_text_holds_over_the_whole_parameter_range():
+    """DELTA_MEANING says the Gaussian's privacy loss exceeds ε more often than δ: for the
+    product's calibration that is Φ(Δ/2σ − εσ/Δ) > δ at every allowed (ε, δ)."""
+    from dpcore.mechanisms.base import DELTA, DELTA_MEANING, EPSILON
+    assert "more often than δ" in DELTA_MEANING
+    for epsilon in np.geomspace(1e-3, EPSILON.high, 12):
+        for delta in np.geomspace(DELTA.low, DELTA.high, 8):
+            sigma = analytic_gaussian_sigma(float(epsilon), float(delta), 1.0)
+            assert gaussian_loss_exceeds(float(epsilon), sigma) > delta, (epsilon, delta)

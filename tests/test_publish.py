@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.interfaces import cli, publish, published_domain
 from dpcore.mechanisms.base import ADD_REMOVE
@@ -89,8 +90,11 @@ def test_manifest_and_files(tmp_path):
     assert "ε = 2" in manifest["guarantee"] and "δ = 1e-07" in manifest["guarantee"]
     assert manifest["date"].endswith("+00:00")
     lines = (tmp_path / "release.csv").read_text().splitlines()
-    assert lines[0] == "origin,destination,count"
+    assert lines[0] == "origin,destination,count,margin_of_error_95"
     assert "true" not in lines[0]  # the truth is never published
+    margin = manifest["levels"][0]["margin_of_error_95"]
+    assert {line.rsplit(",", 1)[1] for line in lines[1:]} == {str(margin)}
+    assert manifest["margin_of_error"]["column"] == "margin_of_error_95"
 
 
 def test_bad_settings_are_refused():
@@ -217,3 +221,20 @@ def test_the_total_is_the_release_s_own_and_exact_beyond_64_bits():
     total = publish._total(np.array([2 ** 62, 2 ** 62, 5], dtype=np.int64), ADD_REMOVE)
     assert total["value"] == 2 ** 63 + 5
     assert "add/remove" in total["how"] and "not published exactly" in total["how"]
+
+
+@pytest.mark.parametrize("epsilon, delta, neighbours", [(1.0, 1e-6, "substitution"),
+                                                        (0.1, 1e-6, ADD_REMOVE),
+                                                        (5.0, 1e-9, "substitution")])
+def test_the_page_states_how_much_noisier_a_gaussian_publish_is_than_planned(epsilon, delta,
+                                                                              neighbours):
+    """Issue 30: Explore and the planner simulate the analytic Gaussian, Publish draws OpenDP's
+    zCDP-calibrated discrete Gaussian, 5–9 % wider at the same (ε, δ); the sentence's numbers
+    are those two σ."""
+    published = publish.calibrate(publish.GAUSSIAN, epsilon, delta, neighbours).scale
+    planned = mechanisms.build("gaussian", epsilon=epsilon, delta=delta,
+                               neighbours=neighbours).sigma
+    assert 1.04 < published / planned < 1.10
+    sentence = publish.gaussian_gap_sentence(epsilon, delta, neighbours)
+    assert f"σ = {published:.4g}" in sentence and f"σ = {planned:.4g}" in sentence
+    assert f"{100 * (published / planned - 1):.1f} % above" in sentence

@@ -206,8 +206,9 @@ def test_page_files_of_neighbouring_tables_match_apart_from_the_noise(monkeypatc
     published = page_publish(HIDDEN, downloads)
     assert page_publish(("Z1", "Z2"), downloads) == published
     header, manifest = json.loads(published)
-    assert header == "origin,destination,count"
+    assert header == "origin,destination,count,margin_of_error_95"   # the margin: public law
     assert manifest["levels"][0]["cells"] == len(ZONES) ** 2
+    assert manifest["margin_of_error"]["column"] == "margin_of_error_95"
     assert "sha256" not in published and "commuters\": " not in published
 
 

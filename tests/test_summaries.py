@@ -15,13 +15,62 @@ from dpcore.evaluation import experiment, metrics, summaries
 def test_summary_sentence_counts_what_happened():
     pairs = pd.DataFrame({"true_rank": range(1, 11),
                           "released_rank": [1, 2, 3, 4, 5, 6, 7, 9, 8, 412]})
-    values = {"false_positive_cells": 412.0, "false_zero_cells": 1.0, "rmse": 3.14159}
+    values = {"false_positive_cells": 412.0, "false_zero_cells": 1.0, "rmse": 3.14159,
+              "rmse_real": 27.5, "erased_share": 0.01, "invented_share": 0.412}
     sentence = summaries.summary_sentence("Laplace", pairs, values)
     assert sentence.startswith("Laplace: 7 of the 10 busiest commutes kept their rank and 9 "
                                "stayed in the top 10;")
-    assert "412 empty commutes were reported as non-empty and 1 real commute as empty" in sentence
-    assert "3.14 commuters" in sentence and sentence.endswith(".")
+    assert ("412 empty commutes were reported as non-empty (41 % of the commutes it shows) and "
+            "1 real commute (1 % of the real ones) as empty") in sentence
+    assert ("a real commute is off by 27.5 commuters (RMSE over the real commutes), a cell by "
+            "3.14 over all cells") in sentence
+    assert sentence.endswith(".") and "erased most" not in sentence
     assert "off by 24,213 commuters" in summaries.summary_sentence("GRR", pairs, {"rmse": 24213.4})
+
+
+def test_summary_sentence_warns_when_most_real_commutes_are_erased():
+    pairs = pd.DataFrame({"true_rank": range(1, 11), "released_rank": range(1, 11)})
+    values = {"false_positive_cells": 0.0, "false_zero_cells": 7_797_487.0, "rmse": 0.335,
+              "rmse_real": 61.0, "erased_share": 0.9626, "invented_share": 0.0}
+    sentence = summaries.summary_sentence("Stability histogram", pairs, values)
+    assert "7,797,487 real commutes (96 % of the real ones) as empty" in sentence
+    assert "It erased most real commutes (96 %)" in sentence
+    assert "a cell by 0.335 over all cells" in sentence
+    # at exactly half, not "most"
+    half = summaries.summary_sentence("x", pairs, values | {"erased_share": 0.5})
+    assert "erased most" not in half and "(50 % of the real ones)" in half
+
+
+@pytest.mark.parametrize("share, text", [(0.0, "0 %"), (1.0, "100 %"), (0.9996, "99.9 %"),
+                                         (0.00034, "0.034 %"), (0.05, "5 %"), (0.123, "12 %")])
+def test_percent_never_rounds_a_part_to_the_whole_or_nothing(share, text):
+    assert summaries._percent(share) == text
+
+
+def test_stability_histogram_sentence_on_the_huge_sparse_path_states_the_erased_share():
+    """National-scale path (tests/huge.py: 6.4·10⁷ cells, sparse release): the sentence's erased
+    share is the share of the true non-empty cells whose released value rounds to 0."""
+    from dpcore import release
+    from dpcore.evaluation import ranks
+    from dpcore.mechanisms.sparse_vector import SparseVector
+    from tests.huge import huge_matrix
+
+    od = huge_matrix()
+    result = release.run(od, release.ReleaseSpec("stability_histogram", 0.1, seed=3),
+                         only=summaries.SENTENCE_METRICS)
+    assert result.sparse
+    released = result.released.values             # the released values of the true commutes
+    erased = np.count_nonzero(released < 0.5) / od.nonzero
+    assert 0.5 < erased < 1                        # ε = 0.1: its threshold erases most of them
+    assert result.metrics["erased_share"] == pytest.approx(erased)
+    pairs = ranks.rank_pairs(SparseVector.counts(od), result.released, 100)
+    sentence = summaries.summary_sentence("Stability histogram", pairs, result.metrics)
+    assert f"{np.count_nonzero(released < 0.5):,} real commutes ({summaries._percent(erased)} of " \
+           "the real ones) as empty" in sentence
+    assert f"It erased most real commutes ({summaries._percent(erased)})" in sentence
+    rmse_real = math.sqrt(np.mean((released - od.counts) ** 2))
+    assert result.metrics["rmse_real"] == pytest.approx(rmse_real)
+    assert result.metrics["rmse_real"] > 10 * result.metrics["rmse"]
 
 
 # ---------------------------------------------------------------------------------------- theory

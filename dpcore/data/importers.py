@@ -38,7 +38,7 @@ from dpcore.data.importing.notices import (
 )
 from dpcore.data.importing.powscar import import_powscar, looks_like_powscar
 from dpcore.data.importing.reading import MAX_UPLOAD_BYTES, Table, read_table
-from dpcore.data.importing.values import parse_numbers
+from dpcore.data.importing.values import decimal_commas, parse_numbers
 from dpcore.data.importing.zones import apply_zones
 from dpcore.data.od import MEMORY_BUDGET_BYTES, ODMatrix
 
@@ -200,6 +200,9 @@ def _numeric(table: Table, names: list[str], whole: bool, sample: int = 500) -> 
     sample = max(20, min(sample, 50_000 // len(names)))  # fewer rows of wide files
     positions = [table.position(name) for name in names]
     text = pd.Series(table.data.iloc[:sample, positions].to_numpy(dtype=object).ravel()).str.strip()
+    if table.delimiter != ",":   # “1,0” is a number where the comma is the decimal mark
+        comma = decimal_commas(text)
+        text = text.where(~comma, text.str.replace(",", ".", regex=False))
     numbers = parse_numbers(text).reshape(-1, len(names))
     blank = (text == "").to_numpy().reshape(-1, len(names))
     good = np.isfinite(numbers) & ((not whole) | (numbers == np.floor(numbers)))

@@ -32,6 +32,7 @@ import pandas as pd
 
 from dpcore import release as pipeline
 from dpcore.interfaces import publish
+from dpcore.interfaces.margins import discrete_gaussian
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import SUBSTITUTION
 
@@ -54,14 +55,6 @@ PURPOSE = "publish comparison"
 def generator(seed: int, method: str, epsilon: float, trial: int) -> np.random.Generator:
     """The generator of one simulated release (:func:`dpcore.release.generator`)."""
     return pipeline.generator(seed, PURPOSE, method, float(epsilon), trial)
-
-
-def discrete_gaussian(rng: np.random.Generator, sigma: float, size: int) -> np.ndarray:
-    """Draws of the discrete Gaussian N_Z(0, σ²) (Canonne, Kamath, Steinke 2020) from its mass
-    function over |z| ≤ 12σ + 2 (the mass beyond is below 10⁻³¹)."""
-    support = np.arange(-math.ceil(12 * sigma) - 2, math.ceil(12 * sigma) + 3)
-    mass = np.exp(-support.astype(float) ** 2 / (2 * sigma ** 2))
-    return rng.choice(support, size=size, p=mass / mass.sum())
 
 
 @lru_cache(maxsize=256)

@@ -38,7 +38,8 @@ def score(release: SparseRelease, method: str = "base", k: int = 10, top_n: int 
     out["max_error"] = max(float(np.abs(error).max()), zeros.max_abs() if zeros.count else 0.0)
     for name in ("rmse", "mae", "max_error"):
         out[f"{name}_freq"] = out[name] / n if n else math.nan
-    out["pct_rmse"] = 100 * math.sqrt(float(np.mean(error ** 2))) / float(t.mean())
+    out["rmse_real"] = math.sqrt(float(np.mean(error ** 2)))
+    out["pct_rmse"] = 100 * out["rmse_real"] / float(t.mean())
 
     true_top = top_cells(t, max(k, top_n))
     released = release.top_flat[:k]
@@ -54,6 +55,9 @@ def score(release: SparseRelease, method: str = "base", k: int = 10, top_n: int 
     out["false_zero_share"] = float(t[~present].sum()) / n
     out["false_positive_cells"] = float(zeros.count_at_least(PRESENT_AT))
     out["false_positive_share"] = invented / present_trips if present_trips else math.nan
+    out["erased_share"] = out["false_zero_cells"] / t.size
+    shown = np.count_nonzero(present) + out["false_positive_cells"]
+    out["invented_share"] = out["false_positive_cells"] / shown if shown else math.nan
 
     m_obs = np.maximum(r, 0.0)
     geh_obs = 2 * (m_obs - t) ** 2 < metrics.GEH_LIMIT ** 2 * (m_obs + t)

@@ -27,15 +27,34 @@ def _plural(count: float, one: str, many: str) -> str:
     return f"{count:,} {one if count == 1 else many}"
 
 
+def _percent(share: float) -> str:
+    """A share as a percentage that never rounds a part to the whole (or to nothing)."""
+    value = 100 * share
+    if value == 0 or value == 100 or 10 <= value < 99.5:
+        return f"{value:.0f} %"
+    return f"{value:.2g} %" if value < 10 else f"{min(value, 99.9):.1f} %"
+
+
+def _commuters(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 #: The metrics :func:`summary_sentence` reads (a page scores its releases this far first).
-SENTENCE_METRICS = ("rmse", "false_positive_cells", "false_zero_cells")
+SENTENCE_METRICS = ("rmse", "rmse_real", "false_positive_cells", "false_zero_cells",
+                    "erased_share", "invented_share")
+#: Share of the real commutes erased above which a sentence says the all-cells error misleads.
+MOSTLY_ERASED = 0.5
 
 
 def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k: int = 10) -> str:
     """What happened to one release, in one plain sentence.
 
     ``pairs`` is :func:`rank_pairs` over at least the top k; ``values`` the metrics of
-    :func:`dpcore.evaluation.metrics.compute`.
+    :func:`dpcore.evaluation.metrics.compute` (at least :data:`SENTENCE_METRICS`). The error over
+    the real commutes stands beside the error over all cells, with the shares of real commutes
+    erased and of released commutes invented: on a huge, mostly empty domain the all-cells RMSE
+    rewards a release that keeps nearly everything at 0, so when a release erased most real
+    commutes (:data:`MOSTLY_ERASED`) the sentence says so beside that RMSE.
     """
     top = pairs.head(k)
     kept = int((top["released_rank"] == top["true_rank"]).sum())
@@ -43,13 +62,28 @@ def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k
     parts = [f"{name}: {kept} of the {len(top)} busiest commutes kept their rank"
              + (f" and {inside} stayed in the top {len(top)}" if inside > kept else "")]
     invented, vanished = values.get("false_positive_cells", 0), values.get("false_zero_cells", 0)
-    parts.append(f"{_plural(invented, 'empty commute was', 'empty commutes were')} reported as "
-                 f"non-empty and {_plural(vanished, 'real commute', 'real commutes')} as empty")
-    rmse = values.get("rmse", math.nan)
-    if math.isfinite(rmse):
-        size = f"{rmse:,.0f}" if rmse >= 100 else f"{rmse:.3g}"
-        parts.append(f"a typical cell is off by {size} commuters (RMSE)")
-    return "; ".join(parts) + "."
+    invented_share = values.get("invented_share", math.nan)
+    erased = values.get("erased_share", math.nan)
+    parts.append(
+        f"{_plural(invented, 'empty commute was', 'empty commutes were')} reported as non-empty"
+        + (f" ({_percent(invented_share)} of the commutes it shows)"
+           if math.isfinite(invented_share) else "")
+        + f" and {_plural(vanished, 'real commute', 'real commutes')}"
+        + (f" ({_percent(erased)} of the real ones)" if math.isfinite(erased) else "")
+        + " as empty")
+    rmse, rmse_real = values.get("rmse", math.nan), values.get("rmse_real", math.nan)
+    if math.isfinite(rmse_real):
+        parts.append(f"a real commute is off by {_commuters(rmse_real)} commuters (RMSE over the "
+                     f"real commutes), a cell by {_commuters(rmse)} over all cells, empty ones "
+                     "included")
+    elif math.isfinite(rmse):
+        parts.append(f"a typical cell is off by {_commuters(rmse)} commuters (RMSE)")
+    sentence = "; ".join(parts) + "."
+    if math.isfinite(erased) and erased > MOSTLY_ERASED:
+        sentence += (f" It erased most real commutes ({_percent(erased)}): its small error over "
+                     "all cells comes from the empty cells it leaves at 0, not from accuracy on "
+                     "the commutes.")
+    return sentence
 
 
 def theoretical_rmse(mechanism, true_counts: CountProfile | np.ndarray) -> float | None:
@@ -174,8 +208,9 @@ def theory_curves(truths: dict[str, np.ndarray], mechanism_specs, epsilons, metr
 
 
 #: Metrics on the cards and in the scorecard, in display order.
-SCORECARD = ("rmse", "mae", "max_error", "topk_recall", "kendall_tau", "geh_pass_share",
-             "false_positive_cells", "false_zero_cells")
+SCORECARD = ("rmse", "rmse_real", "mae", "max_error", "topk_recall", "kendall_tau",
+             "geh_pass_share", "false_positive_cells", "invented_share", "false_zero_cells",
+             "erased_share")
 
 
 def scorecard(results: dict) -> pd.DataFrame:

@@ -55,7 +55,10 @@ The manifest (``manifest.json``; this is its one description):
   exact number of commuters; TopDown does on a whole table under substitution neighbours, where
   it is the same in every neighbouring table (public by that definition: :data:`TOPDOWN_TOTAL`
   says so at publish time); under add/remove neighbours it publishes no exact total;
-* ``consistency`` (consistent levels only) and ``release_file``.
+* ``consistency`` (consistent levels only) and ``release_file``;
+* ``margin_of_error``: the column of release.csv holding each count's 95 % margin of error, what
+  it means and how it was computed (:mod:`dpcore.interfaces.margins`); each level's margin is in
+  ``levels`` too (for WLS by the number of fine cells in the parent).
 """
 
 from __future__ import annotations
@@ -74,8 +77,9 @@ import numpy as np
 import pandas as pd
 
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
-from dpcore.interfaces import export
+from dpcore.interfaces import export, margins
 from dpcore.mechanisms import topdown
+from dpcore.mechanisms.central import Gaussian
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
 
@@ -138,6 +142,20 @@ def calibrate(mechanism: str, epsilon: float, delta: float = 0.0,
         return _calibrated(dp, mechanism, float(epsilon), float(delta), neighbours)
     except dp.OpenDPException as error:
         raise ValueError(_opendp_message(error, mechanism, epsilon, delta)) from None
+
+
+def gaussian_gap_sentence(epsilon: float, delta: float, neighbours: str = SUBSTITUTION) -> str:
+    """The difference between the Gaussian noise a publish draws and the one Explore and the
+    planner simulate at the same (ε, δ), in one sentence for the page: OpenDP's discrete Gaussian
+    is calibrated through ρ-zCDP and its conversion to (ε, δ), which is not tight, so its σ is a
+    few per cent above the analytic Gaussian's exact calibration [BW18]."""
+    published = calibrate(GAUSSIAN, epsilon, delta, neighbours).scale
+    planned = Gaussian(epsilon=epsilon, delta=delta, neighbours=neighbours).sigma
+    return (f"A Gaussian publish draws OpenDP's discrete Gaussian at σ = {published:.4g} "
+            f"(calibrated through zCDP), {100 * (published / planned - 1):.1f} % above the "
+            f"σ = {planned:.4g} of the analytic Gaussian that Explore and the planner simulate at "
+            f"the same ε = {epsilon:g}, δ = {delta:g}: the published file is that much noisier "
+            "than planned.")
 
 
 def _opendp_message(error, mechanism: str, epsilon: float, delta: float) -> str:
@@ -278,13 +296,16 @@ class Published:
         return out / "release.csv", out / "manifest.json"
 
 
-def _table(od: ODMatrix, released: np.ndarray, level: str | None = None) -> pd.DataFrame:
-    """Published cells that are not 0 (a 0 cell is implied), zone ids and the count."""
+def _table(od: ODMatrix, released: np.ndarray, margin, level: str | None = None
+           ) -> pd.DataFrame:
+    """Published cells that are not 0 (a 0 cell is implied), zone ids, the count and its margin
+    of error (:mod:`dpcore.interfaces.margins`: one number for the level, or one per cell)."""
     cells = np.flatnonzero(released != 0)
     frame = pd.DataFrame({
         "origin": pd.Categorical.from_codes(cells // od.n_destinations, od.origins.ids),
         "destination": pd.Categorical.from_codes(cells % od.n_destinations, od.destinations.ids),
-        "count": released[cells]})
+        "count": released[cells],
+        margins.COLUMN: margin if np.isscalar(margin) else margins.column(margin, cells)})
     if level is not None:
         frame.insert(0, "level", level)
     return frame
@@ -302,7 +323,7 @@ def _total(released: np.ndarray, neighbours: str) -> dict:
 
 
 def _manifest(noise: Noise, postprocess: str, source: dict, levels: list[dict],
-              guarantee: str, finest: np.ndarray) -> dict:
+              guarantee: str, finest: np.ndarray, margin: dict) -> dict:
     return {
         "mechanism": MECHANISMS[noise.mechanism],
         "epsilon": noise.epsilon,
@@ -319,8 +340,10 @@ def _manifest(noise: Noise, postprocess: str, source: dict, levels: list[dict],
         "input": source,
         "total": _total(finest, noise.neighbours),
         "guarantee": guarantee,
-        "release_file": "release.csv: cells with a published count other than 0; every other "
-                        "cell of the domain is published as 0",
+        "release_file": "release.csv: cells with a published count other than 0 and the "
+                        f"count's margin of error ({margins.COLUMN}); every other cell of the "
+                        "domain is published as 0",
+        "margin_of_error": margin,
     }
 
 
@@ -382,11 +405,16 @@ def publish(od: ODMatrix, mechanism: str, epsilon: float, *, delta: float = 0.0,
     _post(postprocess, np.zeros(0))
     noise = calibrate(mechanism, epsilon, delta, neighbours)
     released = _post(postprocess, noisy(noise, od.to_dense(), progress))
+    margin = margins.noise_margin(mechanism, noise.scale)
     level = {"name": od.name, "cells": od.domain_size, "epsilon": noise.epsilon,
-             "delta": noise.delta, "scale": noise.scale, "noise_variance": noise.variance}
-    return Published(_table(od, released),
+             "delta": noise.delta, "scale": noise.scale, "noise_variance": noise.variance,
+             margins.COLUMN: margin}
+    how = margins.FLAT_HOW.format(function="discrete_laplacian_scale_to_accuracy"
+                                  if mechanism == DISCRETE_LAPLACE else
+                                  "discrete_gaussian_scale_to_accuracy")
+    return Published(_table(od, released, margin),
                      _manifest(noise, postprocess, source, [level], guarantee_text(noise),
-                               released),
+                               released, margins.manifest_entry(how)),
                      {"fine": released})
 
 
@@ -480,22 +508,33 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
                                  fine_noise.variance, coarse_noise.variance)
     fine = _post(postprocess, integer_consistent(fine, coarse, groups))
     coarse = np.bincount(groups, weights=fine, minlength=coarse.size).astype(np.int64)
+    children = np.bincount(groups, minlength=parent.domain_size)
+    fine_margin, coarse_margin = margins.wls(children, mechanism, fine_noise.scale,
+                                             coarse_noise.scale, fine_noise.variance,
+                                             coarse_noise.variance, postprocess)
+    by_size = {int(m): [int(fine_margin[p]), None if math.isnan(coarse_margin[p])
+                        else int(coarse_margin[p])]
+               for m, p in zip(*np.unique(children, return_index=True))}
     levels = [{"name": od.name, "cells": od.domain_size, "epsilon": fine_noise.epsilon,
                "delta": fine_noise.delta, "scale": fine_noise.scale,
-               "noise_variance": fine_noise.variance},
+               "noise_variance": fine_noise.variance,
+               margins.COLUMN: {"by_cells_in_parent": {m: v[0] for m, v in by_size.items()}}},
               {"name": parent.name, "cells": parent.domain_size,
                "epsilon": coarse_noise.epsilon, "delta": coarse_noise.delta,
-               "scale": coarse_noise.scale, "noise_variance": coarse_noise.variance}]
+               "scale": coarse_noise.scale, "noise_variance": coarse_noise.variance,
+               margins.COLUMN: {"by_cells_in_parent": {m: v[1] for m, v in by_size.items()}}}]
     rho = None if mechanism != GAUSSIAN else fine_noise.rho + coarse_noise.rho
     whole = Noise(mechanism, float(epsilon), float(delta), neighbours, math.nan, rho, None)
     manifest = _manifest(whole, postprocess, source, levels, guarantee_text(whole, levels=2),
-                         fine)
+                         fine, margins.manifest_entry(
+                             margins.WLS_HOW,
+                             margins.WLS_CLIPPED_PARENTS if postprocess == "base_pos" else ""))
     manifest["consistency"] = (
         f"weighted least squares over the two levels (Hay et al., VLDB 2010): every "
         f"{parent.name} flow equals the sum of its {od.name} flows; budget split "
         f"{fine_share:.0%} fine / {1 - fine_share:.0%} parent")
-    table = pd.concat([_table(od, fine, "fine"), _table(parent, coarse, "parent")],
-                      ignore_index=True)
+    table = pd.concat([_table(od, fine, fine_margin[groups], "fine"),
+                       _table(parent, coarse, coarse_margin, "parent")], ignore_index=True)
     return Published(table, manifest, {"fine": fine, "parent": coarse})
 
 
@@ -658,12 +697,14 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
     if progress is not None:
         progress(sum(sizes), sum(sizes))
     whole = Noise(GAUSSIAN, float(epsilon), float(delta), neighbours, math.nan, rho, None)
+    bounds = margins.topdown_margins([b.scale for b in budget], sizes)
     entries = [{"name": b.name, "cells": level.od.domain_size, "share_of_rho": b.share,
                 "rho_zcdp": b.rho, "epsilon_alone": b.epsilon, "delta_alone": b.delta,
-                "scale": b.scale, "noise_variance": b.scale ** 2}
-               for b, level in zip(budget, levels)]
+                "scale": b.scale, "noise_variance": b.scale ** 2, margins.COLUMN: bound}
+               for b, level, bound in zip(budget, levels, bounds)]
     manifest = _manifest(whole, "base_pos", source, entries,
-                         guarantee_text(whole, levels=len(levels)), released[-1])
+                         guarantee_text(whole, levels=len(levels)), released[-1],
+                         margins.manifest_entry(margins.TOPDOWN_HOW))
     manifest["mechanism"] = METHODS[TOPDOWN]
     manifest["post_processing"] = (
         "TopDown (InfTDA, Boninsegna & Silvestri, arXiv 2412.09256): from the top level down, "
@@ -679,7 +720,8 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
         "under add/remove neighbours or in a subset of areas)")
     manifest["consistency"] = ("every level's flows sum exactly to the flows of the level "
                                "above (" + " → ".join(names) + ")")
-    table = pd.concat([_table(level.od, values, level.name)
-                       for level, values in zip(levels, released)], ignore_index=True)
+    table = pd.concat([_table(level.od, values, bound, level.name)
+                       for level, values, bound in zip(levels, released, bounds)],
+                      ignore_index=True)
     return Published(table, manifest, {level.name: values
                                        for level, values in zip(levels, released)})

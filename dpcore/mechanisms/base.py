@@ -180,11 +180,16 @@ EPSILON = Param("epsilon", "ε (privacy budget)", 1.0, float, low=EPSILON_MIN, h
                 why=f"Below {EPSILON_MIN:g}, e^ε − 1 cannot be computed accurately in floating "
                     "point (the local estimators divide by it) and the noise is millions of "
                     "commuters per cell, so no release would be meaningful.")
+#: What δ is, for help texts (dpcore.theory.learn.delta_meaning computes the Gaussian's case).
+DELTA_MEANING = ("The slack of the guarantee: any outcome may become e^ε times likelier, plus δ. "
+                 "Not the chance that the ε bound fails (for the Gaussian the privacy loss "
+                 "exceeds ε more often than δ).")
 DELTA = Param("delta", "δ", 1e-6, float, low=1e-15, high=0.5,
-              help="Probability that the ε bound may fail; keep it well below 1/n.",
-              why="δ is the chance that the guarantee fails outright: at 0.5 or more a coin flip "
-                  "could publish a person's record, and a useful δ is far below 1/n; 1e-15 is "
-                  "already below 1/n for any population on Earth.")
+              help=DELTA_MEANING + " Keep it well below 1/n.",
+              why="δ is the additive slack of the privacy profile: a mechanism that publishes the "
+                  "whole table with probability δ is (0, δ)-DP, so at 0.5 or more a coin flip "
+                  "could publish every record, and a useful δ is far below 1/n; 1e-15 is already "
+                  "below 1/n for any population on Earth.")
 NEIGHBOURS = Param("neighbours", "Neighbouring datasets", SUBSTITUTION, str,
                    choices=(SUBSTITUTION, ADD_REMOVE),
                    help="Substitution: one person's commute changes (L1 sensitivity 2, as in the "

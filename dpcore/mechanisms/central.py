@@ -241,7 +241,11 @@ class Gaussian(_NeighbourAware):
 
     @property
     def classic_sigma(self) -> float:
-        """The textbook σ = Δ₂√(2 ln(1.25/δ))/ε, for comparison only (not private for ε ≥ 1)."""
+        """The textbook σ = Δ₂√(2 ln(1.25/δ))/ε, for comparison only. Its proof [DR14, Thm A.1]
+        covers ε < 1 only: beyond, it is unproven, not "not private" — against the exact condition
+        [BW18, Thm 8] it stays private up to ε ≈ 8.4 at δ = 10⁻⁵
+        (:func:`dpcore.theory.privacy_theory.classic_gaussian_limit`), where it falls below the
+        analytic σ (``explain`` says which holds at this ε)."""
         return (l2_sensitivity(self.neighbours) * np.sqrt(2 * np.log(1.25 / self.delta))
                 / self.epsilon)
 
@@ -265,7 +269,9 @@ class Gaussian(_NeighbourAware):
             f"Unbiased, variance σ² = {self.sigma ** 2:.4g}. {self._neighbours_line()} "
             f"Guarantee: (ε, δ)-DP with ε = {self.epsilon:g}, δ = {self.delta:.3g}.\n\n"
             "In plain words: bell-curve noise, a little more spread out than Laplace for one cell "
-            "but with lighter tails, in exchange for a small chance δ that the ε bound fails.")
+            "but with lighter tails, in exchange for a slack δ: any outcome may become e^ε times "
+            "likelier, plus δ. δ is not the chance that the ε bound fails: the privacy loss "
+            "exceeds ε more often than that (Learn → Groups and budgets computes how often).")
 
 
 @register

@@ -11,9 +11,11 @@ Four upper bounds on that ε, each named by its key in :data:`BOUNDS`:
   checked with ln(4/δ));
 * ``clone`` — FMT21's numerical bound for any ε₀-LDP randomiser (clone probability e^{−ε₀});
 * ``clone_grr`` — the same computation with the clone probability 2/(e^{ε₀}+1) that k-ary randomised
-  response admits (derived here, see :func:`clone_probability`; not a statement of FMT21);
-* ``blanket`` — the privacy-blanket closed form for k-RR of Balle, Bell, Gascón, Nissim [BBGN19],
-  stated for ε ≤ 1.
+  response admits: the randomiser-specific clone analysis of Feldman, McMillan, Talwar,
+  "Stronger privacy amplification by shuffling for Rényi and approximate differential privacy",
+  SODA 2023, arXiv 2208.04591 [FMT23] (see :func:`clone_probability`);
+* ``blanket`` — the privacy blanket's numeric (Hoeffding) bound for k-RR of Balle, Bell, Gascón,
+  Nissim [BBGN19] (:func:`blanket_delta`).
 
 Each bound is increasing in ε₀, so the inverse problem (the largest ε₀ each phone may use for a
 target central (ε, δ)) is solved by root finding on ε₀. A bound that does not apply raises
@@ -26,7 +28,9 @@ Poisson subsampling: a γ-subsample fed to an (ε, δ)-DP mechanism is (ln(1 + �
 References: [FMT21] Feldman, McMillan, Talwar, "Hiding among the clones: a simple and nearly
 optimal analysis of privacy amplification by shuffling", FOCS 2021, arXiv 2012.12803 (official code:
 apple/ml-shuffling-amplification). [BBGN19] Balle, Bell, Gascón, Nissim, "The privacy blanket of
-the shuffle model", CRYPTO 2019, arXiv 1903.02837. [BBG18] Balle, Barthe, Gaboardi, "Privacy
+the shuffle model", CRYPTO 2019, arXiv 1903.02837. [FMT23] Feldman, McMillan, Talwar, "Stronger
+privacy amplification by shuffling for Rényi and approximate differential privacy", SODA 2023,
+arXiv 2208.04591. [BBG18] Balle, Barthe, Gaboardi, "Privacy
 amplification by subsampling: tight analyses via couplings and divergences", NeurIPS 2018.
 """
 
@@ -44,8 +48,8 @@ BOUNDS: dict[str, str] = {
     "fmt21": "FMT21 closed form (theorem)",
     "fmt21_official": "FMT21 closed form (authors' code)",
     "clone": "FMT21 numerical clone bound (any ε₀-LDP randomiser)",
-    "clone_grr": "Numerical clone bound with the GRR clone probability 2/(e^ε₀+1)",
-    "blanket": "Privacy blanket closed form for k-RR (BBGN19)",
+    "clone_grr": "Numerical clone bound with the GRR clone probability 2/(e^ε₀+1) (FMT23)",
+    "blanket": "Privacy blanket, numeric Hoeffding bound for k-RR (BBGN19)",
 }
 
 #: Half-width of the summed window of clone counts, in standard deviations of Bin(n−1, p_c).
@@ -153,8 +157,10 @@ def fmt21_max_epsilon0(n: int, epsilon: float, delta: float, variant: str = "the
 def clone_probability(epsilon0, grr: bool = False):
     """p_c: each other report is a 'clone' of user 1's with this probability [FMT21].
 
-    Any ε₀-LDP randomiser: ``e^{−ε₀}`` [FMT21]. k-ary randomised response: ``2/(e^{ε₀}+1)`` (the
-    decomposition ``R(x) ≥ (p_c/2)(R(x¹⁰) + R(x¹¹))`` holds pointwise for every x with this p_c).
+    Any ε₀-LDP randomiser: ``e^{−ε₀}`` [FMT21]. k-ary randomised response: ``2/(e^{ε₀}+1)``
+    [FMT23]: the decomposition ``R(x) ≥ (p_c/2)(R(x¹⁰) + R(x¹¹))`` holds pointwise for every x
+    with this p_c (the binding output is y = x¹⁰ for x ∉ {x¹⁰, x¹¹}; tests/test_amplification.py
+    checks it).
     """
     eps0 = checked_array("epsilon0", epsilon0, low=0.0)
     return unwrap(1.0 / (0.5 + 0.5 * np.exp(eps0)) if grr else np.exp(-eps0))
@@ -279,42 +285,69 @@ def clone_max_epsilon0(n: int, epsilon: float, delta: float, grr: bool = False) 
 
 
 # ---------------------------------------------------------------------- privacy blanket (k-RR)
-def blanket_epsilon(n: int, epsilon0, delta: float, k: int):
-    """Central ε of shuffled k-RR from the blanket closed form [BBGN19]; NaN where ε > 1.
+def blanket_delta(n: int, epsilon0: float, epsilon: float, k: int) -> float:
+    """δ(ε) of n shuffled k-RR reports by the privacy blanket's numeric Hoeffding bound [BBGN19].
 
-    The blanket has weight ``γ = k/(e^{ε₀}+k−1)``; the condition ``γ ≥ max{14k ln(2/δ)/((n−1)ε²),
-    27k/((n−1)ε)}`` solved for the smallest ε gives ``ε = max{√(14 ln(2/δ)(e^{ε₀}+k−1)/(n−1)),
-    27(e^{ε₀}+k−1)/(n−1)}``. The theorem is stated for ε ≤ 1 only (that condition is from memory).
+    k-RR as a blanket: report the truth with probability 1 − γ, a uniform category with
+    probability γ = k/(e^{ε₀} + k − 1). Then ``δ(ε) ≤ (1/(γn)) · r²/(4a) ·
+    (1 − γ(1 − e^{−2a²/r²}))ⁿ`` with ``a = e^ε − 1`` and ``r = (1 − γ)k(e^ε + 1)``, the form of the
+    authors' numeric bound (reproducing their figures: ε = 0.019 / 0.064 / 0.151 at ε₀ = 1 / 2 / 3
+    for n = 10⁵, δ = 10⁻⁶, k = 10). It replaces the closed form with the constants 14 and 27,
+    whose range of validity was not checked against the paper.
     """
+    gamma = k / (math.exp(epsilon0) + k - 1.0)
+    a = math.expm1(epsilon)
+    if a <= 0.0:
+        return 1.0
+    r = (1.0 - gamma) * k * (math.exp(epsilon) + 1.0)
+    log_delta = (-math.log(gamma * n) + math.log(r * r / (4.0 * a))
+                 + n * math.log1p(gamma * math.expm1(-2.0 * a * a / (r * r))))
+    return min(math.exp(log_delta), 1.0)
+
+
+def blanket_epsilon(n: int, epsilon0: float, delta: float, k: int) -> float:
+    """Smallest central ε whose blanket δ(ε) (:func:`blanket_delta`) is ≤ ``delta``: a scan of
+    ε on a grid below ε₀, then a root search in the first interval that reaches δ, rounded up.
+    Raises NotCertified when no ε < ε₀ is certified (the shuffled view is still ε₀-DP)."""
     n, delta = _people(n), _delta(delta)
-    if n < 2:
-        raise ValueError("'n' must be at least 2 for the blanket bound (it divides by n − 1).")
     k = _categories(k)
-    eps0 = checked_array("epsilon0", epsilon0, low=0.0)
-    spread = (np.exp(eps0) + k - 1) / (n - 1)         # = k / ((n − 1) γ)
-    eps = np.maximum(np.sqrt(14.0 * math.log(2.0 / delta) * spread), 27.0 * spread)
-    return unwrap(np.where(eps <= 1.0, eps, np.nan))
+    eps0 = float(checked_array("epsilon0", epsilon0, low=0.0, low_open=True))
+    excess = lambda eps: _log_ratio(blanket_delta(n, eps0, eps, k), delta)
+    grid = np.geomspace(1e-6, eps0, 400)
+    met = [eps for eps in grid if excess(eps) <= 0]
+    if not met:
+        raise NotCertified(f"{BOUNDS['blanket']} certifies no ε below ε₀ = {eps0:g} for k = {k}, "
+                           f"n = {n:,}, δ = {delta:g}: it certifies nothing here (the shuffled "
+                           "view is still ε₀-DP).")
+    high = met[0]
+    low = grid[max(int(np.searchsorted(grid, high)) - 1, 0)]
+    if low >= high or excess(low) <= 0:
+        return float(high)
+    root = optimize.brentq(excess, low, high, xtol=SEARCH_TOL)
+    while excess(root) > 0:
+        root = min(root + SEARCH_TOL, high)
+    return float(root)
 
 
 def blanket_max_epsilon0(n: int, epsilon: float, delta: float, k: int) -> float:
-    """Largest ε₀ for k-RR from the blanket closed form at target (ε, δ), solved directly.
-
-    ``γ = max{14k ln(2/δ)/((n−1)ε²), 27k/((n−1)ε)}``, ``ε₀ = ln(k/γ − k + 1)``. Raises NotCertified
-    when ε > 1 (outside the theorem) or γ ≥ 1 (no local randomisation is weak enough to help).
-    """
+    """Largest ε₀ for k-RR whose blanket δ at the target central ε is ≤ ``delta`` (root search
+    on ε₀: a larger ε₀ thins the blanket, so δ grows). At least ε: ε₀ = ε needs no
+    amplification (the shuffled view is ε₀-DP)."""
     n, delta = _people(n), _delta(delta)
     k = _categories(k)
     target = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
-    if target > 1.0:
-        raise NotCertified(f"The blanket closed form is stated for central ε ≤ 1; the target ε = "
-                           f"{target:g} is outside it. Use the numerical clone bound.")
-    gamma = max(14.0 * k * math.log(2.0 / delta) / ((n - 1) * target ** 2),
-                27.0 * k / ((n - 1) * target))
-    if gamma >= 1.0:
-        raise NotCertified(f"The blanket closed form would need a blanket weight γ = "
-                           f"{gamma:.3g} ≥ 1 for ε = {target:g}, δ = {delta:g} with n = {n:,}: "
-                           "no ε₀ > 0 is certified.")
-    return math.log(k / gamma - k + 1.0)
+    excess = lambda eps0: _log_ratio(blanket_delta(n, eps0, target, k), delta)
+    if excess(target) > 0:
+        return target
+    high = target + 1.0
+    while excess(high) <= 0:
+        high += 2.0 * (high - target)
+        if high > 700:
+            raise NotCertified("the blanket bound allows any local ε₀ here; check n, ε and δ.")
+    root = optimize.brentq(excess, max(target, 1e-9), high, xtol=SEARCH_TOL)
+    while excess(root) > 0:
+        root -= SEARCH_TOL
+    return max(root, target)
 
 
 def _categories(k) -> int:
@@ -354,10 +387,7 @@ def shuffle_guarantee(bound: str, n: int, epsilon0: float, delta: float,
     else:
         k = _categories(k)
         eps = blanket_epsilon(n, eps0, delta, k)
-        if math.isnan(eps):
-            raise NotCertified(f"{BOUNDS[bound]} would give ε > 1 for ε₀ = {eps0:g}, k = {k}, "
-                               f"n = {n:,}: outside the theorem's range, it certifies nothing.")
-        note = f"k = {k} categories; stated for ε ≤ 1"
+        note = f"k = {k} categories; numeric Hoeffding bound, ε found by root search, rounded up"
     return ShuffleGuarantee(bound, n, eps0, float(eps), delta, note)
 
 
@@ -380,13 +410,26 @@ def local_budget(bound: str, n: int, epsilon: float, delta: float,
     else:
         k = _categories(k)
         eps0 = blanket_max_epsilon0(n, target, delta, k)
-        note = f"k = {k} categories; direct formula, stated for ε ≤ 1"
+        note = f"k = {k} categories; numeric Hoeffding bound, ε₀ found by root search, rounded down"
     return ShuffleGuarantee(bound, n, float(eps0), target, delta, note)
 
 
 # ------------------------------------------------------------------------- Poisson subsampling
+#: The subsampling theorem's conditions, as the Learn page states them beside the formula.
+SUBSAMPLING_CONDITIONS = (
+    "The theorem (Balle, Barthe, Gaboardi, NeurIPS 2018) needs Poisson sampling — each commuter "
+    "included independently with probability γ — and add/remove neighbours: the mechanism is "
+    "(ε, δ)-DP when one person joins or leaves, and then the sample's release is (ε′, γδ)-DP "
+    "for a person joining or leaving. This product's default is substitution neighbours (one "
+    "person's commute replaced); for those the same paper proves the same ε′ and δ′ = γδ for a "
+    "sample of fixed size m = γn drawn without replacement — not for Poisson sampling, whose "
+    "samples with and without the person are add/remove neighbours, which a substitution-DP "
+    "mechanism does not protect.")
+
+
 def subsampling_amplification(epsilon, delta, rate) -> tuple:
-    """(ε′, δ′) of an (ε, δ)-DP mechanism run on a Poisson subsample with inclusion rate γ [BBG18].
+    """(ε′, δ′) of an (ε, δ)-DP mechanism run on a Poisson subsample with inclusion rate γ [BBG18],
+    under add/remove neighbours (:data:`SUBSAMPLING_CONDITIONS`).
 
     ``ε′ = ln(1 + γ(e^ε − 1))`` (≈ γε for small ε) and ``δ′ = γδ``; tight for the worst mechanism.
     Also holds for sampling m of n without replacement under substitution, with γ = m/n.

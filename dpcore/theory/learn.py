@@ -33,6 +33,7 @@ from dpcore.data.od import ODMatrix
 from dpcore.evaluation import ranks
 from dpcore.mechanisms.base import ADD_REMOVE, BASELINE, LocalMechanism, Mechanism
 from dpcore.mechanisms.baselines import KEY_RANGE, CellKey, RandomRounding
+from dpcore.mechanisms.central import l2_sensitivity
 from dpcore.mechanisms.hadamard import (
     HadamardMechanism,
     HadamardResponse,
@@ -50,6 +51,7 @@ from dpcore.mechanisms.local import (
 )
 from dpcore.mechanisms.sketches import CMS, HCMS, HashFamily, SketchOracle
 from dpcore.theory import accuracy, amplification
+from dpcore.theory import privacy_theory
 from dpcore.theory.privacy_theory import posterior_bound
 
 #: Largest domain the per-user crowd runs on: unary encoding sends d bits per person, and local
@@ -120,7 +122,11 @@ class DifferencingAttack:
     With Laplace noise of scale ``scale`` on each release, ``posterior`` is the attacker's belief
     in each destination (uniform prior over ``destinations``, likelihood of the observed
     difference), ``true_posterior`` and ``true_rank`` those of the real destination, and ``bound``
-    the most any outcome can give it: ε-DP twice over caps every likelihood ratio at e^{2ε}.
+    the most any outcome can give it. Month 1 is the same under every hypothesis; in month 2 the
+    tables for "the newcomer works in v" and "in w" differ in two cells (by one each), so that
+    one ε-DP release (add/remove, sensitivity 1 per cell) bounds their likelihood ratio by e^{2ε}
+    — group privacy of two changes within one release, not the composition of two releases. The
+    cap for one changed cell, e^ε, is ``one_cell_bound``: the belief can exceed it.
     """
 
     destination: int
@@ -134,6 +140,7 @@ class DifferencingAttack:
     true_rank: int
     prior: float
     bound: float
+    one_cell_bound: float
 
     def top(self, k: int = 5) -> np.ndarray:
         """The k destinations the attacker believes most, most believed first."""
@@ -185,7 +192,77 @@ def differencing_attack(row_before, destination: int, epsilon: float,
         destination, before.size, np.flatnonzero(after - before), float(laplace.epsilon),
         float(laplace.scale), difference, posterior, float(true),
         int(np.count_nonzero(posterior > true)) + 1, prior,
-        float(posterior_bound(prior, 2 * laplace.epsilon)))
+        float(posterior_bound(prior, 2 * laplace.epsilon)),
+        float(posterior_bound(prior, laplace.epsilon)))
+
+
+@dataclass(frozen=True)
+class DeltaMeaning:
+    """What δ is, computed for the product's Gaussian (analytic calibration) at (ε, δ): its σ,
+    the probability ``loss_exceeds`` that the privacy loss exceeds ε, and its ratio to δ."""
+
+    epsilon: float
+    delta: float
+    sigma: float
+    loss_exceeds: float
+
+    @property
+    def ratio(self) -> float:
+        return self.loss_exceeds / self.delta
+
+    @property
+    def sentence(self) -> str:
+        return (f"δ is the profile's slack, not the chance that the guarantee fails: the "
+                f"product's Gaussian at ε = {self.epsilon:g}, δ = {self.delta:g} (σ = "
+                f"{self.sigma:.3g}) has a privacy loss above ε with probability "
+                f"{self.loss_exceeds:.2g}, {self.ratio:.3g} times δ. (ε, δ)-DP only promises that "
+                "no outcome becomes more than e^ε times likelier, plus δ.")
+
+
+def delta_meaning(epsilon: float, delta: float = 1e-6) -> DeltaMeaning:
+    """:class:`DeltaMeaning` of the registered Gaussian mechanism at (ε, δ), substitution
+    neighbours (its default), by :func:`privacy_theory.gaussian_loss_exceeds`."""
+    gaussian = mechanisms.build("gaussian", epsilon=epsilon, delta=delta)
+    return DeltaMeaning(float(epsilon), float(delta), float(gaussian.sigma),
+                        float(privacy_theory.gaussian_loss_exceeds(
+                            epsilon, gaussian.sigma, l2_sensitivity(gaussian.neighbours))))
+
+
+@dataclass(frozen=True)
+class YearlyBudget:
+    """Equal releases within one total ε: what basic and advanced composition allow each."""
+
+    total: float
+    releases: int
+    delta_slack: float
+    basic: float
+    advanced: float
+    helps_from: int
+
+    @property
+    def sentence(self) -> str:
+        start = (f"To stay within ε = {self.total:g} for the year, each of the {self.releases} "
+                 f"releases may use **{self.basic:.3g}** (basic composition: budgets add up, "
+                 "and ε-DP releases make an ε-DP year)")
+        slack = f"(ε, δ′) = ({self.total:g}, {self.delta_slack:g})"
+        if self.advanced > self.basic:
+            middle = (f" or **{self.advanced:.3g}** (advanced composition, Dwork–Rothblum–Vadhan; "
+                      f"the year is then {slack}-DP, no longer pure ε-DP).")
+        else:
+            middle = (f". Advanced composition does not help here: for the year to be {slack}-DP "
+                      f"it allows only {self.advanced:.3g} per release; it pays from "
+                      f"{self.helps_from} releases on.")
+        return (start + middle + " Releases about *different* people (one per county) compose "
+                f"in parallel: each may use the full {self.total:g}.")
+
+
+def yearly_budget(total: float, releases: int, delta_slack: float = 1e-6) -> YearlyBudget:
+    """Per-release ε of ``releases`` equal releases within ``total`` by basic composition and by
+    the advanced composition theorem alone [DRV10], with where the latter starts to help."""
+    return YearlyBudget(float(total), int(releases), float(delta_slack),
+                        privacy_theory.per_query_epsilon(total, releases),
+                        privacy_theory.per_query_epsilon(total, releases, delta_slack),
+                        privacy_theory.advanced_helps_from(total, delta_slack))
 
 
 def _change_probabilities(mech: Mechanism, before: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ Boosting and differential privacy, FOCS 2010. [DR14] Dwork, Roth, The algorithmi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -195,6 +196,33 @@ def gaussian_profile(epsilon, sigma, l2_sensitivity=1.0):
     return unwrap(np.maximum(first - second, 0.0))
 
 
+def gaussian_loss_exceeds(epsilon, sigma, l2_sensitivity=1.0):
+    """P[L > ε] for the privacy loss L of ``f(D) + N(0, σ²I)`` at the worst neighbours.
+
+    L ~ N(μ, 2μ) with μ = Δ²/(2σ²) [BW18, Lemma 3], so ``P[L > ε] = Φ(Δ/(2σ) − εσ/Δ)``: the first
+    term of :func:`gaussian_profile`. δ subtracts ``e^ε Φ(−Δ/(2σ) − εσ/Δ)`` from it, so δ is
+    *not* the probability that the loss exceeds ε: it is the profile's slack, the most any
+    event's probability may exceed e^ε times its probability on the neighbour.
+    """
+    eps = checked_array("epsilon", epsilon)
+    s = checked_array("sigma", sigma, low=0.0, low_open=True)
+    l2 = checked_array("l2_sensitivity", l2_sensitivity, low=0.0, low_open=True)
+    mu = l2 / s
+    return unwrap(special.ndtr(mu / 2 - eps / mu))
+
+
+def classic_gaussian_limit(delta: float) -> float:
+    """The largest ε at which the classic σ = Δ√(2 ln(1.25/δ))/ε still meets the exact (ε, δ)
+    condition of [BW18, Thm 8] (its proof [DR14, Thm A.1] covers ε < 1 only; beyond, it is
+    unproven, not "not private", up to this ε, where it falls below the analytic σ)."""
+    d = float(checked_array("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True))
+
+    def excess(eps):  # δ(ε) of the classic σ minus δ: ≤ 0 while the classic σ is private
+        sigma = math.sqrt(2 * math.log(1.25 / d)) / eps
+        return math.log(max(float(gaussian_profile(eps, sigma)), 1e-300)) - math.log(d)
+    return float(optimize.brentq(excess, 1.0, 100.0, xtol=1e-10))
+
+
 # ------------------------------------------------------------------------------ group privacy
 def group_privacy(epsilon, k, delta=0.0) -> tuple:
     """Guarantee for a group of ``k`` people (e.g. a household commuting together) [DR14, Thm 2.2].
@@ -253,8 +281,11 @@ def advanced_composition(epsilon, k, delta=0.0, delta_slack=1e-6) -> tuple:
 def per_query_epsilon(total_epsilon: float, k: int, delta_slack: float | None = None) -> float:
     """Largest ε each of ``k`` equal releases may use so that together they stay within the total.
 
-    Without ``delta_slack``: basic composition, ``total/k``. With it: the larger of ``total/k`` and
-    the ε solving advanced composition (whose ε′ increases with ε, so the root is unique).
+    Without ``delta_slack``: basic composition, ``total/k`` (the k releases together are
+    ε-DP). With it: the ε the advanced composition theorem alone allows (its ε′ increases with ε,
+    so the root is unique); the k releases together are then (total, δ′)-DP, not pure — and for
+    few releases this is *smaller* than ``total/k``: the theorem helps only for many releases
+    (:func:`advanced_helps_from`).
     """
     total = float(checked_array("total_epsilon", total_epsilon, low=0.0, low_open=True))
     k = whole_number("k", k)
@@ -262,8 +293,23 @@ def per_query_epsilon(total_epsilon: float, k: int, delta_slack: float | None = 
     if delta_slack is None:
         return basic
     excess = lambda e: advanced_composition(e, k, 0.0, delta_slack)[0] - total
-    advanced = optimize.brentq(excess, 0.0, total, xtol=1e-14, rtol=1e-12)
-    return max(basic, float(advanced))
+    return float(optimize.brentq(excess, 0.0, total, xtol=1e-14, rtol=1e-12))
+
+
+def advanced_helps_from(total_epsilon: float, delta_slack: float) -> int:
+    """The smallest number of equal releases k for which advanced composition lets each use more
+    than basic composition's ``total/k`` (within the same total ε, at slack δ′)."""
+    k = 1
+    while per_query_epsilon(total_epsilon, k, delta_slack) <= total_epsilon / k:
+        k *= 2
+    low, high = k // 2, k    # advanced loses at low (or low = 0), wins at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if per_query_epsilon(total_epsilon, middle, delta_slack) > total_epsilon / middle:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def split_budget(total_epsilon: float, weights: Mapping[str, float]) -> dict[str, float]:

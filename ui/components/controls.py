@@ -34,7 +34,7 @@ from dpcore.data import views
 from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
 from dpcore.limits import SEED
 from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess, sparse_release
-from dpcore.mechanisms.base import DELTA, EPSILON, NEIGHBOURS
+from dpcore.mechanisms.base import DELTA, DELTA_MEANING, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
 from ui.components import data, state, viewstate, widgets
 
@@ -377,7 +377,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
             _restore("delta")
             st.number_input("δ", min_value=DELTA.low, max_value=DELTA.high, format="%.2e",
                             key=KEYS["delta"].widget, on_change=_store, args=("delta",),
-                            help=f"Probability that the ε bound may fail; keep it well below "
+                            help=f"{DELTA_MEANING} Keep it well below "
                                  f"1/n = {1 / max(current.matrix.n, 1):.2e}.")
         if any(mechanisms.get(k).model == CENTRAL for k in chosen):
             _restore("neighbours")

@@ -62,8 +62,10 @@ def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
     for key in summaries.SCORECARD:
         info = metrics.METRICS[key]
         units = f" ({info.unit})" if info.unit else ""
-        config[info.label] = st.column_config.NumberColumn(info.label + units, format="%.4g",
-                                                           help=info.description)
+        share = info.unit == "share"
+        config[info.label] = st.column_config.NumberColumn(
+            info.label + ("" if share else units), format="percent" if share else "%.4g",
+            help=info.description)
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config)
     return frame
 

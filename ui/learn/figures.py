@@ -88,7 +88,7 @@ def profiles(epsilon0: float, sigma: float, k: int) -> tuple[go.Figure, pd.DataF
                         hovertemplate=f"{label}<br>ε = %{{x:.3g}}: δ = %{{y:.3g}}<extra></extra>")
     fig.update_yaxes(rangemode="tozero")
     return charts.layout(fig, "Privacy profiles: the δ each mechanism needs at every ε",
-                         "ε (natural-log privacy loss)", "δ(ε) (probability)",
+                         "ε (natural-log privacy loss)", "δ(ε) (slack)",
                          height=380), frame
 
 

@@ -167,19 +167,25 @@ def why(current: data.Current, epsilon: float) -> None:
     st.markdown(
         f"The true destination ranks **{attack.true_rank:,}** of {attack.destinations:,} with a "
         f"belief of **{attack.true_posterior:.1%}** (it started at {attack.prior:.2%}). Whatever "
-        f"the noise, two ε-DP releases cap that belief at **{attack.bound:.1%}**: "
-        "the Bayesian bound at 2ε.")
+        f"the noise, the belief is capped at **{attack.bound:.1%}**, the Bayesian bound at 2ε: "
+        "month 2 alone tells the destinations apart, and in it two cells differ between any two "
+        f"guesses (the cap for one changed cell, {attack.one_cell_bound:.1%}, can be exceeded).")
     _draw_again("Draw the noise again", "learn_attack_again")
     baseline_attack(od, origin, destination)
     with st.expander("Why the belief is capped"):
         st.latex(r"\frac{P[\text{newcomer in } v \mid D]}{P[\text{newcomer in } w \mid D]}"
                  r"\le e^{2\varepsilon}\ \Rightarrow\ "
                  r"P[v \mid D] \le \frac{e^{2\varepsilon}}{e^{2\varepsilon} + |D| - 1}")
-        st.markdown("Each release is ε-DP, so the two together are 2ε-DP (sequential "
-                    "composition): no outcome makes one destination more than e^{2ε} times as "
-                    "likely as another, relative to the prior. The belief shown is the exact "
-                    "posterior of an attacker with a uniform prior over destinations, from the "
-                    "density of the difference of two Laplace noises.")
+        st.markdown("Month 1 is the same whichever destination the newcomer chose, so it "
+                    "cannot tell destinations apart. In month 2, the table if the newcomer works "
+                    "in v and the table if they work in w differ in two cells, by one commuter "
+                    "each: the ε-DP release (sensitivity 1 per cell) makes those two tables' "
+                    "outcomes at most e^{2ε} times as likely as each other — group privacy of "
+                    "two changes within one release, not the composition of two releases. So no "
+                    "outcome makes one destination more than e^{2ε} times as likely as another, "
+                    "relative to the prior. The belief shown is the exact posterior of an "
+                    "attacker with a uniform prior over destinations, from the density of the "
+                    "difference of two Laplace noises.")
 
 
 def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
@@ -304,7 +310,8 @@ def budgets(current: data.Current, epsilon: float) -> None:
     fig, frame = figures.profiles(epsilon, sigma, current.matrix.domain_size)
     charts.show(fig, frame, "privacy_profiles", "learn_profiles")
     st.caption(f"Each curve is every (ε, δ) pair the mechanism satisfies. Randomised response and "
-               f"Laplace reach δ = 0 at ε₀ = {epsilon:g} (pure ε-DP); the Gaussian never does.")
+               f"Laplace reach δ = 0 at ε₀ = {epsilon:g} (pure ε-DP); the Gaussian never does. "
+               + learn.delta_meaning(epsilon).sentence)
 
     st.markdown("**Groups and budgets**")
     cols = st.columns(3)
@@ -327,12 +334,8 @@ def budgets(current: data.Current, epsilon: float) -> None:
     with cols[2]:
         months = kept(st.number_input, "Monthly releases per year", "learn_months", 12,
                       min_value=1, max_value=365)
-        basic = privacy_theory.per_query_epsilon(epsilon, months)
-        advanced = privacy_theory.per_query_epsilon(epsilon, months, delta_slack=1e-6)
-        st.markdown(f"To stay within ε = {epsilon:g} for the year, each release may use "
-                    f"**{basic:.3g}** (basic composition) or **{advanced:.3g}** (advanced, "
-                    "with δ′ = 10⁻⁶). Releases about *different* people (one per county) "
-                    f"compose in parallel: each may use the full {epsilon:g}.")
+        plan = learn.yearly_budget(epsilon, months)
+        st.markdown(plan.sentence)
     with st.expander("The composition formulas"):
         st.latex(r"\text{sequential: } \Big(\sum_i \varepsilon_i, \sum_i \delta_i\Big)\qquad"
                  r"\text{parallel: } (\max_i \varepsilon_i, \max_i \delta_i)\qquad"
@@ -370,17 +373,21 @@ def models(current: data.Current, epsilon: float) -> None:
         "central_epsilon": st.column_config.NumberColumn(
             f"Central ε if phones use ε₀ = {epsilon:g}", format="%.4g"),
         "note": st.column_config.TextColumn("Note", width="large")})
-    st.caption("The numerical clone bound (Feldman, McMillan, Talwar, 'Hiding among the clones', "
-               "FOCS 2021) is used for the comparison above, with GRR's clone probability; the "
-               "closed forms are shown for reference and certify nothing outside their range.")
+    st.caption("The comparison above uses the numerical clone bound (Feldman, McMillan, Talwar, "
+               "'Hiding among the clones', FOCS 2021) with GRR's clone probability 2/(e^ε₀ + 1) "
+               "(Feldman, McMillan, Talwar, SODA 2023). The FMT21 closed forms are shown for "
+               "reference and certify nothing outside their range; the blanket row is the "
+               "numeric bound of Balle, Bell, Gascón and Nissim (CRYPTO 2019).")
     st.markdown("**Amplification by subsampling**: ask only a random share γ of commuters")
     rate = kept(st.slider, "Sampling rate γ", "learn_rate", 0.05, min_value=0.01, max_value=1.0,
                 step=0.01, format="%.2f")
     fig, table = figures.subsampling(epsilon, delta, rate)
     charts.show(fig, table, "subsampling", "learn_subsampling")
-    amplified, _ = amplification.subsampling_amplification(epsilon, delta, rate)
+    amplified, amplified_delta = amplification.subsampling_amplification(epsilon, delta, rate)
     st.latex(rf"\varepsilon' = \ln\!\big(1 + \gamma(e^\varepsilon - 1)\big) = "
-             rf"\ln(1 + {rate:g}\,(e^{{{epsilon:g}}} - 1)) = {amplified:.3g}")
+             rf"\ln(1 + {rate:g}\,(e^{{{epsilon:g}}} - 1)) = {amplified:.3g},\qquad "
+             rf"\delta' = \gamma\delta = {amplified_delta:.3g}")
+    st.caption(amplification.SUBSAMPLING_CONDITIONS)
 
 
 # ----------------------------------------------------------------------------------- lesson 6

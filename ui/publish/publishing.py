@@ -25,7 +25,7 @@ import streamlit as st
 
 from dpcore.data import datasets, importers, views
 from dpcore.evaluation import publish_compare
-from dpcore.interfaces import confidential, export, ledger, publish, published_domain
+from dpcore.interfaces import confidential, export, ledger, margins, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.mechanisms import postprocess as postprocessing
@@ -270,6 +270,11 @@ def section(settings: RunSettings) -> None:
                                 help="Noise on whole-number counts, drawn by the OpenDP library."))
     if method == publish.TOPDOWN:
         left.caption("Noise: the discrete Gaussian (zCDP), as TopDown requires.")
+    elif mechanism == publish.GAUSSIAN and method == publish.FLAT:
+        try:
+            st.caption(publish.gaussian_gap_sentence(epsilon, delta, settings.neighbours))
+        except ValueError:   # the publish below says why it cannot calibrate
+            pass
     epsilon = middle.number_input("ε for this publish", min_value=EPSILON.low,
                                   max_value=EPSILON.high,
                                   value=float(settings.epsilon), format="%.4g",
@@ -317,6 +322,11 @@ def section(settings: RunSettings) -> None:
                        "prefer base here.")
         if method == publish.TOPDOWN:
             _topdown_budget_table(hierarchy, epsilon, delta, shares, settings.neighbours)
+        if method == publish.FLAT:
+            scale = publish.calibrate(mechanism, epsilon, delta, settings.neighbours).scale
+            st.caption(f"Every count in release.csv will carry its 95 % margin of error: "
+                       f"± {margins.noise_margin(mechanism, scale):,} commuters (from the noise "
+                       "law alone, so it can be known before publishing).")
     except ValueError as error:
         st.error(str(error))
         return
@@ -359,6 +369,7 @@ def section(settings: RunSettings) -> None:
         entry = last.manifest.get("ledger_entry", {}).get("number")
         st.success(f"Published: {len(last.table):,} rows (ledger entry {entry}). Guarantee: "
                    f"{last.manifest['guarantee']}")
+        st.caption(margins.sentence(last.table, last.manifest["margin_of_error"]))
         row = st.container(horizontal=True)
         row.download_button("release.csv", export.safe_csv(last.table), "release.csv",
                             "text/csv", key="publish_csv", on_click="ignore",

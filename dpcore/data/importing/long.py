@@ -63,7 +63,8 @@ def import_long(table: Table, report: Report, columns: dict[str, str] | None = N
     if persons:
         counts = np.ones(len(frame), dtype=np.int64)
     else:
-        counts = parse_counts(frame[mapping["count"]], rows, mapping["count"], report)
+        counts = parse_counts(frame[mapping["count"]], rows, mapping["count"], report,
+                              decimal_comma=table.delimiter != ",")
     (o_codes, origins), (d_codes, destinations) = sides["origin"], sides["destination"]
     title = "one row per person" if persons else "long format"
     matrix = build_matrix(table.file, f"Uploaded file {table.file} ({title}).", origins,

@@ -36,7 +36,8 @@ def import_matrix(table: Table, report: Report) -> ODMatrix:
     cell_rows = np.repeat(rows, n_cols)
     cell_columns = np.tile(np.asarray(table.header[1:], dtype=object), n_rows)
     counts = parse_counts(pd.Series(cells.ravel(), dtype=str), cell_rows, None, report,
-                          blank_means_zero=True, cell_columns=cell_columns)
+                          blank_means_zero=True, cell_columns=cell_columns,
+                          decimal_comma=table.delimiter != ",")
     nonzero = counts > 0
     o_cell = np.repeat(o_codes, n_cols)[nonzero]
     d_cell = np.tile(d_codes, n_rows)[nonzero]

@@ -79,7 +79,8 @@ def import_powscar(table: Table, report: Report, level: str | None = None
     res_county, pow_county = frame["RESIDENCE_COUNTY_LABEL"], frame["POWSC_COUNTY_LABEL"]
     require_present(res_county, rows, by_name["RESIDENCE_COUNTY_LABEL"], "residence county",
                     report)
-    counts = parse_counts(frame["COUNT"], rows, by_name["COUNT"], report)
+    counts = parse_counts(frame["COUNT"], rows, by_name["COUNT"], report,
+                          decimal_comma=table.delimiter != ",")
     counties = sorted(set(pd.unique(res_county)) - {""})
     special, special_id = _special_destinations(frame, counties, has_ed)
     dest_county = pow_county.where(~special, special_id)

@@ -33,11 +33,14 @@ def require_present(values: pd.Series, rows: np.ndarray, column: str, what: str,
 
 
 def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report: Report,
-                 blank_means_zero: bool = False, cell_columns: np.ndarray | None = None
-                 ) -> np.ndarray:
+                 blank_means_zero: bool = False, cell_columns: np.ndarray | None = None,
+                 decimal_comma: bool = False) -> np.ndarray:
     """Whole, non-negative numbers of people; "12", "12.0" and "1e3" are accepted as written.
 
     ``cell_columns`` names each value's column when the values come from several (a matrix).
+    ``decimal_comma``: the file is not comma-separated (semicolons, tabs), as spreadsheets write
+    it where the comma is the decimal mark, so “1,0” is read as 1 (reported); counts such as
+    “2,000” are ambiguous there, by the rule of :func:`_thousands_like`.
     Returns int64 counts (0 where a value was rejected, so later checks can run on).
     """
 
@@ -55,6 +58,17 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
         else:
             require_present(values, rows, column, "count", report)
     numbers = parse_numbers(values.where(~blank, "0") if blank.any() else values)
+    mark = "."
+    if decimal_comma:
+        comma = decimal_commas(values)
+        if comma.any():
+            mark = ","
+            numbers[comma] = parse_numbers(values[comma].str.replace(",", ".", regex=False))
+            report.info("decimal_comma",
+                        f"Counts with a decimal comma were read as decimals (e.g. "
+                        f"{_first(values, comma)} as {numbers[comma][0]:g}).",
+                        fix="Nothing to do if the comma is the decimal mark in your file.",
+                        **where(comma))
     bad = ~np.isfinite(numbers)
     if bad.any():
         examples = values.to_numpy()[bad]
@@ -66,17 +80,19 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
                      fix="Write counts as plain whole numbers such as 12, without thousands "
                          "separators, units or text.", **where(bad))
     numbers[bad] = 0
-    ambiguous = _dot_thousands(values)
+    ambiguous = _thousands_like(values, mark)
     if ambiguous.any():
         example = values.to_numpy()[ambiguous][0]
-        whole, _, thousands = example.lstrip("+").partition(".")
+        whole, _, thousands = example.lstrip("+").partition(mark)
+        decimal = float(f"{whole}.{thousands}")
+        mark_name, other = (("point", "dot") if mark == "." else ("comma", "comma"))
         report.error("count_ambiguous",
                      f"The count “{shorten(example)}” on {rows_phrase(rows[ambiguous])} can be "
-                     f"read two ways: as {float(example):g} (a decimal point) or as "
-                     f"{int(whole + thousands):,} (a dot separating thousands, as in many "
-                     f"European countries).",
+                     f"read two ways: as {decimal:g} (a decimal {mark_name}) or as "
+                     f"{int(whole + thousands):,} (a {other} separating thousands"
+                     + (", as in many European countries)." if mark == "." else ")."),
                      fix="Write counts as plain whole numbers without separators, e.g. "
-                         f"{int(whole + thousands)} or {float(example):g}.", **where(ambiguous))
+                         f"{int(whole + thousands)} or {decimal:g}.", **where(ambiguous))
         numbers[ambiguous] = 0
     negative = numbers < 0
     if negative.any():
@@ -103,21 +119,28 @@ def parse_counts(values: pd.Series, rows: np.ndarray, column: str | None, report
     return numbers.astype(np.int64)
 
 
-def _dot_thousands(values: pd.Series) -> np.ndarray:
-    """Counts such as “2.000” or “12.500”, ambiguous between a decimal point and a thousands dot.
+def decimal_commas(values: pd.Series) -> np.ndarray:
+    """Which values are numbers written with a decimal comma (“1,0”, “-6,26”, “,5”)."""
+    return values.str.fullmatch(r"[+-]?\d*,\d+").to_numpy(dtype=bool)
 
-    The rule: one dot, one to three digits before it and exactly three after it, in a column
-    where no count has a dot followed by some other number of digits (“2.5”, “3.0”, “1234.000”
-    show that the dot is a decimal point, so “2.000” then means 2).
+
+def _thousands_like(values: pd.Series, mark: str = ".") -> np.ndarray:
+    """Counts such as “2.000” or “12.500” (``mark`` "."), or “2,000” where the comma is the
+    decimal mark (``mark`` ","), ambiguous between a decimal mark and a thousands separator.
+
+    The rule: one mark, one to three digits before it and exactly three after it, in a column
+    where no count has the mark followed by some other number of digits (“2.5”, “3.0”,
+    “1234.000” show that it is a decimal mark, so “2.000” then means 2).
     """
-    dotted = values.str.contains(".", regex=False).to_numpy(dtype=bool)
+    marked = values.str.contains(mark, regex=False).to_numpy(dtype=bool)
     ambiguous = np.zeros(len(values), dtype=bool)
-    if dotted.any():
-        text = values[dotted]
-        grouped = text.str.fullmatch(r"\+?\d{1,3}\.\d{3}").to_numpy(dtype=bool)
-        decimal = text.str.fullmatch(r"[+-]?\d*\.\d*").to_numpy(dtype=bool) & ~grouped
+    if marked.any():
+        text = values[marked]
+        escaped = re.escape(mark)
+        grouped = text.str.fullmatch(rf"\+?\d{{1,3}}{escaped}\d{{3}}").to_numpy(dtype=bool)
+        decimal = text.str.fullmatch(rf"[+-]?\d*{escaped}\d*").to_numpy(dtype=bool) & ~grouped
         if not decimal.any():
-            ambiguous[dotted] = grouped
+            ambiguous[marked] = grouped
     return ambiguous
 
 
