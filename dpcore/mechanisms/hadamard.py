@@ -621,8 +621,11 @@ class HadamardMechanism(LocalMechanism):
         the second kind sends t reports uniform over the 2D (column, sign) bins whatever their
         cell: their histogram is one uniform multinomial. A person of the first kind in cell x
         sends t uniform columns j with the true sign H[x, j]: per cell a multinomial over the D
-        columns. Each part is drawn as multinomial counts when it has few bins beside its reports
-        (:data:`MULTINOMIAL_COST`), else report by report (both parts in one tally); then one FWHT.
+        columns. Each part (each cell, for the second) is drawn as multinomial counts when it has
+        few bins beside its reports (:data:`MULTINOMIAL_COST`), else report by report (all of
+        those in one tally); then one FWHT. Chosen per cell, not for all cells at once: at county
+        level a few large cells carry most reports, and the many small ones drew D binomials
+        each (0.43 s of a 0.47 s release at large ε, Find ε's slowest step).
         """
         counts = _as_counts(counts)
         d, n = len(counts), int(counts.sum())
@@ -637,10 +640,11 @@ class HadamardMechanism(LocalMechanism):
                                                                                 0.5 / size)), size))
         else:
             keys.append(self._fair_keys(fair_reports, size, rng))
-        if len(cells) * size * MULTINOMIAL_COST <= true_reports.sum():
-            sums.append(self._true_sign_sums(cells, true_reports, size, rng))
-        else:
-            keys.append(self._true_sign_keys(cells, true_reports, size, rng))
+        counted = true_reports >= size * MULTINOMIAL_COST     # per cell: the cheaper way
+        if counted.any():
+            sums.append(self._true_sign_sums(cells[counted], true_reports[counted], size, rng))
+        if not counted.all():
+            keys.append(self._true_sign_keys(cells[~counted], true_reports[~counted], size, rng))
         total = _signed_sums(itertools.chain(*keys), size, n * t)
         for part in sums:
             total += part
