@@ -1,7 +1,8 @@
 """Soak test of one server's memory: 200 sessions arriving and leaving, without browsers.
 
 Sessions (:class:`bench.bench_protocol_load.Session`: Streamlit's websocket protocol) arrive one
-after another, at most ``--concurrent`` open at once: each opens Explore at county level, changes
+every ``--every`` seconds (default 1: the run outlasts Streamlit's 120 s hold on closed sessions,
+so sessions are dropped while others arrive), at most ``--concurrent`` open at once: each opens Explore at county level, changes
 ε ``--changes`` times (values from a pool of ``--pool``, so the shared caches both hit and miss,
 as in a class) and closes its websocket. The server's resident memory (with its children) is
 sampled every second. Streamlit keeps a closed session's state for
@@ -13,7 +14,8 @@ over the second quarter (caches warm) to the median over the last quarter. The r
 growth is within ``--band`` (default 15 %): with the timed collection (dpcore/collector.py) memory
 should level off once the caches are full, not grow with the number of sessions served.
 
-    python bench/bench_soak.py [--sessions 200] [--concurrent 20] [--changes 2] [--limit 900]
+    python bench/bench_soak.py [--sessions 200] [--every 1] [--concurrent 20] [--changes 2]
+                               [--limit 900]
     python bench/bench_soak.py --url ws://127.0.0.1:8501 --pid 1234   # a server already running
 
 Loopback only: the server is started on 127.0.0.1 on a free port (or ``--url``), every wait has
@@ -71,6 +73,7 @@ async def soak(url: str, pids: list[int], args) -> tuple[list[tuple[float, int, 
 
     async def one(index: int) -> None:
         nonlocal finished
+        await asyncio.sleep(index * args.every)
         async with gate:
             epsilons = [pool[(index * args.changes + c) % len(pool)] for c in range(args.changes)]
             await visit(url, query, epsilons, args.timeout, errors)
@@ -79,7 +82,7 @@ async def soak(url: str, pids: list[int], args) -> tuple[list[tuple[float, int, 
     tasks = [asyncio.create_task(one(i)) for i in range(args.sessions)]
     try:
         while not all(task.done() for task in tasks):
-            memory = sum(rss_bytes(pid) for pid in pids)
+            memory = rss_bytes(pids)
             samples.append((time.perf_counter() - started, memory, finished))
             if memory > args.max_rss_gb * GB:
                 raise TimeoutError(f"server memory {memory / GB:.2f} GB > {args.max_rss_gb} GB")
@@ -91,8 +94,7 @@ async def soak(url: str, pids: list[int], args) -> tuple[list[tuple[float, int, 
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    samples.append((time.perf_counter() - started, sum(rss_bytes(pid) for pid in pids),
-                    finished))
+    samples.append((time.perf_counter() - started, rss_bytes(pids), finished))
     return samples, errors
 
 
@@ -104,8 +106,9 @@ def report(samples: list[tuple[float, int, int]], errors: list[str], args) -> bo
         chosen = [m for _, m, done in samples if low * total <= done <= high * total]
         return statistics.median(chosen) if chosen else float("nan")
 
-    print(f"{args.scenario}: {samples[-1][2]} of {total} sessions, at most {args.concurrent} "
-          f"at once, {args.changes} ε changes each, {samples[-1][0]:.0f} s")
+    print(f"{args.scenario}: {samples[-1][2]} of {total} sessions, one every {args.every:g} s, "
+          f"at most {args.concurrent} at once, {args.changes} ε changes each, "
+          f"{samples[-1][0]:.0f} s")
     for quarter in (1, 2, 3, 4):
         at = next((m for _, m, done in samples if done >= quarter * total / 4), samples[-1][1])
         print(f"    after {quarter * total // 4:3d} sessions: {at / GB:.2f} GB")
@@ -124,6 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--concurrent", type=int, default=20)
+    parser.add_argument("--every", type=float, default=1.0, help="seconds between arrivals")
     parser.add_argument("--changes", type=int, default=2, help="ε changes per session")
     parser.add_argument("--pool", type=int, default=24, help="distinct ε values used")
     parser.add_argument("--scenario", choices=list(SCENARIOS), default="county")
