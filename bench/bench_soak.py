@@ -1,13 +1,13 @@
 """Soak test of one server's memory: 200 sessions arriving and leaving, without browsers.
 
 Sessions (:class:`bench.bench_protocol_load.Session`: Streamlit's websocket protocol) arrive one
-every ``--every`` seconds (default 1: the run outlasts Streamlit's 120 s hold on closed sessions,
-so sessions are dropped while others arrive), at most ``--concurrent`` open at once: each opens Explore at county level, changes
-ε ``--changes`` times (values from a pool of ``--pool``, so the shared caches both hit and miss,
-as in a class) and closes its websocket. The server's resident memory (with its children) is
-sampled every second. Streamlit keeps a closed session's state for
-``server.disconnectedSessionTTL`` (120 s by default), so the sessions that left in the last two
-minutes still count: that is what a server in use holds.
+every ``--every`` seconds (default 1: the run outlasts Streamlit's 120 s hold on closed
+sessions, so sessions are dropped while others arrive), at most ``--concurrent`` open at once.
+Each opens Explore at county level, changes ε ``--changes`` times (values from a pool of
+``--pool``, so the shared caches both hit and miss, as in a class) and closes its websocket. The
+server's resident memory (with its children) is sampled every second. Streamlit keeps a closed
+session's state for ``server.disconnectedSessionTTL`` (120 s by default), so the sessions that
+left in the last two minutes still count: that is what a server in use holds.
 
 Printed: the memory after each quarter of the sessions, the peak, and the growth from the median
 over the second quarter (caches warm) to the median over the last quarter. The run passes when that

@@ -53,7 +53,8 @@ def test_the_timed_collector_frees_a_cycle_the_thresholds_leave_alone():
 def test_the_collector_starts_once_per_process(monkeypatch):
     started = []
     monkeypatch.setattr(collector, "_started", threading.Event())
-    monkeypatch.setattr(collector, "collect_forever", lambda interval, stop: started.append(interval))
+    monkeypatch.setattr(collector, "collect_forever",
+                        lambda interval, stop: started.append(interval))
     assert collector.start(0.01) is True
     assert collector.start(0.01) is False
     time.sleep(0.1)

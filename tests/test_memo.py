@@ -173,8 +173,10 @@ def test_different_keys_compute_at_the_same_time():
         return a_started.wait(WAIT)
 
     results = {}
-    threads = [threading.Thread(target=lambda: results.update(a=memo.get_or_compute("a", compute_a))),
-               threading.Thread(target=lambda: results.update(b=memo.get_or_compute("b", compute_b)))]
+    threads = [threading.Thread(target=lambda: results.update(a=memo.get_or_compute("a",
+                                                                                     compute_a))),
+               threading.Thread(target=lambda: results.update(b=memo.get_or_compute("b",
+                                                                                     compute_b)))]
     for thread in threads:
         thread.start()
     for thread in threads:

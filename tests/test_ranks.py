@@ -113,8 +113,8 @@ def brute_above_and_before(values, queried, before):
     values = np.asarray(values, dtype=float)
     index = np.arange(values.size)
     above = np.array([np.count_nonzero(values > q) for q in queried], dtype=np.int64)
-    tied = np.array([np.count_nonzero((values == q) & (index < b)) for q, b in zip(queried, before)],
-                    dtype=np.int64)
+    tied = np.array([np.count_nonzero((values == q) & (index < b))
+                     for q, b in zip(queried, before)], dtype=np.int64)
     return above, tied
 
 
