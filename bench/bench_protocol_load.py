@@ -18,8 +18,13 @@ exception element, a change the page did not show), the server's peak resident m
 wall time.
 
     python bench/bench_protocol_load.py [--sessions 20 50] [--scenarios county ed] [--rounds 3]
+    python bench/bench_protocol_load.py --url ws://127.0.0.1:8501 --pid 1234 5678
 
-Targets (issue 21): county p95 ≤ 3 s at 20 sessions; ED reported. Bounded: loopback only, every
+``--url`` drives a server (or a proxy in front of several) already running instead of starting
+one; ``--pid`` names the server processes whose CPU and memory are summed (none: not measured).
+
+Targets (issue 21): county p95 ≤ 3 s at 20 sessions; ED reported. Issue 32, one process: county
+p95 ≤ 2 s at 20 sessions. Bounded: loopback only, every
 wait has a timeout (``--timeout``), the whole run stops after ``--limit`` seconds, and a scenario
 is abandoned when the server's memory passes ``--max-rss-gb`` (the machine is shared). The server
 is started on a free port and killed at the end. Timings on a loaded machine are upper bounds.
@@ -156,23 +161,28 @@ async def one_session(url: str, query: str, epsilons: list[float], tally: Tally,
             tally.arrive()
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of the server processes (NaN when none is named)."""
     try:
-        times = psutil.Process(pid).cpu_times()
-        return times.user + times.system
+        return sum(t.user + t.system for t in (psutil.Process(pid).cpu_times() for pid in pids)) \
+            if pids else float("nan")
     except psutil.Error:
         return float("nan")
 
 
-def rss_bytes(pid: int) -> int:
-    try:
-        process = psutil.Process(pid)
-        return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
-    except psutil.Error:
-        return 0
+def rss_bytes(pids: list[int]) -> int:
+    """Resident memory of the server processes and their children."""
+    total = 0
+    for pid in pids:
+        try:
+            process = psutil.Process(pid)
+            total += sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+        except psutil.Error:
+            pass
+    return total
 
 
-async def scenario(url: str, server_pid: int, query: str, sessions: int, rounds: int,
+async def scenario(url: str, pids: list[int], query: str, sessions: int, rounds: int,
                    first_epsilon: float, timeout: float, limit: float, max_rss: float
                    ) -> tuple[Tally, float, int, float]:
     tally = Tally(sessions=sessions)
@@ -185,8 +195,8 @@ async def scenario(url: str, server_pid: int, query: str, sessions: int, rounds:
     try:
         while not all(task.done() for task in tasks):
             if cpu_from is None and tally.all_loaded.is_set():
-                cpu_from = cpu_seconds(server_pid)
-            peak = max(peak, rss_bytes(server_pid))
+                cpu_from = cpu_seconds(pids)
+            peak = max(peak, rss_bytes(pids))
             if peak > max_rss:
                 raise Abandoned(f"server memory {peak / 2**30:.1f} GB > {max_rss / 2**30:.1f} GB")
             if time.perf_counter() - started > limit:
@@ -197,7 +207,7 @@ async def scenario(url: str, server_pid: int, query: str, sessions: int, rounds:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         tally.errors.append(f"abandoned: {reason}")
-    cpu = cpu_seconds(server_pid) - (cpu_from if cpu_from is not None else float("nan"))
+    cpu = cpu_seconds(pids) - (cpu_from if cpu_from is not None else float("nan"))
     return tally, time.perf_counter() - started, peak, cpu / max(len(tally.changes), 1)
 
 
@@ -221,17 +231,24 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per rerun")
     parser.add_argument("--limit", type=float, default=1800, help="seconds per scenario")
     parser.add_argument("--max-rss-gb", type=float, default=10.0)
+    parser.add_argument("--url", help="ws://host:port of a server (or proxy) already running")
+    parser.add_argument("--pid", type=int, nargs="*", default=[],
+                        help="with --url: the server processes whose CPU and memory to sum")
     args = parser.parse_args()
-    port = _free_port()
-    server = start_server(port)
-    url = f"ws://127.0.0.1:{port}"
+    server = None
+    if args.url:
+        url, pids = args.url.rstrip("/"), args.pid
+    else:
+        port = _free_port()
+        server = start_server(port)
+        url, pids = f"ws://127.0.0.1:{port}", [server.pid]
     first_epsilon = 0.3
     try:
         for name in args.scenarios:
             query = SCENARIOS[name] + "".join(f"&mech={key}" for key in args.mech or ())
             for sessions in args.sessions:
                 tally, wall, peak, cpu = asyncio.run(scenario(
-                    url, server.pid, query, sessions, args.rounds, first_epsilon, args.timeout,
+                    url, pids, query, sessions, args.rounds, first_epsilon, args.timeout,
                     args.limit, args.max_rss_gb * 2**30))
                 first_epsilon += 0.01 * sessions * args.rounds
                 print(f"{name:6s} {sessions:3d} sessions × {args.rounds} ε changes "
@@ -242,11 +259,12 @@ def main() -> None:
                 print(f"    errors: {len(tally.errors)}"
                       + (f" (first: {tally.errors[0]})" if tally.errors else ""), flush=True)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except Exception:  # noqa: BLE001 — make sure it is gone
-            os.killpg(server.pid, signal.SIGKILL)
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(10)
+            except Exception:  # noqa: BLE001 — make sure it is gone
+                os.killpg(server.pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ with panel:
         panels.release_downloads(settings, od, truth, results)
 
     elif view == "Scores":
-        results = runs.releases(settings)
+        results = runs.releases(settings, held=results)
         charts.table_download(panels.scorecard(results), "scores", "explore_scores")
         shown, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
         with shown:

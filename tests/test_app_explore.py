@@ -14,6 +14,7 @@ from dpcore.mechanisms import postprocess
 from tests.plotly_spec import figure, figures, traces, values
 from ui.components import runs, state
 from ui.components.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
+from ui.components.memo import BoundedMemo
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 BARS, ORDERING = "busiest commutes", "Ordering"
@@ -333,3 +334,29 @@ def test_scores_table_has_units_short_pinned_names_and_no_none():
     config = scores.proto.columns
     assert '"pinned":true' in config.replace(" ", "")  # the names stay in view when scrolled
     assert "RMSE (commuters)" in config
+
+
+def test_a_rerun_ranks_and_scores_the_releases_it_holds_after_the_cache_evicted_them(
+        monkeypatch):
+    """Issue 32: on a busy server the shared release cache may evict a release between a page's
+    reads of it. The rerun ranks (runs.orderings) and scores (runs.releases(held=…)) the
+    releases it already holds: each mechanism is drawn once per rerun, even with a cache that
+    keeps nothing."""
+    settings = release.RunSettings("ireland_county", "as_loaded", (), ("laplace", "hm"), 1.37,
+                                   1e-6, "substitution", (), "base", 5)
+    monkeypatch.setattr(runs, "_shared_releases", lambda: BoundedMemo(0))
+    monkeypatch.setattr(runs, "_shared_orderings", lambda: BoundedMemo(0))
+    monkeypatch.setattr(runs, "_shared_metrics", lambda: BoundedMemo(0))
+    drawn = []
+    unscored = runs._unscored
+    monkeypatch.setattr(runs, "_unscored", lambda od, spec, *rest: drawn.append(spec.mechanism)
+                        or unscored(od, spec, *rest))
+    results = runs.releases(settings, only=("rmse",))
+    released = {key: result.released for key, result in results.items()}
+    pairs = runs.orderings(settings, released, 100)
+    scored = runs.releases(settings, held=results)
+    assert sorted(drawn) == ["hm", "laplace"]
+    for key in released:
+        assert scored[key].released is released[key]
+        assert np.array_equal(pairs[key]["released"], released[key][pairs[key]["cell"]])
+        assert "kendall_tau" in scored[key].metrics and "kendall_tau" not in results[key].metrics

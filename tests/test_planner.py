@@ -209,3 +209,73 @@ def test_olh_has_its_closed_form_on_a_national_domain_and_only_its_per_user_hash
     assert expected == pytest.approx(math.sqrt(per_cell), rel=0.01)   # + O(1/n) terms
     with pytest.raises(ValueError, match="per-user protocol"):
         olh.perturb(np.array([0]), 85_000 ** 2, np.random.default_rng(0))
+
+
+# --------------------------------------------- draws stopped once the verdict is certain (issue 32)
+def test_a_verdict_is_decided_exactly_when_the_remaining_draws_cannot_change_it():
+    for trials in (1, 5, 20):
+        for probability in (0.05, 0.5, 0.9, 1.0):
+            for drawn in range(trials + 1):
+                for passed in range(drawn + 1):
+                    outcomes = {(passed + more) / trials >= probability
+                                for more in range(trials - drawn + 1)}
+                    verdict = planner.decided(passed, drawn, trials, probability)
+                    assert verdict == (outcomes.pop() if len(outcomes) == 1 else None)
+
+
+def _fake_runner(pass_share_at, calls):
+    """Draw ``trial`` at ε passes (RMSE 1, else 9) with probability ``pass_share_at(ε)``, its
+    outcome fixed by (ε, trial) as the real pipeline's draws are; records the trials asked."""
+    def run(key, params, epsilon, trials, progress):
+        calls.append((epsilon, trials))
+        rows = []
+        for trial in trials:
+            rng = np.random.default_rng([int(epsilon * 1e6), trial])
+            value = 1.0 if rng.random() < pass_share_at(epsilon) else 9.0
+            rows.append({"trial": trial, "metric": "rmse", "value": value})
+            if progress is not None:
+                progress(trial - trials.start + 1, len(trials))
+        return pd.DataFrame(rows)
+    return run
+
+
+def _full_search(pass_share_at, trials, probability):
+    """The bisection with every ε drawn ``trials`` times: the answer early stopping must give."""
+    runner = _fake_runner(pass_share_at, [])
+    grid, lo, hi = planner.SEARCH_GRID, -1, len(planner.SEARCH_GRID)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        table = runner("laplace", {}, grid[mid], range(trials), None)
+        if (table["value"] <= 5).mean() >= probability:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@pytest.mark.parametrize("probability", [0.5, 0.9, 1.0])
+@pytest.mark.parametrize("trials", [5, 20])
+def test_early_stopping_gives_the_answer_of_all_draws_with_fewer_releases(trials, probability):
+    target = planner.Target("rmse", 5.0, probability)
+    drawn_in_all, full_in_all = 0, 0
+    for middle in (0.01, 0.3, 2.0, 50.0):   # where the pass rate crosses 1/2 (50: never)
+        def share(epsilon, middle=middle):
+            return 1 / (1 + (middle / epsilon) ** 3)
+        calls = []
+        answer = planner.search("laplace", {}, target, _fake_runner(share, calls), trials)
+        hi = _full_search(share, trials, probability)
+        drawn = sum(len(asked) for _, asked in calls)
+        assert drawn <= trials * len(answer.tried)
+        drawn_in_all, full_in_all = drawn_in_all + drawn, full_in_all + trials * len(answer.tried)
+        if hi == len(planner.SEARCH_GRID):
+            assert answer.method == planner.UNREACHABLE
+            continue
+        assert answer.epsilon == planner.SEARCH_GRID[hi]
+        row = answer.tried.set_index("epsilon").loc[answer.epsilon]
+        assert row["trials"] == trials                      # the answer's ε drawn in full
+        full = _fake_runner(share, [])("laplace", {}, answer.epsilon, range(trials), None)
+        assert answer.pass_probability == (full["value"] <= 5).mean()
+        for epsilon, asked in calls:                        # every draw asked once, in order
+            assert asked.start == sum(len(a) for e, a in calls[:calls.index((epsilon, asked))]
+                                      if e == epsilon)
+    assert drawn_in_all < full_in_all    # the point: fewer releases for the same answers

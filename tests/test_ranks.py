@@ -3,6 +3,7 @@
 
 import numpy as np
 
+from dpcore.data import ordinal
 from dpcore.evaluation import ranks
 
 
@@ -104,3 +105,72 @@ def test_long_pairs_name_the_commutes(county):
     long = ranks.long_pairs(county, pairs)
     assert list(long["commute"]) == list(county.top(5)["commute"])
     assert set(long["mechanism"]) == {"a"}
+
+
+# ------------------------------------------- ranks by buckets (dpcore.data.ordinal, issue 32)
+def brute_above_and_before(values, queried, before):
+    """The definition: values strictly above each queried value; equal ones at a smaller index."""
+    values = np.asarray(values, dtype=float)
+    index = np.arange(values.size)
+    above = np.array([np.count_nonzero(values > q) for q in queried], dtype=np.int64)
+    tied = np.array([np.count_nonzero((values == q) & (index < b))
+                     for q, b in zip(queried, before)], dtype=np.int64)
+    return above, tied
+
+
+def check_above_and_before(values, queried, before):
+    found = ordinal.above_and_before(values, queried, before)
+    expected = brute_above_and_before(values, queried, before)
+    assert np.array_equal(found[0], expected[0]) and np.array_equal(found[1], expected[1])
+
+
+def test_ranks_of_levels_spread_through_a_noisy_release(rng):
+    """The Hadamard mechanism at ED level: multiples of a step, spread over the whole noise range,
+    the true top flows' values anywhere in it — every level's bucket is sorted."""
+    values = np.round(rng.normal(0, 3600, size=300_000) / 2.16) * 2.16
+    cells = rng.choice(values.size, size=100, replace=False)
+    assert np.array_equal(ranks.ordinal_ranks(values, cells), reference_ranks(values)[cells])
+
+
+def test_ranks_at_levels_absent_from_the_values_and_outside_their_range(rng):
+    """A sparse release queries values of cells it does not name: levels need not be present."""
+    values = np.round(rng.laplace(0, 5, size=50_000))
+    queried = np.concatenate([rng.uniform(-40, 40, 30), [values.min() - 1, values.max() + 1,
+                                                          0.5, values.max(), values.min()]])
+    before = rng.integers(0, values.size, queried.size)
+    check_above_and_before(values, queried, before)
+
+
+def test_ranks_when_many_levels_share_one_crowded_bucket(rng):
+    """One far outlier puts every other value in the lowest bucket: more heavy levels than are
+    counted one by one, so the bucket is sorted whole."""
+    values = rng.integers(0, 20, size=20_000).astype(float)
+    values[7] = 1e12
+    cells = rng.choice(values.size, size=60, replace=False)
+    assert np.array_equal(ranks.ordinal_ranks(values, cells), reference_ranks(values)[cells])
+
+
+def test_ranks_of_constant_integer_and_non_finite_values(rng):
+    constant = np.full(1000, 4)
+    cells = rng.choice(1000, size=10, replace=False)
+    assert np.array_equal(ranks.ordinal_ranks(constant, cells), cells + 1)
+    counts = rng.integers(0, 1000, size=5000)
+    check_above_and_before(counts, counts[:50].astype(float), np.arange(50))
+    with_nan = rng.normal(size=2000)
+    with_nan[::7] = np.nan
+    with_nan[3] = np.inf
+    check_above_and_before(with_nan, with_nan[[1, 2, 3, 4, 7]], [1, 2, 3, 4, 7])
+
+
+def test_ranks_with_few_buckets_and_small_chunks_match_the_definition(rng, monkeypatch):
+    """Many levels per bucket, buckets split across chunks, heavy and light ones mixed."""
+    monkeypatch.setattr(ordinal, "BUCKETS", 8)
+    monkeypatch.setattr(ordinal, "CHUNK", 37)
+    for _ in range(200):
+        d = int(rng.integers(1, 400))
+        values = rng.integers(-5, 6, size=d).astype(float)
+        values[rng.random(d) < 0.4] += rng.normal(size=d)[rng.random(d) < 0.4][:1] if d else 0
+        values[rng.random(d) < 0.2] = rng.normal(0, 50)
+        queried = np.concatenate([values[rng.integers(0, d, int(rng.integers(1, 30)))],
+                                  rng.normal(0, 10, 3)])
+        check_above_and_before(values, queried, rng.integers(0, d + 1, queried.size))

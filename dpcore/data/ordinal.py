@@ -2,65 +2,103 @@
 them earlier in the array (ties go to the smaller index, as in a stable descending sort).
 
 A page asks for the ranks of ~100 true top flows in a release of millions of cells, once per
-release: sorting the release costs ~0.3 s at 9.8 M cells and ~0.7 s at 8 M sparse values, while
-counting against the queried values costs about one pass. Used by
-:func:`dpcore.evaluation.ranks.ordinal_ranks` (a dense release) and
+release: sorting the release costs ~0.6 s at 9.8 M cells. Here the value range is cut into
+:data:`BUCKETS` equal buckets (one pass of arithmetic: a value's bucket never decreases as the
+value grows, so every value in a higher bucket than a level lies above it), and only the values
+in the queried levels' own buckets are sorted — a few thousand at ED level, where the Hadamard
+mechanism's released values of the top flows are spread through the whole noise distribution
+(the histogram over those levels this replaces sorted 8.7 M of the 9.8 M values: 0.63 s). Used
+by :func:`dpcore.evaluation.ranks.ordinal_ranks` (a dense release) and
 :meth:`dpcore.mechanisms.sparse_vector.SparseVector.ranks` (the named cells of a sparse one).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
+#: Equal buckets the value range is cut into (their counts: one bincount of this length; at most
+#: 2¹⁶, a value's bucket is kept in 2 bytes).
+BUCKETS = 1 << 16
+#: A queried level whose bucket holds more than 1/HEAVY_SHARE of the values (the many released
+#: zeros of a clamped release) is counted by two comparisons over the array instead of a sort of
+#: its bucket, when at most :data:`DIRECT_LEVELS` levels are in such buckets.
+HEAVY_SHARE = 16
+DIRECT_LEVELS = 4
+#: Values given their bucket at a time (bounds the temporaries: a few arrays of this length).
+CHUNK = 1 << 20
 
 
 def above_and_before(values: np.ndarray, queried, before) -> tuple[np.ndarray, np.ndarray]:
     """For each queried value v_i and index b_i: the number of ``values`` strictly above v_i, and
     the number equal to v_i at an index below b_i (a cell's own index: the ties before it).
-
-    ``counts[2i+1]`` are the values equal to the i-th distinct queried level, ``counts[2i]``
-    those strictly between it and the one below. The lowest level (often the many released
-    zeros, or a deep noise value) is counted by two comparisons; the others by one histogram
-    over the values at or above the second level alone, usually a small share of the array
-    (the released values of the true top flows are among the largest)."""
+    Exact for any values (a NaN is never above nor equal to anything, as in a comparison)."""
     values = np.asarray(values)
     queried = np.asarray(queried, dtype=float)
     before = np.asarray(before, dtype=np.int64)
     if queried.size == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    levels = np.unique(queried)  # ascending
-    counts = np.empty(2 * levels.size + 1, dtype=np.int64)
-    equal_low = int(np.count_nonzero(values == levels[0]))
-    above_low = int(np.count_nonzero(values > levels[0]))
-    counts[0], counts[1] = values.size - equal_low - above_low, equal_low
-    upper = np.empty(0, dtype=np.int64)
-    upper_values = values[upper]
-    if levels.size > 1:
-        upper = np.flatnonzero(values >= levels[1])
-        upper_values = values[upper]
-        edges = np.empty(2 * levels.size - 1)
-        edges[0:-1:2], edges[1:-1:2] = levels[1:], np.nextafter(levels[1:], np.inf)
-        edges[-1] = np.inf
-        counts[3:], _ = np.histogram(upper_values, edges)
-        counts[2] = above_low - upper.size
-    else:
-        counts[2] = above_low
-    above_levels = np.append(np.cumsum(counts[::-1])[::-1], 0)[2::2]  # values > levels[i]
-    slot = np.searchsorted(levels, queried)
-    above = above_levels[slot].astype(np.int64)
-    tied_before = np.zeros(queried.size, dtype=np.int64)
-    tied = counts[1::2] > 0
-    if tied[0]:
-        where = slot == 0
-        tied_before[where] = np.searchsorted(np.flatnonzero(values == levels[0]), before[where])
-    tied[0] = False
-    if tied.any():  # the others together: one hashed membership pass, then a small sort
-        tied_levels = levels[tied]
-        positions = upper[pd.Series(upper_values).isin(tied_levels).to_numpy()]
-        group = np.searchsorted(tied_levels, values[positions]).astype(np.int64)
-        keys = np.sort(group * values.size + positions)
-        where = tied[slot]
-        query_group = np.searchsorted(tied_levels, queried[where]).astype(np.int64) * values.size
-        tied_before[where] = (np.searchsorted(keys, query_group + before[where])
-                              - np.searchsorted(keys, query_group))
+    levels, slot = np.unique(queried, return_inverse=True)  # ascending
+    slot = slot.reshape(-1)
+    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+    if not (np.isfinite(lo) and np.isfinite(hi)):   # never in a release: level by level
+        return _by_comparison(values, levels, slot, before, np.ones(levels.size, dtype=bool))
+    scale = BUCKETS / (hi - lo) if hi > lo else 0.0
+    if not np.isfinite(scale):
+        scale = 0.0
+
+    def bucket_of(array: np.ndarray) -> np.ndarray:
+        position = (array.astype(float) - lo) * scale
+        np.clip(position, 0, BUCKETS - 1, out=position)
+        return position.astype(np.int32)
+
+    level_bucket = bucket_of(levels)
+    buckets = np.empty(values.size, dtype=np.uint16)   # BUCKETS ≤ 2¹⁶: 2 bytes a value
+    for start in range(0, values.size, CHUNK):
+        buckets[start:start + CHUNK] = bucket_of(values[start:start + CHUNK])
+    counts = np.bincount(buckets, minlength=BUCKETS)
+    heavy = counts[level_bucket] * HEAVY_SHARE > values.size
+    direct = heavy if np.count_nonzero(heavy) <= DIRECT_LEVELS else np.zeros_like(heavy)
+    above, tied_before = _by_comparison(values, levels, slot, before, direct)
+    if direct.all():
+        return above, tied_before
+    # Every value in a sorted bucket, sorted by value then index.
+    wanted = np.zeros(BUCKETS, dtype=bool)
+    wanted[level_bucket[~direct]] = True
+    positions = np.flatnonzero(wanted[buckets])
+    near = values[positions].astype(float)
+    order = np.lexsort((positions, near))
+    near, positions = near[order], positions[order].astype(np.int64)
+    near_bucket = bucket_of(near)
+    # Above a level: the values of higher buckets, and those of its own bucket sorted above it.
+    higher = np.append(np.cumsum(counts[::-1])[::-1], 0)[1:]     # values in buckets > b
+    bucket_end = np.searchsorted(near_bucket, level_bucket, side="right")
+    first_above = np.searchsorted(near, levels, side="right")
+    first_equal = np.searchsorted(near, levels, side="left")
+    sorted_above = higher[level_bucket] + bucket_end - first_above
+    # Ties before an index: within a level's run of equal values, indices are ascending.
+    group = np.zeros(near.size, dtype=np.int64)
+    if near.size:
+        group[1:] = np.cumsum(near[1:] != near[:-1])
+    key = group * max(values.size, 1) + positions                # ascending
+    queries = ~direct[slot]
+    level = slot[queries]
+    present = first_equal[level] < first_above[level]
+    at = np.minimum(first_equal[level], max(near.size - 1, 0))
+    ties = (np.searchsorted(key, group[at] * max(values.size, 1) + before[queries])
+            - first_equal[level]) if near.size else np.zeros(level.size, dtype=np.int64)
+    above[queries] = sorted_above[level]
+    tied_before[queries] = np.where(present, ties, 0)
+    return above, tied_before
+
+
+def _by_comparison(values: np.ndarray, levels: np.ndarray, slot: np.ndarray, before: np.ndarray,
+                   chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The counts for the queries at the ``chosen`` levels by two passes over the array per level
+    (the others left at 0)."""
+    above = np.zeros(slot.size, dtype=np.int64)
+    tied_before = np.zeros(slot.size, dtype=np.int64)
+    for i in np.flatnonzero(chosen):
+        where = slot == i
+        above[where] = np.count_nonzero(values > levels[i])
+        tied_before[where] = np.searchsorted(np.flatnonzero(values == levels[i]), before[where])
     return above, tied_before

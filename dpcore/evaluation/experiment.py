@@ -74,9 +74,11 @@ def _normalise_mechanisms(specs) -> list[tuple[str, dict]]:
 
 
 def plan(mechanism_specs, epsilons: Iterable[float], *, postprocess: Iterable[str] = ("base",),
-         trials: int = 1, seed: int = 0, scenarios: Iterable[Scenario] = (Scenario(),)
-         ) -> list[Job]:
-    """The jobs of a run in their fixed order: trial, then scenario, mechanism and ε.
+         trials: int = 1, seed: int = 0, scenarios: Iterable[Scenario] = (Scenario(),),
+         first_trial: int = 0) -> list[Job]:
+    """The jobs of a run in their fixed order: trial, then scenario, mechanism and ε (trials
+    ``first_trial`` to ``trials`` − 1: a trial's draws depend on its number, not on how many
+    trials run, so a run can be continued).
 
     Every mechanism is built once per ε here, so invalid parameters fail before anything runs,
     with the mechanism's own message (parameter, valid range, value received).
@@ -92,7 +94,8 @@ def plan(mechanism_specs, epsilons: Iterable[float], *, postprocess: Iterable[st
     trials = TRIALS.check(trials, "a run")
     grid = [release.ReleaseSpec(key, epsilon, params, methods, seed, 0)
             for key, params in specs for epsilon in epsilons]
-    total = trials * len(scenarios) * len(grid)
+    first_trial = min(max(int(first_trial), 0), int(trials))
+    total = (trials - first_trial) * len(scenarios) * len(grid)
     if not RELEASES.contains(total):
         raise ValueError(f"This run asks for {total:,} releases ({trials:,} trials × "
                          f"{len(scenarios)} version(s) of the data × {len(specs)} mechanism(s) × "
@@ -103,7 +106,8 @@ def plan(mechanism_specs, epsilons: Iterable[float], *, postprocess: Iterable[st
     return [Job(index, scenario, release.ReleaseSpec(
                 spec.mechanism, spec.epsilon, spec.params, scenario.methods(methods), seed, trial))
             for index, (trial, scenario, spec) in enumerate(
-                (t, s, g) for t in range(int(trials)) for s in scenarios for g in grid)]
+                (t, s, g) for t in range(first_trial, int(trials)) for s in scenarios
+                for g in grid)]
 
 
 def subsampled(matrix: ODMatrix, view: views.View, seed: int, trial: int) -> ODMatrix:
@@ -192,7 +196,8 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         k: int = 10, top_n: int = 100, metrics: Iterable[str] | None = None,
         scenarios: Iterable[Scenario] = (Scenario(),),
         progress: Callable[[int, int], bool | None] | None = None,
-        cancel: threading.Event | None = None, scheduler=None) -> pd.DataFrame:
+        cancel: threading.Event | None = None, scheduler=None, first_trial: int = 0
+        ) -> pd.DataFrame:
     """Run every job and return the tidy table (:data:`COLUMNS`), in the fixed job order.
 
     Parameters
@@ -207,6 +212,9 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         Keys of :data:`dpcore.mechanisms.postprocess.METHODS`; each release is scored after each of them.
     trials, seed : int
         Repetitions per (scenario, mechanism, ε), and the seed of the seeding rule.
+    first_trial : int
+        Run trials ``first_trial`` … ``trials`` − 1 only (continuing a run that ran the
+        earlier ones: each trial's draws are the same however many run).
     n_jobs : int
         Worker processes; 1 runs in this process, ``-1`` uses every core (never more than the
         cores: :func:`dpcore.limits.workers`).
@@ -234,7 +242,7 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         ``cancelled``; a cancelled run returns the jobs finished so far.
     """
     jobs = plan(mechanism_specs, epsilons, postprocess=postprocess, trials=trials, seed=seed,
-                scenarios=scenarios)
+                scenarios=scenarios, first_trial=first_trial)
     data = _Data(od)
     _check(jobs, data)
     scoring = {"k": k, "top_n": top_n, "only": None if metrics is None else tuple(metrics)}

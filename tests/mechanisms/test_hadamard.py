@@ -313,11 +313,12 @@ def test_release_matches_per_user_simulation(key, params, seed):
     assert_same_distribution(with_sums(fast), with_sums(slow))
 
 
-@pytest.mark.parametrize("cost", [0, 10**18], ids=["multinomial", "report_by_report"])
+@pytest.mark.parametrize("cost", [0, 1, 10**18], ids=["multinomial", "mixed", "report_by_report"])
 @pytest.mark.parametrize("epsilon,t", [(1.0, 1), (3.0, 3)])
 def test_hm_release_both_ways_matches_per_user_simulation(monkeypatch, cost, epsilon, t, seed):
-    """The fast release draws its histograms as multinomial counts or report by report by cost;
-    forced either way, it has the per-user protocol's law (cells, total and two pair sums) and the
+    """The fast release draws its histograms as multinomial counts or report by report by cost
+    (per cell: with cost 1 the large cells of SMALL are counted, the small ones drawn report
+    by report); forced either way or mixed, it has the per-user protocol's law (cells, total and two pair sums) and the
     exact variance."""
     monkeypatch.setattr(had, "MULTINOMIAL_COST", cost)
     mech = HadamardMechanism(epsilon=epsilon, t=t)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -160,8 +161,10 @@ def _shared_metrics() -> BoundedMemo:
     return BoundedMemo(SHARED_ENTRIES)
 
 
-def _release_job(settings: RunSettings, k: int, top_n: int, only):
-    """``key → scored release`` for these settings (``only``: just these metrics). Everything
+def _release_job(settings: RunSettings, k: int, top_n: int, only,
+                 held: Mapping[str, ReleaseResult] | None = None):
+    """``key → scored release`` for these settings (``only``: just these metrics; ``held``:
+    releases this rerun already has, scored further without being fetched again). Everything
     that reads this session's state (the upload, its memo) is fetched here, in the script's
     thread, so the returned function may run in a worker thread. The release and its metrics
     are kept apart: scoring it further later (a page's Scores) does not draw it again."""
@@ -183,7 +186,7 @@ def _release_job(settings: RunSettings, k: int, top_n: int, only):
 
     def job(key: str) -> ReleaseResult:
         spec = settings.spec(key)
-        result = unscored(spec)
+        result = held[key] if held and key in held else unscored(spec)
         if result.error or result.sparse or only == ():
             return result
         found = memo.get_or_compute((*place, spec, k, top_n, only), lambda: {
@@ -235,13 +238,15 @@ def _threaded(od: ODMatrix, groups: list[list[str]], job) -> dict:
         return dict(pair for group in done for pair in group)
 
 
-def releases(settings: RunSettings, k: int = 10, top_n: int = 100, only=None
-             ) -> dict[str, ReleaseResult]:
+def releases(settings: RunSettings, k: int = 10, top_n: int = 100, only=None,
+             held: Mapping[str, ReleaseResult] | None = None) -> dict[str, ReleaseResult]:
     """Every chosen mechanism's release, in the order chosen (large domains: in two threads,
-    :data:`PARALLEL_FROM_CELLS`; ``only``: as for :func:`release_of`)."""
+    :data:`PARALLEL_FROM_CELLS`; ``only``: as for :func:`release_of`; ``held``: this rerun's
+    earlier :func:`releases` with the same settings, scored further from the releases it holds,
+    so a busy server's evictions never make a rerun draw a release twice)."""
     keys, od = list(settings.mechanisms), view(settings)
-    found = _threaded(od, _in_two_threads(settings, od, keys), _release_job(settings, k, top_n,
-                                                                             only))
+    found = _threaded(od, _in_two_threads(settings, od, keys),
+                      _release_job(settings, k, top_n, only, held))
     return {key: found[key] for key in keys}
 
 
@@ -253,9 +258,8 @@ def _bundled_true_top(dataset: str, view: views.View, cells: int) -> np.ndarray:
 
 
 def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
-                      cells: int) -> pd.DataFrame:
+                      cells: int, released: np.ndarray) -> pd.DataFrame:
     def compute():
-        released = _bundled_release(dataset, view, spec, 10, 100).released
         return ranks.rank_pairs(_bundled_dense(dataset, view), released, cells,
                                 cells=_bundled_true_top(dataset, view, cells))
 
@@ -263,30 +267,30 @@ def _bundled_ordering(dataset: str, view: views.View, spec: release.ReleaseSpec,
     return _shared_orderings().get_or_compute((dataset, view, spec, cells), compute).copy()
 
 
-def _ordering_job(settings: RunSettings, cells: int):
-    """``key →`` :func:`ordering`, safe in a worker thread (as :func:`_release_job`)."""
+def _ordering_job(settings: RunSettings, released: Mapping[str, np.ndarray], cells: int):
+    """``key →`` the ordering of ``released[key]``, safe in a worker thread (as
+    :func:`_release_job`)."""
     if not _uploaded(settings.dataset):
         _bundled_true_top(settings.dataset, settings.view, cells)   # in the script's thread
         return lambda key: _bundled_ordering(settings.dataset, settings.view,
-                                             settings.spec(key), cells)
+                                             settings.spec(key), cells, released[key])
     memo, truth = _session_memo()["entries"], true_counts(settings)
-    released = _release_job(settings, 10, 100, ())
     return lambda key: memo.get_or_compute(
         ("ordering", (settings.view, settings.spec(key), cells)),
-        lambda: ranks.rank_pairs(truth, released(key).released, cells))
+        lambda: ranks.rank_pairs(truth, released[key], cells))
 
 
-def ordering(settings: RunSettings, key: str, cells: int) -> pd.DataFrame:
-    """True against released ranks of the top ``cells`` true commutes for mechanism ``key``
-    (:func:`dpcore.evaluation.ranks.rank_pairs`), cached like the release itself."""
-    return _ordering_job(settings, cells)(key)
-
-
-def orderings(settings: RunSettings, keys, cells: int) -> dict[str, pd.DataFrame]:
-    """:func:`ordering` of each of ``keys`` (large domains: in two threads; ranking a release
-    holds no more than a copy of it, so any two may run at once)."""
-    keys = list(keys)
-    found = _threaded(view(settings), [keys[0::2], keys[1::2]], _ordering_job(settings, cells))
+def orderings(settings: RunSettings, released: Mapping[str, np.ndarray], cells: int
+              ) -> dict[str, pd.DataFrame]:
+    """True against released ranks of the top ``cells`` true commutes
+    (:func:`dpcore.evaluation.ranks.rank_pairs`) for each mechanism of ``released`` (key → its
+    released vector, as :func:`releases` gave them in this rerun: ranked from the vectors the
+    rerun holds, never drawn again because a busy server evicted them meanwhile). Cached like
+    the releases; large domains: in two threads (ranking a release holds no more than a copy of
+    it, so any two may run at once)."""
+    keys = list(released)
+    found = _threaded(view(settings), [keys[0::2], keys[1::2]],
+                      _ordering_job(settings, released, cells))
     return {key: found[key] for key in keys}
 
 

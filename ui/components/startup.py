@@ -1,14 +1,13 @@
 """Once per server process, on the first import of :mod:`ui`: keep the libraries' own objects out
-of the garbage collection Streamlit runs after every script run.
+of the server's full garbage collections.
 
-Streamlit calls ``gc.collect(2)`` when a script run ends (``runner.postScriptGC``), so that memory
-does not build up between reruns. A full collection walks every container object the process
-tracks, and about 180,000 of them are NumPy's, pandas', plotly's, SciPy's and Streamlit's own,
-alive as long as the server: that walk cost about 0.1 s per rerun, as much as the Explore page's
-whole work at county level, and every session's reruns share one interpreter. ``gc.freeze()``
-moves the objects alive now to a permanent generation that later collections skip (they would
-never be freed anyway), so the collection after a rerun only walks what the reruns made: well
-under a millisecond. Memory is still collected as before.
+A full collection (``gc.collect(2)``; Streamlit's after every script run until issue 32, now
+:mod:`dpcore.collector`'s timed one, every 5 s) walks every container object the process tracks,
+and about 180,000 of them are NumPy's, pandas', plotly's, SciPy's and Streamlit's own, alive as
+long as the server: that walk cost about 0.1 s, as much as the Explore page's whole work at
+county level, and every session's reruns share one interpreter. ``gc.freeze()`` moves the objects
+alive now to a permanent generation that later collections skip (they would never be freed
+anyway), so a collection only walks what the sessions made. Memory is still collected as before.
 """
 
 import gc
@@ -21,5 +20,9 @@ import scipy.stats  # noqa: F401
 import streamlit  # noqa: F401
 
 import dpcore.release  # noqa: F401
+from dpcore import collector
 
 gc.freeze()
+# Every page imports ui (app.py may not run: a first deep-link visit runs the page alone), so the
+# timed collection that replaces Streamlit's per-rerun one starts here, once per process.
+collector.start()

@@ -66,16 +66,20 @@ def target_inputs() -> tuple[planner.Target, int]:
     return planner.Target(metric, value, probability), int(trials)
 
 
-def _runner(settings: RunSettings, trials: int) -> planner.Runner:
-    """Searched releases through the shared, cached sweep runner (one ε at a time)."""
-    def run(key, params, epsilon, progress):
+def _runner(settings: RunSettings) -> planner.Runner:
+    """Searched releases through the shared, cached sweep runner (one ε at a time; the trials
+    before ``trials.start`` come from its cache)."""
+    def run(key, params, epsilon, trials, progress):
         spec = runs.SweepSpec(settings.dataset, (Scenario("current", settings.view),),
                               ((key, tuple(sorted(params.items()))),), (float(epsilon),),
-                              (settings.postprocess,), trials, settings.seed)
-        found = runs.sweep(spec, compute=True, progress=progress)
+                              (settings.postprocess,), trials.stop, settings.seed)
+        found = runs.sweep(spec, compute=True, progress=None if progress is None else (
+            lambda done, total: progress(max(done - trials.start, 0), len(trials))))
         if found.errors:
             raise ValueError(next(iter(found.errors.values())))
-        return found.table
+        table = found.table[found.table["trial"] >= trials.start]
+        table.attrs.update(found.table.attrs)
+        return table
     return run
 
 
@@ -116,7 +120,7 @@ def answers(settings: RunSettings, target: planner.Target, trials: int
         try:
             result = planner.plan(od, specs, target, postprocess=settings.postprocess,
                                   trials=trials, seed=settings.seed,
-                                  runner=_runner(settings, trials),
+                                  runner=_runner(settings),
                                   progress=lambda done, total: bar.progress(
                                       min(done / total, 1.0), f"{done:,} of at most {total:,} "
                                                               "releases"))
