@@ -189,7 +189,8 @@ def test_upload_plans_and_publishes_in_the_session_with_safe_output():
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     published = at.session_state[publishing.LAST]
-    assert published.manifest["input"]["data"] == "flows.csv"
+    assert published.manifest["input"]["label"] == ledger.UNLABELLED  # no label typed
+    assert "flows.csv" not in json.dumps(published.manifest)  # the upload's file name
     assert published.manifest["input"]["domain"]["source"] == published_domain.DATA
     assert "sha256" not in json.dumps(published.manifest)
     text = export.safe_csv(published.table).decode()

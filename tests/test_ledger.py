@@ -14,11 +14,11 @@ import sys
 
 import pytest
 
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.interfaces import classroom, cli, ledger, publish, published_domain
 
 #: The manifest's input entry: a bundled dataset's public geography.
-SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
+SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})
 
 
 def level(name="fine level", epsilon=1.0, delta=0.0, rho=None):

@@ -146,13 +146,13 @@ def _domain_notices(domain: published_domain.Domain) -> None:
 
 
 def _published_view(settings: RunSettings):
-    """(view over a public domain, the manifest's input entry), or None with a message shown."""
+    """(view over a public domain, the manifest's domain entry), or None with a message shown."""
     if settings.dataset != state.UPLOADED:
         od = runs.view(settings)
         domain = published_domain.of_dataset(settings.dataset, data.bundled(settings.dataset))
         st.caption(f"Published domain: {safe.markdown(domain.description)} (public), "
                    f"{len(domain.origins):,} origins × {len(domain.destinations):,} destinations.")
-        return od, publish.input_entry(settings.dataset, od.name, domain.manifest_entry())
+        return od, domain.manifest_entry()
     domain = _uploaded_domain()
     if domain is None:
         return None
@@ -163,8 +163,7 @@ def _published_view(settings: RunSettings):
     except ValueError as error:
         st.error(str(error))
         return None
-    name = str(st.session_state[state.UPLOADED_FILENAME])
-    return od, publish.input_entry(name, od.name, domain.manifest_entry())
+    return od, domain.manifest_entry()
 
 
 def ledger_section(store: ledger.LedgerStore | None) -> None:
@@ -258,7 +257,7 @@ def section(settings: RunSettings) -> None:
     found = _published_view(settings)
     if found is None:
         return
-    od, source = found
+    od, domain_entry = found
     methods = [m for m in publish.METHODS if m != publish.WLS or od.has_parent_level]
     method = st.radio("Method", methods, key="publish_method", horizontal=True,
                       index=methods.index(publish.FLAT), on_change=_reset_postprocess,
@@ -329,6 +328,7 @@ def section(settings: RunSettings) -> None:
         def progress(done, total):
             bar.progress(min(done / total, 1.0), f"{done:,} of up to {total:,} cells noised")
         try:
+            source = publish.input_entry(label, settings.view.whole, domain_entry)
             options = dict(delta=delta, neighbours=settings.neighbours, source=source,
                            progress=progress)
             if method == publish.TOPDOWN:
