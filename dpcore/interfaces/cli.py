@@ -524,7 +524,8 @@ def _cmd_ledger(args) -> int:
     problems = store.verify(entries) + ledger.check_anchors(entries, args.verify or [])
     anchors = f"; {len(args.verify)} published folder(s) checked" if args.verify else ""
     if problems:
-        _say(f"ledger ({store.path}): TAMPERED — " + "; ".join(problems), error=True)
+        _say(f"ledger ({store.path}): TAMPERED — "
+             + "; ".join(problem.for_operator() for problem in problems), error=True)
     else:
         print(f"ledger ({store.path}): intact, {len(entries)} entries, keyed chain and head "
               f"record agree{anchors}")
