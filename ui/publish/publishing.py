@@ -12,8 +12,10 @@ published over its own (public) geography; an upload over a domain the user name
 (:mod:`dpcore.interfaces.published_domain`), or over its own zones only after ticking that they
 accept what this reveals. What is computed from the confidential table — the audit record, the
 side-by-side comparison — is offered apart, labelled "not for publication" on the page and in
-each file's first line (:mod:`dpcore.interfaces.confidential`). The ledger names a publication
-by the label the publisher types, never by a file name (it is shown to every session).
+each file's first line (:mod:`dpcore.interfaces.confidential`). The ledger and the manifest name
+a publication by the label the publisher types, never by a file name (the ledger is shown to
+every session, the manifest to everyone); the ledger's problems are shown as plain sentences,
+their paths on the server only in its log.
 """
 
 from __future__ import annotations
