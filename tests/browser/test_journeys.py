@@ -71,7 +71,7 @@ def chart_title(page: Page, text: str):
 
 def go(page: Page, name: str) -> None:
     """Open a page through the sidebar (keeps the session and its upload)."""
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=LINKS[name]).click()
+    page.locator(".st-key-app_menu").get_by_role("link", name=LINKS[name]).click()
     expect(page.get_by_role("heading", name=HEADINGS[name]).first).to_be_visible(timeout=60_000)
 
 
