@@ -10,8 +10,9 @@ outputs equal (it has positive probability under both, which is all DP allows an
 exploit). The clock, the manifest's random id and the ledger's key are fixed, and each publish
 gets a fresh ledger, so nothing else may differ: two tables one commuter apart, uploaded under
 different file names (with zones files of different names), must give byte-identical shared
-files — a file's name can say whom the data is about, so no shared file may carry it. ``comparison.csv`` in the folder (issue 29: 18–20 of its 48 rows
-changed between neighbours) fails this; the control test shows the check catches exactly that.
+files — a file's name can say whom the data is about, so no shared file may carry it.
+``comparison.csv`` in the folder (issue 29: 18–20 of its 48 rows changed between neighbours)
+fails this; the control test shows the check catches exactly that.
 """
 
 from __future__ import annotations

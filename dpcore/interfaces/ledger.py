@@ -31,11 +31,11 @@ lost entries N…M"), a dropped table or a shortened chain (the head is ahead of
 that does not match, and a missing key or head; :func:`check_anchors` checks manifests against
 the table. Each problem (:class:`Problem`) is a plain sentence that names no file, for the page
 every session sees, with the server's paths in its ``detail``, for the operator (command line,
-server log): where the key lives is nobody else's business. **Not detected**: someone who holds the key (the server's operator) rewriting
-everything; the database and the head file rolled back together to an earlier consistent state,
-unless a manifest published since anchors a later entry (``ledger --verify DIR…``); and a
-publication made without the app. "Starting afresh" is not offered: forgetting an entry does not
-make its release any less public.
+server log): where the key lives is nobody else's business. **Not detected**: someone who holds
+the key (the server's operator) rewriting everything; the database and the head file rolled back
+together to an earlier consistent state, unless a manifest published since anchors a later entry
+(``ledger --verify DIR…``); and a publication made without the app. "Starting afresh" is not
+offered: forgetting an entry does not make its release any less public.
 """
 
 from __future__ import annotations
