@@ -39,6 +39,13 @@ def assert_private(found: dict[str, tuple[str, bytes]]) -> None:
             assert not content.startswith(PRIVATE_STARTS), key
             continue
         assert label.endswith(charts.PRIVATE_SUFFIX), (key, label)
+        if content.startswith(b"PK"):  # a zip: a notice first, then each file marked
+            with zipfile.ZipFile(io.BytesIO(content)) as archive:
+                names = archive.namelist()
+                assert names[0] == "NOT-FOR-PUBLICATION.txt", names
+                for name in names[1:]:
+                    assert archive.read(name).startswith(PRIVATE_STARTS), name
+            continue
         assert content.startswith(PRIVATE_STARTS), (key, content[:80])
 
 
@@ -68,18 +75,36 @@ def test_explore_downloads_are_marked_not_for_publication(monkeypatch, tab):
     assert any(charts.PRIVATE_CAPTION in caption.value for caption in at.caption)
 
 
+def small_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("report.html", "<html><body><h1>Report</h1></body></html>")
+        archive.writestr("table_5.1.csv", "a,b\r\n1,2\r\n")
+    return buffer.getvalue()
+
+
 def test_tradeoffs_downloads_are_marked_not_for_publication(monkeypatch):
+    """The sweeps and heavy-hitter recall run; the thesis report's computation is replaced by a
+    small zip of the same kind (it is tested in test_thesis.py and, built from the page, in
+    test_app_tradeoffs_cluster.py): what is checked here is the page's marking of it."""
+    from report import thesis_html
+
+    from dpcore.evaluation import thesis
+    monkeypatch.setattr(thesis, "run", lambda *args, **kwargs: type(
+        "Chapter", (), {"seconds": 1.0})())
+    monkeypatch.setattr(thesis_html, "zipped", lambda chapter: small_zip())
     downloads = Downloads(monkeypatch)
     at = run_page(str(PAGES / "3_Tradeoffs.py"), {"mech": "laplace", "grid": "1",
                                                    "trials": "1", "hh_k": "8"}, "toy_town", {},
                   timeout=240)
     at.button(key="tradeoffs_epsilon_run").click().run()
     at.button(key="tradeoffs_hh_run").click().run()
+    at.button(key="thesis_report_build").click().run()
     assert not at.exception, at.exception
     found = pressed(at, downloads)
     assert {"tradeoffs_epsilon_csv", "tradeoffs_epsilon_html",
             "tradeoffs_epsilon_every_release_csv", "tradeoffs_hh_chart_csv",
-            "tradeoffs_hh_every_run_csv", *PUBLIC} <= set(found)
+            "tradeoffs_hh_every_run_csv", "thesis_report_download", *PUBLIC} <= set(found)
     assert_private(found)
 
 
