@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.interfaces import publish, published_domain  # noqa: E402
 
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -36,7 +36,7 @@ def main():
     county = datasets.load("ireland_county")
     ed = datasets.load("ireland_ed")
     domain = published_domain.of_dataset("ireland_ed").manifest_entry()
-    source = publish.input_entry("ireland_ed", "bench", domain)
+    source = publish.input_entry("ireland_ed", views.View(), domain)
     subset = ed.subset_by_parent(["Cavan", "Leitrim"])
     cells = np.zeros(1_000_000, dtype=np.int64)
     noise = publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)

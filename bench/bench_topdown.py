@@ -23,14 +23,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.evaluation import publish_compare
 from dpcore.interfaces import publish, published_domain
 from dpcore.mechanisms import topdown
 
 EPSILON, DELTA = 1.0, 1e-6
 #: The manifest's input entry for a bundled dataset published over its own bundled geography.
-SOURCE = publish.input_entry("bench", "bench", {"source": published_domain.BUNDLED})
+SOURCE = publish.input_entry("bench", views.View(), {"source": published_domain.BUNDLED})
 
 
 def timed(label: str, target: float | None, call):

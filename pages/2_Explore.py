@@ -49,7 +49,7 @@ truth = runs.true_counts(settings)
 bars = ranks.top_flows(od, truth, released, k)
 charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (ε = "
                                   f"{settings.epsilon:g})", log_bars), bars, "top_flows",
-            "explore_bars")
+            "explore_bars", private=True)
 if log_bars:
     st.caption("On the log scale, released counts of 0 or below are not drawn.")
 
@@ -76,7 +76,7 @@ with panel:
         order = ranks.long_pairs(od, pairs)
         charts.show(charts.rank_scatter(pairs, labels, f"Ordering: true rank vs released rank (ε = "
                                                         f"{settings.epsilon:g})", log_ranks),
-                    order, "ordering", "explore_ordering")
+                    order, "ordering", "explore_ordering", private=True)
 
     elif view == "Heat map":
         heatmap.section(od, truth, released, settings.epsilon, "explore_heatmap")
@@ -85,14 +85,15 @@ with panel:
         st.caption("The true top 10 and the rank each mechanism gave them.")
         table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
         st.dataframe(table, hide_index=True, width="stretch")
-        charts.table_download(table, "top10_ranks", "explore_top10")
+        charts.table_download(table, "top10_ranks", "explore_top10", private=True)
 
     elif view == "Downloads":
         panels.release_downloads(settings, od, truth, results)
 
     elif view == "Scores":
         results = runs.releases(settings, held=results)
-        charts.table_download(panels.scorecard(results), "scores", "explore_scores")
+        charts.table_download(panels.scorecard(results), "scores", "explore_scores",
+                              private=True)
         shown, key = panels.open_tab({k: charts.name(k) for k in released}, "explore_scores_tab")
         with shown:
             panels.cards(results[key], 10)

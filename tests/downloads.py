@@ -10,6 +10,17 @@ from __future__ import annotations
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import app_test
 
+from dpcore.interfaces import confidential
+
+#: The first line of a CSV computed from the confidential table (confidential.csv_marked).
+PRIVATE_CSV_LINE = f"# {confidential.FIRST_LINE}\r\n".encode()
+
+
+def private_csv(content: bytes) -> bytes:
+    """The CSV under a download's "NOT FOR PUBLICATION" first line (asserted to be there)."""
+    assert content.startswith(PRIVATE_CSV_LINE), content[:120]
+    return content[len(PRIVATE_CSV_LINE):]
+
 
 class Downloads:
     def __init__(self, monkeypatch):

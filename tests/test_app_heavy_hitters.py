@@ -18,7 +18,7 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heavy_hitters
 from dpcore.theory import learn_heavy_hitters
 from tests.app_pages import run_page, text
-from tests.downloads import Downloads
+from tests.downloads import Downloads, private_csv
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
 from ui.learn import lessons
@@ -46,7 +46,8 @@ def test_explore_shows_dpcores_runs_at_the_pages_epsilon_and_seed(monkeypatch):
         assert metric(at, f"{name}: precision") == f"{score['precision']:.0%}"
         (points,) = traces(figure(at, "The 8 commutes each protocol found"), name)
         assert np.allclose(np.sort(values(points["y"])), np.sort(found.estimates))
-        table = pd.read_csv(io.BytesIO(downloads.by_key(at, f"explore_hh_{protocol}_csv")))
+        table = pd.read_csv(io.BytesIO(private_csv(
+            downloads.by_key(at, f"explore_hh_{protocol}_csv"))))
         expected = heavy_hitters.compare(county, found, 8)
         assert list(table["commute"]) == list(expected["commute"])
         assert (table["status"] == "found").sum() == round(score["recall"] * 8)
@@ -79,7 +80,8 @@ def test_tradeoffs_recall_curves_after_run_with_the_oracles_beside_them(monkeypa
             protocol, toy, e, 10, 3, t), 10)["recall"] for t in range(2)]) for e in (1.0, 4.0)]
         assert np.allclose(values(curve["y"]), expected)
     assert traces(fig, "Optimised unary encoding · frequency oracle, then its top k")
-    every = pd.read_csv(io.BytesIO(downloads.by_key(at, "tradeoffs_hh_every_run_csv")))
+    every = pd.read_csv(io.BytesIO(private_csv(downloads.by_key(at,
+                                                                "tradeoffs_hh_every_run_csv"))))
     assert len(every) == 2 * 2 * 2 * 3   # protocols × ε × trials × (recall, precision, CPU s)
     assert every.loc[every["metric"] == "recall", "value"].between(0, 1).all()
 

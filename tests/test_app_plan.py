@@ -195,7 +195,8 @@ def test_upload_plans_and_publishes_in_the_session_with_safe_output():
     at.button(key="publish_go").click().run()
     assert not at.exception, at.exception
     published = at.session_state[publishing.LAST]
-    assert published.manifest["input"]["data"] == "flows.csv"
+    assert published.manifest["input"]["label"] == ledger.UNLABELLED  # no label typed
+    assert "flows.csv" not in json.dumps(published.manifest)  # the upload's file name
     assert published.manifest["input"]["domain"]["source"] == published_domain.DATA
     assert "sha256" not in json.dumps(published.manifest)
     text = export.safe_csv(published.table).decode()
@@ -258,6 +259,27 @@ def test_tampering_is_reported_on_the_page():
     fresh = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
     assert any("tampered with: the ledger lost entry 2" in e.value for e in fresh.error)
     assert not any("Keyed chain intact" in c.value for c in fresh.caption)
+
+
+def test_the_page_says_tampering_plainly_and_logs_the_key_path_for_the_operator(caplog):
+    """Issue 29 follow-up: the page showed the server's key path to every browser session."""
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    at.button(key="publish_go").click().run()
+    store = ledger.LedgerStore()
+    key_path, head_path = store.keys.key_path, store.keys.head_path
+    for path, sentence in ((head_path, "the ledger's head record is missing"),
+                           (key_path, "the ledger's key is missing or damaged, so no entry can "
+                                      "be checked")):
+        path.unlink()
+        caplog.clear()
+        with caplog.at_level("WARNING", logger=publishing.__name__):
+            fresh = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+        (shown,) = [e.value.replace("\\", "") for e in fresh.error if "tampered" in e.value]
+        assert sentence in shown
+        page = " ".join(str(getattr(element, "value", "")) for element in fresh.main
+                        ).replace("\\", "")  # markdown escapes undone
+        assert "tampered" in page and str(key_path.parent) not in page  # the key's folder
+        assert str(path) in caplog.text  # for whoever runs the server
 
 
 def test_post_processing_resets_to_the_methods_default():

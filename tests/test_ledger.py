@@ -14,11 +14,12 @@ import sys
 
 import pytest
 
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.interfaces import classroom, cli, ledger, publish, published_domain
+from dpcore.interfaces.store import StoreUnavailable
 
 #: The manifest's input entry: a bundled dataset's public geography.
-SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
+SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})
 
 
 def level(name="fine level", epsilon=1.0, delta=0.0, rho=None):
@@ -119,8 +120,10 @@ def test_the_key_is_made_once_owner_only_beside_the_database_not_in_it(tmp_path)
     ledger.LedgerStore(tmp_path).append("x", "flat", [level()], 1.0, 0.0, None, "m4")
     assert key_path.read_text() == key  # O_EXCL: never replaced
     key_path.unlink()
-    assert store.verify() == [f"the ledger's key ({key_path}) is missing or damaged, so no "
-                              "entry can be checked"]
+    (problem,) = store.verify()
+    # the sentence every session sees names no file; the operator's detail says which
+    assert problem == "the ledger's key is missing or damaged, so no entry can be checked"
+    assert str(key_path) in problem.detail and str(key_path) in problem.for_operator()
 
 
 def test_a_key_from_the_environment_and_its_check(tmp_path, monkeypatch):
@@ -131,8 +134,26 @@ def test_a_key_from_the_environment_and_its_check(tmp_path, monkeypatch):
     monkeypatch.setenv(ledger.KEY_VARIABLE, "cd" * 32)  # another key: nothing checks out
     assert len([p for p in store.verify() if "MAC does not match" in p]) == 3
     monkeypatch.setenv(ledger.KEY_VARIABLE, "short")
-    with pytest.raises(ValueError, match="64 hexadecimal digits"):
+    with pytest.raises(StoreUnavailable, match="not set correctly") as caught:
         store.append("x", "flat", [level()], 1.0, 0.0, None, "m")
+    assert "64 hexadecimal digits" in caught.value.detail and ledger.KEY_VARIABLE not in \
+        str(caught.value)
+    (problem,) = store.verify()
+    assert problem == "the server's ledger key is not set correctly, so no entry can be checked"
+    assert "64 hexadecimal digits" in problem.detail
+
+
+def test_a_damaged_key_file_is_said_plainly_with_the_path_for_the_operator(tmp_path, capsys):
+    store = ledger.LedgerStore(tmp_path)
+    fill(store)
+    store.keys.key_path.write_text("not a key")
+    with pytest.raises(StoreUnavailable) as caught:
+        store.append("x", "flat", [level()], 1.0, 0.0, None, "m4")
+    assert str(store.keys.key_path) not in str(caught.value)
+    assert str(store.keys.key_path) in caught.value.detail
+    # the command line is the operator's: it shows where
+    assert cli.main(["ledger", "--folder", str(tmp_path)]) == cli.EXIT_INVALID_INPUT
+    assert str(store.keys.key_path) in capsys.readouterr().err
 
 
 def test_a_missing_head_record_is_reported_and_a_publish_after_a_loss_keeps_the_gap(tmp_path):
@@ -144,7 +165,9 @@ def test_a_missing_head_record_is_reported_and_a_publish_after_a_loss_keeps_the_
     assert entry.number == 4  # numbering goes on from the head: the loss stays visible
     assert store.verify() == ["the ledger lost entries 1…3"]
     store.keys.head_path.unlink()
-    assert f"the ledger's head record ({store.keys.head_path}) is missing" in store.verify()
+    (problem,) = [p for p in store.verify() if "head record" in p]
+    assert problem == "the ledger's head record is missing"
+    assert str(store.keys.head_path) in problem.detail
 
 
 def test_the_ledger_survives_a_new_process(tmp_path, monkeypatch):

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.interfaces import margins, publish, published_domain
 from dpcore.mechanisms import topdown
 
-SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
+SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})
 ALPHA = 1e-4   # false-failure rate of each statistical check
 
 
@@ -137,10 +137,10 @@ def test_wls_publish_writes_the_margins_by_parent_size():
     entry = result.manifest["margin_of_error"]
     assert entry["column"] == margins.COLUMN and "stand-in" in entry["how"]
     by_size = result.manifest["levels"][0][margins.COLUMN]["by_cells_in_parent"]
-    assert set(table.loc[table["level"] == "fine", margins.COLUMN]) <= set(by_size.values())
+    assert set(table.loc[table["level"] == "fine level", margins.COLUMN]) <= set(by_size.values())
     clipped = publish.publish_levels(od, publish.DISCRETE_LAPLACE, 1.0, postprocess="base_pos",
                                      source=SOURCE)
-    parents = clipped.table["level"] == "parent"
+    parents = clipped.table["level"] == "parent level"
     assert clipped.table.loc[parents, margins.COLUMN].isna().all()
     assert clipped.table.loc[~parents, margins.COLUMN].notna().all()
     assert "clipped" in clipped.manifest["margin_of_error"]["note"]

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data.importers import ImportFailed, import_od
 from dpcore.data.importing import reading
+from dpcore.data.views import View
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix, ZoneSet
 from dpcore.interfaces import cli, publish
 from tests import test_app_data
@@ -105,7 +106,7 @@ def test_a_publish_over_the_budget_is_refused_up_front_with_the_figure():
     assert "one publish may use 1.25 GB" in problem
     with pytest.raises(ValueError, match="would hold about"):
         publish.publish(od, publish.DISCRETE_LAPLACE, 1.0,
-                        source=publish.input_entry("wide", "wide", {"source": "data"}))
+                        source=publish.input_entry("wide", View(), {"source": "data"}))
     ed_sized = sparse_domain(3_126, 3_130)  # the bundled ED level: one level fits, two do not
     assert publish.too_large(ed_sized) is None
     assert "with its parent level) would hold about 2.0 GB" in publish.too_large(ed_sized, True)

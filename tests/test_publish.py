@@ -9,14 +9,14 @@ import pytest
 from scipy import stats
 
 from dpcore import mechanisms
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.interfaces import cli, publish, published_domain
 from dpcore.mechanisms.base import ADD_REMOVE
 from tests.huge import huge_matrix
 
 ALPHA = 1e-4  # family-wise false-failure rate of each statistical check
 #: A manifest input (the domain's entry is what the manifest needs; the tests' data vary).
-SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
+SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})
 CELLS = 20_000
 
 
@@ -76,7 +76,7 @@ def test_manifest_and_files(tmp_path):
     text = (tmp_path / "manifest.json").read_text()
     manifest = json.loads(text)
     assert "sha256" not in text and "hash" not in text
-    assert manifest["input"]["data"] == "toy_town"
+    assert manifest["input"]["label"] == "unlabelled"  # no --label
     assert manifest["input"]["domain"]["source"] == published_domain.BUNDLED
     assert manifest["levels"][0]["cells"] == datasets.load("toy_town").domain_size
     released = np.loadtxt(tmp_path / "release.csv", delimiter=",", skiprows=1, usecols=2)
@@ -122,7 +122,8 @@ def test_consistent_levels_sum_exactly(postprocess):
     levels = result.manifest["levels"]
     assert [lv["epsilon"] for lv in levels] == pytest.approx([0.7, 0.3])
     assert "70% fine / 30% parent" in result.manifest["consistency"]
-    assert set(result.table["level"]) <= {"fine", "parent"}
+    assert set(result.table["level"]) == {"fine level", "parent level"}  # roles, no names
+    assert [lv["name"] for lv in result.manifest["levels"]] == ["fine level", "parent level"]
 
 
 def test_least_squares_variances_match_theory():

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dpcore.data import views
 from dpcore.data.importers import import_od
 from dpcore.interfaces import cli, publish, published_domain
 from tests.downloads import Downloads
@@ -150,7 +151,7 @@ def test_neighbouring_tables_publish_the_same_cells_and_zones_over_a_public_doma
     results = []
     for extra in (HIDDEN, ("Z1", "Z2")):
         od = published_domain.apply(import_od(table_bytes(extra), "flows.csv").matrix, domain)
-        source = publish.input_entry("flows.csv", od.name, domain.manifest_entry())
+        source = publish.input_entry("Test town", views.View(), domain.manifest_entry())
         call = publish.publish_levels if levels else publish.publish
         results.append(call(od, publish.DISCRETE_LAPLACE, 1.0, source=source))
     with_one, without = results
@@ -233,7 +234,7 @@ def test_page_takes_the_domain_from_an_uploaded_zones_file_and_names_missing_zon
     assert not at.exception, at.exception
     manifest = json.loads(downloads.by_key(at, "publish_manifest"))
     assert manifest["input"]["domain"] == {"source": published_domain.ZONES_FILE,
-                                           "description": "zones file zones2.csv",
+                                           "description": "a zones file the publisher supplied",
                                            "origins": 7, "destinations": 7}
     audit = json.loads(downloads.by_key(at, "publish_audit"))
     assert audit["commuters"] == 18 and "NOT FOR PUBLICATION" in audit["private"]

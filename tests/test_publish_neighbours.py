@@ -8,9 +8,11 @@ OpenDP's noise enters, for flat, WLS and TopDown — is replaced by a function t
 values whatever the counts, i.e. the noise realisation that makes two neighbouring tables'
 outputs equal (it has positive probability under both, which is all DP allows an adversary to
 exploit). The clock, the manifest's random id and the ledger's key are fixed, and each publish
-gets a fresh ledger, so nothing else may differ: two tables one commuter apart must give
-byte-identical shared files. ``comparison.csv`` in the folder (issue 29: 18–20 of its 48 rows
-changed between neighbours) fails this; the control test shows the check catches exactly that.
+gets a fresh ledger, so nothing else may differ: two tables one commuter apart, uploaded under
+different file names (with zones files of different names), must give byte-identical shared
+files — a file's name can say whom the data is about, so no shared file may carry it.
+``comparison.csv`` in the folder (issue 29: 18–20 of its 48 rows changed between neighbours)
+fails this; the control test shows the check catches exactly that.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ KNOWN = [("Z1", "Z2", 3), ("Z2", "Z3", 2), ("Z3", "Z1", 1), ("Z1", "Z1", 4), ("Z
          ("Z4", "Z5", 6)]
 #: Two tables one commuter apart (substitution: the last commuter's commute differs).
 NEIGHBOURS = (("Z6", "Z7"), ("Z1", "Z2"))
+#: The names each of the two is uploaded under (data file, zones file): nothing shared names them.
+NAMES = (("flows.csv", "zones.csv"),
+         ("acme_staff_home_addresses_2026.csv", "acme_office_zones.csv"))
 PRIVATE_STARTS = (f"# {confidential.FIRST_LINE}".encode(),
                   f'{{"private": "{confidential.FIRST_LINE}"'.encode(),
                   f"<!-- {confidential.FIRST_LINE} -->".encode())
@@ -79,6 +84,13 @@ def is_private(content: bytes) -> bool:
     return content.startswith(PRIVATE_STARTS)
 
 
+def names_no_file(shared: dict[str, bytes]) -> bool:
+    """No shared file holds any of the file names, nor the second pair's stems or "acme" (the
+    first pair's stems, "flows" and "zones", are ordinary words of a manifest)."""
+    words = {*NAMES[0], *NAMES[1], *(name.rsplit(".", 1)[0] for name in NAMES[1]), "acme"}
+    return not any(w.encode() in content for content in shared.values() for w in words)
+
+
 # ----------------------------------------------------------------------------- command line
 METHODS = {"flat": ["--method", "flat"], "wls": ["--method", "wls"],
            "topdown": ["--method", "topdown", "--delta", "1e-6"]}
@@ -87,20 +99,22 @@ EXTRAS = {"plain": [], "compare": ["--compare", "2"], "audit": [],
 
 
 def cli_files(tmp_path: Path, run: str, extra, method: str, extras: str,
-              neighbours: str = "substitution") -> tuple[dict, dict]:
-    """(files in --out, files written outside it) of one CLI publish, by name → bytes."""
+              neighbours: str = "substitution", names=NAMES[0]) -> tuple[dict, dict]:
+    """(files in --out, files written outside it) of one CLI publish, by name → bytes;
+    ``names``: the data file's and the zones file's names."""
     home = tmp_path / run
     home.mkdir()
-    (home / "flows.csv").write_bytes(table_bytes(extra))
-    (home / "zones.csv").write_text(ZONES_FILE)
+    flows, zones = home / names[0], home / names[1]
+    flows.write_bytes(table_bytes(extra))
+    zones.write_text(ZONES_FILE)
     out, private = home / "published", home / "private"
     options = list(EXTRAS[extras])
     if "compare" in extras:
         options += ["--compare-out", str(private / "comparison.csv")]
     if "audit" in extras:
         options += ["--audit", str(private / "audit.json")]
-    code = cli.main(["publish", "--file", str(home / "flows.csv"), "--domain-zones",
-                     str(home / "zones.csv"), "--epsilon", "1", "--neighbours", neighbours,
+    code = cli.main(["publish", "--file", str(flows), "--domain-zones",
+                     str(zones), "--epsilon", "1", "--neighbours", neighbours,
                      "--label", "Test town 2026", "--out", str(out), *METHODS[method], *options])
     assert code == 0
     shared = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
@@ -114,12 +128,13 @@ def cli_files(tmp_path: Path, run: str, extra, method: str, extras: str,
 def test_cli_folder_is_the_same_for_neighbouring_tables(tmp_path, fixed_output, method, extras,
                                                         capsys):
     runs = []
-    for number, extra in enumerate(NEIGHBOURS):
+    for number, (extra, names) in enumerate(zip(NEIGHBOURS, NAMES)):
         fixed_output()
-        runs.append(cli_files(tmp_path, f"t{number}", extra, method, extras))
+        runs.append(cli_files(tmp_path, f"t{number}", extra, method, extras, names=names))
     (shared, kept), (other_shared, other_kept) = runs
     assert sorted(shared) == ["manifest.json", "release.csv"]
     assert shared == other_shared  # every byte: nothing but the release and public inputs
+    assert names_no_file(shared)
     expected = {"compare": {"comparison.csv"}, "audit": {"audit.json"}, "plain": set(),
                 "compare+audit": {"comparison.csv", "audit.json"}}[extras]
     assert set(kept) == expected
@@ -176,19 +191,20 @@ def test_private_files_are_refused_inside_the_folder(tmp_path, place, capsys):
 
 
 # ------------------------------------------------------------------------------------- page
-def page_downloads(extra, method: str, downloads: Downloads) -> dict[str, bytes]:
-    """Every download the page offers after Publish and Compare, by button key → bytes."""
+def page_downloads(extra, method: str, downloads: Downloads, names=NAMES[0]) -> dict[str, bytes]:
+    """Every download the page offers after Publish and Compare, by button key → bytes;
+    ``names``: the upload's and the zones file's names."""
     at = AppTest.from_file(PAGE, default_timeout=300)
     at.query_params["mech"] = ["laplace"]
     at.query_params["pp"] = "base"
     at.query_params["target"] = "rmse"
     at.session_state[state.CURRENT_DATASET] = state.UPLOADED
-    at.session_state[state.UPLOADED_MATRIX] = import_od(table_bytes(extra), "flows.csv").matrix
-    at.session_state[state.UPLOADED_FILENAME] = "flows.csv"
+    at.session_state[state.UPLOADED_MATRIX] = import_od(table_bytes(extra), names[0]).matrix
+    at.session_state[state.UPLOADED_FILENAME] = names[0]
     at.run()
     at.radio(key="publish_domain_source").set_value(published_domain.ZONES_FILE).run()
     at.file_uploader(key="publish_domain_zones").set_value(
-        ("zones.csv", ZONES_FILE.encode(), "text/csv")).run()
+        (names[1], ZONES_FILE.encode(), "text/csv")).run()
     at.radio(key="publish_method").set_value(method).run()
     at.text_input(key=f"publish_label_{state.UPLOADED}").set_value("Test town 2026").run()
     at.button(key="publish_go").click().run()
@@ -208,9 +224,9 @@ def page_downloads(extra, method: str, downloads: Downloads) -> dict[str, bytes]
 def test_page_downloads_are_the_same_for_neighbouring_tables(fixed_output, monkeypatch, method):
     downloads = Downloads(monkeypatch)
     runs = []
-    for extra in NEIGHBOURS:
+    for extra, names in zip(NEIGHBOURS, NAMES):
         fixed_output()
-        runs.append(page_downloads(extra, method, downloads))
+        runs.append(page_downloads(extra, method, downloads, names))
     first, second = runs
     assert set(first) == set(second)
     assert {"publish_csv", "publish_manifest", "publish_audit",
@@ -218,6 +234,7 @@ def test_page_downloads_are_the_same_for_neighbouring_tables(fixed_output, monke
     shared = {key for key, content in first.items() if not is_private(content)}
     assert shared == {"publish_csv", "publish_manifest"}
     assert {key: first[key] for key in shared} == {key: second[key] for key in shared}
+    assert names_no_file({key: first[key] for key in shared})
     private = set(first) - shared
     assert all(is_private(second[key]) for key in private)
     assert first["publish_compare_chart_csv"] != second["publish_compare_chart_csv"]

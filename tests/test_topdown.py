@@ -11,7 +11,7 @@ from InfTDA import differential_privacy as reference_dp
 from InfTDA import mechanism as reference
 from InfTDA.optimization import int_opt as reference_int_opt
 
-from dpcore.data import datasets
+from dpcore.data import datasets, views
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.interfaces import publish, published_domain
 from dpcore.mechanisms import topdown
@@ -19,7 +19,7 @@ from dpcore.mechanisms.base import ADD_REMOVE, SUBSTITUTION
 from dpcore.mechanisms.central import l2_sensitivity
 
 #: The manifest's input entry: a bundled dataset's public geography.
-SOURCE = publish.input_entry("test", "test", {"source": published_domain.BUNDLED})
+SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})
 
 
 def three_levels(rng) -> ODMatrix:
@@ -116,7 +116,9 @@ def test_publish_topdown_with_opendp():
     released = list(result.released.values())
     assert topdown.consistent(levels, released) == [True]
     assert all(v.min() >= 0 and v.dtype == np.int64 for v in released)
-    assert set(result.table["level"]) <= {lv.name for lv in levels}
+    # levels named by role in the release and the manifest, never by the data's name
+    assert [lv["name"] for lv in result.manifest["levels"]] == ["parent level", "fine level"]
+    assert set(result.table["level"]) <= {"parent level", "fine level"}
     assert "Chebyshev" in result.manifest["post_processing"]
     assert len(result.manifest["levels"]) == 2
     # A subset of areas: a commute replaced by one leaving the areas changes its n.

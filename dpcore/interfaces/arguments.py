@@ -134,6 +134,8 @@ def message(error: BaseException) -> str | None:
     if isinstance(error, (ArithmeticError, np.linalg.LinAlgError)):
         return (f"the computation failed ({type(error).__name__}: {error}); the settings are "
                 "probably at the edge of their ranges; try less extreme values.")
+    if isinstance(error, StoreUnavailable) and error.detail:  # the operator runs the command
+        return f"{error} ({error.detail})"
     if isinstance(error, EXPECTED):
         return str(error.args[0] if isinstance(error, KeyError) and error.args else error)
     return None

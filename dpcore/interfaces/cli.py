@@ -422,10 +422,6 @@ def _domain(args) -> published_domain.Domain | None:
     return None
 
 
-def _view_text(od: ODMatrix, args) -> str:
-    return od.name + (f"; areas: {', '.join(args.area)}" if args.area else "")
-
-
 def _cmd_publish(args) -> int:
     """Publish into ``--out`` (release.csv and manifest.json only); what is computed from the
     confidential table (``--audit``, ``--compare-out``) goes outside it, marked as such."""
@@ -462,9 +458,7 @@ def _cmd_publish(args) -> int:
         domain = (published_domain.of_dataset(args.dataset, data) if args.dataset
                   else published_domain.of_data(data))
     od = views.select(published_domain.apply(data, domain), _view(args))
-    data_name = args.dataset or Path(args.file).name
-    options["source"] = publish.input_entry(data_name, _view_text(od, args),
-                                            domain.manifest_entry())
+    options["source"] = publish.input_entry(label, _view(args), domain.manifest_entry())
 
     def progress(done, total):
         if sys.stderr.isatty():
@@ -530,7 +524,8 @@ def _cmd_ledger(args) -> int:
     problems = store.verify(entries) + ledger.check_anchors(entries, args.verify or [])
     anchors = f"; {len(args.verify)} published folder(s) checked" if args.verify else ""
     if problems:
-        _say(f"ledger ({store.path}): TAMPERED — " + "; ".join(problems), error=True)
+        _say(f"ledger ({store.path}): TAMPERED — "
+             + "; ".join(problem.for_operator() for problem in problems), error=True)
     else:
         print(f"ledger ({store.path}): intact, {len(entries)} entries, keyed chain and head "
               f"record agree{anchors}")

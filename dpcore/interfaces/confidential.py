@@ -8,13 +8,17 @@ adversary who knows every record but one matched it against each candidate for t
 such a file goes to a path the user names outside the publication folder (:func:`check_place`
 refuses one inside it) and its first line says what it is (:data:`FIRST_LINE`), in the file
 itself, where a person opening it will read it: a ``#`` comment line above a CSV
-(``pandas.read_csv(path, comment="#")`` reads the rest), and the first key of a JSON object,
-kept on the object's first line.
+(``pandas.read_csv(path, skiprows=1)`` reads the rest; ``comment="#"`` too, unless a cell holds a
+``#``), the first key of a JSON object, kept on the object's first line, an HTML comment and a
+visible banner in a web page, and each CSV and web page of a zip marked so.
 """
 
 from __future__ import annotations
 
+import html
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +33,37 @@ FIRST_LINE = ("NOT FOR PUBLICATION: computed from the confidential table (the tr
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """The frame as formula-safe CSV (:func:`dpcore.interfaces.export.safe_csv`) under a
     ``# NOT FOR PUBLICATION …`` line."""
-    return f"# {FIRST_LINE}\r\n".encode() + export.safe_csv(frame)
+    return csv_marked(export.safe_csv(frame))
+
+
+def csv_marked(data: bytes) -> bytes:
+    """CSV bytes (already formula-safe) under a ``# NOT FOR PUBLICATION …`` line."""
+    return f"# {FIRST_LINE}\r\n".encode() + data
+
+
+def html_text(page: str) -> str:
+    """A web page (a figure, a map) under an HTML comment and with a visible red banner at the
+    top of its body, both saying it is not for publication."""
+    banner = (f"<p style=\"font:bold 16px sans-serif;color:#b00020\">"
+              f"{html.escape(FIRST_LINE)}</p>")
+    return f"<!-- {FIRST_LINE} -->\n" + page.replace("<body>", "<body>" + banner, 1)
+
+
+def zip_marked(data: bytes) -> bytes:
+    """A zip whose CSV files and web pages are each marked (:func:`csv_marked`,
+    :func:`html_text`), with a ``NOT-FOR-PUBLICATION.txt`` first, for its other files."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(
+            out, "w", zipfile.ZIP_DEFLATED) as target:
+        target.writestr("NOT-FOR-PUBLICATION.txt", FIRST_LINE + "\n")
+        for info in source.infolist():
+            content = source.read(info)
+            if info.filename.endswith(".csv"):
+                content = csv_marked(content)
+            elif info.filename.endswith(".html"):
+                content = html_text(content.decode("utf-8")).encode("utf-8")
+            target.writestr(info.filename, content)
+    return out.getvalue()
 
 
 def json_text(record: dict) -> str:

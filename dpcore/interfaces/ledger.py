@@ -29,11 +29,13 @@ server's secret key:
 :meth:`LedgerStore.verify` reports a changed entry (its MAC does not match), a gap ("the ledger
 lost entries N…M"), a dropped table or a shortened chain (the head is ahead of the table), a head
 that does not match, and a missing key or head; :func:`check_anchors` checks manifests against
-the table. **Not detected**: someone who holds the key (the server's operator) rewriting
-everything; the database and the head file rolled back together to an earlier consistent state,
-unless a manifest published since anchors a later entry (``ledger --verify DIR…``); and a
-publication made without the app. "Starting afresh" is not offered: forgetting an entry does not
-make its release any less public.
+the table. Each problem (:class:`Problem`) is a plain sentence that names no file, for the page
+every session sees, with the server's paths in its ``detail``, for the operator (command line,
+server log): where the key lives is nobody else's business. **Not detected**: someone who holds
+the key (the server's operator) rewriting everything; the database and the head file rolled back
+together to an earlier consistent state, unless a manifest published since anchors a later entry
+(``ledger --verify DIR…``); and a publication made without the app. "Starting afresh" is not
+offered: forgetting an entry does not make its release any less public.
 """
 
 from __future__ import annotations
@@ -198,6 +200,22 @@ class Keys:
         os.replace(temporary, self.head_path)
 
 
+class Problem(str):
+    """One thing wrong with the ledger: the string is a plain sentence naming no file on the
+    server (shown on the page to every session); ``detail`` says where, for whoever runs the
+    server (the command line and the server's log show it, :meth:`for_operator`)."""
+
+    detail: str
+
+    def __new__(cls, sentence: str, detail: str = ""):
+        problem = super().__new__(cls, sentence)
+        problem.detail = detail
+        return problem
+
+    def for_operator(self) -> str:
+        return f"{self} ({self.detail})" if self.detail else str(self)
+
+
 def _span(first: int, last: int) -> str:
     return f"entry {first}" if first == last else f"entries {first}…{last}"
 
@@ -221,10 +239,11 @@ class LedgerStore:
         levels = tuple(LevelCost(str(lv.name), float(lv.epsilon), float(lv.delta),
                                  None if lv.rho is None else float(lv.rho)) for lv in levels)
         self._migrate_if_needed()
-        key = self.keys.key(create=True)
+        key = self._key(create=True)
         if key is None:
-            raise ValueError(f"the ledger's key file {self.keys.key_path} is damaged: ask the "
-                             "person running this app")
+            raise store.StoreUnavailable(
+                "The budget ledger's key is damaged, so nothing can be recorded. Ask the person "
+                "running this app.", f"key file {self.keys.key_path}: not 64 hexadecimal digits")
         with self.database.write() as db:
             self._prepare(db, key)
             last = db.execute("SELECT number, mac FROM ledger ORDER BY number DESC "
@@ -240,6 +259,16 @@ class LedgerStore:
             _insert(db, entry)
             self.keys.write_head(entry.number, entry.mac)
         return entry
+
+    def _key(self, create: bool) -> bytes | None:
+        """The key, or :class:`~dpcore.interfaces.store.StoreUnavailable` (a plain sentence, the
+        configuration problem in its detail) when ``$DPCORE_LEDGER_KEY`` is malformed."""
+        try:
+            return self.keys.key(create)
+        except ValueError as error:
+            raise store.StoreUnavailable(
+                "The budget ledger's key is not set correctly on this server, so nothing can be "
+                "recorded or checked. Ask the person running this app.", str(error)) from None
 
     def _prepare(self, db: sqlite3.Connection, key: bytes) -> None:
         """Re-create a dropped table (the loss stays visible through the head record) and move
@@ -262,13 +291,13 @@ class LedgerStore:
         if old:
             with self.database.write() as db:
                 db.execute("PRAGMA secure_delete = ON")  # the old rows' bytes are zeroed …
-                self._prepare(db, self.keys.key(create=True))
+                self._prepare(db, self._key(create=True))
             with self.database.read() as db:
                 db.execute("ROLLBACK")
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # … and leave the write-ahead log
 
-    def verify(self, entries: list[Entry] | None = None) -> list[str]:
-        """What is wrong with the ledger, one sentence each ([] when nothing is).
+    def verify(self, entries: list[Entry] | None = None) -> list[Problem]:
+        """What is wrong with the ledger, one :class:`Problem` each ([] when nothing is).
 
         The table and the head record are read apart, so an append by another session between
         the two reads looks like a loss; a problem is therefore confirmed under the database's
@@ -284,39 +313,42 @@ class LedgerStore:
             problems = self._problems(entries, head)
         return problems
 
-    def _problems(self, entries: list[Entry], head: tuple[int, str] | None) -> list[str]:
+    def _problems(self, entries: list[Entry], head: tuple[int, str] | None) -> list[Problem]:
         try:
             key = self.keys.key(create=False)
         except ValueError as error:  # a malformed $DPCORE_LEDGER_KEY
-            return [str(error)]
+            return [Problem("the server's ledger key is not set correctly, so no entry can be "
+                            "checked", str(error))]
         if key is None:
-            return ([f"the ledger's key ({self.keys.key_path}) is missing or damaged, so no "
-                     "entry can be checked"] if entries or head else [])
+            return ([Problem("the ledger's key is missing or damaged, so no entry can be "
+                             "checked", f"key file {self.keys.key_path}")]
+                    if entries or head else [])
         problems, previous, expected = [], GENESIS, 1
         for entry in entries:
             if entry.number > expected:
-                problems.append(f"the ledger lost {_span(expected, entry.number - 1)}")
+                problems.append(Problem(f"the ledger lost {_span(expected, entry.number - 1)}"))
             elif entry.previous != previous:
-                problems.append(f"entry {entry.number} does not follow entry "
-                                f"{entry.number - 1}")
+                problems.append(Problem(f"entry {entry.number} does not follow entry "
+                                        f"{entry.number - 1}"))
             if not hmac.compare_digest(entry.seal(key), entry.mac):
-                problems.append(f"entry {entry.number} was changed after it was recorded "
-                                "(its MAC does not match the server's key)")
+                problems.append(Problem(f"entry {entry.number} was changed after it was "
+                                        "recorded (its MAC does not match the server's key)"))
             previous, expected = entry.mac, entry.number + 1
         newest = entries[-1].number if entries else 0
+        head_file = f"head record {self.keys.head_path}"
         if head is None:
             if entries:
-                problems.append(f"the ledger's head record ({self.keys.head_path}) is missing")
+                problems.append(Problem("the ledger's head record is missing", head_file))
         elif head[0] < 0:
-            problems.append(f"the ledger's head record ({self.keys.head_path}) is damaged")
+            problems.append(Problem("the ledger's head record is damaged", head_file))
         elif head[0] > newest:
-            problems.append(f"the ledger lost {_span(newest + 1, head[0])} (the newest "
-                            f"recorded is {head[0]})")
+            problems.append(Problem(f"the ledger lost {_span(newest + 1, head[0])} (the newest "
+                                    f"recorded is {head[0]})"))
         elif head[0] < newest:
-            problems.append(f"the head record names entry {head[0]} but the table goes on to "
-                            f"{newest}: the head was rolled back")
+            problems.append(Problem(f"the head record names entry {head[0]} but the table goes "
+                                    f"on to {newest}: the head was rolled back"))
         elif entries and head[1] != entries[-1].mac:
-            problems.append(f"entry {newest} is not the one recorded as the newest")
+            problems.append(Problem(f"entry {newest} is not the one recorded as the newest"))
         return problems
 
 
@@ -414,9 +446,10 @@ def record(store: LedgerStore, published, label: str, method: str) -> Entry:
     return entry
 
 
-def check_anchors(entries: list[Entry], folders) -> list[str]:
+def check_anchors(entries: list[Entry], folders) -> list[Problem]:
     """Published folders' manifests checked against the ledger: each names an entry (number and
-    MAC) that must still be there, unchanged. One sentence per problem."""
+    MAC) that must still be there, unchanged. One sentence per problem, naming the manifest's
+    path (the operator's own argument: the command line only)."""
     by_number = {e.number: e for e in entries}
     problems = []
     for folder in folders:
@@ -425,16 +458,16 @@ def check_anchors(entries: list[Entry], folders) -> list[str]:
             anchor = json.loads(path.read_text())["ledger_entry"]
             number, mac = int(anchor["number"]), str(anchor["mac"])
         except FileNotFoundError:
-            problems.append(f"{path}: no such file")
+            problems.append(Problem(f"{path}: no such file"))
             continue
         except (ValueError, KeyError, TypeError):
-            problems.append(f"{path}: no ledger entry (number and MAC) in it")
+            problems.append(Problem(f"{path}: no ledger entry (number and MAC) in it"))
             continue
         entry = by_number.get(number)
         if entry is None:
-            problems.append(f"the ledger lost entry {number} (anchored by {path})")
+            problems.append(Problem(f"the ledger lost entry {number} (anchored by {path})"))
         elif not hmac.compare_digest(entry.mac, mac):
-            problems.append(f"entry {number} is not the one {path} anchors")
+            problems.append(Problem(f"entry {number} is not the one {path} anchors"))
     return problems
 
 

@@ -43,13 +43,16 @@ The manifest (``manifest.json``; this is its one description):
 * ``mechanism``, ``epsilon``, ``delta``, ``rho_zcdp`` (Gaussian), ``neighbouring_relation``,
   ``privacy_unit``, ``post_processing``, ``guarantee`` (in words), ``noise``,
   ``opendp_version``, ``date`` (UTC) — the settings and the guarantee;
-* ``input``: ``data`` (what was published from, as the user named it: a bundled dataset's key or
-  the uploaded file's name), ``view`` (level and areas chosen) and ``domain`` (its ``source`` —
-  ``zones_file``, ``bundled_geography``, ``declared_codes`` or ``data`` —, a description, the
-  number of origin and destination zones, and for ``data`` the warning of what it reveals);
-* ``levels``: one entry per released level (``name``, ``cells`` = the domain's size,
-  ``epsilon``, ``delta``, ``scale``, ``noise_variance``); another release method adds its levels
-  here in the same form;
+* ``input``: ``label`` (the publisher's label for the population, as in the budget ledger, or
+  "unlabelled"), ``view`` (as loaded or rolled up, and the areas chosen: zones of the public
+  domain) and ``domain`` (its ``source`` — ``zones_file``, ``bundled_geography``,
+  ``declared_codes`` or ``data`` —, a description, the number of origin and destination zones,
+  and for ``data`` the warning of what it reveals). No file name (issue 29: an upload's name,
+  e.g. ``acme_staff_home_addresses_2026.csv``, says who the data is about; a zones file's too);
+* ``levels``: one entry per released level, named by role (``name``: "fine level", "parent
+  level", … as in the ledger, :func:`~dpcore.interfaces.ledger.role_names`; ``release.csv``'s
+  ``level`` column uses the same names), ``cells`` = the domain's size, ``epsilon``, ``delta``,
+  ``scale``, ``noise_variance``; another release method adds its levels here in the same form;
 * ``total``: the total of the released table (``value``: the sum of the published finest
   cells, post-processing of the noisy release) and ``how``. Flat and WLS never publish the
   exact number of commuters; TopDown does on a whole table under substitution neighbours, where
@@ -59,6 +62,14 @@ The manifest (``manifest.json``; this is its one description):
 * ``margin_of_error``: the column of release.csv holding each count's 95 % margin of error, what
   it means and how it was computed (:mod:`dpcore.interfaces.margins`); each level's margin is in
   ``levels`` too (for WLS by the number of fine cells in the parent).
+* ``id`` (random) and ``ledger_entry`` (the ledger's entry number and its MAC, a keyed digest of
+  the ledger's own fields), added when the publication is recorded
+  (:func:`dpcore.interfaces.ledger.record`).
+
+Every field is a setting, a public fact or a function of the release. ``date`` is the UTC time
+(to the second) at which the manifest was made, after the noise: the time the publish started
+is not recorded, so its duration (which grows with the domain, and for TopDown's fit a little
+with the counts) cannot be read from it.
 """
 
 from __future__ import annotations
@@ -76,8 +87,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpcore.data import views
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
 from dpcore.interfaces import export, margins
+from dpcore.interfaces.ledger import UNLABELLED, role_names
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.central import Gaussian
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
@@ -249,12 +262,14 @@ def guarantee_text(noise: Noise, levels: int = 1) -> str:
     return core + (" For a group of k people the bound holds with kε (group privacy).")
 
 
-def input_entry(data: str, view: str, domain: dict) -> dict:
-    """The manifest's ``input``: what was published from as the user named it (``data``: a
-    bundled dataset's key or a file's name), the view, and the domain's
-    :meth:`~dpcore.interfaces.published_domain.Domain.manifest_entry`. Nothing computed from
-    the rows."""
-    return {"data": data, "view": view, "domain": domain}
+def input_entry(label: str, view: views.View, domain: dict) -> dict:
+    """The manifest's ``input``: the publisher's ``label`` (the ledger's; "unlabelled" when
+    empty), the view's level and areas, and the domain's
+    :meth:`~dpcore.interfaces.published_domain.Domain.manifest_entry`. Never a file name, nothing
+    computed from the rows."""
+    level = "rolled up to the parent level" if view.rolled_up else "as loaded"
+    areas = f"; areas: {', '.join(view.areas)}" if view.areas else ""
+    return {"label": label or UNLABELLED, "view": level + areas, "domain": domain}
 
 
 def audit_record(od: ODMatrix, files=()) -> dict:
@@ -406,7 +421,8 @@ def publish(od: ODMatrix, mechanism: str, epsilon: float, *, delta: float = 0.0,
     noise = calibrate(mechanism, epsilon, delta, neighbours)
     released = _post(postprocess, noisy(noise, od.to_dense(), progress))
     margin = margins.noise_margin(mechanism, noise.scale)
-    level = {"name": od.name, "cells": od.domain_size, "epsilon": noise.epsilon,
+    (role,) = role_names(1, top_first=False)
+    level = {"name": role, "cells": od.domain_size, "epsilon": noise.epsilon,
              "delta": noise.delta, "scale": noise.scale, "noise_variance": noise.variance,
              margins.COLUMN: margin}
     how = margins.FLAT_HOW.format(function="discrete_laplacian_scale_to_accuracy"
@@ -515,11 +531,12 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
     by_size = {int(m): [int(fine_margin[p]), None if math.isnan(coarse_margin[p])
                         else int(coarse_margin[p])]
                for m, p in zip(*np.unique(children, return_index=True))}
-    levels = [{"name": od.name, "cells": od.domain_size, "epsilon": fine_noise.epsilon,
+    fine_role, parent_role = role_names(2, top_first=False)
+    levels = [{"name": fine_role, "cells": od.domain_size, "epsilon": fine_noise.epsilon,
                "delta": fine_noise.delta, "scale": fine_noise.scale,
                "noise_variance": fine_noise.variance,
                margins.COLUMN: {"by_cells_in_parent": {m: v[0] for m, v in by_size.items()}}},
-              {"name": parent.name, "cells": parent.domain_size,
+              {"name": parent_role, "cells": parent.domain_size,
                "epsilon": coarse_noise.epsilon, "delta": coarse_noise.delta,
                "scale": coarse_noise.scale, "noise_variance": coarse_noise.variance,
                margins.COLUMN: {"by_cells_in_parent": {m: v[1] for m, v in by_size.items()}}}]
@@ -531,10 +548,10 @@ def publish_levels(od: ODMatrix, mechanism: str, epsilon: float, *, fine_share: 
                              margins.WLS_CLIPPED_PARENTS if postprocess == "base_pos" else ""))
     manifest["consistency"] = (
         f"weighted least squares over the two levels (Hay et al., VLDB 2010): every "
-        f"{parent.name} flow equals the sum of its {od.name} flows; budget split "
+        f"{parent_role} flow equals the sum of its {fine_role} flows; budget split "
         f"{fine_share:.0%} fine / {1 - fine_share:.0%} parent")
-    table = pd.concat([_table(od, fine, fine_margin[groups], "fine"),
-                       _table(parent, coarse, coarse_margin, "parent")], ignore_index=True)
+    table = pd.concat([_table(od, fine, fine_margin[groups], fine_role),
+                       _table(parent, coarse, coarse_margin, parent_role)], ignore_index=True)
     return Published(table, manifest, {"fine": fine, "parent": coarse})
 
 
@@ -698,10 +715,11 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
         progress(sum(sizes), sum(sizes))
     whole = Noise(GAUSSIAN, float(epsilon), float(delta), neighbours, math.nan, rho, None)
     bounds = margins.topdown_margins([b.scale for b in budget], sizes)
-    entries = [{"name": b.name, "cells": level.od.domain_size, "share_of_rho": b.share,
+    roles = role_names(len(levels), top_first=True)
+    entries = [{"name": role, "cells": level.od.domain_size, "share_of_rho": b.share,
                 "rho_zcdp": b.rho, "epsilon_alone": b.epsilon, "delta_alone": b.delta,
                 "scale": b.scale, "noise_variance": b.scale ** 2, margins.COLUMN: bound}
-               for b, level, bound in zip(budget, levels, bounds)]
+               for role, b, level, bound in zip(roles, budget, levels, bounds)]
     manifest = _manifest(whole, "base_pos", source, entries,
                          guarantee_text(whole, levels=len(levels)), released[-1],
                          margins.manifest_entry(margins.TOPDOWN_HOW))
@@ -719,9 +737,9 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
         "number of commuters is not published exactly (it differs between neighbouring tables "
         "under add/remove neighbours or in a subset of areas)")
     manifest["consistency"] = ("every level's flows sum exactly to the flows of the level "
-                               "above (" + " → ".join(names) + ")")
-    table = pd.concat([_table(level.od, values, bound, level.name)
-                       for level, values, bound in zip(levels, released, bounds)],
+                               "above (" + " → ".join(roles) + ")")
+    table = pd.concat([_table(level.od, values, bound, role)
+                       for level, values, bound, role in zip(levels, released, bounds, roles)],
                       ignore_index=True)
     return Published(table, manifest, {level.name: values
                                        for level, values in zip(levels, released)})

@@ -79,9 +79,12 @@ def of_dataset(key: str, loaded: ODMatrix | None = None) -> Domain:
 
 
 def of_zones_file(data: bytes, filename: str) -> Domain:
-    """The zones a zones file lists, as origins and as destinations (ImportFailed if bad)."""
+    """The zones a zones file lists, as origins and as destinations (ImportFailed if bad).
+    ``filename`` is for the import's messages only: the description, which goes into the
+    manifest, names no file (a file's name can say whom the data is about)."""
     zones, notices = read_zone_list(data, filename)
-    return Domain(zones, zones, ZONES_FILE, f"zones file {filename}", tuple(notices))
+    return Domain(zones, zones, ZONES_FILE, "a zones file the publisher supplied",
+                  tuple(notices))
 
 
 def of_codes(text: str) -> Domain:

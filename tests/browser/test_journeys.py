@@ -71,7 +71,7 @@ def chart_title(page: Page, text: str):
 
 def go(page: Page, name: str) -> None:
     """Open a page through the sidebar (keeps the session and its upload)."""
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=LINKS[name]).click()
+    page.locator(".st-key-app_menu").get_by_role("link", name=LINKS[name]).click()
     expect(page.get_by_role("heading", name=HEADINGS[name]).first).to_be_visible(timeout=60_000)
 
 
@@ -247,7 +247,10 @@ def national_ranks_and_sentences(page: Page) -> None:
         "xpath=following::*[@data-testid='stDownloadButton'][1]//button")
     with page.expect_download() as caught:
         download_button.click()
-    table = pd.read_csv(io.StringIO(open(caught.value.path(), encoding="utf-8").read()))
+    text = open(caught.value.path(), encoding="utf-8").read()
+    first, rest = text.split("\n", 1)  # the "NOT FOR PUBLICATION" line: true ranks inside
+    assert first.startswith("# NOT FOR PUBLICATION")
+    table = pd.read_csv(io.StringIO(rest))
     ranked = table.drop(columns=["Commute", "True count", "True rank"])
     assert len(table) == 10 and not ranked.empty
     assert ((ranked >= 1) & (ranked <= domain)).all().all(), ranked.describe()

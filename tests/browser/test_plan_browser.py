@@ -84,7 +84,8 @@ def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, ap
                                                                     screenshot):
     """Upload, then Plan & publish: no Publish button until the domain's source is chosen; the
     data's own zones need the acknowledgement; declared codes publish, and the manifest says so
-    (with no hash of the rows); the ledger shows the label typed, never the file's name."""
+    (with no hash of the rows); the ledger and the manifest show the label typed, never the file's
+    name."""
     page.goto(f"{app_url}/Data")
     (page.get_by_test_id("stFileUploader").filter(has_text="Commuting file")
      .locator("input[type=file]").set_input_files(
@@ -92,7 +93,7 @@ def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, ap
           "buffer": b"origin,destination,count\nA,B,3\nB,C,2\nC,A,1\nA,A,4\n"}))
     page.get_by_role("button", name="Use this dataset").click()
     expect(page.get_by_text("This is the current dataset on every page")).to_be_visible()
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile("^Plan")).click()
+    page.locator(".st-key-app_menu").get_by_role("link", name=re.compile("^Plan")).click()
     expect(page.get_by_role("heading", name="Publish a release")).to_be_visible()
     expect(page.get_by_text("Choose where the published zones come from")).to_be_visible()
     expect(page.get_by_role("button", name="Publish", exact=True)).to_have_count(0)
@@ -113,7 +114,11 @@ def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, ap
     expect(page.get_by_text(re.compile(r"^Published: [\d,]+ rows"))).to_be_visible()
     page.get_by_text("The manifest").click()
     expect(page.get_by_text('"declared_codes"')).to_be_visible()
-    assert "sha256" not in page.get_by_test_id("stJson").inner_text()
+    manifest = page.get_by_test_id("stJson").inner_text()
+    assert "sha256" not in manifest
+    # the manifest names the label typed and levels by role, never the upload's file name
+    assert "flows.csv" not in manifest and "Test commuters 2026" in manifest
+    assert "fine level" in manifest
     expect(page.get_by_text("Keyed chain intact", exact=False)).to_be_visible()
     ledger = page.get_by_test_id("stDataFrame").filter(has_text="Test commuters 2026")
     expect(ledger.first).to_be_visible()

@@ -449,14 +449,23 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
 #: (:mod:`dpcore.interfaces.confidential`).
 PRIVATE_CAPTION = ("🔒 **Not for publication**: computed from the confidential table (each "
                    "file's first line says so). Publish only release.csv and manifest.json.")
+#: Ends the label of a download computed from the confidential table.
+PRIVATE_SUFFIX = " — not for publication"
+#: How a private file of each type says so at its top (:mod:`dpcore.interfaces.confidential`).
+_MARK = {"text/csv": confidential.csv_marked, "text/html": confidential.html_text,
+         "application/zip": confidential.zip_marked}
 
 
-def _private_html(fig: go.Figure) -> str:
-    """The figure as HTML under a comment and a visible banner saying it is not for publication."""
-    page = fig.to_html(include_plotlyjs=True, full_html=True)
-    banner = (f"<p style=\"font:bold 16px sans-serif;color:#b00020\">"
-              f"{html.escape(confidential.FIRST_LINE)}</p>")
-    return f"<!-- {confidential.FIRST_LINE} -->\n" + page.replace("<body>", "<body>" + banner, 1)
+def download_button(place, label: str, content, file_name: str, mime: str, key: str, *,
+                    private: bool = False, **extra) -> None:
+    """One download button in ``place`` (``st`` or a container); ``content()`` makes the file
+    when it is clicked. ``private``: the file holds true counts or error against them, so the
+    label ends "— not for publication", the icon is a lock and the file's first line says so
+    (the caller shows :data:`PRIVATE_CAPTION` once under its buttons)."""
+    data = (lambda: _MARK[mime](content())) if private else content
+    place.download_button(label + (PRIVATE_SUFFIX if private else ""), data,
+                          file_name=file_name, mime=mime, key=key, on_click="ignore",
+                          icon=":material/lock:" if private else ":material/download:", **extra)
 
 
 def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str,
@@ -465,18 +474,11 @@ def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str,
     ``private``: computed from the confidential table, so labelled so on the page and in each
     file's first line."""
     row = st.container(horizontal=True)
-    suffix = " — not for publication" if private else ""
-    row.download_button(f"Data (CSV){suffix}",
-                        (lambda: confidential.csv_bytes(frame)) if private
-                        else (lambda: safe_csv(frame)), file_name=f"{stem}.csv",
-                        mime="text/csv", key=f"{key}_csv", on_click="ignore",
-                        icon=":material/lock:" if private else ":material/download:")
-    row.download_button(f"Figure (HTML){suffix}",
-                        (lambda: _private_html(fig)) if private
-                        else (lambda: fig.to_html(include_plotlyjs=True, full_html=True)),
-                        file_name=f"{stem}.html", mime="text/html", key=f"{key}_html",
-                        on_click="ignore",
-                        icon=":material/lock:" if private else ":material/download:")
+    download_button(row, "Data (CSV)", lambda: safe_csv(frame), f"{stem}.csv", "text/csv",
+                    f"{key}_csv", private=private)
+    download_button(row, "Figure (HTML)",
+                    lambda: fig.to_html(include_plotlyjs=True, full_html=True), f"{stem}.html",
+                    "text/html", f"{key}_html", private=private)
     if private:
         st.caption(PRIVATE_CAPTION)
 
@@ -484,11 +486,8 @@ def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str,
 def table_download(frame: pd.DataFrame, stem: str, key: str, label: str = "Table (CSV)",
                    private: bool = False) -> None:
     """A table's CSV download (formula-safe); ``private`` as for :func:`downloads`."""
-    st.download_button(label + (" — not for publication" if private else ""),
-                       (lambda: confidential.csv_bytes(frame)) if private
-                       else (lambda: safe_csv(frame)), file_name=f"{stem}.csv",
-                       mime="text/csv", key=f"{key}_csv", on_click="ignore",
-                       icon=":material/lock:" if private else ":material/download:")
+    download_button(st, label, lambda: safe_csv(frame), f"{stem}.csv", "text/csv", f"{key}_csv",
+                    private=private)
     if private:
         st.caption(PRIVATE_CAPTION)
 

@@ -112,7 +112,7 @@ def section(settings: RunSettings, od) -> None:
                                     f"as the true {k}-th.")
     charts.show(estimates_chart(tables, k, settings.epsilon),
                 pd.concat([t.assign(protocol=PROTOCOLS[p][0]) for p, t in tables.items()]),
-                "heavy_hitters_found", "explore_hh_chart")
+                "heavy_hitters_found", "explore_hh_chart", private=True)
     for protocol, table in tables.items():
         with st.expander(f"{PROTOCOLS[protocol][0]}: the true top {k} and the commutes found",
                          expanded=True):
@@ -126,7 +126,7 @@ def section(settings: RunSettings, od) -> None:
             st.caption(f"{charts.NOTHING}: not in the true top {k} (true rank) or not found "
                        "(rank found, estimated count).")
             charts.table_download(table, f"heavy_hitters_{protocol}_eps{settings.epsilon:g}_"
-                                  f"seed{settings.seed}", f"explore_hh_{protocol}")
+                                  f"seed{settings.seed}", f"explore_hh_{protocol}", private=True)
 
 
 # ------------------------------------------------------------------------------------ Tradeoffs
@@ -197,9 +197,9 @@ def recall_section(settings: RunSettings, od, epsilons: tuple, trials: int,
                         "ε (privacy budget)", f"Top-{k} recall (share of the true top {k} found)",
                         style="method")
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
-    charts.show(fig, summary, "heavy_hitters_recall", "tradeoffs_hh_chart")
+    charts.show(fig, summary, "heavy_hitters_recall", "tradeoffs_hh_chart", private=True)
     charts.table_download(done.table, "heavy_hitters_every_release", "tradeoffs_hh_every_run",
-                          "Every release (CSV)")
+                          "Every release (CSV)", private=True)
     if k != SWEEP_K:
         note = (f" The frequency oracles' recall is measured at k = {SWEEP_K} (in the sweep "
                 f"above): set k = {SWEEP_K} to compare.")

@@ -192,14 +192,14 @@ def release_downloads(settings: RunSettings, od, truth, results: dict[str, Relea
     only_nonzero = od.domain_size > ALL_CELLS_DOWNLOAD
     done = {key: result for key, result in results.items() if not result.error}
     row = st.container(horizontal=True)
-    for key, result in done.items():
-        row.download_button(
-            f"{charts.short_name(key)} (CSV)",
+    for key, result in done.items():  # true_count beside released_count: not for publication
+        charts.download_button(
+            row, f"{charts.short_name(key)} (CSV)",
             lambda result=result: safe_csv(release_table(od, truth, result.released,
                                                          only_nonzero)),
-            file_name=f"release_{key}_eps{settings.epsilon:g}_seed{settings.seed}.csv",
-            mime="text/csv", key=f"release_download_{key}", on_click="ignore",
-            icon=":material/download:")
+            f"release_{key}_eps{settings.epsilon:g}_seed{settings.seed}.csv", "text/csv",
+            f"release_download_{key}", private=True)
+    st.caption(charts.PRIVATE_CAPTION)
     uploaded = settings.dataset == state.UPLOADED
     source = "--file YOUR_FILE.csv" if uploaded else None
     extra = " --only-nonzero" if only_nonzero else ""

@@ -147,4 +147,5 @@ def section(od: ODMatrix, true_counts, released: dict[str, np.ndarray], epsilon:
                "within it." + (" " + heatmap.CHOICES[choice] + "."
                                if heatmap.needs_choice(od) else ""))
     title = f"Origins × destinations: true | released | difference (ε = {epsilon:g})"
-    charts.show(figure(grid, names.get(chosen), log, title), grid.to_frame(), "od_heatmap", key)
+    charts.show(figure(grid, names.get(chosen), log, title), grid.to_frame(), "od_heatmap", key,
+                private=True)

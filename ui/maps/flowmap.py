@@ -19,7 +19,6 @@ from streamlit_folium import st_folium
 
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import flows
-from dpcore.interfaces.export import safe_csv
 from ui.components import charts, data, huge, safe
 from ui.maps import layers
 
@@ -162,15 +161,15 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
                       returned_objects=RETURNED, render=False,  # one render pass, not two
                       on_change=partial(_pick_zone, f"{MAP}_{v}", built.tooltip_to_zone))
             st.html(layers.legends_beside(built.legends))
-        column.download_button(
-            f"Map as HTML ({VIEW_NAMES[v].lower()})", partial(standalone, v, frame),
-            file_name=f"flow_map_{v}.html", mime="text/html", key=f"{MAP}_{v}_html",
-            on_click="ignore", icon=":material/download:",
+        charts.download_button(  # every map's tooltips hold the true count
+            column, f"Map as HTML ({VIEW_NAMES[v].lower()})", partial(standalone, v, frame),
+            f"flow_map_{v}.html", "text/html", f"{MAP}_{v}_html", private=True,
             help="One file with Leaflet inside: opens in any browser, without internet.")
         if chosen[v].truncated():
             column.warning(f"{chosen[v].matched[flows.LINES]:,} flows match; only the largest "
                            f"{options.cap:,} are drawn. Raise the limit under “More lines, "
                            "basemap”.")
+    st.caption(charts.PRIVATE_CAPTION)
 
 
 def _zones_of(selection: flows.FlowSelection) -> set[str]:
@@ -214,6 +213,4 @@ def flows_table(selection: flows.FlowSelection, side_by_side: bool) -> None:
                  width="stretch", column_config=NUMBERS | {
                      "origin": "Origin", "destination": "Destination",
                      "release_effect": "What the release did", "shown_as": "Shown as"})
-    st.download_button("Flows shown (CSV)", lambda: safe_csv(table), file_name="flows_shown.csv",
-                       mime="text/csv", key=f"{MAP}_csv", on_click="ignore",
-                       icon=":material/download:")
+    charts.table_download(table, "flows_shown", MAP, "Flows shown (CSV)", private=True)

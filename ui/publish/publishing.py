@@ -12,13 +12,16 @@ published over its own (public) geography; an upload over a domain the user name
 (:mod:`dpcore.interfaces.published_domain`), or over its own zones only after ticking that they
 accept what this reveals. What is computed from the confidential table — the audit record, the
 side-by-side comparison — is offered apart, labelled "not for publication" on the page and in
-each file's first line (:mod:`dpcore.interfaces.confidential`). The ledger names a publication
-by the label the publisher types, never by a file name (it is shown to every session).
+each file's first line (:mod:`dpcore.interfaces.confidential`). The ledger and the manifest name
+a publication by the label the publisher types, never by a file name (the ledger is shown to
+every session, the manifest to everyone); the ledger's problems are shown as plain sentences,
+their paths on the server only in its log.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 
 import pandas as pd
 import streamlit as st
@@ -33,11 +36,13 @@ from dpcore.mechanisms import topdown
 from dpcore.release import RunSettings
 from ui.components import charts, data, runs, safe, state, widgets
 
+log = logging.getLogger(__name__)
 LAST = "publish_last"  # the last publish of this session: (Published, errors table or None)
 COMPARED = "publish_compared"  # {settings: comparison results} of this session
 #: ε values of the side-by-side chart (the publish's own ε is added).
 COMPARE_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
 AUDIT = "publish_audit_record"  # its private audit record (never part of the published files)
+LOGGED = "publish_ledger_logged"  # the ledger problems this session has written to the log
 DOMAIN_CACHE = "publish_domain_cache"  # (the user's choice, its Domain): read a zones file once
 #: Above this many cells a dense publish through OpenDP takes minutes on a small machine.
 SLOW_CELLS = 1_000_000
@@ -53,6 +58,7 @@ def book() -> ledger.LedgerStore | None:
     try:
         book.entries()
     except StoreUnavailable as error:
+        log.warning("budget ledger: %s (%s)", error, error.detail)
         st.error(f"The budget ledger's database cannot be opened: {error} Publishing is "
                  "disabled until it can: every publication must be recorded.")
         return None
@@ -146,13 +152,13 @@ def _domain_notices(domain: published_domain.Domain) -> None:
 
 
 def _published_view(settings: RunSettings):
-    """(view over a public domain, the manifest's input entry), or None with a message shown."""
+    """(view over a public domain, the manifest's domain entry), or None with a message shown."""
     if settings.dataset != state.UPLOADED:
         od = runs.view(settings)
         domain = published_domain.of_dataset(settings.dataset, data.bundled(settings.dataset))
         st.caption(f"Published domain: {safe.markdown(domain.description)} (public), "
                    f"{len(domain.origins):,} origins × {len(domain.destinations):,} destinations.")
-        return od, publish.input_entry(settings.dataset, od.name, domain.manifest_entry())
+        return od, domain.manifest_entry()
     domain = _uploaded_domain()
     if domain is None:
         return None
@@ -163,8 +169,7 @@ def _published_view(settings: RunSettings):
     except ValueError as error:
         st.error(str(error))
         return None
-    name = str(st.session_state[state.UPLOADED_FILENAME])
-    return od, publish.input_entry(name, od.name, domain.manifest_entry())
+    return od, domain.manifest_entry()
 
 
 def ledger_section(store: ledger.LedgerStore | None) -> None:
@@ -179,11 +184,12 @@ def ledger_section(store: ledger.LedgerStore | None) -> None:
                "(it survives a restart) and shown to everyone using the server. Entries cannot "
                "be changed or removed: forgetting a release does not make it any less public.")
     if problems:
+        _log_for_operator(problems)
         st.error("The budget ledger was tampered with: " + safe.markdown("; ".join(problems)) +
-                 ". Someone "
-                 "changed the database outside the app; the totals below may understate what "
-                 "was spent. Compare it with the published manifests (`python -m dpcore "
-                 "ledger --verify FOLDER…`).")
+                 ". Someone changed the database outside the app; the totals below may "
+                 "understate what was spent. The person running this server finds the details "
+                 "in its log and with `python -m dpcore ledger --verify FOLDER…`, which also "
+                 "compares the ledger with the published manifests.")
     if not entries:
         st.caption("Nothing published yet.")
         return
@@ -202,6 +208,15 @@ def ledger_section(store: ledger.LedgerStore | None) -> None:
                    f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with an HMAC "
                    "of it and the previous one under the server's key (kept outside the "
                    "database), the newest matching the head record kept beside the key.")
+
+
+def _log_for_operator(problems: list[ledger.Problem]) -> None:
+    """The problems with their details (the key's and head record's paths) in the server's log,
+    once per session: the page itself shows only the plain sentences."""
+    text = "; ".join(problem.for_operator() for problem in problems)
+    if st.session_state.get(LOGGED) != text:
+        log.warning("budget ledger: %s", text)
+        st.session_state[LOGGED] = text
 
 
 def _topdown_shares(levels: list[topdown.Level]) -> list[float]:
@@ -258,7 +273,7 @@ def section(settings: RunSettings) -> None:
     found = _published_view(settings)
     if found is None:
         return
-    od, source = found
+    od, domain_entry = found
     methods = [m for m in publish.METHODS if m != publish.WLS or od.has_parent_level]
     method = st.radio("Method", methods, key="publish_method", horizontal=True,
                       index=methods.index(publish.FLAT), on_change=_reset_postprocess,
@@ -339,6 +354,7 @@ def section(settings: RunSettings) -> None:
         def progress(done, total):
             bar.progress(min(done / total, 1.0), f"{done:,} of up to {total:,} cells noised")
         try:
+            source = publish.input_entry(label, settings.view.whole, domain_entry)
             options = dict(delta=delta, neighbours=settings.neighbours, source=source,
                            progress=progress)
             if method == publish.TOPDOWN:
@@ -358,6 +374,8 @@ def section(settings: RunSettings) -> None:
             try:
                 ledger.record(store, result, label, f"{method} ({mechanism})")
             except (StoreUnavailable, ValueError) as error:
+                if getattr(error, "detail", ""):
+                    log.warning("budget ledger: %s (%s)", error, error.detail)
                 st.error(f"The release was made but could not be recorded in the budget "
                          f"ledger ({error}), so it is not offered for download: publish again "
                          "when the database is writable.")

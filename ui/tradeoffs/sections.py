@@ -36,9 +36,9 @@ def sweep_chart(spec: runs.SweepSpec, key: str, title: str, metric: str, log_y: 
                           else m for m in summary[style]]
     fig = charts.curves(summary, x, title, x_title, y_title, style=style, theory=theory,
                         theory_label=theory_label, log_x=log_x, log_y=log_y)
-    charts.show(fig, summary, key, key)
+    charts.show(fig, summary, key, key, private=True)
     charts.table_download(found.table, f"{key}_every_release", f"{key}_every_release",
-                          "Every release (CSV)")
+                          "Every release (CSV)", private=True)
     return found
 
 
@@ -126,7 +126,7 @@ def thesis_report(settings: RunSettings, epsilons: tuple, trials: int) -> None:
         built = (key, thesis_html.zipped(chapter), chapter.seconds)
         st.session_state[_REPORT] = built
         status.empty()
-    st.download_button(f"Thesis report (zip, built in {built[2]:.0f} s)", built[1],
-                       file_name="thesis_chapter5_report.zip", mime="application/zip",
-                       key="thesis_report_download", on_click="ignore",
-                       icon=":material/download:")
+    charts.download_button(st, f"Thesis report (zip, built in {built[2]:.0f} s)",
+                           lambda: built[1], "thesis_chapter5_report.zip", "application/zip",
+                           "thesis_report_download", private=True)
+    st.caption(charts.PRIVATE_CAPTION)
