@@ -170,7 +170,7 @@ async def session(browser, base: str, number: int, uploader: bool, rounds: int, 
     try:
         if uploader:  # through the app's own link: a page load would start a new session
             names = await use_upload(page, base, number)
-            await page.get_by_test_id("stSidebarNav").get_by_role("link", name="Explore").click()
+            await page.locator(".st-key-app_menu").get_by_role("link", name="Explore").click()
         else:
             names = []
             await page.goto(f"{base}/Explore?dataset=ireland_county")

@@ -90,7 +90,7 @@ def test_an_upload_near_tokyo_gets_the_same_background(page: Page, app_url, netw
          {"name": "tokyo.csv", "mimeType": "text/csv", "buffer": TOKYO_CSV.encode()}))
     page.get_by_role("button", name="Use this dataset").click()
     expect(page.get_by_text("This is the current dataset on every page")).to_be_visible()
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Flow map").click()
+    page.locator(".st-key-app_menu").get_by_role("link", name="Flow map").click()
     expect(page.get_by_role("heading", name="Flow map")).to_be_visible()
     map_layers(page, 0)  # land around Tokyo before any colouring
     page.get_by_role("combobox", name="Colour zone areas by").click()
@@ -117,7 +117,7 @@ def test_explore_draws_the_od_heat_map(page: Page, app_url, network, screenshot)
 def test_first_impression_home_first_and_no_deploy_button(page: Page, app_url, network):
     page.goto(app_url)
     expect(page.get_by_role("heading", name="Commuting Privacy Lab")).to_be_visible()
-    links = page.get_by_test_id("stSidebarNav").get_by_role("link")
+    links = page.locator(".st-key-app_menu").get_by_role("link")
     expect(links.first).to_have_text("Home")
     expect(links).to_have_text(["Home", "Data", "Explore", "Tradeoffs", "Flow map", "Learn",
                                 "Plan & publish", "Classroom"])

@@ -33,7 +33,7 @@ def test_explore_on_a_state_lodes_tract_upload(page: Page, app_url, screenshot):
     expect(page.get_by_text("the sparse release").first).to_be_visible()
     page.get_by_role("button", name="Use this dataset").click()
     expect(page.get_by_text("This is the current dataset on every page")).to_be_visible()
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Explore").click()
+    page.locator(".st-key-app_menu").get_by_role("link", name="Explore").click()
     expect(page.get_by_role("heading", name="Explore a release")).to_be_visible()
     expect(chart_title(page, "30 busiest commutes: true vs released")).to_be_visible(
         timeout=120_000)
