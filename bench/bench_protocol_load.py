@@ -29,10 +29,10 @@ simulated session first loads the page over HTTP, as a browser does, and keeps t
 for its websocket; the sessions per replica are printed.
 
 Targets (issue 21): county p95 ≤ 3 s at 20 sessions; ED reported. Issue 32, two replicas behind
-the proxy: county 50 sessions p95 ≤ 3 s, ED 10 sessions p95 ≤ 6 s and ≤ 6 GB for both replicas. Bounded: loopback only, every
-wait has a timeout (``--timeout``), the whole run stops after ``--limit`` seconds, and a scenario
-is abandoned when the server's memory passes ``--max-rss-gb`` (the machine is shared). The server
-is started on a free port and killed at the end. Timings on a loaded machine are upper bounds.
+the proxy: county 50 sessions p95 ≤ 3 s, ED 10 sessions p95 ≤ 6 s and ≤ 6 GB for both replicas.
+Bounded: loopback only, every wait has a timeout (``--timeout``), the whole run stops after
+``--limit`` seconds, and a scenario is abandoned when the server's memory passes ``--max-rss-gb``
+(the machine is shared). The server is started on a free port and killed at the end. Timings on a loaded machine are upper bounds.
 """
 
 from __future__ import annotations

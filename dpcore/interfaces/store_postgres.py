@@ -6,9 +6,11 @@ budget ledger. Owners keep writing SQLite's dialect; :class:`Connection` transla
 once (cached) into PostgreSQL's:
 
 * ``?`` placeholders → ``%s`` (outside quoted text; a literal ``%`` is doubled);
-* in ``CREATE TABLE``/``ALTER TABLE``: ``INTEGER PRIMARY KEY`` → an identity column (SQLite's rowid
-  alias), ``INTEGER`` → ``BIGINT`` (SQLite's integers are 64-bit), ``REAL`` → ``DOUBLE PRECISION``
-  (PostgreSQL's ``REAL`` is 32-bit: Unix times would lose their seconds), ``BLOB`` → ``BYTEA``;
+* in ``CREATE TABLE``/``ALTER TABLE``: ``INTEGER PRIMARY KEY`` → an identity column (SQLite's
+  rowid alias), ``INTEGER`` → ``BIGINT`` (SQLite's integers are 64-bit), ``REAL`` → ``DOUBLE
+  PRECISION`` (PostgreSQL's ``REAL`` is 32-bit: Unix times would lose their seconds), ``BLOB`` →
+  ``BYTEA``; in ``ON CONFLICT … DO UPDATE SET c = c + 1`` a bare column is the existing row's, as
+  SQLite reads it (PostgreSQL calls it ambiguous);
 * ``INSERT OR IGNORE`` → ``INSERT … ON CONFLICT DO NOTHING``;
 * ``CREATE TRIGGER … BEGIN SELECT RAISE(ABORT, 'why'); END`` (the ledger's append-only rule) → a
   PL/pgSQL function raising ``why`` and a row trigger; a ``BEFORE DELETE`` one also refuses
@@ -97,7 +99,8 @@ def _placeholders(sql: str) -> str:
 
 _KEYWORDS = {"and", "or", "not", "null", "is", "in", "case", "when", "then", "else", "end",
              "true", "false", "between", "like", "as", "cast", "excluded", "distinct"}
-_UPSERT = re.compile(r"^\s*INSERT\s+INTO\s+(\w+).*?\bDO\s+UPDATE\s+SET\b", re.IGNORECASE | re.DOTALL)
+_UPSERT = re.compile(r"^\s*INSERT\s+INTO\s+(\w+).*?\bDO\s+UPDATE\s+SET\b",
+                     re.IGNORECASE | re.DOTALL)
 
 
 def _qualify_upsert(sql: str) -> str:
@@ -289,7 +292,7 @@ class Server:
     @contextmanager
     def _locked(self, db: Connection, timeout: float):
         """One write transaction holding the database's single writer lock."""
-        db.raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")  # each statement sees the last commit
+        db.raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")  # each statement: the last commit
         try:
             db.raw.execute(f"SET LOCAL lock_timeout = {int(timeout * 1000)}")
             db.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
