@@ -357,3 +357,28 @@ def test_replicas_starting_together_share_one_schema(backend):
     codes = {out.strip() for out, _ in results}
     rooms = RoomStore(**backend)
     assert len(codes) == 3 and all(rooms.room(code).code == code for code in codes)
+
+
+def test_a_database_restart_costs_no_one_an_error(postgres_server):
+    """Pooled connections the server has closed (a restart, an idle timeout) are replaced on
+    their next use instead of failing a person's request."""
+    import psycopg
+
+    from dpcore.interfaces.store_postgres import Server
+
+    name, url = fresh_schema(postgres_server)
+    try:
+        db = Database("CREATE TABLE IF NOT EXISTS t(k TEXT PRIMARY KEY);", url=url)
+        with db.write() as con:
+            con.execute("INSERT INTO t VALUES ('kept')")
+        pooled = [raw.info.backend_pid for raw in Server._pools[url]]
+        assert pooled
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            for pid in pooled:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with db.read() as con:
+            assert [r[0] for r in con.execute("SELECT k FROM t")] == ["kept"]
+        with db.write() as con:
+            con.execute("INSERT INTO t VALUES ('after')")
+    finally:
+        drop_schema(postgres_server, name)

@@ -53,6 +53,8 @@ WRITE_LOCK = zlib.crc32(b"commuting-privacy-lab:store:write")
 POOL_SIZE = 8
 #: Seconds a connection attempt may take (libpq's minimum is 2).
 CONNECT_TIMEOUT = 5
+#: Every write transaction: each statement sees the last commit (taken after the writer lock).
+_BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 _SIZE = ("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
          "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'm')")
@@ -268,8 +270,7 @@ class Server:
     @contextmanager
     def read(self, database, timeout: float) -> Iterator[Connection]:
         self._ensure(database, timeout)
-        with self._connection(timeout) as db:
-            db.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        with self._connection(timeout, "BEGIN ISOLATION LEVEL REPEATABLE READ") as db:
             db.raw.execute(f"SET LOCAL lock_timeout = {int(timeout * 1000)}")
             try:
                 yield db
@@ -280,7 +281,7 @@ class Server:
     @contextmanager
     def write(self, database, timeout: float) -> Iterator[Connection]:
         self._ensure(database, timeout)
-        with self._connection(timeout) as db:
+        with self._connection(timeout, _BEGIN_WRITE) as db:
             with self._locked(db, timeout):
                 before = db.raw.execute(_SIZE).fetchone()[0]
                 yield db
@@ -291,8 +292,8 @@ class Server:
 
     @contextmanager
     def _locked(self, db: Connection, timeout: float):
-        """One write transaction holding the database's single writer lock."""
-        db.raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")  # each statement: the last commit
+        """The write transaction ``db`` began (:data:`_BEGIN_WRITE`), holding the database's single
+        writer lock; committed at the end, rolled back if the block raises."""
         try:
             db.raw.execute(f"SET LOCAL lock_timeout = {int(timeout * 1000)}")
             db.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
@@ -316,7 +317,7 @@ class Server:
         with self._creating:
             if key in self._ready:
                 return
-            with self._connection(timeout) as db, self._locked(db, timeout):
+            with self._connection(timeout, _BEGIN_WRITE) as db, self._locked(db, timeout):
                 if database.prepare is not None:
                     database.prepare(db)
                 db.executescript(database.schema)
@@ -324,15 +325,27 @@ class Server:
 
     # ------------------------------------------------------------------ the pool
     @contextmanager
-    def _connection(self, timeout: float) -> Iterator[Connection]:
+    def _connection(self, timeout: float, begin: str | None = None) -> Iterator[Connection]:
+        """A pooled or new connection, inside the transaction ``begin`` opens. A pooled one that
+        fails to begin (the server restarted, or closed an idle connection) is dropped and a new
+        one tried once, so a database restart costs no one an error message."""
         raw = self._take()
+        if raw is not None and begin is not None:
+            try:
+                raw.execute(begin)
+            except psycopg.OperationalError:
+                raw.close()
+                raw = None
+            else:
+                begin = None
         if raw is None:
-            raw = psycopg.connect(self.url, autocommit=True,
-                                  connect_timeout=max(2, CONNECT_TIMEOUT),
+            raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
                                   application_name="commuting-privacy-lab")
             raw.adapters.register_loader("numeric", _NumericLoader)
             raw.adapters.register_dumper(bool, _BoolDumper)
         try:
+            if begin is not None:
+                raw.execute(begin)
             yield Connection(raw)
         finally:
             self._give(raw)
