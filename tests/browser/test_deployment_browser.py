@@ -1,11 +1,13 @@
 """The shipped deployment in Chromium (issue 32): ``scripts/serve --replicas 2`` — two Streamlit
-replicas behind HAProxy — with a teacher on one replica and students on the other (separate
-browser contexts, each pinned by the proxy's cookie), the reports reaching the teacher through
-the shared store, and an upload going through the proxy to the uploader's replica. Then SIGTERM
-stops the proxy and both replicas.
+replicas behind HAProxy, sharing the SQLite file or (``--store``) a PostgreSQL database as
+replicas on several hosts would — with a teacher on one replica and students on the other
+(separate browser contexts, each pinned by the proxy's cookie), the reports reaching the teacher
+through the shared store, and an upload going through the proxy to the uploader's replica. Then
+SIGTERM stops the proxy and both replicas.
 
-Needs Debian's ``haproxy`` (``/usr/sbin/haproxy``, or ``$DPCORE_HAPROXY``): skipped on a developer's
-machine without it, FAILS when ``$CI`` is set (``.ci/run`` installs it).
+Needs Debian's ``haproxy`` (``/usr/sbin/haproxy``, or ``$DPCORE_HAPROXY``), and for the PostgreSQL
+case the server of ``$DPCORE_TEST_POSTGRES_URL`` (tests/test_store.py): skipped on a developer's
+machine without them, FAIL when ``$CI`` is set (``.ci/run`` installs and starts them).
 """
 
 import os
@@ -23,6 +25,7 @@ from playwright.sync_api import Page, expect
 from dpcore.data import importers
 from tests.browser.conftest import ARTIFACTS, ROOT, _die_with, _free_port, in_ci, is_own
 from tests.browser.test_classroom_browser import PHONE, metric, no_traceback, open_room, settled
+from tests.test_store import postgres_server  # noqa: F401 — the fixture, for the PostgreSQL store
 
 pytestmark = pytest.mark.browser
 
@@ -38,10 +41,21 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
-    """``scripts/serve --replicas 2`` on free ports with a throw-away store: yields (URL, replica
-    ports); stops it with SIGTERM and checks that everything it started is gone."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def deployment(request, tmp_path_factory):
+    """``scripts/serve --replicas 2`` on free ports with a throw-away store — the shared SQLite
+    file, or a fresh schema on the test PostgreSQL server (``--store``, as for several hosts):
+    yields (URL, the PostgreSQL URL or None); stops it with SIGTERM and checks that everything it started is
+    gone."""
+    store = []
+    if request.param == "postgres":
+        from tests.test_store import drop_schema, fresh_schema
+
+        server = request.getfixturevalue("postgres_server")
+        schema, url = fresh_schema(server)
+        request.addfinalizer(lambda: drop_schema(server, schema))
+        store = ["--store", url]
+    store_url = store[1] if store else None
     if not os.path.exists(HAPROXY):
         message = f"HAProxy not found at {HAPROXY} (apt-get install haproxy)"
         if in_ci():
@@ -52,7 +66,8 @@ def deployment(tmp_path_factory):
     serve = subprocess.Popen(
         [str(ROOT / "scripts" / "serve"), "--replicas", "2", "--port", str(port),
          "--replica-ports", *map(str, replicas), "--haproxy", HAPROXY,
-         "--state-dir", str(tmp_path_factory.mktemp("shared-store")), "--log-dir", str(logs)],
+         "--state-dir", str(tmp_path_factory.mktemp("shared-store")), "--log-dir", str(logs),
+         *store],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={k: v for k, v in os.environ.items() if k != "DPCORE_STORE_URL"},
         preexec_fn=_die_with(os.getpid()))
@@ -64,7 +79,7 @@ def deployment(tmp_path_factory):
         if select.select([serve.stdout], [], [], 1)[0]:
             said += serve.stdout.readline()
     try:
-        yield f"http://127.0.0.1:{port}", replicas
+        yield f"http://127.0.0.1:{port}", store_url
     finally:
         serve.send_signal(signal.SIGTERM)
         code = serve.wait(30)
@@ -79,8 +94,8 @@ def pinned_context(browser, url: str, replica: str):
     return context
 
 
-def test_a_class_and_an_upload_across_two_replicas(page: Page, browser, deployment):
-    url, _ = deployment
+def test_a_class_and_an_upload_across_two_replicas(page: Page, browser, deployment, tmp_path):
+    url, store_url = deployment
     first = page.goto(f"{url}/Classroom")
     teacher_replica = first.headers["x-replica"]
     cookies = {c["name"]: c["value"] for c in page.context.cookies(url)}
@@ -110,6 +125,10 @@ def test_a_class_and_an_upload_across_two_replicas(page: Page, browser, deployme
 
     # the teacher's replica reads what the other replica stored, and refreshes by itself
     expect(metric(page, "Reports in this round")).to_have_text(str(STUDENTS), timeout=30_000)
+    if store_url:                        # the reports are in PostgreSQL, not in a local file
+        from dpcore.interfaces.classroom import RoomStore
+
+        assert len(RoomStore(tmp_path, url=store_url).snapshot(code).reports) == STUDENTS
     settled(page)
     no_traceback(page)
 
