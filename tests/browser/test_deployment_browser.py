@@ -45,8 +45,8 @@ def listening(port: int) -> bool:
 def deployment(request, tmp_path_factory):
     """``scripts/serve --replicas 2`` on free ports with a throw-away store — the shared SQLite
     file, or a fresh schema on the test PostgreSQL server (``--store``, as for several hosts):
-    yields (URL, the PostgreSQL URL or None); stops it with SIGTERM and checks that everything it started is
-    gone."""
+    yields (URL, the PostgreSQL URL or None); stops it with SIGTERM and checks that everything
+    it started is gone."""
     store = []
     if request.param == "postgres":
         from tests.test_store import drop_schema, fresh_schema
