@@ -18,16 +18,22 @@ exception element, a change the page did not show), the server's peak resident m
 wall time.
 
     python bench/bench_protocol_load.py [--sessions 20 50] [--scenarios county ed] [--rounds 3]
-    python bench/bench_protocol_load.py --url ws://127.0.0.1:8501 --pid 1234 5678
+        [--replicas N | --url URL [--pid PID]]
 
-``--url`` drives a server (or a proxy in front of several) already running instead of starting
-one; ``--pid`` names the server processes whose CPU and memory are summed (none: not measured).
+Where the server is: by default one Streamlit process started here. ``--replicas N`` starts the
+shipped deployment instead, ``scripts/serve --replicas N`` (N replicas behind HAProxy, sessions
+pinned by its cookie), and measures CPU and memory over its whole process tree (every replica and
+the proxy). ``--url`` drives a deployment already running (e.g. on another machine); CPU and
+memory are then measured only with ``--pid`` (its process on this machine), else not. Each
+simulated session first loads the page over HTTP, as a browser does, and keeps the proxy's cookie
+for its websocket; the sessions per replica are printed.
 
-Targets (issue 21): county p95 ≤ 3 s at 20 sessions; ED reported. Issue 32, one process: county
-p95 ≤ 2 s at 20 sessions. Bounded: loopback only, every
-wait has a timeout (``--timeout``), the whole run stops after ``--limit`` seconds, and a scenario
-is abandoned when the server's memory passes ``--max-rss-gb`` (the machine is shared). The server
-is started on a free port and killed at the end. Timings on a loaded machine are upper bounds.
+Targets (issue 21): county p95 ≤ 3 s at 20 sessions; ED reported. Issue 32, two replicas behind
+the proxy: county 50 sessions p95 ≤ 3 s, ED 10 sessions p95 ≤ 6 s and ≤ 6 GB for both replicas;
+one process: county 20 sessions p95 ≤ 2 s.
+Bounded: loopback only, every wait has a timeout (``--timeout``), the whole run stops after
+``--limit`` seconds, and a scenario is abandoned when the server's memory passes ``--max-rss-gb``
+(the machine is shared). The server is started on a free port and killed at the end. Timings on a loaded machine are upper bounds.
 """
 
 from __future__ import annotations
@@ -35,10 +41,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import select
 import signal
 import statistics
+import subprocess
 import sys
 import time
+import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +80,7 @@ class Tally:
     changes: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     loaded: int = 0                      # sessions past their first load (or failed)
+    replicas: Counter = field(default_factory=Counter)   # sessions per replica (behind a proxy)
     all_loaded: asyncio.Event = field(default_factory=asyncio.Event)
     sessions: int = 0
 
@@ -90,10 +101,21 @@ class Session:
         self.exceptions: list[str] = []
 
     async def __aenter__(self):
+        self.cookie, self.replica = await asyncio.to_thread(self._load_page)
         self.ws = await websockets.connect(f"{self.url}/_stcore/stream",
                                            subprotocols=["streamlit"], max_size=None,
-                                           open_timeout=self.timeout)
+                                           open_timeout=self.timeout,
+                                           additional_headers={"Cookie": self.cookie}
+                                           if self.cookie else None)
         return self
+
+    def _load_page(self) -> tuple[str, str]:
+        """GET the page as a browser does first: the proxy's cookie (pins the session to one
+        replica) and the replica's name (``X-Replica``; "" without a proxy)."""
+        http = "http" + self.url[len("ws"):]
+        with urllib.request.urlopen(f"{http}/{PAGE}?{self.query}", timeout=self.timeout) as page:
+            cookies = [c.split(";", 1)[0] for c in page.headers.get_all("Set-Cookie") or []]
+            return "; ".join(cookies), page.headers.get("X-Replica", "")
 
     async def __aexit__(self, *exc):
         await self.ws.close()
@@ -142,6 +164,7 @@ async def one_session(url: str, query: str, epsilons: list[float], tally: Tally,
     arrived = False
     try:
         async with Session(url, query, timeout) as session:
+            tally.replicas[session.replica or "one process"] += 1
             tally.first.append(await session.rerun())
             arrived = True
             tally.arrive()
@@ -161,28 +184,32 @@ async def one_session(url: str, query: str, epsilons: list[float], tally: Tally,
             tally.arrive()
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of the server processes (NaN when none is named)."""
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of the process and its children (replicas, proxy)."""
+    if pid is None:
+        return float("nan")
     try:
-        return sum(t.user + t.system for t in (psutil.Process(pid).cpu_times() for pid in pids)) \
-            if pids else float("nan")
+        process = psutil.Process(pid)
+        total = 0.0
+        for member in [process, *process.children(recursive=True)]:
+            times = member.cpu_times()
+            total += times.user + times.system
+        return total
     except psutil.Error:
         return float("nan")
 
 
-def rss_bytes(pids: list[int]) -> int:
-    """Resident memory of the server processes and their children."""
-    total = 0
-    for pid in pids:
-        try:
-            process = psutil.Process(pid)
-            total += sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
-        except psutil.Error:
-            pass
-    return total
+def rss_bytes(pid: int | None) -> int:
+    if pid is None:
+        return 0
+    try:
+        process = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+    except psutil.Error:
+        return 0
 
 
-async def scenario(url: str, pids: list[int], query: str, sessions: int, rounds: int,
+async def scenario(url: str, server_pid: int | None, query: str, sessions: int, rounds: int,
                    first_epsilon: float, timeout: float, limit: float, max_rss: float
                    ) -> tuple[Tally, float, int, float]:
     tally = Tally(sessions=sessions)
@@ -230,29 +257,42 @@ def main() -> None:
                         help="mechanism keys instead of the page's defaults (URL ?mech=)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per rerun")
     parser.add_argument("--limit", type=float, default=1800, help="seconds per scenario")
-    parser.add_argument("--max-rss-gb", type=float, default=10.0)
-    parser.add_argument("--url", help="ws://host:port of a server (or proxy) already running")
-    parser.add_argument("--pid", type=int, nargs="*", default=[],
-                        help="with --url: the server processes whose CPU and memory to sum")
+    parser.add_argument("--max-rss-gb", type=float, default=10.0,
+                        help="abandon a scenario past this memory (all replicas together)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--replicas", type=int,
+                       help="start scripts/serve --replicas N (HAProxy in front) and drive it")
+    where.add_argument("--url", help="drive a running server or deployment (http://host:port)")
+    parser.add_argument("--pid", type=int,
+                        help="with --url: its process on this machine, for CPU and memory")
     args = parser.parse_args()
-    server = None
     if args.url:
-        url, pids = args.url.rstrip("/"), args.pid
+        server, pid = None, args.pid
+        url = "ws" + args.url.rstrip("/")[len("http"):]
+    elif args.replicas:
+        server, url = start_deployment(args.replicas)
+        pid = server.pid
     else:
         port = _free_port()
         server = start_server(port)
-        url, pids = f"ws://127.0.0.1:{port}", [server.pid]
+        url, pid = f"ws://127.0.0.1:{port}", server.pid
+    print(f"server: {describe(args)}; load average {os.getloadavg()[0]:.1f} at the start",
+          flush=True)
     first_epsilon = 0.3
     try:
         for name in args.scenarios:
             query = SCENARIOS[name] + "".join(f"&mech={key}" for key in args.mech or ())
             for sessions in args.sessions:
                 tally, wall, peak, cpu = asyncio.run(scenario(
-                    url, pids, query, sessions, args.rounds, first_epsilon, args.timeout,
+                    url, pid, query, sessions, args.rounds, first_epsilon, args.timeout,
                     args.limit, args.max_rss_gb * 2**30))
                 first_epsilon += 0.01 * sessions * args.rounds
+                memory = f"{peak / 2**30:.2f} GB" if pid else "not measured"
                 print(f"{name:6s} {sessions:3d} sessions × {args.rounds} ε changes "
-                      f"({query}): wall {wall:.0f} s, server peak {peak / 2**30:.2f} GB")
+                      f"({query}): wall {wall:.0f} s, server peak {memory}, load average "
+                      f"{os.getloadavg()[0]:.1f} at the end")
+                print(f"    sessions per replica : "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(tally.replicas.items())))
                 print(f"    ε change → script end: {quantiles(tally.changes)}; server CPU "
                       f"{cpu:.2f} s per change")
                 print(f"    first load           : {quantiles(tally.first)}")
@@ -262,9 +302,38 @@ def main() -> None:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)
             try:
-                server.wait(10)
+                server.wait(30)
             except Exception:  # noqa: BLE001 — make sure it is gone
                 os.killpg(server.pid, signal.SIGKILL)
+
+
+def describe(args) -> str:
+    if args.url:
+        measured = f"of pid {args.pid}" if args.pid else "not measured"
+        return f"{args.url} (running; CPU and memory {measured})"
+    if args.replicas:
+        return f"scripts/serve --replicas {args.replicas} (HAProxy in front)"
+    return "one Streamlit process"
+
+
+def start_deployment(replicas: int) -> tuple[subprocess.Popen, str]:
+    """``scripts/serve --replicas N`` on free ports, once it says it serves: (process, ws URL).
+    Its own session (process group), stopped with SIGTERM like an operator's Ctrl-C."""
+    port = _free_port()
+    ports = [_free_port() for _ in range(replicas)]
+    serve = subprocess.Popen(
+        [str(ROOT / "scripts" / "serve"), "--replicas", str(replicas), "--port", str(port),
+         "--replica-ports", *map(str, ports)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    deadline, said = time.monotonic() + 300, ""
+    while "serving http" not in said:
+        if serve.poll() is not None or time.monotonic() > deadline:
+            os.killpg(serve.pid, signal.SIGTERM)
+            sys.exit(f"scripts/serve did not start: {said}")
+        if select.select([serve.stdout], [], [], 1)[0]:
+            said += serve.stdout.readline()
+    return serve, f"ws://127.0.0.1:{port}"
 
 
 if __name__ == "__main__":

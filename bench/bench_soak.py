@@ -63,7 +63,7 @@ async def visit(url: str, query: str, epsilons: list[float], timeout: float,
         errors.append(f"{type(error).__name__}: {error}"[:160])
 
 
-async def soak(url: str, pids: list[int], args) -> tuple[list[tuple[float, int, int]], list[str]]:
+async def soak(url: str, pid: int | None, args) -> tuple[list[tuple[float, int, int]], list[str]]:
     """Samples (seconds, bytes, sessions finished) and the errors."""
     query, errors, samples = SCENARIOS[args.scenario], [], []
     pool = [round(0.5 + 0.25 * i, 2) for i in range(args.pool)]
@@ -82,7 +82,7 @@ async def soak(url: str, pids: list[int], args) -> tuple[list[tuple[float, int, 
     tasks = [asyncio.create_task(one(i)) for i in range(args.sessions)]
     try:
         while not all(task.done() for task in tasks):
-            memory = rss_bytes(pids)
+            memory = rss_bytes(pid)
             samples.append((time.perf_counter() - started, memory, finished))
             if memory > args.max_rss_gb * GB:
                 raise TimeoutError(f"server memory {memory / GB:.2f} GB > {args.max_rss_gb} GB")
@@ -94,7 +94,7 @@ async def soak(url: str, pids: list[int], args) -> tuple[list[tuple[float, int, 
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    samples.append((time.perf_counter() - started, rss_bytes(pids), finished))
+    samples.append((time.perf_counter() - started, rss_bytes(pid), finished))
     return samples, errors
 
 
@@ -137,18 +137,18 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=900, help="seconds for the whole run")
     parser.add_argument("--max-rss-gb", type=float, default=4.0)
     parser.add_argument("--url", help="ws://host:port of a server already running (loopback)")
-    parser.add_argument("--pid", type=int, nargs="*", default=[],
-                        help="with --url: the server processes whose memory to sample")
+    parser.add_argument("--pid", type=int,
+                        help="with --url: the server process (and its children) whose memory to sample")
     args = parser.parse_args()
     server = None
     if args.url:
-        url, pids = args.url.rstrip("/"), args.pid
+        url, pid = args.url.rstrip("/"), args.pid
     else:
         port = _free_port()
         server = start_server(port)
-        url, pids = f"ws://127.0.0.1:{port}", [server.pid]
+        url, pid = f"ws://127.0.0.1:{port}", server.pid
     try:
-        samples, errors = asyncio.run(soak(url, pids, args))
+        samples, errors = asyncio.run(soak(url, pid, args))
         flat = report(samples, errors, args)
     finally:
         if server is not None:

@@ -223,10 +223,12 @@ def _span(first: int, last: int) -> str:
 class LedgerStore:
     """The ledger table of the app's database (:class:`dpcore.interfaces.store.Database`: every
     call opens its own connection, so Streamlit sessions and processes never share one; an append
-    is one write transaction, the head record written under its lock)."""
+    is one write transaction, the head record written under its lock). ``url``: a PostgreSQL
+    server (default ``$DPCORE_STORE_URL`` when no ``folder`` is given); the key folder stays on
+    disk, beside ``folder``, unless ``$DPCORE_LEDGER_KEY_DIR`` moves it."""
 
-    def __init__(self, folder: Path | str | None = None):
-        self.database = store.Database(SCHEMA, folder)
+    def __init__(self, folder: Path | str | None = None, url: str | None = None):
+        self.database = store.Database(SCHEMA, folder, url=url)
         self.path = self.database.path
         self.keys = Keys(self.database.folder)
 

@@ -31,6 +31,15 @@ Why this shape:
 Every call opens its own connection (cheap for SQLite), so threads and Streamlit sessions never share
 one. Set ``$DPCORE_CLASSROOM_DIR`` (name kept from when the classroom was the only owner) to move
 the file, e.g. to a disk that survives the machine being re-imaged.
+
+**Beyond one machine: PostgreSQL.** With a store URL (``$DPCORE_STORE_URL``, or ``url=``; e.g.
+``postgresql://app@db.example/dpcore``) the same owners' SQL runs on a PostgreSQL server through
+:mod:`dpcore.interfaces.store_postgres`, so replicas on several hosts share rooms, reports and the
+ledger. The guarantees are the same: ``write()`` serialises every writer of the database (a
+transaction-scoped advisory lock, as ``BEGIN IMMEDIATE`` does for the file), ``read()`` is one
+snapshot (``REPEATABLE READ``), UNIQUE keys and the ledger's append-only triggers are enforced by
+the server, the size is capped, and any driver error is a :class:`StoreUnavailable`. SQLite stays
+the embedded default.
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ from pathlib import Path
 
 #: Folder of the database; default :func:`default_folder`.
 FOLDER_VARIABLE = "DPCORE_CLASSROOM_DIR"
+#: A PostgreSQL URL (or libpq connection string): the shared state lives there instead of the file.
+URL_VARIABLE = "DPCORE_STORE_URL"
 DATABASE_NAME = "classroom.sqlite3"
 #: Largest database file: ample for a term of classes (a report is well under 1 kB), small next to
 #: the server's disk, and a bound on what a flood of requests can make the server store.
@@ -78,17 +89,26 @@ def default_folder() -> Path:
 _ASK_OPERATOR = "Ask the person running this app to check the server's storage."
 
 
-def explain(error: BaseException, path: Path) -> StoreUnavailable:
+#: PostgreSQL's SQLSTATE codes read as SQLite's busy / full / read-only errors.
+_BUSY_STATES = {"55P03", "40001", "40P01", "57014"}   # lock timeout, serialisation, deadlock, cancel
+_FULL_STATES = {"53100", "53200", "54000"}            # disk full, out of memory, too large
+_READONLY_STATES = {"25006", "42501"}                 # read-only transaction, no privilege
+
+
+def explain(error: BaseException, path: Path | str) -> StoreUnavailable:
     """A database or file-system error as :class:`StoreUnavailable` with a plain message."""
     text = str(error).lower()
     name = getattr(error, "sqlite_errorname", "") or ""
-    if "locked" in text or "busy" in name.lower():
+    state = getattr(error, "sqlstate", None) or ""
+    if "locked" in text or "busy" in name.lower() or state in _BUSY_STATES:
         message = ("The classroom's storage is busy (another program is holding it). Nothing was "
                    "changed; try again in a few seconds.")
-    elif "full" in text or name == "SQLITE_FULL" or getattr(error, "errno", None) == 28:
+    elif ("full" in text or name == "SQLITE_FULL" or getattr(error, "errno", None) == 28
+          or state in _FULL_STATES):
         message = ("The classroom's storage is full, so nothing new can be saved. Reading still "
                    f"works. {_ASK_OPERATOR}")
-    elif "readonly" in text or "read-only" in text or getattr(error, "errno", None) == 30:
+    elif ("readonly" in text or "read-only" in text or getattr(error, "errno", None) == 30
+          or state in _READONLY_STATES):
         message = ("The classroom's storage is read-only, so nothing new can be saved. Reading "
                    f"still works. {_ASK_OPERATOR}")
     elif "not a database" in text or "malformed" in text:
@@ -104,15 +124,27 @@ class Database:
 
     ``schema`` is a script of ``CREATE … IF NOT EXISTS`` statements, run whenever the file is new;
     ``prepare(connection)``, if given, runs just before it (e.g. to drop tables of an older layout).
+    ``url``: a PostgreSQL server instead of the file (default ``$DPCORE_STORE_URL`` unless a
+    ``folder`` is given); ``folder`` is then only where files beside the database live (the
+    ledger's key folder).
     """
 
     def __init__(self, schema: str, folder: Path | str | None = None, *,
+                 url: str | None = None,
                  prepare: Callable[[sqlite3.Connection], None] | None = None,
                  max_bytes: int = MAX_BYTES, read_timeout: float = READ_TIMEOUT,
                  write_timeout: float = WRITE_TIMEOUT):
+        if url is None and folder is None:
+            url = os.environ.get(URL_VARIABLE) or None
         self.folder = Path(folder) if folder is not None else default_folder()
-        self.path = self.folder / DATABASE_NAME
         self.schema, self.prepare = schema, prepare
+        self.server = None
+        if url:
+            from dpcore.interfaces import store_postgres   # psycopg only when a URL is given
+            self.server = store_postgres.Server(url)
+            self.path = self.server.display
+        else:
+            self.path = self.folder / DATABASE_NAME
         self.max_bytes = int(max_bytes)
         self.read_timeout, self.write_timeout = float(read_timeout), float(write_timeout)
         self._identity: tuple[int, int] | None = None   # (device, inode) the schema was made in
@@ -122,6 +154,10 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A connection inside one read transaction (a consistent snapshot)."""
+        if self.server is not None:
+            with self._translated(), self.server.read(self, self.read_timeout) as db:
+                yield db
+            return
         with self._translated(), self._connect(self.read_timeout) as db:
             db.execute("BEGIN")
             try:
@@ -135,6 +171,10 @@ class Database:
         """A connection inside one write transaction, taken up front (``BEGIN IMMEDIATE``) so its
         checks and its writes cannot interleave with another writer's; committed when the block
         ends, rolled back if it raises."""
+        if self.server is not None:
+            with self._translated(), self.server.write(self, self.write_timeout) as db:
+                yield db
+            return
         with self._translated(), self._connect(self.write_timeout) as db:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -146,7 +186,11 @@ class Database:
             db.execute("COMMIT")
 
     def size_bytes(self) -> int:
-        """Bytes the database file and its write-ahead log take on disk now (0 if missing)."""
+        """Bytes the database file and its write-ahead log take on disk now (0 if missing); on
+        PostgreSQL, the tables and indexes of the connection's schema."""
+        if self.server is not None:
+            with self._translated():
+                return self.server.size_bytes()
         total = 0
         for suffix in ("", "-wal"):
             try:
@@ -161,6 +205,10 @@ class Database:
         try:
             yield
         except (sqlite3.Error, OSError) as error:
+            raise explain(error, self.path) from error
+        except Exception as error:
+            if self.server is None or not self.server.is_driver_error(error):
+                raise
             raise explain(error, self.path) from error
 
     def _open(self, timeout: float) -> sqlite3.Connection:
