@@ -29,6 +29,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from dpcore import mechanisms
+from dpcore.evaluation import intervals, value_axis
 from dpcore.interfaces import confidential
 from dpcore.interfaces.export import safe_csv
 
@@ -253,31 +254,101 @@ def log_axis(*values) -> dict:
 
 
 # ----------------------------------------------------------------------------------- Explore
-def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
-    """Grouped bars: the true count and each mechanism's release for the true top-k commutes.
+def count_text(value: float) -> str:
+    """A count for a label: whole numbers with thousands separators, one decimal below 100."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
 
-    ``frame`` is :func:`dpcore.evaluation.ranks.top_flows`. Hover: commute, true, released, error.
+
+def _interval_text(low: float, high: float) -> str:
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "no 95 % interval"
+    return f"95 % interval {count_text(low)} – {count_text(high)}"
+
+
+def _bars_axis(frame: pd.DataFrame, log_y: bool) -> value_axis.Axis:
+    return value_axis.for_bars(frame.drop_duplicates("rank")["true"], frame["released"],
+                               frame.get("low"), frame.get("high"), log_y)
+
+
+def top_bars_caption(frame: pd.DataFrame, how: dict[str, str], log_y: bool) -> str:
+    """What the bars chart needs said under it: how each interval was obtained, which releases
+    are beyond the axis, and (log scale) which were not drawn."""
+    axis = _bars_axis(frame, log_y)
+    lines = ["Whiskers: each release's 95 % interval for the true count — "
+             + "; ".join(f"{name(key)}: {words}" for key, words in how.items()) + "."]
+    beyond, hidden = [], []
+    for key, rows in frame.groupby("mechanism", sort=False):
+        _, side = value_axis.place(rows["released"], axis)
+        if np.any(side):
+            beyond.append(f"{name(key)} {int(np.count_nonzero(side))} of {len(rows)}")
+        if value_axis.dropped(rows["released"], axis):
+            hidden.append(f"{name(key)} {value_axis.dropped(rows['released'], axis)}")
+    if beyond:
+        lines.append(
+            "The axis follows the true counts" + ("" if log_y else
+            f" (releases up to {value_axis.REACH:g}× the largest true count are drawn in full)")
+            + "; releases beyond it are drawn to its edge and labelled ▲/▼ with their value: "
+            + ", ".join(beyond) + ".")
+    if hidden:
+        lines.append("On the log scale, released counts of 0 or below are not drawn: "
+                     + ", ".join(hidden) + " of the bars; intervals reaching 0 are drawn down "
+                     "to the axis's bottom.")
+    return " ".join(lines)
+
+
+def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
+             how: dict[str, str] | None = None) -> go.Figure:
+    """Grouped bars: the true count and each mechanism's release for the true top-k commutes,
+    each release with its 95 % interval as an error bar.
+
+    ``frame`` is :func:`dpcore.evaluation.ranks.top_flows` with ``low``/``high``
+    (:func:`dpcore.evaluation.intervals.of_top_flows`); ``how`` says per mechanism how its
+    intervals were obtained (in the legend). The value axis follows the truth
+    (:mod:`dpcore.evaluation.value_axis`): a release beyond it is drawn to the edge and labelled
+    with its value; on a log axis releases of 0 or below are not drawn (the caller notes them).
+    Hover: commute, true, released, error, interval.
     """
+    how = how or {}
     first = frame.drop_duplicates("rank")
     ticks = [f"{rank}. {escape(short(commute))}"
              for rank, commute in zip(first["rank"], first["commute"])]
     names = [escape(c) for c in first["commute"]]
-    data = [dict(type="bar", x=ticks, y=first["true"].to_numpy(), name="True count",
+    axis = _bars_axis(frame, log_y)
+    true_y, _ = value_axis.place(first["true"], axis)
+    data = [dict(type="bar", x=ticks, y=true_y, name="True count",
                  marker=dict(color=TRUE_COLOUR), hovertext=names,
                  hovertemplate="<b>%{hovertext}</b><br>True: %{y:,.0f} commuters"
                                "<extra>True count</extra>")]
     for key, rows in frame.groupby("mechanism", sort=False):
-        data.append(dict(type="bar", x=ticks, y=rows["released"].to_numpy(),
-                         name=escape(name(key)),
-                         marker=dict(color=colour(key), pattern=dict(shape=pattern(key))),
-                         hovertext=names, customdata=rows[["true", "error"]].to_numpy(float),
-                         hovertemplate="<b>%{hovertext}</b><br>True: %{customdata[0]:,.0f}"
-                                       "<br>Released: %{y:,.1f}<br>Error: %{customdata[1]:+,.1f}"
-                                       f"<extra>{escape(name(key))}</extra>"))
+        released = rows["released"].to_numpy(float)
+        low = rows["low"].to_numpy(float) if "low" in rows else np.full(len(rows), np.nan)
+        high = rows["high"].to_numpy(float) if "high" in rows else np.full(len(rows), np.nan)
+        y, side = value_axis.place(released, axis)
+        shown = np.isfinite(y) & (side == 0) & np.isfinite(low)
+        bottom = np.maximum(low, axis.low) if axis.log else low
+        label = escape(name(key))
+        hover = [f"<b>{commute}</b><br>True: {true:,.0f}<br>Released: {value:,.1f}"
+                 f"<br>Error: {value - true:+,.1f}<br>{_interval_text(lo, hi)}"
+                 for commute, true, value, lo, hi in zip(names, rows["true"], released, low,
+                                                         high)]
+        data.append(dict(
+            type="bar", x=ticks, y=y, name=f"{label} (95 % interval: "
+                                           f"{intervals.short_how(how.get(key, 'none'))})",
+            marker=dict(color=colour(key), pattern=dict(shape=pattern(key))),
+            error_y=dict(type="data", symmetric=False, visible=True, thickness=1.2, width=2,
+                         color="#222222",
+                         array=np.where(shown, high - released, np.nan),
+                         arrayminus=np.where(shown, released - bottom, np.nan)),
+            text=[f"{'▲' if s > 0 else '▼'} {count_text(v)}" if s else ""
+                  for s, v in zip(side, released)],
+            textposition="inside", insidetextanchor="end", textangle=-90, constraintext="none",
+            textfont=dict(size=10, color="#000000"),
+            hovertext=hover, hovertemplate=f"%{{hovertext}}<extra>{label}</extra>"))
     spec = house_layout(data, title, "Commute (origin → destination), by true rank",
                         "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
                         height=330, bottom=200)
     spec["xaxis"].update(tickangle=-45, automargin=True)
+    spec["yaxis"].update(range=axis.plotly_range(), autorange=False)
     return from_spec(data, spec | dict(barmode="group", bargap=0.15))
 
 
