@@ -243,13 +243,18 @@ def log_axis(*values) -> dict:
     """Axis entries of every log axis: over more than a decade only the decades are labelled
     (0.1, 1, 10, 100, …) and the steps between them are unlabelled minor ticks (plotly's own
     labels there read "2", "5", "2", "5" with no decade); within one decade plotly's labels
-    (2, 3, 5, …) are whole numbers already. ``values``: the data drawn on the axis."""
+    (2, 3, 5, …) are whole numbers already. Decades of whole counts read 100, 1k, 10k, 1M.
+    ``values``: the data drawn on the axis."""
     data = [np.asarray(v, dtype=float).ravel() for v in values if v is not None]
     positive = np.concatenate([d[d > 0] for d in data]) if data else np.empty(0)
     entries = dict(type="log")
     if positive.size and np.log10(positive.max() / positive.min()) > 1:
         entries.update(dtick=1, minor=dict(dtick="D1", ticks="outside", ticklen=4,
                                            showgrid=False))
+    if positive.size and positive.min() >= 1 and positive.max() < 1e9:
+        # One format for every tick: plotly's own reads "100, 1000, 10k" (SI only from 10⁴);
+        # "~s" gives 100, 1k, 10k, 1M (below 1 it would give "m" for milli: not used there).
+        entries["tickformat"] = "~s"
     return entries
 
 
@@ -257,6 +262,15 @@ def log_axis(*values) -> dict:
 def count_text(value: float) -> str:
     """A count for a label: whole numbers with thousands separators, one decimal below 100."""
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+
+
+def compact_count(value: float) -> str:
+    """A count in three significant figures with k/M/bn (labels on narrow bars)."""
+    size = abs(value)
+    for step, unit in ((1e9, " bn"), (1e6, " M"), (1e3, " k")):
+        if size >= step:
+            return f"{value / step:.3g}{unit}"
+    return f"{value:.3g}"
 
 
 def _interval_text(low: float, high: float) -> str:
@@ -306,7 +320,7 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
     intervals were obtained (in the legend). The value axis follows the truth
     (:mod:`dpcore.evaluation.value_axis`): a release beyond it is drawn to the edge and labelled
     with its value; on a log axis releases of 0 or below are not drawn (the caller notes them).
-    Hover: commute, true, released, error, interval.
+    Hover: commute, true, released, error, interval; ``customdata``: true, released, low, high.
     """
     how = how or {}
     first = frame.drop_duplicates("rank")
@@ -339,10 +353,11 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
                          color="#222222",
                          array=np.where(shown, high - released, np.nan),
                          arrayminus=np.where(shown, released - bottom, np.nan)),
-            text=[f"{'▲' if s > 0 else '▼'} {count_text(v)}" if s else ""
+            text=[f"{'▲' if s > 0 else '▼'} {compact_count(v)}" if s else ""
                   for s, v in zip(side, released)],
             textposition="inside", insidetextanchor="end", textangle=-90, constraintext="none",
             textfont=dict(size=10, color="#000000"),
+            customdata=np.column_stack([rows["true"].to_numpy(float), released, low, high]),
             hovertext=hover, hovertemplate=f"%{{hovertext}}<extra>{label}</extra>"))
     spec = house_layout(data, title, "Commute (origin → destination), by true rank",
                         "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
@@ -449,6 +464,12 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
     named with ``theory_label`` (e.g. "theory bound") for all of them.
     """
     fig = go.Figure()
+    if log_y:   # 0 has no place on a log axis: not drawn (the caller notes it, see below)
+        summary = summary.assign(mean=summary["mean"].where(summary["mean"] > 0))
+        positive = summary["mean"].to_numpy(float)
+        floor = np.nanmin(positive[positive > 0]) / 10 if (positive > 0).any() else 1.0
+        summary = summary.assign(low=summary["low"].clip(lower=floor),
+                                 high=summary["high"].clip(lower=floor))
     variants = summary[style].astype(str) if style else pd.Series("", index=summary.index)
     styles = list(dict.fromkeys(variants))
     keyed = bool(style)  # one legend entry per mechanism and per style, not per curve
@@ -456,8 +477,9 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
     for (key, variant), rows in summary.groupby([summary[group], variants], sort=False):
         rows = rows.sort_values(x)
         label = name(key) + (f" · {variant}" if variant else "")
-        band_x = list(rows[x]) + list(rows[x])[::-1]
-        band_y = list(rows["high"]) + list(rows["low"])[::-1]
+        banded = rows[rows["mean"].notna()]
+        band_x = list(banded[x]) + list(banded[x])[::-1]
+        band_y = list(banded["high"]) + list(banded["low"])[::-1]
         fig.add_scatter(x=band_x, y=band_y, fill="toself", mode="lines", line=dict(width=0),
                         fillcolor=colour(key), opacity=0.18, hoverinfo="skip", showlegend=False,
                         legendgroup=key if keyed else label,
@@ -497,6 +519,20 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
                                  "the colour of its mechanism)", "theory", mode="lines",
                                  line=dict(color=TRUE_COLOUR, dash="dot", width=2)))
     return layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
+
+
+def not_on_log_axis(summary: pd.DataFrame, x: str, x_title: str) -> str | None:
+    """The note under a log-scale curve chart naming the points of mean 0 (or below) it does not
+    draw, e.g. an RMSE of exactly 0; None when every point is drawn."""
+    zero = summary[summary["mean"] <= 0]
+    if zero.empty:
+        return None
+    found = [f"{name(key)} at {x_title.split(' (')[0]} = "
+             + ", ".join(f"{value:,.0f}" if float(value).is_integer() else f"{value:.4g}"
+                         for value in sorted(rows[x]))
+             for key, rows in zero.groupby("mechanism", sort=False)]
+    return ("Not drawn on the log scale (a mean of 0 has no place on it): " + "; ".join(found)
+            + ". Turn the log scale off to see them.")
 
 
 def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
