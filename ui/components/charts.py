@@ -364,6 +364,9 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
                         height=330, bottom=200)
     spec["xaxis"].update(tickangle=-45, automargin=True)
     spec["yaxis"].update(range=axis.plotly_range(), autorange=False)
+    # The first tick label, slanted, reaches left of the plot by about 5 px a character: room
+    # for it, so it is not cut at the figure's edge (plotly's automargin only grows the bottom).
+    spec["margin"]["l"] = max(spec["margin"]["l"], 5 * len(ticks[0]) - 10) if ticks else 70
     return from_spec(data, spec | dict(barmode="group", bargap=0.15))
 
 
