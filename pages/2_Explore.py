@@ -85,7 +85,7 @@ with panel:
     elif view == "True top 10":
         st.caption("The true top 10 and the rank each mechanism gave them.")
         table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
-        st.dataframe(table, hide_index=True, width="stretch")
+        charts.wrapped_table(table)
         charts.table_download(table, "top10_ranks", "explore_top10")
 
     elif view == "Downloads":

@@ -93,9 +93,11 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
     assert sum(t.get("showlegend", True) for t in zeros) <= 1
     assert not [m for m in at.markdown if "busiest commutes kept their rank" in m.value]
 
-    table = explore_page(mech=["laplace", "grr"], tab="True top 10").dataframe[0].value
+    table = explore_page(mech=["laplace", "grr"], tab="True top 10").table[0].value
     assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace", "GRR"]
     assert list(table["Commute"]) == list(county.top(10)["commute"])
+    # A wrapping table (no header cut short), counts in one format: 218,860, not 218860.
+    assert list(table["True count"]) == [f"{c:,}" for c in county.top(10)["count"]]
 
     at = explore_page(mech=["laplace", "grr"], tab="Scores")
     labels = [t.label for t in at.tabs]

@@ -67,9 +67,9 @@ def test_explore_shows_the_sparse_releases_and_says_what_it_cannot():
     cells = ranks.top_cells(truth, 30)
     trace = released_bars(figure(at, "busiest commutes"))[mechanisms.get("laplace").name]
     assert np.allclose(values(trace["customdata"])[:, 1], result.released.at(cells))
-    table = at.dataframe[0].value
+    table = at.table[0].value
     expected = ranks.rank_pairs(truth, result.released, 10)["released_rank"].to_numpy()
-    assert list(table[table.columns[3]]) == list(expected)
+    assert list(table[table.columns[3]]) == [f"{rank:,}" for rank in expected]
     at.query_params["tab"] = "Heat map"
     at.run()
     assert not at.exception, at.exception

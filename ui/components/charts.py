@@ -194,6 +194,20 @@ def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> No
                                 for column in frame.columns[first:]})
 
 
+def wrapped_table(frame: pd.DataFrame) -> None:
+    """``frame`` as an HTML table whose headers and cells wrap (an ``st.dataframe`` cuts a long
+    header to "Suppression (not" and pushes columns off-screen), every number in one format:
+    thousands separated, whole numbers without decimals. Labels stay plain text (escaped)."""
+    def number(value) -> str:
+        if pd.isna(value):
+            return NOTHING
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+    shown = frame.assign(**{column: [number(v) for v in frame[column]]
+                            for column in frame.columns
+                            if pd.api.types.is_numeric_dtype(frame[column])})
+    st.table(shown.style.hide(axis="index"))
+
+
 def marker_line(fig: go.Figure, axis: str, value: float, log: bool,
                 annotation_text: str | None = None, **options) -> None:
     """A vertical (``axis="x"``) or horizontal (``"y"``) line at ``value`` across the plot, with
