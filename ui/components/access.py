@@ -43,10 +43,9 @@ def styles() -> None:
 
 def skip_link() -> None:
     """The skip link, where it is called (the top of the main area)."""
-    st.markdown(f'<a class="dpcore-skip" href="#{EPSILON_ANCHOR}">{SKIP_TEXT}</a>',
-                unsafe_allow_html=True)
+    st.html(f'<a class="dpcore-skip" href="#{EPSILON_ANCHOR}">{SKIP_TEXT}</a>')
 
 
 def epsilon_anchor() -> None:
     """The skip link's target, just above the ε inputs (focusable, so Tab continues from it)."""
-    st.markdown(f'<span id="{EPSILON_ANCHOR}" tabindex="-1"></span>', unsafe_allow_html=True)
+    st.html(f'<span id="{EPSILON_ANCHOR}" tabindex="-1"></span>')
