@@ -10,6 +10,7 @@ table's headers and cells ("Suppression (not" before)."""
 import re
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
@@ -135,6 +136,12 @@ def test_inline_code_on_tradeoffs_is_readable(page: Page, app_url):
     expect(page.get_by_text("python3 -m dpcore reproduce-thesis")).to_be_visible(
         timeout=120_000)
     settled(page)
+    # The stylesheet arrives with the page's run; give it until the page is steady.
+    try:
+        page.wait_for_function(f"() => ({CODE_CONTRAST})().every(([, r]) => r >= 4.5)",
+                               timeout=30_000)
+    except PlaywrightError:
+        pass
     ratios = page.evaluate(CODE_CONTRAST)
     assert ratios and all(ratio >= 4.5 for _, ratio in ratios), ratios
 
