@@ -7,7 +7,7 @@ figures from :mod:`ui.components.charts`.
 
 import streamlit as st
 
-from dpcore.evaluation import ranks, summaries
+from dpcore.evaluation import intervals, ranks, summaries
 from ui.components import budget, charts, controls, huge, navigation, panels, runs
 from ui.explore import heatmap
 from ui.components import heavy_hitters as heavy_hitters_ui
@@ -46,12 +46,13 @@ if not released:
 huge.release_note(od, results)
 truth = runs.true_counts(settings)
 
-bars = ranks.top_flows(od, truth, released, k)
+bars, how = intervals.of_top_flows(ranks.top_flows(od, truth, released, k),
+                                   {key: settings.spec(key).build() for key in released},
+                                   od.n, od.domain_size, settings.postprocess)
 charts.show(charts.top_bars(bars, f"The {k} busiest commutes: true vs released (ε = "
-                                  f"{settings.epsilon:g})", log_bars), bars, "top_flows",
+                                  f"{settings.epsilon:g})", log_bars, how), bars, "top_flows",
             "explore_bars", private=True)
-if log_bars:
-    st.caption("On the log scale, released counts of 0 or below are not drawn.")
+st.caption(charts.top_bars_caption(bars, how, log_bars))
 
 # The answer is the chart above; the rest is one tab away, so the page fits a laptop screen. Only
 # the open tab is computed and drawn (choosing another reruns the page from the caches), and the
@@ -84,7 +85,7 @@ with panel:
     elif view == "True top 10":
         st.caption("The true top 10 and the rank each mechanism gave them.")
         table = ranks.rank_table(od, pairs, 10, {k: charts.short_name(k) for k in released})
-        st.dataframe(table, hide_index=True, width="stretch")
+        charts.wrapped_table(table)
         charts.table_download(table, "top10_ranks", "explore_top10", private=True)
 
     elif view == "Downloads":

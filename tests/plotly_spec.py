@@ -35,3 +35,40 @@ def values(data) -> np.ndarray:
 
 def traces(fig: dict, name: str) -> list[dict]:
     return [t for t in fig["data"] if t.get("name") == name]
+
+
+def released_bars(fig: dict) -> dict[str, dict]:
+    """Explore's bars of each release, by legend name (without its "(95 % interval: …)")."""
+    return {t["name"].split(" (95 % interval")[0]: t for t in fig["data"]
+            if "(95 % interval" in t.get("name", "")}
+
+
+def assert_bars_readable(fig: dict) -> None:
+    """Explore's first chart shows the truth and every release: the value axis holds the true
+    bars with the largest filling at least 40 % of it; each release is drawn inside the axis,
+    or at its edge with its value written on it; each drawn release with an interval carries it
+    as an error bar holding the released count, the rest state theirs in the hover."""
+    low, high = fig["layout"]["yaxis"]["range"]
+    truth = values(traces(fig, "True count")[0]["y"])
+    assert low <= 0 <= truth.min() and truth.max() <= high
+    assert truth.max() >= 0.4 * (high - low), (truth.max(), low, high)
+    bars = released_bars(fig)
+    assert bars
+    for name, trace in bars.items():
+        drawn, data = values(trace["y"]), values(trace["customdata"])
+        released, lower, upper = data[:, 1], data[:, 2], data[:, 3]
+        inside = (released >= low) & (released <= high)
+        assert np.allclose(drawn[inside], released[inside]), name
+        assert (drawn[~inside] == np.where(released[~inside] > high, high, low)).all(), name
+        for text, value in zip(np.asarray(trace["text"])[~inside], released[~inside]):
+            assert text[0] in "▲▼" and len(text) > 2, (name, text, value)
+        plus, minus = values(trace["error_y"]["array"]), values(trace["error_y"]["arrayminus"])
+        with_interval = inside & np.isfinite(lower)
+        assert with_interval.any(), name
+        assert np.allclose(released[with_interval] + plus[with_interval], upper[with_interval])
+        assert np.allclose(released[with_interval] - minus[with_interval],
+                           lower[with_interval])
+        assert (lower[with_interval] <= released[with_interval] + 1e-9).all()
+        assert (released[with_interval] <= upper[with_interval] + 1e-9).all()
+        hovers = np.asarray(trace["hovertext"])
+        assert all("95 % interval" in h for h in hovers[np.isfinite(lower)]), name

@@ -11,7 +11,7 @@ from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import ranks
 from dpcore.mechanisms import postprocess
-from tests.plotly_spec import figure, figures, traces, values
+from tests.plotly_spec import assert_bars_readable, figure, figures, released_bars, traces, values
 from ui.components import runs, state
 from ui.components.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 from ui.components.memo import BoundedMemo
@@ -45,9 +45,15 @@ def url(at: AppTest, name: str) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def bar_trace(at: AppTest, key: str) -> dict:
+    (trace,) = [t for t in figure(at, BARS)["data"]
+                if t["name"].startswith(mechanisms.get(key).name + " (95 % interval")]
+    return trace
+
+
 def bar_values(at: AppTest, key: str) -> np.ndarray:
-    (trace,) = traces(figure(at, BARS), mechanisms.get(key).name)
-    return values(trace["y"])
+    """The released counts behind a mechanism's bars (a bar beyond the axis is drawn shorter)."""
+    return values(bar_trace(at, key)["customdata"])[:, 1]
 
 
 def top_cells(k: int, dataset: str = "ireland_county") -> np.ndarray:
@@ -61,8 +67,8 @@ SECTIONS = ["What happened", "Ordering", "Heat map", "True top 10", "Scores",
 def test_default_page_draws_the_bars_the_summary_and_only_the_open_tab():
     at = explore_page(mech=["laplace", "grr"])
     bars = figure(at, BARS)
-    assert [t["name"] for t in bars["data"]] == ["True count", "Laplace",
-                                                  mechanisms.get("grr").name]
+    assert [t["name"].split(" (95 % interval")[0] for t in bars["data"]] == [
+        "True count", "Laplace", mechanisms.get("grr").name]
     assert all(len(values(t["y"])) == 30 for t in bars["data"])
     county = datasets.load("ireland_county")
     assert np.array_equal(values(bars["data"][0]["y"]), county.top(30)["count"])
@@ -88,9 +94,11 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
     assert sum(t.get("showlegend", True) for t in zeros) <= 1
     assert not [m for m in at.markdown if "busiest commutes kept their rank" in m.value]
 
-    table = explore_page(mech=["laplace", "grr"], tab="True top 10").dataframe[0].value
+    table = explore_page(mech=["laplace", "grr"], tab="True top 10").table[0].value
     assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace", "GRR"]
     assert list(table["Commute"]) == list(county.top(10)["commute"])
+    # A wrapping table (no header cut short), counts in one format: 218,860, not 218860.
+    assert list(table["True count"]) == [f"{c:,}" for c in county.top(10)["count"]]
 
     at = explore_page(mech=["laplace", "grr"], tab="Scores")
     labels = [t.label for t in at.tabs]
@@ -130,6 +138,32 @@ def test_dense_releases_of_the_ed_data_run_one_at_a_time():
         ["laplace", "hm"], ["stability_histogram", "grr", "oue", "olh"]]
     county = datasets.load("ireland_county")
     assert runs._in_two_threads(settings, county, keys) == [[key] for key in keys]
+
+
+def test_ed_bars_show_the_truth_and_every_mechanism_with_intervals():
+    """GRR's releases reach millions on the ED data while no true count reaches 7,000: the axis
+    follows the truth, GRR's bars are drawn to its edge with their values, every mechanism's
+    drawn bars carry their 95 % interval and the caption says how each was obtained."""
+    at = explore_page(dataset="ireland_ed")
+    fig = figure(at, BARS)
+    assert_bars_readable(fig)
+    bars = released_bars(fig)
+    assert set(bars) == {mechanisms.get(k).name for k in
+                         ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")}
+    grr = values(bars[mechanisms.get("grr").name]["customdata"])[:, 1]
+    assert grr.max() > 1e6 > fig["layout"]["yaxis"]["range"][1]
+    caption = next(c.value for c in at.caption if c.value.startswith("Whiskers"))
+    assert "Laplace: exact (Laplace law)" in caption and "drawn to its edge" in caption
+    at.toggle(key="kept_widget_explore_log_bars").set_value(True).run()
+    fig = figure(at, BARS)
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    low, high = (10 ** end for end in fig["layout"]["yaxis"]["range"])
+    for name, trace in released_bars(fig).items():
+        drawn, released = values(trace["y"]), values(trace["customdata"])[:, 1]
+        assert np.isnan(drawn[released <= 0]).all(), name          # dropped, not drawn
+        assert ((drawn[released > 0] >= low) & (drawn[released > 0] <= high)).all(), name
+    caption = next(c.value for c in at.caption if c.value.startswith("Whiskers"))
+    assert "released counts of 0 or below are not drawn" in caption
 
 
 def test_a_bad_tab_in_the_url_opens_the_first():
@@ -239,7 +273,8 @@ def test_post_processing_choice_is_applied():
 def test_a_mechanism_that_cannot_run_says_why():
     at = explore_page(mech=["topk", "laplace"], pp="significance_cut")
     assert any("could not run" in w.value and "significance cut" in w.value for w in at.warning)
-    assert [t["name"] for t in figure(at, BARS)["data"]] == ["True count", "Laplace"]
+    assert [t["name"] for t in figure(at, BARS)["data"]] == ["True count",
+                                                             "Laplace (95 % interval: none)"]
 
 
 def test_no_mechanism_asks_for_one():

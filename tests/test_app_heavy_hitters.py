@@ -51,10 +51,13 @@ def test_explore_shows_dpcores_runs_at_the_pages_epsilon_and_seed(monkeypatch):
         expected = heavy_hitters.compare(county, found, 8)
         assert list(table["commute"]) == list(expected["commute"])
         assert (table["status"] == "found").sum() == round(score["recall"] * 8)
-    # On the page, a rank or estimate that does not exist reads "—" (with a legend), not None.
+    # On the page, a rank or estimate that does not exist reads "—" (with a legend), not None,
+    # and every count and rank is in one format: thousands separated (not 218860 beside 221,571).
     for shown in [d.value for d in at.dataframe if "found_rank" in d.value.columns]:
-        for column in ("true_rank", "found_rank", "estimated_count"):
-            assert all(re.fullmatch(r"—|-?[\d,]+", cell) for cell in shown[column]), shown[column]
+        for column in ("true_count", "true_rank", "found_rank", "estimated_count"):
+            assert all(re.fullmatch(r"—|-?\d{1,3}(,\d{3})*", cell) for cell in shown[column]), \
+                shown[column]
+        assert any(len(cell) > 5 for cell in shown["true_count"])   # county counts ≥ 10,000
     assert any("—: not in the true top 8" in c.value for c in at.caption)
 
 

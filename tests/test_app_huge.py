@@ -14,7 +14,7 @@ from dpcore.mechanisms import sparse_release
 from dpcore.mechanisms.count_profile import CountProfile
 from tests.app_pages import run_page
 from tests.huge import huge_matrix
-from tests.plotly_spec import figure, traces, values
+from tests.plotly_spec import assert_bars_readable, figure, released_bars, traces, values
 from tests.test_sparse_import import lodes_state
 from ui.components import controls, state
 
@@ -65,15 +65,25 @@ def test_explore_shows_the_sparse_releases_and_says_what_it_cannot():
     truth = release.true_values(od)
     result = release.run(od, release.ReleaseSpec("laplace", 1.0, {}, ("base_pos",), 5))
     cells = ranks.top_cells(truth, 30)
-    (trace,) = traces(figure(at, "busiest commutes"), mechanisms.get("laplace").name)
-    assert np.allclose(values(trace["y"]), result.released.at(cells))
-    table = at.dataframe[0].value
+    trace = released_bars(figure(at, "busiest commutes"))[mechanisms.get("laplace").name]
+    assert np.allclose(values(trace["customdata"])[:, 1], result.released.at(cells))
+    table = at.table[0].value
     expected = ranks.rank_pairs(truth, result.released, 10)["released_rank"].to_numpy()
-    assert list(table[table.columns[3]]) == list(expected)
+    assert list(table[table.columns[3]]) == [f"{rank:,}" for rank in expected]
     at.query_params["tab"] = "Heat map"
     at.run()
     assert not at.exception, at.exception
     assert "The heat map" in messages(at) and "64,000,000 possible commutes" in messages(at)
+
+
+def test_explore_bars_show_the_truth_and_every_release_with_intervals():
+    """The national-size path (sparse releases): the default mechanisms' bars, each with its
+    95 % interval, on an axis that follows the true counts."""
+    at = page("2_Explore.py")
+    fig = figure(at, "busiest commutes")
+    assert_bars_readable(fig)
+    assert len(released_bars(fig)) >= 4
+    assert "95 % interval for the true count" in messages(at)
 
 
 def test_tradeoffs_curves_against_epsilon_on_a_huge_domain():

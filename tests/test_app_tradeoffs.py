@@ -11,6 +11,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import summaries
 from tests.plotly_spec import figure, figures, traces, values
+from ui.components.controls import option_widget
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
 GRID, TRIALS = "kept_widget_tradeoffs_grid", "kept_widget_tradeoffs_trials"
@@ -119,6 +120,30 @@ def test_population_sweep_subsamples():
     assert fig["layout"]["xaxis"]["type"] == "log"
     # Laplace noise does not depend on n: its RMSE is the same at both sizes, within noise
     assert np.allclose(y, y[0], rtol=0.2)
+
+
+def test_a_series_of_rmse_zero_leaves_the_log_axis_with_a_note():
+    """Suppression below 1 commuter publishes the exact table: RMSE 0 at every n, which a log
+    axis cannot draw. It is left out of the line and its band (no line down off the chart) and
+    the caption names it; the n axis reads 1k, 10k (one format)."""
+    at = tradeoffs_page(mech=["laplace", "suppression"])
+    at.number_input(key=option_widget("suppression", "threshold")).set_value(1).run()
+    at = run_sweep(at, "tradeoffs_n")
+    fig = figure(at, "against population size")
+    name = mechanisms.get("suppression").name
+    (line,) = traces(fig, name)
+    assert all(v is None for v in line["y"]) if isinstance(line["y"], list) else \
+        np.isnan(values(line["y"]).astype(float)).all()
+    assert not traces(fig, f"{name} (95 % band)")[0]["y"]
+    drawn = [values(t["y"]).astype(float) for t in fig["data"]
+             if t.get("y") is not None and len(t["y"])]
+    assert all((d[np.isfinite(d)] > 0).all() for d in drawn)
+    note = next(c.value for c in at.caption if c.value.startswith("Not drawn on the log scale"))
+    assert f"{name} at Commuters n = 1,000, 10,000" in note
+    assert fig["layout"]["xaxis"]["tickformat"] == "~s"
+    at.toggle(key="kept_widget_tradeoffs_log_y").set_value(False).run()
+    assert not [c for c in at.caption if c.value.startswith("Not drawn on the log scale")]
+    assert np.array_equal(mean_line(figure(at, "against population size"), name)[1], [0, 0])
 
 
 def test_post_processing_comparison_and_a_mechanism_left_out():

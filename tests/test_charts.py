@@ -21,8 +21,28 @@ def test_log_axes_label_decades_and_leave_the_steps_between_unlabelled():
     assert axis["type"] == "log" and axis["dtick"] == 1  # 0.1, 1, 10, 100, 1000, 10000
     assert axis["minor"]["dtick"] == "D1" and axis["minor"]["ticks"] == "outside"
     assert "showticklabels" not in axis["minor"]  # plotly never labels minor ticks
+    assert "tickformat" not in axis      # below 1, "~s" would read 300m for 0.3
     within = charts.log_axis([2.0, 3.0, 8.0])
-    assert within == {"type": "log"}  # one decade: plotly's own labels are whole numbers
+    # one decade: plotly's own steps, in the one format of whole counts (2k, not 2000, 10k)
+    assert within == {"type": "log", "tickformat": "~s"}
+    counts = charts.log_axis([100, 1000, 10_000, 2.7e6])
+    assert counts["tickformat"] == "~s" and counts["dtick"] == 1   # 100, 1k, 10k, 1M
+
+
+def test_curves_leave_zero_means_off_a_log_axis_and_say_so():
+    frame = summary().assign(mean=lambda f: np.where(f["epsilon"] == 0.5, 0.0, f["mean"]),
+                             low=lambda f: f["mean"] - 1)
+    fig = charts.curves(frame, "epsilon", "t", "ε (privacy budget)", "RMSE",
+                        log_y=True)
+    for trace in fig.data:
+        y = np.asarray([np.nan if v is None else v for v in (() if trace.y is None else trace.y)],
+                       dtype=float)
+        assert (y[np.isfinite(y)] > 0).all(), trace.name     # nothing at or below 0
+        if trace.fill == "toself":
+            assert 0.5 not in list(trace.x)                    # no band at the dropped point
+    note = charts.not_on_log_axis(frame, "epsilon", "ε (privacy budget)")
+    assert note.startswith("Not drawn on the log scale") and "at ε = 0.5" in note
+    assert charts.not_on_log_axis(summary(), "epsilon", "ε") is None
 
 
 def summary(style: str | None = None) -> pd.DataFrame:

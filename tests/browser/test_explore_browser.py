@@ -20,9 +20,10 @@ def chart_title(page: Page, text: str):
 
 
 def legend_entry(page: Page, text: str):
-    """A legend entry whose whole text is ``text``."""
-    return page.locator(".js-plotly-plot .legendtext",
-                        has_text=re.compile(f"^{re.escape(text)}$")).first
+    """A legend entry whose whole text is ``text`` (Explore's bars add how the release's 95 %
+    interval was obtained: "Laplace (95 % interval: exact)")."""
+    return page.locator(".js-plotly-plot .legendtext", has_text=re.compile(
+        f"^{re.escape(text)}( \\(95 % interval: [^)]*\\))?$")).first
 
 
 def no_traceback(page: Page) -> None:

@@ -29,6 +29,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from dpcore import mechanisms
+from dpcore.evaluation import intervals, value_axis
 from dpcore.interfaces import confidential
 from dpcore.interfaces.export import safe_csv
 
@@ -193,6 +194,20 @@ def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> No
                                 for column in frame.columns[first:]})
 
 
+def wrapped_table(frame: pd.DataFrame) -> None:
+    """``frame`` as an HTML table whose headers and cells wrap (an ``st.dataframe`` cuts a long
+    header to "Suppression (not" and pushes columns off-screen), every number in one format:
+    thousands separated, whole numbers without decimals. Labels stay plain text (escaped)."""
+    def number(value) -> str:
+        if pd.isna(value):
+            return NOTHING
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+    shown = frame.assign(**{column: [number(v) for v in frame[column]]
+                            for column in frame.columns
+                            if pd.api.types.is_numeric_dtype(frame[column])})
+    st.table(shown.style.hide(axis="index"))
+
+
 def marker_line(fig: go.Figure, axis: str, value: float, log: bool,
                 annotation_text: str | None = None, **options) -> None:
     """A vertical (``axis="x"``) or horizontal (``"y"``) line at ``value`` across the plot, with
@@ -242,42 +257,130 @@ def log_axis(*values) -> dict:
     """Axis entries of every log axis: over more than a decade only the decades are labelled
     (0.1, 1, 10, 100, …) and the steps between them are unlabelled minor ticks (plotly's own
     labels there read "2", "5", "2", "5" with no decade); within one decade plotly's labels
-    (2, 3, 5, …) are whole numbers already. ``values``: the data drawn on the axis."""
+    (2, 3, 5, …) are whole numbers already. Decades of whole counts read 100, 1k, 10k, 1M.
+    ``values``: the data drawn on the axis."""
     data = [np.asarray(v, dtype=float).ravel() for v in values if v is not None]
     positive = np.concatenate([d[d > 0] for d in data]) if data else np.empty(0)
     entries = dict(type="log")
     if positive.size and np.log10(positive.max() / positive.min()) > 1:
         entries.update(dtick=1, minor=dict(dtick="D1", ticks="outside", ticklen=4,
                                            showgrid=False))
+    if positive.size and positive.min() >= 1 and positive.max() < 1e9:
+        # One format for every tick: plotly's own reads "100, 1000, 10k" (SI only from 10⁴);
+        # "~s" gives 100, 1k, 10k, 1M (below 1 it would give "m" for milli: not used there).
+        entries["tickformat"] = "~s"
     return entries
 
 
 # ----------------------------------------------------------------------------------- Explore
-def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False) -> go.Figure:
-    """Grouped bars: the true count and each mechanism's release for the true top-k commutes.
+def count_text(value: float) -> str:
+    """A count for a label: whole numbers with thousands separators, one decimal below 100."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
 
-    ``frame`` is :func:`dpcore.evaluation.ranks.top_flows`. Hover: commute, true, released, error.
+
+def compact_count(value: float) -> str:
+    """A count in three significant figures with k/M/bn (labels on narrow bars)."""
+    size = abs(value)
+    for step, unit in ((1e9, " bn"), (1e6, " M"), (1e3, " k")):
+        if size >= step:
+            return f"{value / step:.3g}{unit}"
+    return f"{value:.3g}"
+
+
+def _interval_text(low: float, high: float) -> str:
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "no 95 % interval"
+    return f"95 % interval {count_text(low)} – {count_text(high)}"
+
+
+def _bars_axis(frame: pd.DataFrame, log_y: bool) -> value_axis.Axis:
+    return value_axis.for_bars(frame.drop_duplicates("rank")["true"], frame["released"],
+                               frame.get("low"), frame.get("high"), log_y)
+
+
+def top_bars_caption(frame: pd.DataFrame, how: dict[str, str], log_y: bool) -> str:
+    """What the bars chart needs said under it: how each interval was obtained, which releases
+    are beyond the axis, and (log scale) which were not drawn."""
+    axis = _bars_axis(frame, log_y)
+    lines = ["Whiskers: each release's 95 % interval for the true count — "
+             + "; ".join(f"{name(key)}: {words}" for key, words in how.items()) + "."]
+    beyond, hidden = [], []
+    for key, rows in frame.groupby("mechanism", sort=False):
+        _, side = value_axis.place(rows["released"], axis)
+        if np.any(side):
+            beyond.append(f"{name(key)} {int(np.count_nonzero(side))} of {len(rows)}")
+        if value_axis.dropped(rows["released"], axis):
+            hidden.append(f"{name(key)} {value_axis.dropped(rows['released'], axis)}")
+    if beyond:
+        lines.append(
+            "The axis follows the true counts" + ("" if log_y else
+            f" (releases up to {value_axis.REACH:g}× the largest true count are drawn in full)")
+            + "; releases beyond it are drawn to its edge and labelled ▲/▼ with their value: "
+            + ", ".join(beyond) + ".")
+    if hidden:
+        lines.append("On the log scale, released counts of 0 or below are not drawn: "
+                     + ", ".join(hidden) + " of the bars; intervals reaching 0 are drawn down "
+                     "to the axis's bottom.")
+    return " ".join(lines)
+
+
+def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
+             how: dict[str, str] | None = None) -> go.Figure:
+    """Grouped bars: the true count and each mechanism's release for the true top-k commutes,
+    each release with its 95 % interval as an error bar.
+
+    ``frame`` is :func:`dpcore.evaluation.ranks.top_flows` with ``low``/``high``
+    (:func:`dpcore.evaluation.intervals.of_top_flows`); ``how`` says per mechanism how its
+    intervals were obtained (in the legend). The value axis follows the truth
+    (:mod:`dpcore.evaluation.value_axis`): a release beyond it is drawn to the edge and labelled
+    with its value; on a log axis releases of 0 or below are not drawn (the caller notes them).
+    Hover: commute, true, released, error, interval; ``customdata``: true, released, low, high.
     """
+    how = how or {}
     first = frame.drop_duplicates("rank")
     ticks = [f"{rank}. {escape(short(commute))}"
              for rank, commute in zip(first["rank"], first["commute"])]
     names = [escape(c) for c in first["commute"]]
-    data = [dict(type="bar", x=ticks, y=first["true"].to_numpy(), name="True count",
+    axis = _bars_axis(frame, log_y)
+    true_y, _ = value_axis.place(first["true"], axis)
+    data = [dict(type="bar", x=ticks, y=true_y, name="True count",
                  marker=dict(color=TRUE_COLOUR), hovertext=names,
                  hovertemplate="<b>%{hovertext}</b><br>True: %{y:,.0f} commuters"
                                "<extra>True count</extra>")]
     for key, rows in frame.groupby("mechanism", sort=False):
-        data.append(dict(type="bar", x=ticks, y=rows["released"].to_numpy(),
-                         name=escape(name(key)),
-                         marker=dict(color=colour(key), pattern=dict(shape=pattern(key))),
-                         hovertext=names, customdata=rows[["true", "error"]].to_numpy(float),
-                         hovertemplate="<b>%{hovertext}</b><br>True: %{customdata[0]:,.0f}"
-                                       "<br>Released: %{y:,.1f}<br>Error: %{customdata[1]:+,.1f}"
-                                       f"<extra>{escape(name(key))}</extra>"))
+        released = rows["released"].to_numpy(float)
+        low = rows["low"].to_numpy(float) if "low" in rows else np.full(len(rows), np.nan)
+        high = rows["high"].to_numpy(float) if "high" in rows else np.full(len(rows), np.nan)
+        y, side = value_axis.place(released, axis)
+        shown = np.isfinite(y) & (side == 0) & np.isfinite(low)
+        bottom = np.maximum(low, axis.low) if axis.log else low
+        label = escape(name(key))
+        hover = [f"<b>{commute}</b><br>True: {true:,.0f}<br>Released: {value:,.1f}"
+                 f"<br>Error: {value - true:+,.1f}<br>{_interval_text(lo, hi)}"
+                 for commute, true, value, lo, hi in zip(names, rows["true"], released, low,
+                                                         high)]
+        data.append(dict(
+            type="bar", x=ticks, y=y, name=f"{label} (95 % interval: "
+                                           f"{intervals.short_how(how.get(key, 'none'))})",
+            marker=dict(color=colour(key), pattern=dict(shape=pattern(key))),
+            error_y=dict(type="data", symmetric=False, visible=True, thickness=1.2, width=2,
+                         color="#222222",
+                         array=np.where(shown, high - released, np.nan),
+                         arrayminus=np.where(shown, released - bottom, np.nan)),
+            text=[f"{'▲' if s > 0 else '▼'} {compact_count(v)}" if s else ""
+                  for s, v in zip(side, released)],
+            textposition="inside", insidetextanchor="end", textangle=-90, constraintext="none",
+            textfont=dict(size=10, color="#000000"),
+            customdata=np.column_stack([rows["true"].to_numpy(float), released, low, high]),
+            hovertext=hover, hovertemplate=f"%{{hovertext}}<extra>{label}</extra>"))
     spec = house_layout(data, title, "Commute (origin → destination), by true rank",
                         "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
                         height=330, bottom=200)
     spec["xaxis"].update(tickangle=-45, automargin=True)
+    spec["yaxis"].update(range=axis.plotly_range(), autorange=False)
+    # The first tick label, slanted, reaches left of the plot by about 5 px a character: room
+    # for it, so it is not cut at the figure's edge (plotly's automargin only grows the bottom).
+    spec["margin"]["l"] = max(spec["margin"]["l"], 5 * len(ticks[0]) - 10) if ticks else 70
     return from_spec(data, spec | dict(barmode="group", bargap=0.15))
 
 
@@ -378,6 +481,12 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
     named with ``theory_label`` (e.g. "theory bound") for all of them.
     """
     fig = go.Figure()
+    if log_y:   # 0 has no place on a log axis: not drawn (the caller notes it, see below)
+        summary = summary.assign(mean=summary["mean"].where(summary["mean"] > 0))
+        positive = summary["mean"].to_numpy(float)
+        floor = np.nanmin(positive[positive > 0]) / 10 if (positive > 0).any() else 1.0
+        summary = summary.assign(low=summary["low"].clip(lower=floor),
+                                 high=summary["high"].clip(lower=floor))
     variants = summary[style].astype(str) if style else pd.Series("", index=summary.index)
     styles = list(dict.fromkeys(variants))
     keyed = bool(style)  # one legend entry per mechanism and per style, not per curve
@@ -385,8 +494,9 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
     for (key, variant), rows in summary.groupby([summary[group], variants], sort=False):
         rows = rows.sort_values(x)
         label = name(key) + (f" · {variant}" if variant else "")
-        band_x = list(rows[x]) + list(rows[x])[::-1]
-        band_y = list(rows["high"]) + list(rows["low"])[::-1]
+        banded = rows[rows["mean"].notna()]
+        band_x = list(banded[x]) + list(banded[x])[::-1]
+        band_y = list(banded["high"]) + list(banded["low"])[::-1]
         fig.add_scatter(x=band_x, y=band_y, fill="toself", mode="lines", line=dict(width=0),
                         fillcolor=colour(key), opacity=0.18, hoverinfo="skip", showlegend=False,
                         legendgroup=key if keyed else label,
@@ -426,6 +536,20 @@ def curves(summary: pd.DataFrame, x: str, title: str, x_title: str, y_title: str
                                  "the colour of its mechanism)", "theory", mode="lines",
                                  line=dict(color=TRUE_COLOUR, dash="dot", width=2)))
     return layout(fig, title, x_title, y_title, log_x=log_x, log_y=log_y)
+
+
+def not_on_log_axis(summary: pd.DataFrame, x: str, x_title: str) -> str | None:
+    """The note under a log-scale curve chart naming the points of mean 0 (or below) it does not
+    draw, e.g. an RMSE of exactly 0; None when every point is drawn."""
+    zero = summary[summary["mean"] <= 0]
+    if zero.empty:
+        return None
+    found = [f"{name(key)} at {x_title.split(' (')[0]} = "
+             + ", ".join(f"{value:,.0f}" if float(value).is_integer() else f"{value:.4g}"
+                         for value in sorted(rows[x]))
+             for key, rows in zero.groupby("mechanism", sort=False)]
+    return ("Not drawn on the log scale (a mean of 0 has no place on it): " + "; ".join(found)
+            + ". Turn the log scale off to see them.")
 
 
 def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:

@@ -33,10 +33,10 @@ from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.views import LEVEL_AS_LOADED, LEVEL_PARENT
 from dpcore.limits import SEED
-from dpcore.mechanisms import CENTRAL, SUBSTITUTION, postprocess, sparse_release
+from dpcore.mechanisms import BASELINE, CENTRAL, SUBSTITUTION, postprocess, sparse_release
 from dpcore.mechanisms.base import DELTA, DELTA_MEANING, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
-from ui.components import data, state, viewstate, widgets
+from ui.components import access, data, state, viewstate, widgets
 
 #: ε steps of the slider: log-spaced over the whole declared range (mechanisms.base.EPSILON,
 #: 1e-6 to 20), finer from 0.1 to 10, with every point of the thesis grid 0.5, 1, …, 5. Any other ε
@@ -290,15 +290,19 @@ def _huge_defaults(stored: tuple[str, ...], od) -> tuple[str, ...]:
 
 def _mechanism_picker(multi: bool, huge=None) -> tuple[str, ...]:
     """``huge``: the matrix when it is too large for a dense vector (defaults adapted to it)."""
-    keys = mechanisms.names()
+    # The differentially private mechanisms first, the baselines (not DP) last.
+    keys = sorted(mechanisms.names(), key=lambda k: mechanisms.get(k).model == BASELINE)
     stored = tuple(k for k in st.session_state[KEYS["mechanisms"].value] if k in keys)
     st.session_state[KEYS["mechanisms"].value] = stored
     if huge is not None:
         stored = _huge_defaults(stored, huge)
     if multi:
         _restore("mechanisms", list(stored))
+        # No built-in "Select all": it came first in the list and added all 20 mechanisms,
+        # the four baselines that are not DP among them.
         chosen = st.multiselect("Mechanisms", keys, key=KEYS["mechanisms"].widget,
                                 on_change=_store, args=("mechanisms",), format_func=mechanism_label,
+                                select_all=False,
                                 help="Central: a trusted curator adds noise to exact counts. "
                                      "Local: every commuter randomises their own answer.")
         return tuple(chosen)
@@ -365,6 +369,8 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
     becomes the first of the stored selection, so other pages keep the rest.
     """
     init()
+    access.styles()
+    access.skip_link()
     with where if where is not None else st.sidebar:
         st.header("Run settings")
         current = widgets.dataset_picker()
@@ -372,6 +378,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         huge = (not current.matrix.fits_dense and level == LEVEL_AS_LOADED and not areas)
         chosen = _mechanism_picker(multi, huge=current.matrix if huge else None)
         _approximation_notes(chosen)
+        access.epsilon_anchor()
         epsilon = _epsilon_inputs()
         if any(mechanisms.get(k).uses_delta for k in chosen):
             _restore("delta")
@@ -393,7 +400,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
                      format_func=lambda k: postprocess.METHODS[k][0],
                      help="Applied to every released matrix; it never changes the privacy "
                           "guarantee.\n\n" + postprocess.definitions())
-        seed_column, draw_column = st.columns([3, 2], vertical_alignment="bottom")
+        seed_column, draw_column = st.columns(2, vertical_alignment="bottom")
         _restore("seed")
         seed_column.number_input("Seed", min_value=SEED.low, max_value=SEED.high, step=1,
                                  key=KEYS["seed"].widget,

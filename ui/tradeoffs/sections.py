@@ -37,6 +37,9 @@ def sweep_chart(spec: runs.SweepSpec, key: str, title: str, metric: str, log_y: 
     fig = charts.curves(summary, x, title, x_title, y_title, style=style, theory=theory,
                         theory_label=theory_label, log_x=log_x, log_y=log_y)
     charts.show(fig, summary, key, key, private=True)
+    note = charts.not_on_log_axis(summary, x, x_title) if log_y else None
+    if note:
+        st.caption(note)
     charts.table_download(found.table, f"{key}_every_release", f"{key}_every_release",
                           "Every release (CSV)", private=True)
     return found
