@@ -1260,7 +1260,11 @@ def write_csvs(chapter: Chapter, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     frames = [("sweep", chapter.table), ("verdicts", summary(chapter))]
-    frames += [(slug(item.ref), item.data) for item in chapter.figures + chapter.tables]
+    if chapter.variants is not None:
+        frames.append(("sweep_as_run_and_rounded", chapter.variants.rows))
+    groups = chapter.by_protocol or {"": chapter.items}
+    frames += [(slug(f"{protocol} {item.ref}"), item.data) for protocol, items in groups.items()
+               for item in items if isinstance(item, (Figure, Table))]
     for name, frame in frames:
         path = out / f"{name}.csv"
         export.write_safe_csv(frame, path)
