@@ -1448,8 +1448,8 @@ def compose(protocol, written: pd.DataFrame, written_snaps: dict, variants: Vari
             snaps.setdefault((level, epsilon, key), snap)
     trials = variants.per_trial
     if len(trials):
-        chosen = trials.apply(lambda r: r["variant"] == protocol.variant(r["mechanism"]) and
-                              r["rounded"] == (protocol.rounded and r["mechanism"] in LOCAL),
-                              axis=1)
+        mechanism = trials["mechanism"]
+        chosen = (trials["variant"] == mechanism.map(protocol.variant)) & (
+            trials["rounded"] == (mechanism.isin(LOCAL) & protocol.rounded))
         trials = trials[chosen]
     return table, snaps, trials

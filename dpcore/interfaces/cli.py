@@ -297,9 +297,10 @@ def _cmd_reproduce_thesis(args) -> int:
     tallies = []
     for name, rows in verdicts.groupby("Protocol", sort=False):
         tally = rows["Verdict"].value_counts()
-        tallies.append(f"{name}: {tally.get('agrees', 0)} agree, {tally.get('differs', 0)} "
-                       f"differ, {tally.get('data alike', 0) + tally.get('data differ', 0)} "
-                       f"data facts, {tally.get('not checked', 0)} not checked")
+        facts = tally.get("data alike", 0) + tally.get("data differ", 0)
+        tallies.append(f"{name}: {tally.get('agrees', 0)} agree with the thesis, "
+                       f"{tally.get('differs', 0)} differ, {facts} data facts, "
+                       f"{tally.get('not checked', 0)} not checked")
     print(f"reproduce-thesis: {chapter.table.attrs['jobs_done']:,} releases on {od.name} in "
           f"{_duration(chapter.seconds)}; {len(chapter.figures)} figures and "
           f"{len(chapter.tables)} tables ({'; '.join(tallies)}) → "
