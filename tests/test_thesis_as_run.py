@@ -4,6 +4,7 @@ protocols, and every chapter check failing on a planted broken release."""
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -185,15 +186,21 @@ def planted():
     out, times = {}, {}
     patch = pytest.MonkeyPatch()
     try:
+        # the ED-level rank tables over as many trials as the county ones (so that a
+        # probability ≈ 0 can be told: with the default few ED trials they are "not checked")
+        patch.setattr(thesis, "FINE_STATED_TRIALS", thesis.STATED_TRIALS)
         for kind in (None, "no noise", "noise × 10", "bias"):
             if kind is not None:
                 patch.setattr(as_run, "release", _plant(kind))
                 patch.setattr(thesis, "running_times", lambda *a, **k: times["real"])
+            else:
+                patch.setattr(as_run, "release", as_run.release)
             chapter = thesis.run(od, epsilons=EPSILONS, trials=2, seed=5, n_jobs=1,
                                  protocol="run")
             times.setdefault("real", chapter.items[-1].data)
             out[kind] = {v.ref: v for v in chapter.verdicts}
-            patch.undo()
+            if kind is None:
+                out["items"] = {i.ref: i for i in chapter.items}
     finally:
         patch.undo()
     return out
@@ -203,7 +210,7 @@ def planted():
 #: running times (a clock, not a release), 5.16 and 5.17 (facts about the data).
 BREAKS = {"Figure 5.1": ("bias",), "Figure 5.2": ("no noise",), "Figure 5.3": ("no noise",),
           "Figure 5.4": ("no noise",), "Figure 5.5": ("no noise",),
-          "Figure 5.6": ("bias",), "Figure 5.7": ("no noise",), "Figure 5.8": ("no noise",),
+          "Figure 5.7": ("no noise",), "Figure 5.8": ("no noise",),
           "Table 5.1": ("no noise",), "Table 5.2": ("noise × 10", "bias"),
           "Figure 5.9": ("no noise", "noise × 10", "bias"), "Figure 5.10": ("no noise",),
           "Figure 5.11": ("no noise", "bias"), "Figure 5.12": ("no noise",),
@@ -221,6 +228,16 @@ def test_check_fails_on_a_planted_broken_release(planted, ref):
             assert verdict.reason.startswith("computed: ")
 
 
+def test_figure_5_6_check_fails_when_the_top_30_are_drowned_in_noise(planted):
+    """Its check (rank correlation over the top 30 ≥ 0.8) survives noise × 10 and a constant
+    bias, which still "roughly follow the true order"; it fails with noise × 30 (planted in the
+    figure's trial-0 bars)."""
+    figure = planted["items"]["Figure 5.6"]
+    assert figure.verdict.agrees
+    bars = figure.data.assign(released=lambda f: f["true"] + 30 * (f["released"] - f["true"]))
+    assert thesis.judge(replace(figure, data=bars)).verdict.agrees is False
+
+
 @pytest.fixture(scope="module")
 def county_file_chapter(tmp_path_factory):
     """The bundled county table written as a long file with a zones file, read back as a
@@ -229,10 +246,10 @@ def county_file_chapter(tmp_path_factory):
 
     od = datasets.load("ireland_county")
     counts = od.to_dense().reshape(len(od.origins.ids), len(od.destinations.ids))
-    ids = list(od.origins.ids)
-    rows = ["origin,destination,count"] + [f"{ids[i]},{ids[j]},{c}" for (i, j), c in
-                                           np.ndenumerate(counts) if c]
-    frame = od.origins.to_frame()
+    origins, destinations = list(od.origins.ids), list(od.destinations.ids)
+    rows = ["origin,destination,count"] + [f"{origins[i]},{destinations[j]},{c}"
+                                           for (i, j), c in np.ndenumerate(counts) if c]
+    frame = pd.concat([od.origins.to_frame(), od.destinations.to_frame()]).drop_duplicates("id")
     zones = ["zone,lat,lon"] + [f"{z},{a},{b}" for z, a, b in
                                 zip(frame["id"], frame["lat"], frame["lon"])]
     matrix = importers.import_od("\n".join(rows).encode(), "county_long.csv",

@@ -194,3 +194,76 @@ def base_pro(estimates: np.ndarray, rounded: bool) -> np.ndarray:
 def base_cut(estimates: np.ndarray, n: int, rounded: bool) -> np.ndarray:
     """The thesis's Base-Cut on its Base-Pro (rounded as run)."""
     return postprocess.base_cut(base_pro(estimates, rounded), n)
+
+
+# ------------------------------------------------------------------ the thesis's per-person loop
+def per_person(role: str, items: np.ndarray, d: int, epsilon: float,
+               rng: np.random.Generator) -> np.ndarray:
+    """What the thesis timed: a Python loop over the people, each one's report made and
+    aggregated on its own (client + server, the original code's structure), then the estimates.
+
+    Randomised response: its own client (as run, with the duplicate false report). Unary
+    encoding: its own client, d bits per person drawn as one NumPy vector. Local hashing:
+    pure-LDP's server, which loops in Python over all d cells hashing each under the person's
+    seed (here CRC-32 seeded with it stands in for xxhash, same loop). Hadamard Response: one
+    report per person (a uniform output, or a uniform +1 entry of its row drawn by rejection),
+    counted, then one transform. Central: every row counted, then released.
+    For timing: the estimates are those of the respective protocol as run.
+    """
+    import random
+    import zlib
+
+    n = len(items)
+    if role == "grr":
+        p, q = grr_probabilities(epsilon, d)
+        support = [0] * d
+        for x in items.tolist():
+            false = random.randrange(d - 1)
+            false += false >= x
+            support[false] += 1
+            if random.random() < p:
+                support[x] += 1
+        return (np.array(support) - n * q) / (p - q)
+    if role == "oue":
+        q = 1 / (math.exp(epsilon) + 1)
+        support = np.zeros(d)
+        for x in items.tolist():
+            bits = rng.random(d) < q
+            bits[x] = rng.random() < 0.5
+            support += bits
+        return (support - n * q) / (0.5 - q)
+    if role == "olh":
+        g = int(round(math.exp(epsilon))) + 1
+        p = math.exp(epsilon) / (math.exp(epsilon) + g - 1)
+        support = [0] * d
+        for x in items.tolist():
+            seed = random.getrandbits(32)
+            y = zlib.crc32(str(x - 1).encode(), seed) % g
+            if random.random() > p - 1 / g:
+                y = random.randrange(g)
+            for i in range(d):
+                if zlib.crc32(str(i).encode(), seed) % g == y:
+                    support[i] += 1
+        return np.trunc((g * np.array(support) - n) / (p * g - 1))
+    if role == "hm":
+        hr = mechanisms.build("hr", epsilon=epsilon)
+        lay, uniform, _ = hr.constants(d)
+        permutation = hr.draw_permutation(d, rng)
+        symbols = (items if permutation is None else permutation[items]).tolist()
+        histogram = [0] * lay.outputs
+        per_block = lay.items_per_block
+        for s in symbols:  # one person's report at a time: uniform, or a +1 entry of its row
+            if random.random() < uniform:
+                y = random.randrange(lay.outputs)
+            else:
+                block, row = divmod(s, per_block)
+                offset = random.randrange(lay.block_size)
+                while ((row + 1) & offset).bit_count() % 2:
+                    offset = random.randrange(lay.block_size)
+                y = block * lay.block_size + offset
+            histogram[y] += 1
+        return hr.estimate(np.array(histogram), n, d, permutation)
+    counts = [0] * d
+    for x in items.tolist():
+        counts[x] += 1
+    return release(role, np.array(counts), items, epsilon, rng)
