@@ -1428,12 +1428,16 @@ def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
         matrix, truth, items = matrices[scenario.label]
         coarse, n = scenario == lv.coarse, matrix.n
         params = _params(key, od.n)
-        for epsilon in epsilons:
+        for epsilon in sorted(set(epsilons) | set(RANK_EPSILONS)):  # the tables' ε always
+            on_grid = epsilon in epsilons
+            if not on_grid and scenario not in lv.whole:
+                continue
             if variant == "written" and key in CENTRAL and epsilon not in RANK_EPSILONS:
                 continue  # the written central releases are the sweep's: needed per trial only
             extra = (STATED_TRIALS if coarse else FINE_STATED_TRIALS
                      if scenario == lv.fine else count)
-            for trial in range(max(count, extra) if epsilon in RANK_EPSILONS else count):
+            for trial in range(max(count if on_grid else 1, extra)
+                               if epsilon in RANK_EPSILONS else count):
                 if stop is not None and stop.is_set():
                     return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps)
                 raw = (_written_release(matrix, truth, key, params, epsilon, seed, trial)
@@ -1443,7 +1447,7 @@ def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
                 for rounded in roundings:
                     made = _made(key, raw, n, coarse, rounded)
                     tag = "_round" if rounded else ""
-                    if trial < count and (variant == "run" or rounded):
+                    if on_grid and trial < count and (variant == "run" or rounded):
                         for method, values in made.items():
                             if method == "base" and rounded:
                                 continue
