@@ -295,6 +295,11 @@ def _summary_html(chapter: thesis.Chapter) -> str:
 
 
 def _about_data(chapter: thesis.Chapter) -> str:
+    facts = f"<p>{_esc(chapter.data_facts)}</p>" if chapter.data_facts else ""
+    return _which_data(chapter) + facts
+
+
+def _which_data(chapter: thesis.Chapter) -> str:
     source = chapter.source
     if source is None:
         return (f"<p>Run on <b>your data</b>, <b>{_esc(chapter.dataset)}</b>. The thesis's numbers "

@@ -1,4 +1,5 @@
-"""The experiments of the thesis's results chapter: every figure and table, and a verdict on each.
+"""The experiments of the thesis's results chapter: every figure and table, and a verdict on each,
+as the thesis is written and as its code ran (:mod:`dpcore.evaluation.thesis_as_run`).
 
 Finnegan, *Local Differential Privacy Mechanisms for Frequency Estimation with Application to
 Mobility Data* (2023/24), chapter 5: two central mechanisms (Laplace, the stability histogram with
@@ -20,9 +21,14 @@ process pool — every core by default — or on a Dask cluster, with the same n
 orderings and rank tables come from trial 0 of the same releases. This module makes data only;
 the ``report`` package draws it.
 
-Where this departs from the thesis, on purpose: every mechanism runs at ED level too (the fast
-releases make unary encoding and local hashing feasible there; the thesis stopped at randomised
-response and Hadamard), and the subsets are swept over the whole ε grid (the thesis fixed ε = 5).
+Two protocols (:data:`thesis_as_run.PROTOCOLS`): as written and as run, each a setting of five
+named switches. Every item is built and judged under each; a "differs" gets its reason by
+rebuilding the item with one switch toggled at a time (:func:`explain`). The thesis's stated
+numbers are judged against the trials' spread and its rank tables as probabilities over trials.
+
+Where this departs from the thesis, on purpose: the subsets are swept over the whole ε grid (the
+thesis fixed ε = 5); at ED level, as there, only the central mechanisms, randomised response and
+Hadamard run.
 """
 
 from __future__ import annotations
@@ -222,7 +228,10 @@ class Chapter:
     items: list = field(default_factory=list)
     #: protocol name → its items (:func:`explain`); ``items`` is the last protocol's
     by_protocol: dict = field(default_factory=dict)
+    #: the as-run and rounded releases (:class:`Variants`)
     variants: object = None
+    #: what of the data decides the zero counts (:func:`data_facts`)
+    data_facts: str = ""
     seconds: float = float("nan")
     #: the bundled dataset's description (None: the user's own data)
     source: object = None
@@ -546,9 +555,9 @@ def _judge_table(t: Table) -> Verdict:
                      f"{rows['worst_rank'].median():,.0f}")
     if missing:
         parts.append("not run here: " + ", ".join(missing))
-    ours = "; ".join(parts) + (f"; the thesis's draw is {'plausible' if plausible else 'implausible'}"
-                               f" (a probability whose upper bound is below {PLAUSIBLE:.0%} "
-                               f"rules it out)")
+    word = "plausible" if plausible else "implausible"
+    ours = "; ".join(parts) + (f"; the thesis's draw is {word} (a probability whose upper bound "
+                               f"is below {PLAUSIBLE:.0%} rules it out)")
     counts = t.context["top_counts"]
     gap = float(np.min(-np.diff(counts)))
     criterion = ("the thesis's single draw plausible: for every mechanism the outcome it shows "
@@ -1254,11 +1263,33 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
                                                protocol_.switches == as_run.RUN.switches)
         return built[protocol_.switches]
 
+    chapter.data_facts = data_facts(common.truth, lv.coarse.label)
     chapter.by_protocol = {p.name: explain(p, build) for p in shown}
     chapter.items = chapter.by_protocol[shown[-1].name]
     chapter.variants = variants
     chapter.seconds = time.perf_counter() - started
     return chapter
+
+
+def data_facts(truth: np.ndarray, level: str) -> str:
+    """What of the data decides the thesis's zero counts (5.4, 5.9, 5.11), computed: its empty and
+    small cells at the coarse level. A file whose small cells were suppressed (no count below
+    some k > 1) has no commutes for the stability histogram to zero and fewer for the local
+    mechanisms."""
+    counts = np.asarray(truth)
+    present = counts[counts > 0]
+    smallest = int(present.min()) if present.size else 0
+    tau = as_run.stability_threshold(HIGH_EPSILON, int(counts.sum())) if present.size else 0.0
+    small = int(((counts > 0) & (counts <= 10)).sum())
+    text = (f"At {level} level: n = {int(counts.sum()):,}, |X| = {counts.size:,}, "
+            f"{int((counts == 0).sum()):,} empty cells, {small:,}"
+            f" of 1–10 commuters, {int(((counts > 0) & (counts < tau)).sum()):,} non-empty below "
+            f"the stability histogram's threshold at ε = 5 (≈ {tau:.1f}); smallest non-zero count "
+            f"{smallest:,}.")
+    if smallest > 2:
+        text += (f" No count below {smallest}: small cells look suppressed, so the zeros the thesis "
+                 f"counts (96 in 5.4; 329–363 in 5.9) cannot be reproduced on this file.")
+    return text
 
 
 def explain(protocol, build: Callable) -> list:
