@@ -250,8 +250,9 @@ def county_file_chapter(tmp_path_factory):
     rows = ["origin,destination,count"] + [f"{origins[i]},{destinations[j]},{c}"
                                            for (i, j), c in np.ndenumerate(counts) if c]
     frame = pd.concat([od.origins.to_frame(), od.destinations.to_frame()]).drop_duplicates("id")
-    zones = ["zone,lat,lon"] + [f"{z},{a},{b}" for z, a, b in
-                                zip(frame["id"], frame["lat"], frame["lon"])]
+    zones = ["zone,lat,lon"] + [f"{z},{a},{b}" for z, a, b in  # zones without a position
+                                zip(frame["id"], frame["lat"], frame["lon"])  # stay so
+                                if np.isfinite(a) and np.isfinite(b)]
     matrix = importers.import_od("\n".join(rows).encode(), "county_long.csv",
                                  zones=("\n".join(zones).encode(), "zones.csv")).matrix
     assert matrix.n == od.n and matrix.domain_size == od.domain_size
