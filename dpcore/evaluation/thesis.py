@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import math
+import multiprocessing
 import threading
 import time
 from dataclasses import dataclass, field
@@ -1161,6 +1162,16 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, per_trial
     return [item if isinstance(item, Absent) else _judged(item) for item in items]
 
 
+def _abandon(pool) -> None:
+    """Stop a process pool now (Stop or an error): queued work dropped, running work killed."""
+    if pool is None:
+        return
+    processes = list((pool._processes or {}).values())  # the executor offers no kill
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
 #: The mechanisms the thesis ran at its finer (ED) level; unary encoding and local hashing ran at
 #: county level and on the subsets only (their per-user simulation would have taken days).
 FINE_MECHANISMS = CENTRAL + ("grr", "hm")
@@ -1238,19 +1249,31 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     stop = threading.Event()
     with futures.ThreadPoolExecutor(2, thread_name_prefix="thesis") as pool:
         made = pool.submit(_snapshots, od, lv, specs, seed, stop)
-        variants = pool.submit(variant_sweep, od, lv, epsilons, trials, seed, stop)
+        variants = pool.submit(variant_sweep, od, lv, epsilons, trials, seed, stop,
+                               None if lv.fine is None else False)
+        # The finer level's as-run releases (the heaviest: 9.8 M cells at ED level) in a process
+        # of their own, so that they do not wait for this process's interpreter.
+        fine_pool = (futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(
+            "forkserver")) if lv.fine is not None else None)
+        fine_variants = (fine_pool.submit(variant_sweep, od, lv, epsilons, trials, seed, None,
+                                          True) if fine_pool else None)
         try:
             table = _written_sweep(od, lv, specs, epsilons, trials, seed, n_jobs, scheduler,
                                    progress, cancel)
         except BaseException:
             stop.set()  # an error or Ctrl-C: do not wait for the remaining releases
+            _abandon(fine_pool)
             raise
         chapter = Chapter(od.name, settings, table, source=source)
         if table.attrs.get("cancelled"):
             stop.set()
+            _abandon(fine_pool)
             chapter.seconds = time.perf_counter() - started
             return chapter
         snaps, variants = made.result(), variants.result()
+        if fine_pool:
+            variants = variants.merged(fine_variants.result())
+            fine_pool.shutdown()
     times = running_times(views.select(od, lv.coarse.view), specs, seed)
     common = shared(od, lv, times)
     built: dict = {}
@@ -1273,9 +1296,9 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
 
 def data_facts(truth: np.ndarray, level: str) -> str:
     """What of the data decides the thesis's zero counts (5.4, 5.9, 5.11), computed: its empty and
-    small cells at the coarse level. A file whose small cells were suppressed (no count below
-    some k > 1) has no commutes for the stability histogram to zero and fewer for the local
-    mechanisms."""
+    small cells at the coarse level. Data without non-empty commutes below the stability
+    histogram's threshold (e.g. a published file whose small cells were suppressed) gives it
+    nothing to zero."""
     counts = np.asarray(truth)
     present = counts[counts > 0]
     smallest = int(present.min()) if present.size else 0
@@ -1286,9 +1309,10 @@ def data_facts(truth: np.ndarray, level: str) -> str:
             f" of 1–10 commuters, {int(((counts > 0) & (counts < tau)).sum()):,} non-empty below "
             f"the stability histogram's threshold at ε = 5 (≈ {tau:.1f}); smallest non-zero count "
             f"{smallest:,}.")
-    if smallest > 2:
-        text += (f" No count below {smallest}: small cells look suppressed, so the zeros the thesis "
-                 f"counts (96 in 5.4; 329–363 in 5.9) cannot be reproduced on this file.")
+    if present.size and not ((counts > 0) & (counts < tau)).any():
+        text += (" No non-empty commute lies below the threshold: the stability histogram can "
+                 "zero none here, so figure 5.4's 96 zeros cannot be reproduced on this data (as "
+                 "on a published file whose small cells were suppressed).")
     return text
 
 
@@ -1388,6 +1412,11 @@ class Variants:
     per_trial: pd.DataFrame
     snaps: dict
 
+    def merged(self, other: Variants) -> Variants:
+        return Variants(pd.concat([self.rows, other.rows], ignore_index=True),
+                        pd.concat([self.per_trial, other.per_trial], ignore_index=True),
+                        self.snaps | other.snaps)
+
 
 def _written_release(matrix, truth, key, params, epsilon, seed, trial):
     """The written mechanism's raw release: the sweep's own (same seed, same stream)."""
@@ -1445,13 +1474,16 @@ def _variant_plan(lv: Levels, trials: int) -> list[tuple]:
 
 
 def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
-                  stop: threading.Event | None = None) -> Variants:
+                  stop: threading.Event | None = None, fine: bool | None = None) -> Variants:
     """Every release of :func:`_variant_plan` over the ε grid (and :data:`STATED_TRIALS` trials at
     ε = 0.5 and 5 at county level), scored by RMSE and maximum error. The written releases are
-    the sweep's own draws; the as-run ones use the stream ``"thesis-as-run"``."""
+    the sweep's own draws; the as-run ones use the stream ``"thesis-as-run"``. ``fine``: only the
+    finer level (True), or every other (False)."""
     rows, per_trial, snaps = [], [], {}
     matrices = {}
     for scenario, key, variant, roundings, count in _variant_plan(lv, trials):
+        if fine is not None and (scenario == lv.fine) != fine:
+            continue  # ``fine``: only the finer level (True) or all but it (False)
         if scenario.label not in matrices:
             matrix = views.select(od, scenario.view)
             matrices[scenario.label] = (matrix, matrix.to_dense().astype(np.int64),
