@@ -45,7 +45,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from dpcore import mechanisms, release
+from dpcore import limits, mechanisms, release
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import experiment, ranks, summaries
@@ -1248,13 +1248,15 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     # releases the GIL).
     stop = threading.Event()
     with futures.ThreadPoolExecutor(2, thread_name_prefix="thesis") as pool:
+        # The finer level's as-run releases (the heaviest: 9.8 M cells at ED level) in a process
+        # of their own, so that they do not wait for this process's interpreter (unless the run
+        # is asked to stay in this process: n_jobs = 1).
+        in_process = scheduler is None and limits.workers(n_jobs, "n_jobs")[0] == 1
+        fine_pool = (futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(
+            "forkserver")) if lv.fine is not None and not in_process else None)
         made = pool.submit(_snapshots, od, lv, specs, seed, stop)
         variants = pool.submit(variant_sweep, od, lv, epsilons, trials, seed, stop,
-                               None if lv.fine is None else False)
-        # The finer level's as-run releases (the heaviest: 9.8 M cells at ED level) in a process
-        # of their own, so that they do not wait for this process's interpreter.
-        fine_pool = (futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(
-            "forkserver")) if lv.fine is not None else None)
+                               None if fine_pool is None else False)
         fine_variants = (fine_pool.submit(variant_sweep, od, lv, epsilons, trials, seed, None,
                                           True) if fine_pool else None)
         try:
