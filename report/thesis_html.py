@@ -48,7 +48,8 @@ POSTPROCESS_STYLE = {
 SCENARIO_DASHES = ("solid", "dash", "dot", "dashdot")
 TRUE_COLOUR, RELEASED_COLOUR = "#8c564b", "#d62728"  # the thesis's brown and red bars
 _CONFIG = {"displaylogo": False, "responsive": True}
-_VERDICT_MARK = {"agrees": "✓ agrees", "differs": "✗ differs", "not checked": "– not checked"}
+_VERDICT_MARK = {"agrees": "✓ agrees", "differs": "✗ differs", "not checked": "– not checked",
+                 "data alike": "data fact: alike", "data differ": "data fact: differs"}
 
 
 def _esc(text) -> str:
@@ -238,8 +239,12 @@ def _verdict_html(verdict: thesis.Verdict) -> str:
     return '<p class="verdict">' + "<br>".join(p for p in parts if p) + "</p>"
 
 
-def _section(item) -> str:
-    anchor = thesis.slug(item.ref)
+def _anchor(protocol: str, ref: str) -> str:
+    return thesis.slug(f"{protocol} {ref}")
+
+
+def _section(item, protocol: str) -> str:
+    anchor = _anchor(protocol, item.ref)
     heading = f"<h2>{_esc(item.ref)}: {_esc(item.title)}</h2>"
     if isinstance(item, thesis.Absent):
         return (f'<section id="{anchor}">{heading}<p class="caption">Not in this run: '
@@ -250,29 +255,51 @@ def _section(item) -> str:
         shown = item.data.drop(columns=["key"], errors="ignore")
         body = _table_html(shown)
     return (f'<section id="{anchor}">{heading}{body}<p class="caption">{_esc(item.caption)} '
-            f"Data: <code>{_esc(thesis.slug(item.ref))}.csv</code>.</p>"
+            f"Data: <code>{_esc(_anchor(protocol, item.ref))}.csv</code>.</p>"
             f"{_verdict_html(item.verdict)}</section>")
 
 
 def _summary_html(chapter: thesis.Chapter) -> str:
+    """One row per item: each protocol's verdict and its computed reason, side by side."""
+    protocols = list(chapter.by_protocol)
+    verdicts = {(v.protocol, v.ref): v for v in chapter.verdicts}
     rows = []
-    for v in chapter.verdicts:
-        rows.append(f'<tr><td><a href="#{thesis.slug(v.ref)}">{_esc(v.ref)}</a></td>'
-                    f'<td class="{v.word.replace(" ", "-")}">{_VERDICT_MARK[v.word]}</td>'
-                    f"<td>{_esc(v.thesis)}</td><td>{_esc(v.ours)}</td>"
-                    f"<td>{_esc(v.reason)}</td></tr>")
-    counts = pd.Series([v.word for v in chapter.verdicts]).value_counts()
-    tally = ", ".join(f"{counts.get(w, 0)} {w}" for w in ("agrees", "differs", "not checked"))
+    for ref, _ in thesis.ITEMS:
+        cells = [f"<td>{_esc(ref)}</td>"]
+        for protocol in protocols:
+            v = verdicts.get((protocol, ref))
+            if v is None:
+                cells.append("<td>–</td>")
+                continue
+            cells.append(f'<td class="{v.word.replace(" ", "-")}"><a href="#'
+                         f'{_anchor(protocol, ref)}">{_VERDICT_MARK.get(v.word, v.word)}</a>'
+                         + (f'<br><span class="caption">{_esc(v.reason)}</span>'
+                            if v.reason and v.agrees is False else "") + "</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    tally = "; ".join(
+        f"{_esc(p)}: " + ", ".join(f"{n} {w}" for w, n in pd.Series(
+            [v.word for v in chapter.verdicts if v.protocol == p]).value_counts().items())
+        for p in protocols)
+    head = "".join(f"<th>{_esc(p)}</th>" for p in protocols)
     return (f"<h2 id=\"summary\">Summary: the thesis's findings against this run ({tally})</h2>"
-            '<table class="data summary"><thead><tr><th>Item</th><th>Verdict</th>'
-            "<th>The thesis says</th><th>This run</th><th>Why it differs</th></tr></thead>"
+            f'<table class="data summary"><thead><tr><th>Item</th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
-            "<p class=\"caption\">Each verdict is computed from this run's results by the check "
-            "printed under its item; a difference says why (different data, the thesis's own "
-            "formula predicting otherwise, or a protocol difference).</p>")
+            "<p class=\"caption\">As written: chapter 3's definitions. As run: what the "
+            "thesis's code computed (" + _esc("; ".join(
+                d.title + (" — a defect of the original code" if d.defect else "")
+                for d in thesis.as_run.DIFFERENCES.values())) + "). Each verdict is computed by "
+            "the check printed under its item. The reason for a difference is computed too: the "
+            "item is rerun with one protocol difference toggled at a time, and the ones that "
+            "flip it are named; when none does, what remains (the data) is said. Items marked "
+            "as data facts compare the data with the thesis's, not a mechanism.</p>")
 
 
 def _about_data(chapter: thesis.Chapter) -> str:
+    facts = f"<p>{_esc(chapter.data_facts)}</p>" if chapter.data_facts else ""
+    return _which_data(chapter) + facts
+
+
+def _which_data(chapter: thesis.Chapter) -> str:
     source = chapter.source
     if source is None:
         return (f"<p>Run on <b>your data</b>, <b>{_esc(chapter.dataset)}</b>. The thesis's numbers "
@@ -289,8 +316,13 @@ def render(chapter: thesis.Chapter) -> str:
     """The report as one HTML document (plotly.js inlined once)."""
     settings = "".join(f"<li><b>{_esc(k)}</b>: {_esc(v)}</li>"
                        for k, v in chapter.settings.items())
-    toc = "".join(f'<li><a href="#{thesis.slug(item.ref)}">{_esc(item.ref)}</a>: '
-                  f"{_esc(item.title)}</li>" for item in chapter.items)
+    groups = chapter.by_protocol or {"": chapter.items}
+    toc = "".join(f'<li><a href="#{_anchor(protocol, item.ref)}">{_esc(item.ref)}</a>: '
+                  f"{_esc(item.title)} ({_esc(protocol)})</li>"
+                  for protocol, items in groups.items() for item in items)
+    body = "".join(f"<h1>The thesis {_esc(protocol)}</h1>"
+                   + "".join(_section(item, protocol) for item in items)
+                   for protocol, items in groups.items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Thesis chapter 5 reproduced · {_esc(chapter.dataset)}</title>
@@ -301,7 +333,7 @@ body {{ font-family: "Liberation Sans", Arial, sans-serif; max-width: 1150px; ma
 .verdict {{ font-size: 0.9em; background: #f6f6f6; padding: 0.5em 0.8em; }}
 .agrees {{ color: #1a6b1a; font-weight: bold; }}
 .differs {{ color: #a34000; font-weight: bold; }}
-.not-checked {{ color: #555; }}
+.not-checked, .data-alike, .data-differ {{ color: #555; }}
 table.data {{ border-collapse: collapse; font-size: 0.9em; }}
 table.data th, table.data td {{ padding: 3px 8px; border-bottom: 1px solid #ddd;
                                 text-align: right; vertical-align: top; }}
@@ -314,14 +346,15 @@ section {{ margin-bottom: 2.5em; }}
 <h1>Experiments of the thesis's chapter 5, reproduced</h1>
 <p>Finnegan, <i>Local Differential Privacy Mechanisms for Frequency Estimation with Application to
 Mobility Data</i>, chapter 5, rerun by <code>python3 -m dpcore reproduce-thesis</code> in
-{chapter.seconds:.0f} s. Every item is defined as the thesis defines it (Base-Cut: its running-sum
-rule; the Hadamard mechanism: chapter 3's, t = 1). Every figure's data is a CSV next to this
-file.</p>
+{chapter.seconds:.0f} s, under two protocols: <b>as written</b> (chapter 3's definitions; "Hadamard"
+is its Hadamard mechanism with t = 1) and <b>as run</b> (what the thesis's code computed; "Hadamard"
+is Hadamard Response, and two defects of the original code are reproduced to explain its
+numbers, never offered as mechanisms). Every figure's data is a CSV next to this file.</p>
 {_about_data(chapter)}
 {_summary_html(chapter)}
 <h2>Settings</h2><ul>{settings}</ul>
 <h2>Contents</h2><ol>{toc}</ol>
-{''.join(_section(item) for item in chapter.items)}
+{body}
 </body></html>
 """
 

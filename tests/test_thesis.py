@@ -22,7 +22,7 @@ EPSILONS = (0.5, 3.0, 5.0)
 @pytest.fixture(scope="module")
 def county_chapter():
     return thesis.run(datasets.load("ireland_county"), epsilons=EPSILONS, trials=2, seed=3,
-                      n_jobs=1, source=datasets.DATASETS["ireland_county"])
+                      n_jobs=1, source=datasets.DATASETS["ireland_county"], protocol="written")
 
 
 def item(chapter, ref):
@@ -50,7 +50,7 @@ def test_mechanisms_are_the_thesis_s_stability_delta_and_chapter_3_hadamard():
     assert specs["hm"] == {"t": 1}
     assert all(params == {} for key, params in specs.items()
                if key not in ("stability_histogram", "hm"))
-    assert thesis.label("hm") == "Hadamard mechanism (t = 1)"
+    assert thesis.label("hm") == "Hadamard"  # each protocol's section says which
 
 
 def test_items_follow_the_thesis_order_and_name_what_is_missing(county_chapter):
@@ -78,7 +78,10 @@ def test_orderings_count_the_zeros_of_each_post_processing(county_chapter):
     spec = release.ReleaseSpec("hm", 5.0, {"t": 1}, ("base_cut",), 3, 0)
     cut = release.run(od, spec, score=False).released
     assert zeros["base_cut"] == int((cut < ranks.PRESENT_AT).sum())
-    assert f"{zeros['base_cut']}" in item(county_chapter, "Figure 5.11").verdict.ours
+    trials = county_chapter.variants.per_trial  # the stated-number trials: trial 0 is this one
+    first = trials[(trials["mechanism"] == "hm") & (trials["variant"] == "written")
+                   & ~trials["rounded"] & (trials["epsilon"] == 5.0) & (trials["trial"] == 0)]
+    assert first["zeros_cut"].item() == zeros["base_cut"]
 
 
 def test_rank_tables_rank_the_sweeps_trial_zero_release(county_chapter):
@@ -103,7 +106,9 @@ def test_rank_tables_rank_the_sweeps_trial_zero_release(county_chapter):
 def test_every_verdict_is_recomputed_from_its_item_s_data(county_chapter):
     for found in county_chapter.items:
         if not isinstance(found, thesis.Absent):
-            assert thesis.judge(replace(found, verdict=None)).verdict == found.verdict
+            again = thesis.judge(replace(found, verdict=None)).verdict
+            assert (again.agrees, again.ours, again.criterion) == (
+                found.verdict.agrees, found.verdict.ours, found.verdict.criterion)
 
 
 def _lines(values: dict) -> pd.DataFrame:
@@ -124,7 +129,7 @@ def test_figure_5_10_verdict_follows_the_order_of_the_curves(county_chapter):
     flipped = dict(thesis_order) | {("oue", "base_cut"): [90, 58, 29.5]}  # cut worse than pos
     differs = thesis.judge(replace(figure, data=_lines(flipped))).verdict
     assert differs.agrees is False and "Optimised unary encoding at ε = 0.5" in differs.ours
-    assert differs.reason
+    assert differs.data_note
 
 
 def test_figure_5_7_verdict_says_why_when_the_hadamard_mechanism_is_not_similar(county_chapter):
@@ -134,27 +139,38 @@ def test_figure_5_7_verdict_says_why_when_the_hadamard_mechanism_is_not_similar(
     assert thesis.judge(replace(figure, data=_lines(similar))).verdict.agrees is True
     apart = dict(similar) | {("hm", "base_pos"): [110, 200, 130]}
     verdict = thesis.judge(replace(figure, data=_lines(apart))).verdict
-    assert verdict.agrees is False and "Theorem 2" in verdict.reason
+    assert verdict.agrees is False and "Hadamard's RMSE is" in verdict.data_note
 
 
-def test_ordering_and_table_verdicts_follow_their_data(county_chapter):
+def _trials(zeros: dict, worst: dict, exact: dict, count: int = 80) -> pd.DataFrame:
+    return pd.DataFrame([{"mechanism": k, "trial": t, "zeros": zeros.get(k, 0),
+                          "zeros_cut": np.nan, "worst_rank": worst[k], "exact": exact[k]}
+                         for k in worst for t in range(count)])
+
+
+def test_stated_number_and_table_verdicts_follow_their_trials(county_chapter):
     figure = item(county_chapter, "Figure 5.9")
-    data = figure.data.copy()
-    data.loc[data["mechanism"] == "grr", "released_zero"] = False
-    data.loc[data["mechanism"] == "hm", "released_zero"] = data["true_rank"] > 700
-    data.loc[data["mechanism"].isin(["oue", "olh"]), "released_zero"] = data["true_rank"] > 800
-    assert thesis.judge(replace(figure, data=data)).verdict.agrees is True
-    data.loc[data["mechanism"] == "grr", "released_zero"] = True  # RR zeroes everything
-    assert thesis.judge(replace(figure, data=data)).verdict.agrees is False
+    keys = thesis.LOCAL
+    stated = _trials(thesis.THESIS_ZEROS_5_9, {k: 10 for k in keys}, {k: True for k in keys})
+    close = stated.assign(zeros=stated["zeros"] + stated["trial"] % 3 - 1)  # s.d. ≈ 0.8
+    context = figure.context | {"trials": close}
+    assert thesis.judge(replace(figure, context=context)).verdict.agrees is True
+    far = close.assign(zeros=close["zeros"] + (close["mechanism"] == "grr") * 300)
+    verdict = thesis.judge(replace(figure, context=figure.context | {"trials": far})).verdict
+    assert verdict.agrees is False and "thesis 0, outside" in verdict.ours
 
-    table = item(county_chapter, "Table 5.2")
-    perfect = table.data.copy()
-    for key in thesis.MECHANISMS:
-        perfect[thesis.label(key)] = range(1, 11)
-    assert thesis.judge(replace(table, data=perfect)).verdict.agrees is True
-    perfect[thesis.label("hm")] = [1, 2, 3, 4, 5, 6, 7, 8, 10, 9]
-    verdict = thesis.judge(replace(table, data=perfect)).verdict
-    assert verdict.agrees is False and "s.d." in verdict.reason
+    table = item(county_chapter, "Table 5.2")  # ε = 5: all exact but RR, 10th → 11th
+    worst = {k: 10 for k in thesis.MECHANISMS} | {"grr": 11}
+    exact = {k: True for k in thesis.MECHANISMS} | {"grr": False}
+    plausible = replace(table, context=table.context | {"trials": _trials({}, worst, exact)})
+    assert thesis.judge(plausible).verdict.agrees is True
+    never = replace(table, context=table.context | {
+        "trials": _trials({}, worst | {"hm": 13}, exact | {"hm": False})})
+    verdict = thesis.judge(never).verdict
+    assert verdict.agrees is False and "Hadamard: P(exact order) = 0/80" in verdict.ours
+    few = replace(table, context=table.context | {
+        "trials": _trials({}, worst | {"hm": 13}, exact | {"hm": False}, count=3)})
+    assert thesis.judge(few).verdict.agrees is None  # 3 trials cannot rule 0 out
 
 
 def test_running_times_simulate_every_user_and_their_verdict_follows_the_order(county_chapter):
@@ -166,6 +182,7 @@ def test_running_times_simulate_every_user_and_their_verdict_follows_the_order(c
     assert m2 == 2 * m
     assert times.loc["oue", "per-user, all n (s)"] > times.loc["oue", "seconds at 2m"]
     assert (times["aggregate release (s)"] > 0).all()
+    assert (times["as run: per-person loop, all n (s)"] > 0).all()
     ordered = table.data.assign(**{"per-user, all n (s)": [1, 1, 2, 300, 2000, 3]})
     assert thesis.judge(replace(table, data=ordered)).verdict.agrees is True
     swapped = table.data.assign(**{"per-user, all n (s)": [1, 1, 2, 300, 200, 3]})
@@ -176,8 +193,9 @@ def test_summary_lists_every_item_with_its_verdict(county_chapter):
     summary = thesis.summary(county_chapter)
     assert list(summary["Item"]) == [ref for ref, _ in thesis.ITEMS]
     assert set(summary["Verdict"]) <= {"agrees", "differs", "not checked"}
+    assert set(summary["Protocol"]) == {"as written"}
     differs = summary[summary["Verdict"] == "differs"]
-    assert (differs["Why it differs"].str.len() > 0).all()
+    assert differs["Why it differs"].str.startswith("computed: ").all()
 
 
 # ------------------------------------------------------------------------------------ stopping
@@ -188,7 +206,7 @@ def test_a_stopped_run_has_no_items_and_leaves_no_release_thread_running():
                          n_jobs=1, progress=lambda done, total: cancel.set(), cancel=cancel)
     assert chapter.table.attrs["cancelled"] and chapter.table.attrs["jobs_done"] == 1
     assert chapter.items == []
-    assert not [t for t in threading.enumerate() if t.name.startswith("thesis-ranks")]
+    assert not [t for t in threading.enumerate() if t.name.startswith("thesis")]
 
 
 def test_trial_zero_releases_stop_when_asked():
@@ -219,7 +237,6 @@ def test_series_are_told_apart_by_more_than_colour(county_chapter):
         for trace in fig.data:
             styles.setdefault(trace.name, (trace.marker.symbol, trace.line.dash))
         assert len(set(styles.values())) == len(styles), figure.ref
-        assert all("t = 1" in name for name in styles if name.startswith("Hadamard"))
     panels = thesis_html.figure(item(county_chapter, "Figure 5.10"))
     assert all(axis.matches is None for axis in (panels.layout.yaxis2, panels.layout.yaxis3))
 
@@ -233,12 +250,14 @@ def test_report_is_one_offline_html_with_the_summary_first(county_chapter, tmp_p
     page = text[:bundle.start()] + text[bundle.end():]  # its strings name map servers it never
     assert not re.search(r"<script[^>]*\bsrc\b|<link\b|https?://", page)  # calls here
     assert text.count('class="plotly-graph-div"') == len(county_chapter.figures)
-    assert text.index('id="summary"') < text.index('id="figure_5.1"')
+    assert text.index('id="summary"') < text.index('id="as_written_figure_5.1"')
     assert "synthetic" in text and "your data" not in text
+    assert "Hadamard mechanism with t = 1" in text and "Hadamard Response" in text
     for figure in county_chapter.figures:
-        assert f'id="{thesis.slug(figure.ref)}"' in text
-        assert (tmp_path / f"{thesis.slug(figure.ref)}.csv").exists()
-    assert (tmp_path / "table_5.1.csv").exists() and (tmp_path / "verdicts.csv").exists()
+        slug = thesis.slug(f"as written {figure.ref}")
+        assert f'id="{slug}"' in text and (tmp_path / f"{slug}.csv").exists()
+    assert (tmp_path / "as_written_table_5.1.csv").exists()
+    assert (tmp_path / "verdicts.csv").exists()
 
 
 def test_a_user_file_is_called_the_user_s_and_zone_names_are_escaped(tmp_path):
@@ -249,7 +268,7 @@ def test_a_user_file_is_called_the_user_s_and_zone_names_are_escaped(tmp_path):
     text = thesis_html.write(chapter, tmp_path).read_text(encoding="utf-8")
     assert "<img src=x" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
     assert "your data" in text and "synthetic" not in text
-    table = pd.read_csv(tmp_path / "table_5.2.csv", keep_default_na=False)
+    table = pd.read_csv(tmp_path / "as_run_table_5.2.csv", keep_default_na=False)
     assert table["Commute"].iloc[0].startswith("<img")
     assert not table["Commute"].str.startswith(("=", "+", "-", "@")).any()
 

@@ -1,4 +1,5 @@
-"""The experiments of the thesis's results chapter: every figure and table, and a verdict on each.
+"""The experiments of the thesis's results chapter: every figure and table, and a verdict on each,
+as the thesis is written and as its code ran (:mod:`dpcore.evaluation.thesis_as_run`).
 
 Finnegan, *Local Differential Privacy Mechanisms for Frequency Estimation with Application to
 Mobility Data* (2023/24), chapter 5: two central mechanisms (Laplace, the stability histogram with
@@ -20,14 +21,21 @@ process pool — every core by default — or on a Dask cluster, with the same n
 orderings and rank tables come from trial 0 of the same releases. This module makes data only;
 the ``report`` package draws it.
 
-Where this departs from the thesis, on purpose: every mechanism runs at ED level too (the fast
-releases make unary encoding and local hashing feasible there; the thesis stopped at randomised
-response and Hadamard), and the subsets are swept over the whole ε grid (the thesis fixed ε = 5).
+Two protocols (:data:`thesis_as_run.PROTOCOLS`): as written and as run, each a setting of five
+named switches. Every item is built and judged under each; a "differs" gets its reason by
+rebuilding the item with one switch toggled at a time (:func:`explain`). The thesis's stated
+numbers are judged against the trials' spread and its rank tables as probabilities over trials.
+
+Where this departs from the thesis, on purpose: the subsets are swept over the whole ε grid (the
+thesis fixed ε = 5); at ED level, as there, only the central mechanisms, randomised response and
+Hadamard run.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as futures
+import math
+import multiprocessing
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,10 +45,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from dpcore import mechanisms, release
+from dpcore import limits, mechanisms, release
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import experiment, ranks, summaries
+from dpcore.evaluation import thesis_as_run as as_run
 from dpcore.evaluation.experiment import Scenario
 from dpcore.interfaces import export, grids
 from dpcore.mechanisms import postprocess
@@ -99,11 +108,9 @@ ITEMS = (
 
 
 def label(key: str) -> str:
-    """A mechanism's name as every legend shows it; the Hadamard mechanism says its t."""
-    name = mechanisms.get(key).name
-    if key == "hm":
-        return f"{name.replace(' (t coefficients)', '')} (t = {HM_COEFFICIENTS})"
-    return name
+    """A mechanism column's name as every legend shows it. "Hadamard" is chapter 3's mechanism
+    with t = 1 as written and Hadamard Response as run (each protocol's section says which)."""
+    return "Hadamard" if key == "hm" else mechanisms.get(key).name
 
 
 @dataclass(frozen=True)
@@ -165,9 +172,18 @@ class Verdict:
     ours: str
     agrees: bool | None
     reason: str = ""
+    #: "claim" (what the thesis found) or "data" (a fact about the data the thesis ran on:
+    #: agreeing says the data is like the thesis's, not that a mechanism behaves like its)
+    kind: str = "claim"
+    #: computed facts about this run's data that bear on the check (shown when no protocol
+    #: difference explains a difference)
+    data_note: str = ""
+    protocol: str = ""
 
     @property
     def word(self) -> str:
+        if self.kind == "data" and self.agrees is not None:
+            return "data alike" if self.agrees else "data differ"
         return {True: "agrees", False: "differs", None: "not checked"}[self.agrees]
 
 
@@ -211,6 +227,12 @@ class Chapter:
     settings: dict
     table: pd.DataFrame
     items: list = field(default_factory=list)
+    #: protocol name → its items (:func:`explain`); ``items`` is the last protocol's
+    by_protocol: dict = field(default_factory=dict)
+    #: the as-run and rounded releases (:class:`Variants`)
+    variants: object = None
+    #: what of the data decides the zero counts (:func:`data_facts`)
+    data_facts: str = ""
     seconds: float = float("nan")
     #: the bundled dataset's description (None: the user's own data)
     source: object = None
@@ -225,14 +247,24 @@ class Chapter:
 
     @property
     def verdicts(self) -> list[Verdict]:
-        return [item.verdict for item in self.items if item.verdict is not None]
+        """Every protocol's verdicts, protocol by protocol."""
+        groups = self.by_protocol.values() if self.by_protocol else [self.items]
+        return [item.verdict for items in groups for item in items if item.verdict is not None]
 
 
 def summary(chapter: Chapter) -> pd.DataFrame:
-    """The verdicts as one table: item, what the thesis says, the check, ours, verdict, why."""
-    return pd.DataFrame([{"Item": v.ref, "Thesis": v.thesis, "Check": v.criterion,
-                          "This run": v.ours, "Verdict": v.word, "Why it differs": v.reason}
-                         for v in chapter.verdicts])
+    """The verdicts as one table: protocol, item, what the thesis says, the check, ours,
+    verdict, why."""
+    return pd.DataFrame([{"Protocol": v.protocol, "Item": v.ref, "Thesis": v.thesis,
+                          "Check": v.criterion, "This run": v.ours, "Verdict": v.word,
+                          "Why it differs": v.reason} for v in chapter.verdicts])
+
+
+def verdict_table(chapter: Chapter) -> pd.DataFrame:
+    """One row per item, one verdict column per protocol (the README's and docs' table)."""
+    frame = summary(chapter)
+    return frame.pivot(index="Item", columns="Protocol", values="Verdict").reindex(
+        [ref for ref, _ in ITEMS])[list(chapter.by_protocol)]
 
 
 # ------------------------------------------------------------------------------- theory helpers
@@ -255,9 +287,35 @@ def _curve(data: pd.DataFrame, **where) -> pd.Series:
     return rows.groupby("epsilon")["mean"].mean().sort_index()
 
 
-def _verdict(item, thesis_text, criterion, ours, agrees, reason="") -> Verdict:
-    return Verdict(item.ref, thesis_text, criterion, ours, None if agrees is None else bool(agrees),
-                   "" if agrees else reason)
+def _verdict(item, thesis_text, criterion, ours, agrees, reason="", **extra) -> Verdict:
+    """A judge's verdict; ``reason`` is a computed fact about this run's data or the mechanisms'
+    formulas that bears on a difference (the reason shown is computed later by toggling the
+    protocol differences: :func:`explain`)."""
+    agrees = None if agrees is None else bool(agrees)
+    return Verdict(item.ref, thesis_text, criterion, ours, agrees,
+                   reason if agrees is None else "", data_note=reason if agrees is False else "",
+                   **extra)
+
+
+def _stated(values, stated: float, what: str) -> tuple[bool, str]:
+    """Is the thesis's single number a plausible draw of this run? Within the trials' mean ± 3
+    s.d. (s.d. at least 1: the numbers are whole counts)."""
+    values = pd.Series(values, dtype=float).dropna()
+    if values.empty:
+        return False, f"{what}: no trials"
+    sd = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    mean, tolerance = float(values.mean()), 3 * max(sd, 1.0)
+    ok = abs(stated - mean) <= tolerance
+    return ok, (f"{what} {mean:,.1f} ± {tolerance:,.1f} (3 s.d. over {len(values)} trials; "
+                f"thesis {stated:,.0f}{'' if ok else ', outside'})")
+
+
+def _upper(hits: int, trials: int) -> float:
+    """95 % upper confidence bound of a probability seen ``hits`` times in ``trials``
+    (Clopper–Pearson)."""
+    from scipy import stats
+
+    return 1.0 if hits >= trials else float(stats.beta.ppf(0.975, hits + 1, trials - hits))
 
 
 # ------------------------------------------------------------------------------- the judges
@@ -280,12 +338,15 @@ def _judge_5_1(f: Figure) -> Verdict:
                     "different data: the counts here are not spread like the thesis's")
 
 
-def _central_order(f: Figure, thesis_text: str, what: str) -> Verdict:
+def _central_order(f: Figure, thesis_text: str, what: str, coarse_below: bool) -> Verdict:
+    """The thesis's order of the two central curves: at the coarse level the stability
+    histogram below Laplace (``coarse_below``) or above it, the other way at the fine level."""
     lv = f.context["levels"]
-    criterion = (f"{what}: stability histogram below Laplace at {lv[0]} level at most ε"
-                 + (f", above it at {lv[1]} level at most ε" if len(lv) > 1 else ""))
-    parts, agrees, reasons = [], True, []
-    for level, below in zip(lv, (True, False)):
+    first, second = ("below", "above") if coarse_below else ("above", "below")
+    criterion = (f"{what}: stability histogram {first} Laplace at {lv[0]} level at most ε"
+                 + (f", {second} it at {lv[1]} level at most ε" if len(lv) > 1 else ""))
+    parts, agrees = [], True
+    for level, below in zip(lv, (coarse_below, not coarse_below)):
         lap = _curve(f.data, mechanism="laplace", scenario=level)
         stab = _curve(f.data, mechanism="stability_histogram", scenario=level)
         share = float(((stab < lap) if below else (stab > lap)).mean())
@@ -293,28 +354,19 @@ def _central_order(f: Figure, thesis_text: str, what: str) -> Verdict:
         parts.append(f"{level}: stability histogram {word} Laplace at {share:.0%} of ε "
                      f"(ratio {stab.iloc[0] / lap.iloc[0]:.2f} at ε = {lap.index[0]:g}, "
                      f"{stab.iloc[-1] / lap.iloc[-1]:.2f} at ε = {lap.index[-1]:g})")
-        if share < 0.5:
-            agrees = False
-            reasons.append(
-                f"at {level} level, where few cells are empty, the stability histogram adds "
-                f"Laplace noise to the non-empty cells as Laplace does and also zeroes the cells "
-                f"under its threshold, so it cannot come out below Laplace" if below else
-                f"at {level} level the stability histogram leaves the many empty cells exact, "
-                f"where Laplace adds noise to every one of them, so it comes out below Laplace")
-    reason = ("; ".join(reasons) + " — the mechanisms' definitions predict it (the thesis's "
-              "Laplace release, OpenDP's, may have used another noise scale)")
-    return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees, reason)
+        agrees = agrees and share >= 0.5
+    return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees)
 
 
 def _judge_5_2(f):
     return _central_order(f, "The stability histogram beats Laplace at county level; Laplace wins "
-                             "at ED level, the two converging as ε grows.", "RMSE")
+                             "at ED level, the two converging as ε grows.", "RMSE", True)
 
 
 def _judge_5_3(f):
     return _central_order(
         f, "The stability histogram has the higher maximum error at county level, Laplace at ED "
-           "level; they get closer as ε grows.", "maximum error")
+           "level; they get closer as ε grows.", "maximum error", False)
 
 
 def _rank_agreement(frame: pd.DataFrame, top: int) -> float:
@@ -340,13 +392,22 @@ def _judge_5_4(f: Figure) -> Verdict:
             agrees = agrees and lowest > d - 2 * zeros
         parts.append(part)
         agrees = agrees and rho >= 0.99
+    trials = f.context["trials"]
+    stab = trials[trials["mechanism"] == "stability_histogram"]["zeros"]
+    stated, text = _stated(stab, 96, "stability histogram zeros")
+    truth = f.context["true_counts"]
+    tau = as_run.stability_threshold(HIGH_EPSILON, int(truth.sum()))
+    small = int(((truth > 0) & (truth < tau)).sum())
+    note = (f"this data has {small} non-empty commutes below the threshold τ ≈ {tau:.1f} "
+            f"(ε = 5) and {int((truth == 0).sum())} empty ones: the zeros a stability histogram "
+            f"can make come from the small non-empty cells (a file whose small cells were "
+            f"suppressed has none)")
     return _verdict(f, "Both follow the true order almost perfectly for about the first 600 "
                        "commutes; the stability histogram sets 96 commutes to 0, all among the "
                        "least popular.",
                     f"rank correlation ≥ 0.99 over the top {head} for both; every zeroed commute "
-                    f"in the bottom 2 × (number of zeros)", "; ".join(parts), agrees,
-                    "the ordering breaks earlier or the zeros are not the least popular commutes: "
-                    "different data (the counts below rank 600 are closer together here)")
+                    f"in the bottom 2 × (number of zeros); the thesis's 96 zeros within the "
+                    f"trials' spread", "; ".join(parts) + "; " + text, agrees and stated, note)
 
 
 def _value_agreement(frame: pd.DataFrame) -> float:
@@ -392,25 +453,13 @@ def _judge_5_7(f: Figure) -> Verdict:
     ours = (f"randomised response the largest at {rr_worst.mean():.0%} of ε; lowest on average: "
             f"{label(best)}; largest ratio among unary encoding, local hashing and Hadamard: "
             f"{spread.max():.2f} (ε = {spread.idxmax():g})")
-    reasons = []
+    eps = float(spread.idxmax())
+    high, low = others.loc[eps].idxmax(), others.loc[eps].idxmin()
+    reasons = [f"at ε = {eps:g} {label(high)}'s RMSE is {spread.max():.2f} × {label(low)}'s"]
     if not rr_worst.all():
-        eps = float(rr_worst.index[~rr_worst.to_numpy()][0])
-        above = others.loc[eps].idxmax()
-        reasons.append(f"at ε = {eps:g} {label(above)} exceeds randomised response, as chapter "
-                       f"3's formulas predict (empty-cell s.d. "
-                       f"{_fmt(empty_cell_sd(above, eps, n, d))} against "
-                       f"{_fmt(empty_cell_sd('grr', eps, n, d))})")
-    if not similar:
-        eps = float(spread.idxmax())
-        ratio = empty_cell_sd("hm", eps, n, d) / empty_cell_sd("oue", eps, n, d)
-        reasons.append(f"the thesis's own variance formula (Theorem 2 with chapter 3's p* = "
-                       f"e^ε/(e^ε+1), q* = 1/2 for t = 1) puts the Hadamard mechanism's s.d. at "
-                       f"{ratio:.2f} × unary encoding's at ε = {eps:g}, so they cannot be "
-                       f"similar there (the thesis ran pure-LDP's Hadamard response code, a "
-                       f"different protocol)")
-    if best != "oue":
-        reasons.append("unary encoding and local hashing have the same variance formula "
-                       "(4n·e^ε/(e^ε − 1)²): which is lower on average is decided by noise")
+        at = float(rr_worst.index[~rr_worst.to_numpy()][0])
+        reasons.append(f"at ε = {at:g} {label(others.loc[at].idxmax())} exceeds randomised "
+                       f"response")
     return _verdict(f, "Randomised response has a much larger RMSE; unary encoding, local "
                        "hashing and Hadamard are similar, unary encoding best overall.",
                     "randomised response the largest at every ε; the other three within a "
@@ -451,71 +500,102 @@ def _exact(series: pd.Series) -> bool:
     return list(series) == list(range(1, len(series) + 1))
 
 
+#: What each rank table of the thesis shows (one draw): per mechanism, the outcome it drew, as
+#: (description, test of a trial's worst rank and exactness). Keys: (fine level, ε).
+def _exactly(worst, exact):
+    return exact
+
+
+THESIS_TABLES = {
+    (False, LOW_EPSILON): (
+        "Central mechanisms keep the top 10 in order; unary encoding, local hashing and "
+        "Hadamard place them well (worst rank 16); randomised response does not (ranks up to "
+        "560).",
+        {"laplace": ("exact order", _exactly), "stability_histogram": ("exact order", _exactly),
+         "grr": ("worst rank > 16", lambda w, e: w > 16),
+         **{k: ("worst rank ≤ 16", lambda w, e: w <= 16) for k in ("oue", "olh", "hm")}}),
+    (False, HIGH_EPSILON): (
+        "At ε = 5 every mechanism keeps the exact order except randomised response, which only "
+        "moves the 10th commute to 11th.",
+        {**{k: ("exact order", _exactly) for k in ("laplace", "stability_histogram", "oue",
+                                                    "olh", "hm")},
+         "grr": ("not exact, worst rank ≤ 15", lambda w, e: not e and w <= 15)}),
+    (True, LOW_EPSILON): (
+        "At ED level and ε = 0.5 the central mechanisms keep the order; randomised response and "
+        "Hadamard lose it (ranks in the millions).",
+        {"laplace": ("exact order", _exactly), "stability_histogram": ("exact order", _exactly),
+         "grr": ("worst rank > 1,000", lambda w, e: w > 1000),
+         "hm": ("worst rank > 1,000", lambda w, e: w > 1000)}),
+    (True, HIGH_EPSILON): (
+        "At ED level and ε = 5 the central mechanisms keep the order, randomised response does "
+        "not; the Hadamard mechanism identifies the top 10 (ranks 1–10).",
+        {"laplace": ("exact order", _exactly), "stability_histogram": ("exact order", _exactly),
+         "grr": ("worst rank > 1,000", lambda w, e: w > 1000),
+         "hm": ("worst rank ≤ 10", lambda w, e: w <= 10)}),
+}
+
+
 def _judge_table(t: Table) -> Verdict:
-    cols, eps, fine = _rank_columns(t), t.context["epsilon"], t.context["fine"]
-    worst = {key: int(s.max()) for key, s in cols.items()}
-    ours = "; ".join(f"{label(k)} worst rank {v:,}" for k, v in worst.items())
-    central_exact = all(_exact(cols[k]) for k in CENTRAL)
-    if not fine and eps == LOW_EPSILON:
-        ok = central_exact and all(worst[k] <= 20 for k in ("oue", "olh", "hm")) and worst["grr"] > 20
-        return _verdict(t, "Central mechanisms keep the top 10 in order; unary encoding, local "
-                           "hashing and Hadamard place them well (worst rank 16); randomised "
-                           "response does not (ranks up to 560).",
-                        "central ranks exactly 1–10; worst rank ≤ 20 for unary encoding, local "
-                        "hashing, Hadamard; > 20 for randomised response", ours, ok,
-                        "different noise against different counts (see the per-cell s.d. in "
-                        "figure 5.7's verdict)")
-    if not fine:
-        ok = central_exact and all(_exact(cols[k]) for k in ("oue", "olh", "hm")) \
-            and worst["grr"] <= 15
-        return _verdict(t, "At ε = 5 every mechanism keeps the exact order except randomised "
-                           "response, which only moves the 10th commute to 11th.",
-                        "ranks exactly 1–10 for all but randomised response; its worst ≤ 15",
-                        ours, ok, _hm_reason(t) if not _exact(cols["hm"]) else "different data")
-    if eps == LOW_EPSILON:
-        ok = central_exact and worst["grr"] > 1000 and worst["hm"] > 1000
-        return _verdict(t, "At ED level and ε = 0.5 the central mechanisms keep the order; "
-                           "randomised response and Hadamard lose it (ranks in the millions).",
-                        "central ranks exactly 1–10; randomised response's and Hadamard's worst "
-                        "rank > 1,000", ours, ok, "different data")
-    ok = central_exact and worst["grr"] > 1000 and worst["hm"] <= 10
-    return _verdict(t, "At ED level and ε = 5 the central mechanisms keep the order, randomised "
-                       "response does not; the Hadamard mechanism identifies the top 10 (ranks "
-                       "1–10).", "central ranks exactly 1–10; randomised response's worst rank "
-                                 "> 1,000; Hadamard's ranks all ≤ 10", ours, ok, _hm_reason(t))
-
-
-def _hm_reason(t: Table) -> str:
-    eps, n, d = t.context["epsilon"], t.context["n"], t.context["d"]
-    sd = empty_cell_sd("hm", eps, n, d)
+    """The thesis's table is one draw: is it a plausible draw of this run? For each mechanism the
+    probability, over the trials, of the outcome the thesis drew; implausible when its 95 %
+    upper bound is below :data:`PLAUSIBLE`. Also P(exact order) per mechanism."""
+    text, events = THESIS_TABLES[(t.context["fine"], t.context["epsilon"])]
+    trials = t.context["trials"]
+    parts, plausible, missing, decidable = [], True, [], True
+    for key, (what, test) in events.items():
+        rows = trials[trials["mechanism"] == key]
+        if rows.empty:
+            missing.append(label(key))
+            continue
+        hits = int(sum(test(w, e) for w, e in zip(rows["worst_rank"], rows["exact"])))
+        m, upper = len(rows), _upper(hits, len(rows))
+        plausible = plausible and upper >= PLAUSIBLE
+        decidable = decidable and _upper(0, m) < PLAUSIBLE
+        parts.append(f"{label(key)}: P({what}) = {hits}/{m} (95 % upper bound {upper:.2f}), "
+                     f"P(exact order) = {int(rows['exact'].sum())}/{m}, median worst rank "
+                     f"{rows['worst_rank'].median():,.0f}")
+    if missing:
+        parts.append("not run here: " + ", ".join(missing))
+    word = "plausible" if plausible else "implausible"
+    ours = "; ".join(parts) + (f"; the thesis's draw is {word} (a probability whose upper bound "
+                               f"is below {PLAUSIBLE:.0%} rules it out)")
     counts = t.context["top_counts"]
-    tenth, gap = counts[RANK_TOP - 1], float(np.min(-np.diff(counts)))
-    if sd >= tenth / 3:
-        return (f"the thesis's own variance formula for the Hadamard mechanism (t = 1) gives each "
-                f"estimate an s.d. of {_fmt(sd)} commuters at ε = {eps:g}, against {_fmt(tenth)} "
-                f"for the 10th busiest commute, among {d:,} cells: the formula makes keeping the "
-                f"busiest commutes' order near-impossible")
-    return (f"the Hadamard mechanism's s.d. (t = 1, chapter 3's formula) is {_fmt(sd)} commuters "
-            f"at ε = {eps:g}, against gaps as small as {_fmt(gap)} between consecutive top-"
-            f"{RANK_TOP + 1} counts here: swaps are expected")
+    gap = float(np.min(-np.diff(counts)))
+    criterion = ("the thesis's single draw plausible: for every mechanism the outcome it shows "
+                 "has probability ≥ 5 % (95 % upper bound) over this run's trials")
+    if plausible and not decidable and not missing:
+        return _verdict(t, text, criterion, ours, None,
+                        f"{len(trials) // max(len(events), 1)} trials cannot rule out a "
+                        f"probability below {PLAUSIBLE:.0%} (at least "
+                        f"{math.ceil(math.log(0.025) / math.log(1 - PLAUSIBLE))} are needed)")
+    return _verdict(t, text, criterion, ours, plausible and not missing,
+                    f"the smallest gap between consecutive top-{RANK_TOP + 1} true counts is "
+                    f"{_fmt(gap)} commuters")
 
 
 def _zeros(frame: pd.DataFrame) -> int:
     return int(frame["released_zero"].sum())
 
 
+#: The thesis's zero counts of figure 5.9 (Base-Pro, county, ε = 5).
+THESIS_ZEROS_5_9 = {"grr": 0, "oue": 329, "olh": 338, "hm": 363}
+
+
 def _judge_5_9(f: Figure) -> Verdict:
-    data = f.data
-    zeros = {key: _zeros(data[data["mechanism"] == key]) for key in LOCAL}
-    ours = ", ".join(f"{label(k)} {v}" for k, v in zeros.items()) + " commutes set to 0"
-    ok = zeros["grr"] < min(zeros[k] for k in ("oue", "olh", "hm")) \
-        and zeros["hm"] >= max(zeros["oue"], zeros["olh"])
+    trials = f.context["trials"]
+    texts, ok = [], True
+    for key, stated in THESIS_ZEROS_5_9.items():
+        found = trials[trials["mechanism"] == key]["zeros"]
+        good, text = _stated(found, stated, f"{label(key)} zeros")
+        ok, texts = ok and good, texts + [text]
+    truth = f.context["true_counts"]
+    note = (f"this data has {int((truth == 0).sum())} empty commutes and "
+            f"{int(((truth > 0) & (truth <= 10)).sum())} of 1–10 commuters among "
+            f"{truth.size:,}: a release's zeros at ε = 5 are mostly these")
     return _verdict(f, "Randomised response sets no commute to 0; unary encoding, local hashing "
                        "and Hadamard set 329, 338 and 363 to 0 (Hadamard the most).",
-                    "randomised response zeroes the fewest; Hadamard at least as many as unary "
-                    "encoding and local hashing", ours, ok,
-                    "zero counts follow each mechanism's noise against the small counts: "
-                    "different data and Hadamard's larger variance (t = 1)")
+                    "each of the thesis's zero counts within the trials' spread (trial-0 "
+                    "release drawn)", "; ".join(texts), ok, note)
 
 
 def _judge_5_10(f: Figure) -> Verdict:
@@ -548,21 +628,22 @@ def _judge_5_10(f: Figure) -> Verdict:
 
 def _judge_5_11(f: Figure) -> Verdict:
     data = f.data
-    zeros = {pp: _zeros(data[data["postprocess"] == pp]) for pp in POSTPROCESS}
     cut = data[data["postprocess"] == "base_cut"]
     kept, dropped = cut[~cut["released_zero"]], cut[cut["released_zero"]]
-    popular = (len(kept) and len(dropped)
-               and kept["true_rank"].median() < dropped["true_rank"].median())
-    ours = (f"zeros: Base {zeros['base']}, Base-Pos {zeros['base_pos']}, Base-Cut "
-            f"{zeros['base_cut']}; median true rank of the kept commutes "
+    popular = bool(len(kept) and len(dropped)
+                   and kept["true_rank"].median() < dropped["true_rank"].median())
+    trials = f.context["trials"]
+    hm = trials[trials["mechanism"] == "hm"]
+    pos_ok, pos = _stated(hm["zeros"], 363, "zeros after Base-Pos")
+    cut_ok, cut_text = _stated(hm["zeros_cut"], 782, "after Base-Cut")
+    ours = (f"{pos}; {cut_text}; trial 0: median true rank of the kept commutes "
             f"{kept['true_rank'].median():.0f}, of the zeroed {dropped['true_rank'].median():.0f}")
     return _verdict(f, "Moving from Base-Pos to Base-Cut, the zeroed commutes go from 363 to 782; "
                        "the kept ones are the most frequented.",
-                    "Base-Cut zeroes more than Base-Pos; the kept commutes have the lower (more "
-                    "popular) median true rank", ours,
-                    zeros["base_cut"] > zeros["base_pos"] and popular,
-                    "different data: the running sum reaches n before/after a different number "
-                    "of commutes")
+                    "363 and 782 within the trials' spread; the kept commutes have the lower "
+                    "(more popular) median true rank", ours, pos_ok and cut_ok and popular,
+                    f"Base-Cut keeps the largest estimates until their running sum passes n "
+                    f"= {f.context['n']:,}: how many it zeroes depends on the data's small cells")
 
 
 def _judge_5_12(f: Figure) -> Verdict:
@@ -583,7 +664,7 @@ def _judge_5_13(f: Figure) -> Verdict:
     data, (coarse, fine) = f.data, f.context["levels"]
     ratio = {key: _curve(data, mechanism=key, scenario=fine) / _curve(data, mechanism=key,
                                                                        scenario=coarse)
-             for key in LOCAL}
+             for key in LOCAL if ((data["mechanism"] == key) & (data["scenario"] == fine)).any()}
     rr_worse = bool((ratio["grr"] > 2).all())
     hm_stable = bool(((ratio["hm"] > 0.5) & (ratio["hm"] < 2)).all())
     ours = ", ".join(f"{label(k)} ED / county {r.min():.2f}–{r.max():.2f}"
@@ -625,19 +706,20 @@ def _judge_5_15(f: Figure) -> Verdict:
                        "some of the top 100 are ranked below 200 (e.g. 1,631st, 686,843rd).",
                     "≥ 80 % of the top 40 ranked within 50; at least one of the top 100 ranked "
                     "below 200", ours, ok,
-                    _hm_reason(f) if good_head < 0.8 else "different data")
+                    f"one draw (trial 0): {good_head:.0%} of the top 40 within rank 50, against "
+                    f"the check's 80 %")
 
 
 def _judge_5_16(f: Figure) -> Verdict:
     sizes = f.context["subsets"]
     (d_label, d_n, d_x), (r_label, r_n, r_x) = sizes
-    ok = d_x == r_x and r_n < d_n
+    ok = d_x == r_x == 26_244 and d_n == 218_860 and r_n == 38_630
     return _verdict(f, "Subset D (Dublin City) has 218,860 commuters and subset R (Cavan and "
                        "Leitrim) 38,630 (16 % of D), both with |X| = 26,244.",
-                    "equal |X|; R has fewer commuters than D",
+                    "a fact about the data: the same n and |X| as the thesis's subsets",
                     f"{d_label}: n = {d_n:,}, |X| = {d_x:,}; {r_label}: n = {r_n:,} "
                     f"({r_n / d_n:.0%} of D), |X| = {r_x:,}", ok,
-                    "different data: the subsets are not of equal size, or R is not the smaller")
+                    f"this data's subsets have n = {d_n:,} and {r_n:,}", kind="data")
 
 
 def _judge_5_17(f: Figure) -> Verdict:
@@ -649,32 +731,41 @@ def _judge_5_17(f: Figure) -> Verdict:
     ours = f"ε = {eps:g}: RMSE lower on {rural} for " + (
         ", ".join(label(k) for k, v in lower.items() if v) or "none")
     return _verdict(f, "At ε = 5 every mechanism has a lower RMSE on R (fewer commuters) than on "
-                       "D.", "every local mechanism's RMSE lower on R at the largest ε", ours,
-                    all(lower.values()), "different data: count errors grow with n (√n), so "
-                                         "this holds whenever R has fewer commuters")
+                       "D.", "a fact about the data: every local mechanism's RMSE lower on R at "
+                             "the largest ε (count errors grow as √n: it holds whenever R has "
+                             "fewer commuters)", ours,
+                    all(lower.values()), "the subsets' n here: " + ", ".join(
+                        f"{s} {n:,}" for s, n in f.context["sizes"].items()), kind="data")
+
+
+def _ratios(seconds: pd.Series) -> str:
+    return (f"OLH/UE {seconds.get('olh', np.nan) / seconds.get('oue', np.nan):.1f}×, "
+            f"UE/Hadamard {seconds.get('oue', np.nan) / seconds.get('hm', np.nan):.1f}×")
 
 
 def _judge_times(t: Table) -> Verdict:
+    """The thesis's order of its per-person times (RR, Hadamard ≪ UE < OLH), checked on the
+    per-person times of the protocol shown; the ratios of both protocols beside the thesis's."""
     rows = t.data.set_index("key")
-    per_user = rows["per-user, all n (s)"]
+    column = ("as run: per-person loop, all n (s)" if t.context.get("as_run")
+              else "per-user, all n (s)")
+    per_user = rows[column]
     fast = max(per_user.get("grr", np.nan), per_user.get("hm", np.nan))
     unary, hashing = per_user.get("oue", np.nan), per_user.get("olh", np.nan)
     apart, ordered = fast * 10 < min(unary, hashing), unary < hashing
-    ours = ", ".join(f"{label(k)} {_fmt(v)} s" for k, v in per_user.items()) + " (extrapolated)"
-    reasons = []
-    if not apart:
-        reasons.append("randomised response or Hadamard is within 10 × of the slow pair here")
-    if not ordered:
-        reasons.append(f"a protocol difference: our unary encoding draws all d = "
-                       f"{t.context.get('d', 0):,} bits of every person's report, while our "
-                       f"local hashing hashes each report once per cell in vectorised blocks; the "
-                       f"thesis's local hashing (pure-LDP's code, per user in Python) was the "
-                       f"slower one")
+    thesis_seconds = pd.Series({k: v[0] for k, v in THESIS_SECONDS.items()})
+    ours = (", ".join(f"{label(k)} {_fmt(v)} s" for k, v in per_user.items())
+            + f" ({column}); ratios: thesis {_ratios(thesis_seconds)}; per-person loop "
+              f"(as run) {_ratios(rows['as run: per-person loop, all n (s)'])}; vectorised "
+              f"per-user simulation {_ratios(rows['per-user, all n (s)'])}; aggregate release "
+              f"{_ratios(rows['aggregate release (s)'])}")
     return _verdict(t, "Simulating every user at county level: randomised response 9 s, "
                        "Hadamard 20 s, unary encoding 274 s, local hashing 2,296 s (RR, HM ≪ UE "
                        "< OLH).", "randomised response and Hadamard < 1/10 of unary encoding and "
                                   "local hashing; unary encoding < local hashing",
-                    ours, apart and ordered, "; ".join(reasons))
+                    ours, apart and ordered,
+                    "running times depend on the code and the machine: ours are not the "
+                    "thesis's (an Intel i5, pure-LDP and its own Python)")
 
 
 JUDGES: dict[str, Callable] = {
@@ -713,10 +804,12 @@ class Absent:
     ref: str
     title: str
     why: str
+    protocol: str = ""
 
     @property
     def verdict(self) -> Verdict:
-        return Verdict(self.ref, "", "", "not in this run", None, self.why)
+        return Verdict(self.ref, "", "", "not in this run", None, self.why,
+                       protocol=self.protocol)
 
 
 # --------------------------------------------------------------------------- trial-0 releases
@@ -745,6 +838,8 @@ def _snapshots(od: ODMatrix, lv: Levels, specs, seed: int,
             for key, params in specs:
                 if stop is not None and stop.is_set():
                     return out
+                if scenario == lv.fine and key not in FINE_MECHANISMS:
+                    continue
                 spec = release.ReleaseSpec(key, epsilon, params, methods, seed, 0)
                 outputs = release.run(matrix, spec, true_counts=truth, score=False).outputs
                 made = {m: outputs[m].released for m in methods}
@@ -787,25 +882,43 @@ def _cpu_seconds(work, repeats: int = TIMING_REPEATS) -> float:
     return best
 
 
-def _per_user_seconds(mechanism, items: np.ndarray, d: int, rng,
-                      repeats: int = TIMING_REPEATS) -> float:
-    """What the thesis timed: every person's report made and aggregated (local), or every
-    person's row counted into the histogram and released (central)."""
-    if mechanism.model == "local":
-        return _cpu_seconds(lambda: mechanism.simulate(items, d, rng), repeats)
-    return _cpu_seconds(lambda: mechanism.release(np.bincount(items, minlength=d), rng), repeats)
+def _extrapolated(work, items: np.ndarray, rng) -> tuple[int, int, float, float, float]:
+    """CPU seconds of ``work(people)`` for all n people, from two subsamples m and 2m (drawn at
+    random, with replacement) and the straight line through them: m doubles from
+    :data:`TIMING_START` until one run takes :data:`TIMING_FLOOR` s (or a quarter of n); when
+    2m / m is not near 2 (fixed costs), larger sizes are tried. Returns m, 2m, the two times
+    and the time for all n."""
+    n = len(items)
+    work(items[:100])  # warm-up (imports, caches)
+    size, cap = min(TIMING_START, max(n // 4, 1)), max(n // 4, 1)
+    while True:  # one run per size while searching: jump to the size that should take long
+        probe = _cpu_seconds(lambda: work(items[rng.integers(0, n, size)]), 1)
+        if probe >= TIMING_FLOOR or size >= cap:
+            break
+        size = min(cap, size * int(np.clip(TIMING_FLOOR / max(probe, 1e-6), 2, 16)))
+    first = _cpu_seconds(lambda: work(items[rng.integers(0, n, size)]))
+    for attempt in range(LINEAR_RETRIES):
+        double = min(2 * size, n)
+        second = _cpu_seconds(lambda: work(items[rng.integers(0, n, double)]))
+        if (LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1]
+                or 2 * double > n or attempt == LINEAR_RETRIES - 1):
+            break
+        size, first = double, second
+    slope = max(second - first, 0.0) / max(double - size, 1)
+    return size, double, first, second, second + slope * (n - double)
+
+
+def _linear(first: float, second: float) -> str:
+    return "yes" if LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1] else "no"
 
 
 def running_times(matrix: ODMatrix, specs, seed: int, epsilon: float = HIGH_EPSILON
                   ) -> pd.DataFrame:
-    """Per-user simulation times at this level, extrapolated from two subsample sizes, beside the
-    CPU time of our aggregate release of the same counts (:meth:`release`, one exact draw).
-
-    For each mechanism the smaller subsample m doubles from :data:`TIMING_START` until one run
-    takes :data:`TIMING_FLOOR` CPU seconds (or 2m would exceed n); 2m is timed too, and the time
-    for all n is the straight line through the two points. ``2m / m`` near 2 checks that the cost
-    is linear in the number of people.
-    """
+    """Running times at this level under both protocols, each extrapolated from two subsample
+    sizes (:func:`_extrapolated`): as written, each mechanism's per-user ``simulate`` (every
+    report made and aggregated, vectorised over people); as run, the thesis's Python loop over
+    the people (:func:`thesis_as_run.per_person`); beside them the CPU time of our aggregate
+    release of the same counts (one exact draw)."""
     items = matrix.to_items()
     d, n = matrix.domain_size, matrix.n
     counts = matrix.to_dense()
@@ -813,32 +926,22 @@ def running_times(matrix: ODMatrix, specs, seed: int, epsilon: float = HIGH_EPSI
     rows = []
     for key, params in specs:
         mechanism = mechanisms.build(key, epsilon=epsilon, **params)
-        _per_user_seconds(mechanism, items[:100], d, rng)  # warm-up (imports, caches)
-        size, cap = min(TIMING_START, max(n // 4, 1)), max(n // 4, 1)
-        while True:  # one run per size while searching: jump to the size that should take long
-            probe = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng, 1)
-            if probe >= TIMING_FLOOR or size >= cap:
-                break
-            size = min(cap, size * int(np.clip(TIMING_FLOOR / max(probe, 1e-6), 2, 16)))
-        first = _per_user_seconds(mechanism, items[rng.integers(0, n, size)], d, rng)
-        for attempt in range(LINEAR_RETRIES):  # not linear yet (fixed costs): larger sizes
-            double = min(2 * size, n)
-            second = _per_user_seconds(mechanism, items[rng.integers(0, n, double)], d, rng)
-            if (LINEAR_RATIO[0] <= second / max(first, 1e-9) <= LINEAR_RATIO[1]
-                    or 2 * double > n or attempt == LINEAR_RETRIES - 1):
-                break
-            size, first = double, second
-        slope = max(second - first, 0.0) / max(double - size, 1)
-        full = second + slope * (n - double)
-        agg = _cpu_seconds(lambda m=mechanism: m.release(counts, rng))
+        m, m2, first, second, full = _extrapolated(
+            lambda people, m_=mechanism: m_.simulate(people, d, rng), items, rng)
+        loop = _extrapolated(lambda people, k=key: as_run.per_person(k, people, d, epsilon, rng),
+                             items, rng)
+        agg = _cpu_seconds(lambda m_=mechanism: m_.release(counts, rng))
         county, ed = THESIS_SECONDS.get(key, (None, None))
         rows.append({"key": key, "Mechanism": label(key), "model": mechanism.model,
-                     "timed people m, 2m": f"{size:,}, {double:,}",
+                     "timed people m, 2m": f"{m:,}, {m2:,}",
                      "seconds at m": first, "seconds at 2m": second,
                      "2m / m (2 = linear)": second / first if first > 0 else np.nan,
-                     "linear": "yes" if LINEAR_RATIO[0] <= second / max(first, 1e-9)
-                                    <= LINEAR_RATIO[1] else "no",
-                     "per-user, all n (s)": full, "aggregate release (s)": agg,
+                     "linear": _linear(first, second),
+                     "per-user, all n (s)": full,
+                     "as run: loop m, 2m": f"{loop[0]:,}, {loop[1]:,}",
+                     "as run: loop 2m / m": loop[3] / loop[2] if loop[2] > 0 else np.nan,
+                     "as run: per-person loop, all n (s)": loop[4],
+                     "aggregate release (s)": agg,
                      "per-user / aggregate": full / agg if agg > 0 else np.nan,
                      "thesis, county (s)": county, "thesis, ED (s)": ed})
     return pd.DataFrame(rows)
@@ -863,12 +966,38 @@ def _map_data(od: ODMatrix, lv: Levels) -> tuple[pd.DataFrame, dict | None]:
     return zones[["id", "label", "lat", "lon", "subset"]], geography.background(bounds)["land"]
 
 
-def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd.DataFrame,
-           settings: str) -> list:
+@dataclass(frozen=True)
+class Shared:
+    """What every protocol's items share (made once per run): the levels' matrices, the coarse
+    level's true counts, the top counts of each whole level, the running times, the map."""
+
+    matrices: dict
+    truth: np.ndarray
+    tops: dict
+    times: pd.DataFrame
+    map: tuple | None
+
+
+def shared(od: ODMatrix, lv: Levels, times: pd.DataFrame) -> Shared:
+    matrices = {s.label: views.select(od, s.view) for s in lv.scenarios}
+    tops = {s.label: -np.sort(-np.partition(matrices[s.label].to_dense(), -(RANK_TOP + 1))[
+        -(RANK_TOP + 1):]).astype(float) for s in lv.whole}
+    return Shared(matrices, matrices[lv.coarse.label].to_dense(), tops, times,
+                  _map_data(od, lv) if len(lv.subsets) == 2 else None)
+
+
+def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, per_trial: pd.DataFrame,
+           common: Shared, settings: str, loop_times: bool = False) -> list:
     coarse, fine = lv.coarse, lv.fine
     whole = list(lv.whole)
-    matrices = {s.label: views.select(od, s.view) for s in lv.scenarios}
+    matrices, times = common.matrices, common.times
     size = {label_: (m.n, m.domain_size) for label_, m in matrices.items()}
+
+    def trials_at(level, epsilon):
+        if per_trial.empty:
+            return per_trial
+        return per_trial[(per_trial["scenario"] == level.label)
+                         & (per_trial["epsilon"] == epsilon)]
     bars = "Bars: true count and released count of each of the true busiest commutes (trial 0)."
 
     def lines(ref, title, metric, keys, scenarios, methods, drawn, **style):
@@ -885,7 +1014,7 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
                    f"intervals of the mean. {settings}")
         first = scenarios[0].label
         context = {"levels": [s.label for s in scenarios], "n": size[first][0],
-                   "d": size[first][1]}
+                   "d": size[first][1], "sizes": {s.label: size[s.label][0] for s in scenarios}}
         return Figure(ref, title, caption, data, "lines", metric, context=context, **style)
 
     def ordering(ref, title, frames: dict, drawn, context, facet):
@@ -916,7 +1045,7 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
                       context={"n": od.n, "d": size[level][1], "epsilon": epsilon})
 
     def top_counts(level):
-        return np.sort(matrices[level.label].counts)[::-1][:RANK_TOP + 1].astype(float)
+        return common.tops[level.label]
 
     def rank_table(ref, title, level, epsilon):
         pairs = {key: snap(level, epsilon, key).pairs for key, _ in mechanism_specs(od)
@@ -928,7 +1057,7 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
                    f"(1 = busiest; trial 0, Base-Pos). {settings}")
         return Table(ref, title, caption, data, context={
             "epsilon": epsilon, "fine": level == fine, "n": matrix.n, "d": matrix.domain_size,
-            "top_counts": top_counts(level)})
+            "top_counts": top_counts(level), "trials": trials_at(level, epsilon)})
 
     titles = dict(ITEMS)
     items: list = []
@@ -946,7 +1075,8 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
                           {k: snap(coarse, HIGH_EPSILON, k).ordering["base"] for k in CENTRAL
                            if snap(coarse, HIGH_EPSILON, k)},
                           "the central mechanisms' raw releases at ε = 5, county level.",
-                          {"d": size[coarse.label][1]}, "mechanism"))
+                          {"d": size[coarse.label][1], "true_counts": common.truth,
+                           "trials": trials_at(coarse, HIGH_EPSILON)}, "mechanism"))
     for ref, epsilon in (("Figure 5.5", LOW_EPSILON), ("Figure 5.6", HIGH_EPSILON)):
         items.append(top_bars(ref, titles[ref], [coarse], epsilon, LOCAL, "mechanism",
                               "the local mechanisms' releases (Base-Pos), one panel each."))
@@ -962,7 +1092,8 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
                           {k: snap(coarse, HIGH_EPSILON, k).ordering[MAIN_POSTPROCESS]
                            for k in LOCAL if snap(coarse, HIGH_EPSILON, k)},
                           "the local mechanisms' releases at ε = 5 after Base-Pos.",
-                          {"d": size[coarse.label][1]}, "mechanism"))
+                          {"d": size[coarse.label][1], "true_counts": common.truth,
+                           "trials": trials_at(coarse, HIGH_EPSILON)}, "mechanism"))
     items.append(lines("Figure 5.10", titles["Figure 5.10"], "rmse", LOCAL, [coarse],
                        list(POSTPROCESS), "RMSE against ε after Base, Base-Pos and the thesis's "
                        "Base-Cut, one panel (with its own y-axis) per mechanism.",
@@ -971,7 +1102,9 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
     items.append(ordering("Figure 5.11", titles["Figure 5.11"],
                           hm.ordering if hm else {},
                           "the Hadamard mechanism's release at ε = 5 after each "
-                          "post-processing, one panel each.", {}, "postprocess"))
+                          "post-processing, one panel each.",
+                          {"n": size[coarse.label][0], "trials": trials_at(coarse, HIGH_EPSILON)},
+                          "postprocess"))
     if fine:
         items.append(top_bars("Figure 5.12", titles["Figure 5.12"], [fine], HIGH_EPSILON,
                               ("grr", "hm"), "mechanism", "randomised response's and the "
@@ -996,7 +1129,7 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
         items += [Absent(ref, titles[ref], no_fine) for ref in (
             "Figure 5.12", "Figure 5.13", "Figure 5.14", "Table 5.3", "Table 5.4", "Figure 5.15")]
     if len(lv.subsets) == 2:
-        zones, land = _map_data(od, lv)
+        zones, land = common.map
         subsets = [(s.label, size[s.label][0], size[s.label][1]) for s in lv.subsets]
         items.append(Figure("Figure 5.16", titles["Figure 5.16"],
                             "Thesis figure 5.16. Drawn: every zone of the finer level at its "
@@ -1013,27 +1146,79 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, times: pd
     items.append(Table("Running times", titles["Running times"],
                        f"Running times as the thesis measured them (sections 5.1.2, 5.2.2, 5.4.3)"
                        f": every person's report made and aggregated (local; central: every "
-                       f"row counted into the histogram, then released) at {coarse.label} level, "
+                       f"row counted into the histogram, then released) at {coarse.label} level "
+                       f"— as written by each mechanism's per-user simulation (vectorised over "
+                       f"people), as run by the thesis's Python loop over the people (local "
+                       f"hashing: pure-LDP's server loop over all d cells per person, CRC-32 in "
+                       f"place of xxhash) — "
                        f"ε = {HIGH_EPSILON:g}, on subsamples of m and 2m people (CPU seconds, "
                        f"least of {TIMING_REPEATS} runs), extrapolated linearly to all n = "
                        f"{size[coarse.label][0]:,}; beside the CPU time of our exact aggregate "
                        f"release of the same counts (one draw from the counts' law, least of "
                        f"{TIMING_REPEATS}). Thesis columns: its times (Intel i5, per-user "
                        f"Python code; no local hashing at ED level). "
-                       f"{settings}", times, context={"d": size[coarse.label][1]}))
+                       f"{settings}", times, context={"d": size[coarse.label][1],
+                                                      "as_run": loop_times}))
     return [item if isinstance(item, Absent) else _judged(item) for item in items]
+
+
+def _abandon(pool) -> None:
+    """Stop a process pool now (Stop or an error): queued work dropped, running work killed."""
+    if pool is None:
+        return
+    processes = list((pool._processes or {}).values())  # the executor offers no kill
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
+#: The mechanisms the thesis ran at its finer (ED) level; unary encoding and local hashing ran at
+#: county level and on the subsets only (their per-user simulation would have taken days).
+FINE_MECHANISMS = CENTRAL + ("grr", "hm")
+
+
+def _written_sweep(od, lv: Levels, specs, epsilons, trials, seed, n_jobs, scheduler, progress,
+                   cancel) -> pd.DataFrame:
+    """The written protocol's sweep (:func:`dpcore.evaluation.experiment.run`): every mechanism
+    at the coarse level and on the subsets, :data:`FINE_MECHANISMS` at the finer level — as the
+    thesis ran it. Two runs, one progress count."""
+    groups = [([s for s in lv.scenarios if s != lv.fine], specs)]
+    if lv.fine is not None:
+        groups.append(([lv.fine], [(k, p) for k, p in specs if k in FINE_MECHANISMS]))
+    sizes = [trials * len(scenarios) * len(keys) * len(epsilons) for scenarios, keys in groups]
+    tables, offset = [], 0
+    for (scenarios, keys), size in zip(groups, sizes):
+        counted = None if progress is None else (
+            lambda done, total, o=offset: progress(o + done, sum(sizes)))
+        table = experiment.run(od, keys, epsilons, postprocess=POSTPROCESS, trials=trials,
+                               seed=seed, n_jobs=n_jobs, metrics=METRICS, scenarios=scenarios,
+                               progress=counted, cancel=cancel, scheduler=scheduler)
+        tables.append(table)
+        offset += size
+        if table.attrs.get("cancelled"):
+            break
+    out = pd.concat(tables, ignore_index=True)
+    out.attrs.update(jobs_done=sum(t.attrs["jobs_done"] for t in tables),
+                     jobs_total=sum(sizes),
+                     cancelled=any(t.attrs.get("cancelled") for t in tables))
+    return out
 
 
 def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, seed: int = 0,
         n_jobs: int = -1, scheduler=None,
         progress: Callable[[int, int], bool | None] | None = None, cancel=None,
-        source=None) -> Chapter:
-    """Run the chapter on ``od``: its sweep, trial-0 releases, running times, items, verdicts.
+        source=None, protocol: str = "both") -> Chapter:
+    """Run the chapter on ``od`` under the thesis's protocols: the written sweep, the as-run and
+    rounded releases (:func:`variant_sweep`), trial-0 releases, running times, items, verdicts.
 
-    ``n_jobs`` (default: every core), ``scheduler``, ``progress`` and ``cancel`` are
-    :func:`dpcore.evaluation.experiment.run`'s. ``source``: the bundled dataset's
-    :class:`~dpcore.data.datasets.DatasetInfo` (None for a user's own file).
+    ``protocol``: ``"written"``, ``"run"`` or ``"both"`` (the protocols shown; both are always
+    computed, since a difference's reason toggles one switch of the other's). ``n_jobs``,
+    ``scheduler``, ``progress`` and ``cancel`` are :func:`dpcore.evaluation.experiment.run`'s.
+    ``source``: the bundled dataset's :class:`~dpcore.data.datasets.DatasetInfo`.
     """
+    if protocol not in ("written", "run", "both"):
+        raise ValueError(f"protocol must be written, run or both; got {protocol!r}")
+    shown = [as_run.WRITTEN, as_run.RUN] if protocol == "both" else [as_run.PROTOCOLS[protocol]]
     started = time.perf_counter()
     lv = levels(od)
     specs = mechanism_specs(od)
@@ -1041,38 +1226,136 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     settings = {"dataset": od.name, "commuters n": f"{od.n:,}",
                 "ε grid": ", ".join(f"{e:g}" for e in epsilons), "trials per point": trials,
                 "seed": seed, "stability histogram δ": f"1/(2n) = {1 / (2 * od.n):.3g}",
-                "Hadamard mechanism": f"t = {HM_COEFFICIENTS} coefficient per person "
-                                      f"(chapter 3)",
+                "protocols": ", ".join(p.name for p in shown),
+                "as written": "chapter 3's definitions: Hadamard mechanism t = 1, textbook "
+                              "randomised response and local hashing, continuous Laplace, "
+                              "stability histogram τ = 2·ln(2/δ)/ε + 1, Base-Pro unrounded",
+                "as run": "; ".join(d.title + (" (defect of the original code)" if d.defect
+                                               else "") for d in as_run.DIFFERENCES.values())
+                          + f"; at {lv.fine.label if lv.fine else 'the finer'} level only what "
+                            f"the thesis ran there (central, randomised response, Hadamard), "
+                            f"{FINE_RUN_TRIALS} trials",
+                "stated numbers and rank tables": f"{STATED_TRIALS} trials at "
+                                                  f"{lv.coarse.label} level, ε = 0.5 and 5",
                 "data": ", ".join(s.label for s in lv.scenarios),
                 "post-processing": ", ".join(postprocess.METHODS[m].name for m in POSTPROCESS)
                 + f" (Base-Cut at {lv.coarse.label} level only, as in figure 5.10)"}
     line = (f"Settings: {od.name}, ε ∈ {{{', '.join(f'{e:g}' for e in epsilons)}}}, "
             f"{trials} trial(s) per point, seed {seed}, stability histogram δ = 1/(2n) = "
-            f"{1 / (2 * od.n):.3g}, Hadamard t = {HM_COEFFICIENTS}.")
-    # The trial-0 releases (24, half at ED level: seconds) are made in a thread of this process
-    # while the sweep runs: here the process mostly waits for the workers (or for NumPy, which
+            f"{1 / (2 * od.n):.3g}.")
+    # The trial-0 releases and the as-run releases are made in threads of this process while
+    # the sweep runs: here the process mostly waits for the workers (or for NumPy, which
     # releases the GIL).
     stop = threading.Event()
-    with futures.ThreadPoolExecutor(1, thread_name_prefix="thesis-ranks") as pool:
+    with futures.ThreadPoolExecutor(2, thread_name_prefix="thesis") as pool:
+        # The finer level's as-run releases (the heaviest: 9.8 M cells at ED level) in a process
+        # of their own, so that they do not wait for this process's interpreter (unless the run
+        # is asked to stay in this process: n_jobs = 1).
+        in_process = scheduler is None and limits.workers(n_jobs, "n_jobs")[0] == 1
+        fine_pool = (futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(
+            "forkserver")) if lv.fine is not None and not in_process else None)
         made = pool.submit(_snapshots, od, lv, specs, seed, stop)
+        variants = pool.submit(variant_sweep, od, lv, epsilons, trials, seed, stop,
+                               None if fine_pool is None else False)
+        fine_variants = (fine_pool.submit(variant_sweep, od, lv, epsilons, trials, seed, None,
+                                          True) if fine_pool else None)
         try:
-            table = experiment.run(od, specs, epsilons, postprocess=POSTPROCESS, trials=trials,
-                                   seed=seed, n_jobs=n_jobs, metrics=METRICS,
-                                   scenarios=lv.scenarios, progress=progress, cancel=cancel,
-                                   scheduler=scheduler)
+            table = _written_sweep(od, lv, specs, epsilons, trials, seed, n_jobs, scheduler,
+                                   progress, cancel)
         except BaseException:
             stop.set()  # an error or Ctrl-C: do not wait for the remaining releases
+            _abandon(fine_pool)
             raise
         chapter = Chapter(od.name, settings, table, source=source)
         if table.attrs.get("cancelled"):
             stop.set()
+            _abandon(fine_pool)
             chapter.seconds = time.perf_counter() - started
             return chapter
-        snaps = made.result()
+        snaps, variants = made.result(), variants.result()
+        if fine_pool:
+            variants = variants.merged(fine_variants.result())
+            fine_pool.shutdown()
     times = running_times(views.select(od, lv.coarse.view), specs, seed)
-    chapter.items = _items(od, lv, table, snaps, times, line)
+    common = shared(od, lv, times)
+    built: dict = {}
+
+    def build(protocol_) -> list:
+        if protocol_.switches not in built:
+            composed, composed_snaps, per_trial = compose(protocol_, table, snaps, variants)
+            built[protocol_.switches] = _items(od, lv, composed, composed_snaps, per_trial,
+                                               common, line,
+                                               protocol_.switches == as_run.RUN.switches)
+        return built[protocol_.switches]
+
+    chapter.data_facts = data_facts(common.truth, lv.coarse.label)
+    chapter.by_protocol = {p.name: explain(p, build) for p in shown}
+    chapter.items = chapter.by_protocol[shown[-1].name]
+    chapter.variants = variants
     chapter.seconds = time.perf_counter() - started
     return chapter
+
+
+def data_facts(truth: np.ndarray, level: str) -> str:
+    """What of the data decides the thesis's zero counts (5.4, 5.9, 5.11), computed: its empty and
+    small cells at the coarse level. Data without non-empty commutes below the stability
+    histogram's threshold (e.g. a published file whose small cells were suppressed) gives it
+    nothing to zero."""
+    counts = np.asarray(truth)
+    present = counts[counts > 0]
+    smallest = int(present.min()) if present.size else 0
+    tau = as_run.stability_threshold(HIGH_EPSILON, int(counts.sum())) if present.size else 0.0
+    small = int(((counts > 0) & (counts <= 10)).sum())
+    text = (f"At {level} level: n = {int(counts.sum()):,}, |X| = {counts.size:,}, "
+            f"{int((counts == 0).sum()):,} empty cells, {small:,}"
+            f" of 1–10 commuters, {int(((counts > 0) & (counts < tau)).sum()):,} non-empty below "
+            f"the stability histogram's threshold at ε = 5 (≈ {tau:.1f}); smallest non-zero count "
+            f"{smallest:,}.")
+    if present.size and not ((counts > 0) & (counts < tau)).any():
+        text += (" No non-empty commute lies below the threshold: the stability histogram can "
+                 "zero none here, so figure 5.4's 96 zeros cannot be reproduced on this data (as "
+                 "on a published file whose small cells were suppressed).")
+    return text
+
+
+def explain(protocol, build: Callable) -> list:
+    """The protocol's items, each "differs" given its computed reason: the item rebuilt with one
+    protocol difference toggled at a time (:data:`thesis_as_run.DIFFERENCES`); the ones that flip
+    it to "agrees" are named. When none does alone, the other protocol (all switched) is tried;
+    when that does not either, no protocol difference explains it and what remains is said
+    (the judge's computed facts about the data)."""
+    from dataclasses import replace
+
+    items = build(protocol)
+    other = as_run.RUN if protocol.switches != as_run.RUN.switches else as_run.WRITTEN
+    out = []
+    for index, item in enumerate(items):
+        verdict = item.verdict
+        if isinstance(item, Absent):
+            out.append(replace(item, protocol=protocol.name))
+            continue
+        if verdict is None or verdict.agrees is not False:
+            out.append(item if verdict is None else replace(
+                item, verdict=replace(verdict, protocol=protocol.name)))
+            continue
+        flips = []
+        for key, difference in as_run.DIFFERENCES.items():
+            toggled = build(protocol.toggled(key))[index].verdict
+            if toggled is not None and toggled.agrees:
+                verb = "switching off" if key in protocol.switches else "switching on"
+                flips.append(f"{verb} “{difference.title}”"
+                             + (" (a defect of the original code)" if difference.defect else ""))
+        if flips:
+            reason = "computed: " + " or ".join(flips) + " alone makes it agree"
+        elif build(other)[index].verdict.agrees:
+            reason = (f"computed: no single difference flips it, all of them together (the "
+                      f"{other.name} protocol) do")
+        else:
+            reason = ("computed: no protocol difference flips it (each toggled alone, and all "
+                      "at once); what remains: " + (verdict.data_note or "the data"))
+        out.append(replace(item, verdict=replace(verdict, reason=reason,
+                                                 protocol=protocol.name)))
+    return out
 
 
 def slug(ref: str) -> str:
@@ -1087,9 +1370,215 @@ def write_csvs(chapter: Chapter, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     frames = [("sweep", chapter.table), ("verdicts", summary(chapter))]
-    frames += [(slug(item.ref), item.data) for item in chapter.figures + chapter.tables]
+    if chapter.variants is not None:
+        frames.append(("sweep_as_run_and_rounded", chapter.variants.rows))
+    groups = chapter.by_protocol or {"": chapter.items}
+    frames += [(slug(f"{protocol} {item.ref}"), item.data) for protocol, items in groups.items()
+               for item in items if isinstance(item, (Figure, Table))]
     for name, frame in frames:
         path = out / f"{name}.csv"
         export.write_safe_csv(frame, path)
         written.append(path)
     return written
+
+
+# ------------------------------------------------------------------- the thesis's code as run
+#: Trials of the as-run releases at the finer level (ED: 9.8 M cells; a Hadamard Response
+#: release there takes ~1.6 s): fewer than the coarse level's, the curves' intervals say so.
+FINE_RUN_TRIALS = 3
+#: Trials at county level and ε = 0.5, 5 for the thesis's stated numbers (zeros of 5.4, 5.9,
+#: 5.11) and the rank tables' probabilities: enough that a probability ≈ 0 is told from one
+#: of a few per cent (0 of 80 puts the 95 % upper bound at 4.5 %).
+STATED_TRIALS = 80
+#: …and at the finer level (ED: a Hadamard Response release takes ~1.6 s there): so few that the
+#: ED rank tables cannot rule a probability out and say "not checked" (their probabilities are
+#: still shown).
+FINE_STATED_TRIALS = FINE_RUN_TRIALS
+#: A single draw of the thesis (its tables, its zero counts) is implausible under a protocol
+#: when the 95 % upper confidence bound of its probability is below this.
+PLAUSIBLE = 0.05
+
+
+@dataclass
+class Variants:
+    """The releases the pipeline makes beside the written sweep: the as-run ones
+    (:mod:`thesis_as_run`), the written local ones rounded (for the Base-Pro switch), and per
+    trial at ε = 0.5 and 5 the zeros and top-10 ranks of every release (the stated numbers and
+    the rank tables' probabilities).
+
+    ``rows``: tidy rows (mechanism, variant, epsilon, postprocess, trial, metric, value,
+    scenario, n); ``per_trial``: one row per (scenario, ε, mechanism, variant, rounded, trial);
+    ``snaps``: trial-0 :class:`Snapshot` by (scenario, ε, mechanism, variant, rounded)."""
+
+    rows: pd.DataFrame
+    per_trial: pd.DataFrame
+    snaps: dict
+
+    def merged(self, other: Variants) -> Variants:
+        return Variants(pd.concat([self.rows, other.rows], ignore_index=True),
+                        pd.concat([self.per_trial, other.per_trial], ignore_index=True),
+                        self.snaps | other.snaps)
+
+
+def _written_release(matrix, truth, key, params, epsilon, seed, trial):
+    """The written mechanism's raw release: the sweep's own (same seed, same stream)."""
+    spec = release.ReleaseSpec(key, epsilon, params, ("base",), seed, trial)
+    return np.asarray(release.run(matrix, spec, true_counts=truth, score=False,
+                                  sparse=False).outputs["base"].released, dtype=float)
+
+
+def _made(key, raw, n, coarse, rounded):
+    """A release after the post-processings its figures use (central: as released)."""
+    if key in CENTRAL:
+        return {"base": raw}
+    made = {"base": raw, "base_pos": as_run.base_pro(raw, rounded)}
+    if coarse:
+        made["base_cut"] = as_run.base_cut(raw, n, rounded)
+    return made
+
+
+def _score(truth, released, n) -> dict:
+    error = np.abs(released - truth)
+    return {"rmse": float(np.sqrt(np.mean(error ** 2))), "max_error_freq": float(error.max() / n)}
+
+
+def _snapshot(matrix, truth, key, epsilon, made, coarse) -> Snapshot:
+    shown = made["base"] if key in CENTRAL else made[MAIN_POSTPROCESS]
+    ordering = {}
+    if epsilon == HIGH_EPSILON and coarse:
+        wanted = ("base",) if key in CENTRAL else tuple(made) if key == "hm" else (
+            MAIN_POSTPROCESS,)
+        ordering = {m: ranks.rank_pairs(truth, made[m]) for m in wanted}
+    elif epsilon == HIGH_EPSILON and key == "hm":
+        ordering = {MAIN_POSTPROCESS: ranks.rank_pairs(truth, shown, ED_ORDER_TOP)}
+    return Snapshot(ranks.top_flows(matrix, truth, {key: shown}, BAR_TOP),
+                    ranks.rank_pairs(truth, shown, RANK_TOP), ordering)
+
+
+def _variant_plan(lv: Levels, trials: int) -> list[tuple]:
+    """(scenario, mechanism, variant, roundings, trials) of :func:`variant_sweep`: at county level
+    every mechanism both ways; at the finer level what the thesis ran there (central, randomised
+    response, Hadamard); on the subsets the local ones."""
+    plan = []
+    for scenario in lv.scenarios:
+        coarse = scenario == lv.coarse
+        keys = MECHANISMS if coarse else FINE_MECHANISMS if scenario == lv.fine else LOCAL
+        count = trials if scenario != lv.fine else min(trials, FINE_RUN_TRIALS)
+        for key in keys:
+            local = key in LOCAL
+            if key != "oue":  # unary encoding ran as written
+                plan.append((scenario, key, "run", (False, True) if local else (False,), count))
+            if local:
+                plan.append((scenario, key, "written", (False, True), count))
+            elif scenario in lv.whole:  # for the rank tables' probabilities only
+                plan.append((scenario, key, "written", (False,), count))
+    return plan
+
+
+def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
+                  stop: threading.Event | None = None, fine: bool | None = None) -> Variants:
+    """Every release of :func:`_variant_plan` over the ε grid (and :data:`STATED_TRIALS` trials at
+    ε = 0.5 and 5 at county level), scored by RMSE and maximum error. The written releases are
+    the sweep's own draws; the as-run ones use the stream ``"thesis-as-run"``. ``fine``: only the
+    finer level (True), or every other (False)."""
+    rows, per_trial, snaps = [], [], {}
+    matrices = {}
+    for scenario, key, variant, roundings, count in _variant_plan(lv, trials):
+        if fine is not None and (scenario == lv.fine) != fine:
+            continue  # ``fine``: only the finer level (True) or all but it (False)
+        if scenario.label not in matrices:
+            matrix = views.select(od, scenario.view)
+            matrices[scenario.label] = (matrix, matrix.to_dense().astype(np.int64),
+                                        matrix.to_items())
+        matrix, truth, items = matrices[scenario.label]
+        coarse, n = scenario == lv.coarse, matrix.n
+        params = _params(key, od.n)
+        for epsilon in sorted(set(epsilons) | set(RANK_EPSILONS)):  # the tables' ε always
+            on_grid = epsilon in epsilons
+            if not on_grid and scenario not in lv.whole:
+                continue
+            if variant == "written" and key in CENTRAL and epsilon not in RANK_EPSILONS:
+                continue  # the written central releases are the sweep's: needed per trial only
+            extra = (STATED_TRIALS if coarse else FINE_STATED_TRIALS
+                     if scenario == lv.fine else count)
+            for trial in range(max(count if on_grid else 1, extra)
+                               if epsilon in RANK_EPSILONS else count):
+                if stop is not None and stop.is_set():
+                    return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps)
+                raw = (_written_release(matrix, truth, key, params, epsilon, seed, trial)
+                       if variant == "written" else as_run.release(
+                           key, truth, items, epsilon, release.generator(
+                               seed, "thesis-as-run", key, epsilon, trial, scenario.label)))
+                for rounded in roundings:
+                    made = _made(key, raw, n, coarse, rounded)
+                    tag = "_round" if rounded else ""
+                    if on_grid and trial < count and (variant == "run" or rounded):
+                        for method, values in made.items():
+                            if method == "base" and rounded:
+                                continue
+                            for metric, value in _score(truth, values, n).items():
+                                rows.append({"mechanism": key, "variant": variant,
+                                             "epsilon": epsilon, "postprocess": method + tag,
+                                             "trial": trial, "metric": metric, "value": value,
+                                             "scenario": scenario.label, "n": n})
+                    if epsilon in RANK_EPSILONS and scenario in lv.whole:
+                        shown = made["base"] if key in CENTRAL else made[MAIN_POSTPROCESS]
+                        released = ranks.rank_pairs(truth, shown, RANK_TOP)["released_rank"]
+                        per_trial.append({
+                            "scenario": scenario.label, "epsilon": epsilon, "mechanism": key,
+                            "variant": variant, "rounded": rounded, "trial": trial,
+                            "zeros": int((shown < ranks.PRESENT_AT).sum()),
+                            "zeros_cut": int((made["base_cut"] < ranks.PRESENT_AT).sum())
+                            if "base_cut" in made else np.nan,
+                            "worst_rank": int(released.max()),
+                            "exact": bool(_exact(released))})
+                        if trial == 0 and not (variant == "written" and not rounded):
+                            snaps[(scenario.label, epsilon, key, variant, rounded)] = _snapshot(
+                                matrix, truth, key, epsilon, made, coarse)
+    return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps)
+
+
+def compose(protocol, written: pd.DataFrame, written_snaps: dict, variants: Variants
+            ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """A protocol's sweep table, trial-0 snapshots and per-trial statistics: for each mechanism
+    the written or as-run releases (:meth:`thesis_as_run.Protocol.variant`), the local ones'
+    Base-Pos and Base-Cut rounded when Base-Pro rounds. A mechanism without releases in the
+    chosen setting at some level (e.g. unary encoding rounded at ED level: the thesis did not run
+    it there) is left out of that level."""
+    mine = variants.rows
+    parts = []
+    for key in MECHANISMS:
+        variant = protocol.variant(key)
+        rounded = protocol.rounded and key in LOCAL
+        rows = (written[written["mechanism"] == key].assign(variant="written")
+                if variant == "written" else mine[(mine["mechanism"] == key)
+                                                  & (mine["variant"] == "run")])
+        if rounded:
+            raw = rows[rows["postprocess"] == "base"]
+            pool = mine[(mine["mechanism"] == key) & (mine["variant"] == variant)]
+            kept = pool[pool["postprocess"].str.endswith("_round")].assign(
+                postprocess=lambda f: f["postprocess"].str.replace("_round", "", regex=False))
+            levels_ = set(kept["scenario"])
+            rows = pd.concat([raw[raw["scenario"].isin(levels_)], kept], ignore_index=True)
+        else:
+            rows = rows[~rows["postprocess"].str.endswith("_round")]
+        parts.append(rows)
+    table = pd.concat(parts, ignore_index=True)
+    snaps = {}
+    for (level, epsilon, key), snap in written_snaps.items():
+        variant = protocol.variant(key)
+        rounded = protocol.rounded and key in LOCAL
+        found = snap if variant == "written" and not rounded else variants.snaps.get(
+            (level, epsilon, key, variant, rounded))
+        if found is not None:
+            snaps[(level, epsilon, key)] = found
+    for (level, epsilon, key, variant, rounded), snap in variants.snaps.items():
+        if variant == protocol.variant(key) and rounded == (protocol.rounded and key in LOCAL):
+            snaps.setdefault((level, epsilon, key), snap)
+    trials = variants.per_trial
+    if len(trials):
+        mechanism = trials["mechanism"]
+        chosen = (trials["variant"] == mechanism.map(protocol.variant)) & (
+            trials["rounded"] == (mechanism.isin(LOCAL) & protocol.rounded))
+        trials = trials[chosen]
+    return table, snaps, trials
