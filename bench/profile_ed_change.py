@@ -1,0 +1,74 @@
+"""Where one ED ε change on Explore spends its time (issue 32): the calls Explore makes through
+:mod:`ui.components.runs` — each default mechanism's release, its one-line-summary metrics, the
+bars and the ordering of the top 100 — in one thread under cProfile (the page runs them in two),
+printing CPU seconds per step and the costliest functions. Run from the repository root:
+
+    python bench/profile_ed_change.py [--epsilon 1.5] [--dataset ireland_ed] [--top 25]
+
+Quote the load average printed on the first line: on a loaded machine the figures are upper
+bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import collections
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from dpcore import mechanisms, release  # noqa: E402
+from dpcore.data import datasets  # noqa: E402
+from dpcore.evaluation import ranks, summaries  # noqa: E402
+
+DEFAULTS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")   # Explore's
+SETTINGS = {"delta": 1e-6, "neighbours": mechanisms.SUBSTITUTION}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="ireland_ed")
+    parser.add_argument("--epsilon", type=float, default=1.5)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    od = datasets.load(args.dataset)
+    truth = release.true_values(od)
+    truth.flags.writeable = False
+    steps = collections.Counter()
+    profile = cProfile.Profile()
+
+    def timed(step, function, *arguments, **options):
+        started = time.process_time()
+        profile.enable()
+        result = function(*arguments, **options)
+        profile.disable()
+        steps[step] += time.process_time() - started
+        return result
+
+    released = {}
+    for key in DEFAULTS:
+        spec = release.ReleaseSpec(key, args.epsilon, mechanisms.declared(key, SETTINGS),
+                                   ("base_pos",), 0, 0)
+        result = timed(f"release {key}", release.attempt, od, spec, true_counts=truth, k=10,
+                       top_n=100, score=release.sparse_route(od, spec))
+        if not result.sparse:
+            result = timed(f"metrics {key}", release.scored, result, od, true_counts=truth,
+                           k=10, top_n=100, only=summaries.SENTENCE_METRICS)
+        released[key] = result.released
+    timed("bars", ranks.top_flows, od, truth, released, 30)
+    top = ranks.top_cells(truth, 100)           # cached per view by ui/components/runs.py
+    for key, vector in released.items():
+        timed(f"ordering {key}", ranks.rank_pairs, truth, vector, 100, cells=top)
+    for step, seconds in steps.items():
+        print(f"{step:32s} {seconds:6.3f} s CPU")
+    print(f"{'total':32s} {sum(steps.values()):6.3f} s CPU")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
