@@ -5,7 +5,7 @@ printing the median CPU seconds per step over ``--repeat`` changes (ε, ε + 0.1
 warm-up change, as on a server whose truth is already loaded) and the costliest functions. Run
 from the repository root:
 
-    python bench/profile_ed_change.py [--epsilon 1.5] [--repeat 3] [--dataset ireland_ed] [--top 25]
+    python bench/bench_ed_change_profile.py [--epsilon 1.5] [--repeat 3] [--dataset ireland_ed] [--top 25]
 
 Quote the load average printed on the first line: on a loaded machine the figures are upper
 bounds.
