@@ -29,3 +29,11 @@ def test_the_topdown_benchmark_runs_its_quick_part():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "same output: True" in done.stdout
     assert "TopDown publish, counties" in done.stdout
+
+
+def test_the_ed_change_profile_runs_on_a_small_dataset():
+    done = run("bench/bench_ed_change_profile.py", "--dataset", "toy_town", "--repeat", "1",
+               "--top", "0")
+    assert done.returncode == 0, done.stderr[-2000:]
+    for step in ("release hm", "metrics laplace", "ordering grr", "total (median of the changes)"):
+        assert step in done.stdout, done.stdout[-2000:]

@@ -174,6 +174,20 @@ def test_top_tie_break_takes_the_lowest_flat_indices():
     assert counts[1] > counts[5] and counts[1] > 300 * 0.3
 
 
+@pytest.mark.parametrize("bins,balls", [(1, 5), (40, 10), (41, 10), (10_000, 30_000),
+                                         (1_000_000, 30_000), (50, 0)])
+def test_occupancy_profile_by_either_tally_equals_the_sorted_one(bins, balls):
+    """GRR's balls-into-empty-cells profile: both routes (a tally of the tally when the bins are
+    few beside the balls, else a sort) give exactly the sorted answer, dtypes included."""
+    thrown = np.random.default_rng(SEED + bins + balls).integers(0, bins, size=balls)
+    levels, cells = sr.occupancy_profile(thrown, bins)
+    _, occupancy = np.unique(thrown, return_counts=True)
+    expected_levels, expected_cells = np.unique(occupancy, return_counts=True)
+    assert levels.tolist() == expected_levels.tolist() and cells.tolist() == expected_cells.tolist()
+    assert levels.dtype == expected_levels.dtype and cells.dtype == expected_cells.dtype
+    assert int((levels * cells).sum()) == balls and int(cells.sum()) <= bins
+
+
 # ---------------------------------------------------------------------------- statistical tests
 @pytest.mark.slow
 @pytest.mark.parametrize("key,epsilon", CASES)

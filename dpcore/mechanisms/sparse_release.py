@@ -79,6 +79,10 @@ KEEP = 100
 #: An empty cell passes the GEH < 5 check of :mod:`dpcore.evaluation.metrics` iff 0 < r < 12.5
 #: (2r² < 25r): the empty cells' band counts are kept exact at this cut.
 GEH_EMPTY_LIMIT = 12.5
+#: GRR's balls into M empty cells: their occupancy is tallied by a bincount over the M cells (O(M),
+#: 8 bytes a cell) when M is at most this many times the balls, else by sorting the balls
+#: (O(b log b)). At ED level (2.7 M balls, 9.5 M cells) the bincount takes 46 ms, the sort 195.
+OCCUPANCY_BINCOUNT_RATIO = 4
 #: Post-processings the sparse path supports (they act on each cell alone, or on the total).
 METHODS = ("base", "base_pos", "post_pos")
 #: Mechanisms the sparse path releases, and those it refuses with the reason.
@@ -337,11 +341,22 @@ def _grr(mechanism, od: ODMatrix, rng):
     to_empty = rng.binomial(uniform, m / d)
     support += rng.multinomial(uniform - to_empty, np.full(od.nonzero, 1.0 / od.nonzero))
     balls = rng.integers(0, m, size=to_empty) if m else np.empty(0, dtype=np.int64)
-    _, occupancy = np.unique(balls, return_counts=True)
-    levels, cells = np.unique(occupancy, return_counts=True)
+    levels, cells = occupancy_profile(balls, m)
     estimate = _estimator(n, p, q)
-    zeros = ZeroCells(m, estimate(np.append(levels, 0)), np.append(cells, m - occupancy.size))
+    zeros = ZeroCells(m, estimate(np.append(levels, 0)), np.append(cells, m - int(cells.sum())))
     return estimate(support), zeros
+
+
+def occupancy_profile(balls: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(levels, cells): each occupancy k ≥ 1 that occurs, ascending, and how many of the ``bins``
+    hold exactly k of the ``balls`` (bin indices). A tally of the tally when the bins are few
+    beside the balls (:data:`OCCUPANCY_BINCOUNT_RATIO`), else by sorting; the same answer."""
+    if balls.size and bins <= OCCUPANCY_BINCOUNT_RATIO * balls.size:
+        profile = np.bincount(np.bincount(balls))
+        levels = np.flatnonzero(profile[1:]) + 1
+        return levels, profile[levels]
+    _, occupancy = np.unique(balls, return_counts=True)
+    return np.unique(occupancy, return_counts=True)
 
 
 def _central(mechanism, od: ODMatrix, rng, keep, explicit_limit):
