@@ -116,5 +116,5 @@ def test_thesis_report_builds_on_the_cluster_and_downloads(monkeypatch, local_cl
     _key, data, _seconds = at.session_state[tradeoffs._REPORT]
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
-        assert {"report.html", "sweep.csv", "table_5.1.csv", "table_5.2.csv"} <= names
+        assert {"report.html", "sweep.csv", "as_written_table_5.1.csv", "as_run_table_5.2.csv"} <= names
         assert "County" in archive.read("report.html").decode()

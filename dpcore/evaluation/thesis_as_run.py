@@ -1,7 +1,8 @@
 """The thesis's chapter 5 as its code ran it: each difference from the text a named switch.
 
 The thesis (Finnegan 2023/24) *defines* its mechanisms in chapter 3; its figures were *made* by
-its public code, which differs in five ways (checked facts: ``WAVE4_FACTS.md`` §1). Each is a
+its public code (its notebooks calling OpenDP and pure-LDP 1.2, read for facts), which differs
+in five ways. Each is a
 :class:`Difference` here, so the report can switch one at a time and name the one that moves a
 figure:
 

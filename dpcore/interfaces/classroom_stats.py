@@ -4,7 +4,8 @@ the report counts.
 Why exact. With a handful of reports the normal approximation (estimate ± 1.96 sd) has no coverage
 guarantee: a class of 4 at ε = 1.5 showed "95 %" intervals wider than the class around commutes
 nobody took. Here every interval comes from the exact law of the one number the server's estimate
-of a cell is a function of (WAVE4_FACTS §2):
+of a cell is a function of, inverted for every possible true count (Neyman's construction,
+equal-tailed, as Clopper & Pearson 1934 for one binomial):
 
 * GRR, OUE, OLH (pure protocols [WBLJ17]): the support count ``C_x = Bin(n_x, p*) + Bin(n − n_x,
   q*)`` (each cell's law exact; GRR's cells are dependent, each is exact marginally; OLH's up to

@@ -29,7 +29,8 @@ def choose_dataset(page: Page, title: str) -> None:
 def home_drawn(page: Page) -> None:
     """Wait for the end of the home page (the table and the links), so screenshots are whole."""
     expect(page.get_by_test_id("stDataFrame")).to_be_visible()
-    expect(page.get_by_test_id("stPageLink-NavLink").filter(has_text="Data")).to_be_visible()
+    main = page.get_by_test_id("stMainBlockContainer")
+    expect(main.get_by_test_id("stPageLink-NavLink").filter(has_text="Data")).to_be_visible()
 
 
 def no_traceback(page: Page) -> None:

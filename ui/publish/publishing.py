@@ -285,11 +285,6 @@ def section(settings: RunSettings) -> None:
                                 help="Noise on whole-number counts, drawn by the OpenDP library."))
     if method == publish.TOPDOWN:
         left.caption("Noise: the discrete Gaussian (zCDP), as TopDown requires.")
-    elif mechanism == publish.GAUSSIAN and method == publish.FLAT:
-        try:
-            st.caption(publish.gaussian_gap_sentence(epsilon, delta, settings.neighbours))
-        except ValueError:   # the publish below says why it cannot calibrate
-            pass
     epsilon = middle.number_input("ε for this publish", min_value=EPSILON.low,
                                   max_value=EPSILON.high,
                                   value=float(settings.epsilon), format="%.4g",
@@ -298,6 +293,11 @@ def section(settings: RunSettings) -> None:
                                 value=settings.delta,
                                 format="%.2e", key="publish_delta")
              if mechanism == publish.GAUSSIAN else 0.0)
+    if mechanism == publish.GAUSSIAN and method == publish.FLAT:
+        try:
+            st.caption(publish.gaussian_gap_sentence(epsilon, delta, settings.neighbours))
+        except ValueError:   # the publish below says why it cannot calibrate
+            pass
     levels = method == publish.WLS
     share = (st.slider(FINE_SHARE.label, FINE_SHARE.low, FINE_SHARE.high, FINE_SHARE.default, 0.05,
                        key="publish_share") if levels else 0.5)
