@@ -29,3 +29,12 @@ def text(at: AppTest) -> str:
 def open_page(path: str, timeout: int = 240, **query) -> AppTest:
     """The page at ``path`` run once with these URL parameters, checked for exceptions."""
     return run_page(path, query, None, {}, timeout)
+
+
+def shown_table(element):
+    """An ``st.table``'s values as a reader sees them: ``charts.wrapped_table`` escapes every cell
+    and header for Markdown (backslashes, zero-width spaces), which the page renders away."""
+    def shown(text):
+        return text.replace("\\", "").replace("\u200b", "") if isinstance(text, str) else text
+    frame = element.value
+    return frame.rename(columns=shown).map(shown)

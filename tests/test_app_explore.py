@@ -11,6 +11,7 @@ from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import ranks
 from dpcore.mechanisms import postprocess
+from tests.app_pages import shown_table
 from tests.plotly_spec import assert_bars_readable, figure, figures, released_bars, traces, values
 from ui.components import runs, state
 from ui.components.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
@@ -94,7 +95,7 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
     assert sum(t.get("showlegend", True) for t in zeros) <= 1
     assert not [m for m in at.markdown if "busiest commutes kept their rank" in m.value]
 
-    table = explore_page(mech=["laplace", "grr"], tab="True top 10").table[0].value
+    table = shown_table(explore_page(mech=["laplace", "grr"], tab="True top 10").table[0])
     assert list(table.columns) == ["Commute", "True count", "True rank", "Laplace", "GRR"]
     assert list(table["Commute"]) == list(county.top(10)["commute"])
     # A wrapping table (no header cut short), counts in one format: 218,860, not 218860.

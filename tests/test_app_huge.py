@@ -12,7 +12,7 @@ from dpcore.data import national
 from dpcore.evaluation import ranks, summaries
 from dpcore.mechanisms import sparse_release
 from dpcore.mechanisms.count_profile import CountProfile
-from tests.app_pages import run_page
+from tests.app_pages import run_page, shown_table
 from tests.huge import huge_matrix
 from tests.plotly_spec import assert_bars_readable, figure, released_bars, traces, values
 from tests.test_sparse_import import lodes_state
@@ -67,7 +67,7 @@ def test_explore_shows_the_sparse_releases_and_says_what_it_cannot():
     cells = ranks.top_cells(truth, 30)
     trace = released_bars(figure(at, "busiest commutes"))[mechanisms.get("laplace").name]
     assert np.allclose(values(trace["customdata"])[:, 1], result.released.at(cells))
-    table = at.table[0].value
+    table = shown_table(at.table[0])
     expected = ranks.rank_pairs(truth, result.released, 10)["released_rank"].to_numpy()
     assert list(table[table.columns[3]]) == [f"{rank:,}" for rank in expected]
     at.query_params["tab"] = "Heat map"

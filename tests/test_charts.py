@@ -1,6 +1,7 @@
 """The house style of every chart (ui.components.charts): readable log axes, one colour + marker + dash per
 series, a legend that stays short, and a text alternative (the data) one click away."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms
 from tests.plotly_spec import figures
-from ui.components import charts
+from ui.components import charts, safe
 
 EXPLORE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
 KEYS = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]  # the default six
@@ -112,3 +113,24 @@ def test_every_chart_has_its_data_one_click_away():
     toggles[0].set_value(True).run()
     assert len(at.dataframe) == tables + 1
     assert list(at.dataframe[0].value.columns)[:2] == ["rank", "commute"]  # the bars' data
+
+
+def test_wrapped_tables_show_uploaded_names_as_text_not_markdown():
+    """st.table renders its cells and headers as Markdown: a zone named like a link stays text."""
+    def page():
+        import pandas as pd
+
+        from ui.components import charts
+        charts.wrapped_table(pd.DataFrame({"commute [x](http://evil.example)": [
+            "[click](http://evil.example) **bold** :red[red] <img src=x>"], "count": [1234]}))
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception
+    table = at.table[0].value
+    header, cell, count = table.columns[0], table.iloc[0, 0], table.iloc[0, 1]
+    hostile = "[click](http://evil.example) **bold** :red[red] <img src=x>"
+    assert cell == safe.markdown(hostile)
+    assert cell.replace("\\", "").replace("\u200b", "") == hostile   # shown as typed
+    assert header == safe.markdown("commute [x](http://evil.example)")
+    assert re.fullmatch(r"(\\[^\w\s]|[\w \u200b])*", cell)   # every punctuation mark escaped
+    assert count.replace("\\", "") == "1,234"

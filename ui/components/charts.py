@@ -32,6 +32,7 @@ from dpcore import mechanisms
 from dpcore.evaluation import intervals, value_axis
 from dpcore.interfaces import confidential
 from dpcore.interfaces.export import safe_csv
+from ui.components import safe
 
 #: The house template, set once for the process (every figure here is ours): a ``template=`` on
 #: each figure makes plotly validate and copy the whole template again, ~25 ms a figure.
@@ -197,14 +198,17 @@ def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> No
 def wrapped_table(frame: pd.DataFrame) -> None:
     """``frame`` as an HTML table whose headers and cells wrap (an ``st.dataframe`` cuts a long
     header to "Suppression (not" and pushes columns off-screen), every number in one format:
-    thousands separated, whole numbers without decimals. Labels stay plain text (escaped)."""
+    thousands separated, whole numbers without decimals. ``st.table`` renders every cell and
+    header as Markdown, so each is made literal (:func:`ui.components.safe.markdown`): an
+    uploaded zone named ``[x](http://…)`` stays text, not a link."""
     def number(value) -> str:
         if pd.isna(value):
             return NOTHING
         return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
-    shown = frame.assign(**{column: [number(v) for v in frame[column]]
-                            for column in frame.columns
-                            if pd.api.types.is_numeric_dtype(frame[column])})
+    shown = pd.DataFrame({
+        safe.markdown(column): [safe.markdown(number(v) if numeric else v) for v in frame[column]]
+        for column in frame.columns
+        for numeric in [pd.api.types.is_numeric_dtype(frame[column])]})
     st.table(shown.style.hide(axis="index"))
 
 
