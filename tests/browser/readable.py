@@ -9,13 +9,15 @@ shows."""
 from playwright.sync_api import Page
 
 CUT = """(selector) => [...document.querySelectorAll(selector)]
-    .filter(e => e.offsetParent !== null && e.textContent.trim())
-    .map(e => [e.textContent.trim(), e.scrollWidth, e.clientWidth])"""
-#: Chips' text, button labels, the HTML tables' headers and cells, the selects' chosen values.
+    .map(e => [e, (e.tagName === 'INPUT' ? e.value : e.textContent).trim()])
+    .filter(([e, text]) => e.offsetParent !== null && text)
+    .map(([e, text]) => [text, e.scrollWidth, e.clientWidth])"""
+#: Chips' text, button labels, the HTML tables' headers and cells, the selects' chosen values
+#: (a one-line input: its value is measured).
 NAMED = ('[data-testid="stMultiSelectTagsContainer"] [data-tag] > span',
          '[data-testid="stSidebar"] button [data-testid="stMarkdownContainer"]',
          '[data-testid="stTable"] th', '[data-testid="stTable"] td',
-         '[data-testid="stSelectbox"] [data-baseweb="select"] > div > div > div')
+         '[data-testid="stSelectbox"] input')
 #: Elements a page may lack (it has no table, no sidebar button or no select).
 OPTIONAL = ("stTable", "button", "stSelectbox")
 GRIDS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller')]

@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 from dpcore.data import datasets
 from tests.browser.readable import cut_short, grids_off_screen
 from tests.browser.test_accessibility import audit, open_room, settled
+from ui.components import widgets
 from ui.learn import lessons
 
 pytestmark = pytest.mark.browser
@@ -46,9 +47,12 @@ def test_plan_and_publish_reads_whole_after_find_and_after_a_publish(page: Page,
     expect(page.get_by_text(re.compile(r"^Laplace needs ε ≈"))).to_be_visible(timeout=240_000)
     expect(page.get_by_text("Today's disclosure control beside DP")).to_be_visible()
     settled(page)
-    # The sidebar's dataset reads whole, and so do the answers and the baselines.
-    picker = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").first
-    assert datasets.DATASETS["ireland_county"].title in picker.inner_text()
+    # The sidebar's dataset reads whole (its full title just under it), and so do the answers
+    # and the baselines.
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar.get_by_role("combobox", name="Dataset")).to_have_value(
+        widgets.picker_label("ireland_county"))
+    expect(sidebar.get_by_text(datasets.DATASETS["ireland_county"].title)).to_be_visible()
     headers = header_texts(page)
     assert "Pass rate (95 % CI)" in headers and "Method (not DP)" in headers, headers
     found = {"after Find ε": unreadable(page)}
