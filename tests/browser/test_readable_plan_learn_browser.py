@@ -23,7 +23,7 @@ pytestmark = pytest.mark.browser
 WIDTHS = (1280, 1400)
 #: Two DP mechanisms and two baselines: the longest names and the "not DP" rows.
 #: The lessons that show tables on the county data as they open.
-WITH_TABLES = ("why", "budgets", "models", "choose")
+WITH_TABLES = ("why", "phone", "budgets", "models", "choose")
 PLAN = ("Plan_and_publish?dataset=ireland_county&mech=laplace&mech=olh&mech=suppression"
         "&mech=random_rounding")
 

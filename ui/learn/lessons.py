@@ -190,10 +190,10 @@ def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
     st.markdown("**The same attack on today's disclosure control** (none of these is "
                 "differentially private): the attacker is certain when the newcomer's cell is "
                 "the only one whose published value changed.")
-    table = pd.DataFrame({"Method (not DP)": found["name"],
-                          "This newcomer found with certainty": found["found_here"],
-                          "A typical newcomer found with certainty": found["found_typical"]})
-    charts.numbers_table(table, "percent")
+    charts.wrapped_table(pd.DataFrame({
+        "Method (not DP)": found["name"],
+        "This newcomer found with certainty": [f"{x:.1%}" for x in found["found_here"]],
+        "A typical newcomer found with certainty": [f"{x:.1%}" for x in found["found_typical"]]}))
     st.markdown(
         "- **Suppression** hides small cells, but above the threshold the exact counts change by "
         "exactly the newcomer: most newcomers join a large flow and are found.\n"
