@@ -6,13 +6,14 @@ URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in 
 
 import streamlit as st
 
-from ui.components import data, navigation, safe, state, widgets
+from ui.components import access, data, navigation, safe, state, widgets
 from ui.learn import lessons
 from ui.components.viewstate import kept
 
 st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon="🎓",
                    layout="wide")
 navigation.menu()
+access.styles()
 state.init()
 current = data.current()
 st.title("Learn: what differential privacy does to commuting data")

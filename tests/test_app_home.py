@@ -95,7 +95,10 @@ def test_the_session_upload_is_offered_and_shown_without_a_synthetic_label():
     assert not at.exception
     picker = at.selectbox(key=state.DATASET_PICKER)
     assert picker.value == state.UPLOADED
-    assert "Your upload: [click](http://evil.example).csv" in picker.options
+    assert picker.options[picker.index] == "Your upload"
+    # the full name under the picker, escaped (no link)
+    (full,) = [c.value for c in at.caption if "evil" in c.value]
+    assert full.startswith("Your upload") and "\\[click\\]" in full
     assert figures_shown(at) == expected_figures(upload)
     assert not at.info  # no "synthetic" label on the user's own data
     # Zone names reach the page only through the dataframe, verbatim.

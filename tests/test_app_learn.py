@@ -78,8 +78,8 @@ def test_budgets_lesson_shows_dpcores_profiles_groups_and_compositions():
     assert f"**{plan.basic:.3g}** (basic composition" in shown
     assert f"it pays from {privacy_theory.advanced_helps_from(2.0, 1e-6)} releases on" in shown
     assert any(learn.delta_meaning(2.0).sentence in c.value for c in at.caption)
-    split = [d.value for d in at.dataframe if "release" in d.value.columns][0]
-    assert np.allclose(split["ε"], [0.5, 0.5, 1.0])  # weights 1 : 1 : 2 of ε = 2
+    split = [t.value for t in at.table if "release" in t.value.columns][0]
+    assert np.allclose(split["ε"].astype(float), [0.5, 0.5, 1.0])  # weights 1 : 1 : 2 of ε = 2
     assert not [f for f in at.get("plotly_chart") if "What an adversary" in f.proto.spec]
 
 
@@ -121,8 +121,8 @@ def test_models_lesson_draws_dpcores_trust_models():
     bars = figure(at, "Error per cell at the same central ε = 1")
     (measured,) = traces(bars, "Measured (one release)")
     assert np.allclose(values(measured["y"]), expected["rmse"])
-    shuffle = at.dataframe[0].value
-    assert len(shuffle) == 5 and shuffle["phone_epsilon0"].notna().all()
+    shuffle = at.table[0].value
+    assert len(shuffle) == 5 and (shuffle["ε₀ a phone may use for central ε = 1"] != "—").all()
 
 
 def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
@@ -130,10 +130,10 @@ def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
     at = learn_page("choose")
     pick = accuracy.recommend_local(county.domain_size, 1.0, county.n)
     assert pick.name in at.success[0].value
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert len(table) == len(accuracy.compare_mechanisms(county.n, county.domain_size, 1.0))
     # Central mechanisms send nothing: "—" (the column's help says why), never "None" or NaN.
-    bits = dict(zip(table["name"], table["bits_per_user"]))
+    bits = dict(zip(table["Mechanism"], table["Bits per person"]))
     assert bits["Laplace"] == "—" and bits["Optimised unary encoding"] == f"{county.domain_size:,}"
     assert all(isinstance(value, str) and value for value in bits.values())
     # The rule is user-facing text kept as data, not the developers' docstring.

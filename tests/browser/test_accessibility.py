@@ -83,7 +83,7 @@ def learn(page, url):
 def plan_and_publish(page, url):
     page.goto(f"{url}/Plan_and_publish?mech=laplace&mech=grr&target=rmse")
     page.get_by_role("button", name="Find ε").click()
-    return page.get_by_test_id("stDataFrame").first  # the ε each mechanism needs
+    return page.get_by_test_id("stTable").first  # the ε each mechanism needs
 
 
 def classroom_teacher(page, url):

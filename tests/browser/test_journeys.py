@@ -28,9 +28,10 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
-from dpcore.data import datasets, importers
+from dpcore.data import importers
 from dpcore.evaluation import metrics
 from dpcore.mechanisms import postprocess
+from ui.components import widgets
 from tests.browser.conftest import ROOT, SCREENSHOTS
 
 pytestmark = pytest.mark.browser
@@ -81,10 +82,10 @@ def pick_bundled(key: str):
         page.goto(app_url)
         expect(page.get_by_role("heading", name=HEADINGS["Home"])).to_be_visible()
         settled(page)
-        choose(page, "Dataset", datasets.DATASETS[key].title)
+        choose(page, "Dataset", widgets.picker_label(key))
         settled(page)
         expect(page.get_by_role("combobox", name="Dataset").first).to_have_value(
-            datasets.DATASETS[key].title)
+            widgets.picker_label(key))
     return start
 
 

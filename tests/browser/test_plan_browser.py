@@ -120,7 +120,7 @@ def test_an_upload_is_published_only_over_a_domain_the_user_names(page: Page, ap
     assert "flows.csv" not in manifest and "Test commuters 2026" in manifest
     assert "fine level" in manifest
     expect(page.get_by_text("Keyed chain intact", exact=False)).to_be_visible()
-    ledger = page.get_by_test_id("stDataFrame").filter(has_text="Test commuters 2026")
+    ledger = page.get_by_test_id("stTable").filter(has_text="Test commuters 2026")
     expect(ledger.first).to_be_visible()
     assert "flows.csv" not in ledger.first.inner_text()
     settled(page)

@@ -2,10 +2,10 @@
 presses, no "Select all" that adds the baselines, and axe clean in every tab of Explore and on
 Tradeoffs after a sweep.
 
-Truncation is measured, not looked at: an element whose text is cut (an ellipsis, or clipped)
-has ``scrollWidth > clientWidth``. The named elements are the mechanism chips, the sidebar's
-buttons (the seed's "New draw" read "Ne…"), the Tradeoffs pickers' chips and the true-top-10
-table's headers and cells ("Suppression (not" before)."""
+Truncation is measured, not looked at (:mod:`tests.browser.readable`): an element whose text is
+cut (an ellipsis, or clipped) has ``scrollWidth > clientWidth``. The named elements are the
+mechanism chips, the sidebar's buttons (the seed's "New draw" read "Ne…"), the Tradeoffs
+pickers' chips and the true-top-10 table's headers and cells ("Suppression (not" before)."""
 
 import re
 
@@ -14,6 +14,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
+from tests.browser.readable import CUT, NAMED, cut_short
 from tests.browser.test_accessibility import audit, plotly_chart, settled
 from ui.components import access
 
@@ -24,23 +25,6 @@ BASELINES = [k for k in mechanisms.names() if mechanisms.get(k).model == "baseli
 #: The default mechanisms plus two baselines, whose chips and table headers are the longest.
 MECHS = "&".join(f"mech={k}" for k in ("laplace", "stability_histogram", "grr", "oue", "olh",
                                        "hm", "suppression", "random_rounding"))
-CUT = """(selector) => [...document.querySelectorAll(selector)]
-    .filter(e => e.offsetParent !== null && e.textContent.trim())
-    .map(e => [e.textContent.trim(), e.scrollWidth, e.clientWidth])"""
-#: Chips' text, button labels, the HTML tables' headers and cells.
-NAMED = ('[data-testid="stMultiSelectTagsContainer"] [data-tag] > span',
-         '[data-testid="stSidebar"] button [data-testid="stMarkdownContainer"]',
-         '[data-testid="stTable"] th', '[data-testid="stTable"] td')
-
-
-def cut_short(page: Page) -> list[str]:
-    found = []
-    for selector in NAMED:
-        measured = page.evaluate(CUT, selector)
-        assert measured or "stTable" in selector or "button" in selector, selector
-        found += [f"{text!r}: {scroll} > {client} px" for text, scroll, client in measured
-                  if scroll > client + 1]
-    return found
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -6,7 +6,9 @@
   the ε slider; it is visible only while it has the keyboard focus (WCAG 2.4.1, bypass blocks).
 * **No truncation.** Streamlit cuts multiselect chips ("Generalised rando…") and narrow button
   labels ("Ne…") with an ellipsis; :data:`CSS` lets them wrap instead, so every chip and button
-  reads whole at 1,280–1,400 px.
+  reads whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks rather than
+  spills. (A select's value is a one-line input that cannot wrap: the dataset picker has short
+  labels, :data:`ui.components.widgets.PICKER_LABELS`.)
 * **Contrast.** Inline code in a caption is drawn in the text colour (see :data:`CSS`).
 """
 
@@ -27,6 +29,9 @@ CSS = """<style>
 .stButton button div[data-testid="stMarkdownContainer"] p,
 .stButton button div[data-testid="stMarkdownContainer"] { white-space: normal;
   overflow: visible; text-overflow: clip; }
+/* Cells of a wrapped table (charts.wrapped_table) break long unspaced text (a manifest id)
+   rather than spill out of their column. */
+[data-testid="stTable"] td, [data-testid="stTable"] th { overflow-wrap: anywhere; }
 /* Inline code in a caption: the caption's 60 % opacity made the theme's green code text
    3.0:1 on its background (axe's colour-contrast rule); the text colour keeps ≥ 4.5:1. */
 [data-testid="stCaptionContainer"] code { color: #111111; }

@@ -5,12 +5,19 @@ from pathlib import Path
 
 import streamlit as st
 
+from dpcore.data import national
 from dpcore.data.od import ODMatrix
 from ui.components import data, navigation, safe, state, viewstate
 
 ROOT = Path(__file__).resolve().parents[2]
 
 _ALERTS = {"error": st.error, "warning": st.warning, "info": st.info}
+#: The picker's short labels: a select's value is one line, and "Ireland 2016 — counties
+#: (synthetic)" was cut to "…(synthet…" in the sidebar at 1,280–1,400 px (issue 30). The full
+#: title (an upload's file name too) is the caption under the picker. Others show their title.
+PICKER_LABELS = {"ireland_county": "Ireland counties", "ireland_ed": "Ireland EDs",
+                 "toy_town": "Toy town", national.KEY: "United States tracts",
+                 state.UPLOADED: "Your upload"}
 
 
 def _remember_choice() -> None:
@@ -26,9 +33,15 @@ def dataset_picker() -> data.Current:
     current = data.current()
     options = data.choices()
     viewstate.restore(state.DATASET_PICKER, current.key)
-    st.selectbox("Dataset", list(options), format_func=options.__getitem__,
-                 key=state.DATASET_PICKER, on_change=_remember_choice)
+    chosen = st.selectbox("Dataset", list(options), format_func=picker_label,
+                          key=state.DATASET_PICKER, on_change=_remember_choice)
+    st.caption(safe.markdown(options[chosen]))
     return current
+
+
+def picker_label(key: str) -> str:
+    """The dataset picker's one-line label for ``key`` (:data:`PICKER_LABELS`)."""
+    return PICKER_LABELS.get(key) or data.choices()[key]
 
 
 def provenance(current: data.Current) -> None:

@@ -147,23 +147,19 @@ def why(current: data.Current, epsilon: float) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("**Exact tables**: the only change is")
-        st.dataframe(pd.DataFrame({"Destination": names[attack.exact_changed],
-                                   "Month 2 − month 1": [1] * len(attack.exact_changed)}),
-                     hide_index=True, width="stretch")
+        charts.wrapped_table(pd.DataFrame({"Destination": names[attack.exact_changed],
+                                           "Month 2 − month 1": [1] * len(attack.exact_changed)}))
         st.markdown("The attacker is **100 %** sure.")
     with right:
         st.markdown(f"**Both months through the Laplace mechanism** (ε = {epsilon:g} each, "
                     f"noise scale {attack.scale:.3g}): the attacker's best guesses")
         top = attack.top(5)
         guesses = pd.DataFrame({"Destination": names[top],
-                                "Month 2 − month 1 (noisy)": attack.noisy_difference[top],
-                                "Attacker's belief": attack.posterior[top],
+                                "Month 2 − month 1 (noisy)": [
+                                    f"{x:+.2f}" for x in attack.noisy_difference[top]],
+                                "Attacker's belief": [f"{p:.1%}" for p in attack.posterior[top]],
                                 "Truth": np.where(top == destination, "← the newcomer's", "")})
-        st.dataframe(guesses, hide_index=True, width="stretch",
-                     column_config={"Month 2 − month 1 (noisy)":
-                                    st.column_config.NumberColumn(format="%.2f"),
-                                    "Attacker's belief": st.column_config.NumberColumn(
-                                    format="percent")})
+        charts.wrapped_table(guesses)
     st.markdown(
         f"The true destination ranks **{attack.true_rank:,}** of {attack.destinations:,} with a "
         f"belief of **{attack.true_posterior:.1%}** (it started at {attack.prior:.2%}). Whatever "
@@ -194,10 +190,10 @@ def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
     st.markdown("**The same attack on today's disclosure control** (none of these is "
                 "differentially private): the attacker is certain when the newcomer's cell is "
                 "the only one whose published value changed.")
-    table = pd.DataFrame({"Method (not DP)": found["name"],
-                          "This newcomer found with certainty": found["found_here"],
-                          "A typical newcomer found with certainty": found["found_typical"]})
-    charts.numbers_table(table, "percent")
+    charts.wrapped_table(pd.DataFrame({
+        "Method (not DP)": found["name"],
+        "This newcomer found with certainty": [f"{x:.1%}" for x in found["found_here"]],
+        "A typical newcomer found with certainty": [f"{x:.1%}" for x in found["found_typical"]]}))
     st.markdown(
         "- **Suppression** hides small cells, but above the threshold the exact counts change by "
         "exactly the newcomer: most newcomers join a large flow and are found.\n"
@@ -258,9 +254,9 @@ def phone(current: data.Current, epsilon: float) -> None:
                  rf"{report.q:.4g}}} = {crowd.estimate[cell]:.1f}")
     table = crowd.table(10)
     table.insert(0, "commute", od.cell_labels(table["cell"].to_numpy()))
-    st.dataframe(table.drop(columns="cell"), hide_index=True, width="stretch",
-                 column_config={"estimate": st.column_config.NumberColumn(format="%.1f"),
-                                "error": st.column_config.NumberColumn(format="%+.1f")})
+    charts.wrapped_table(table.drop(columns="cell").assign(
+        estimate=[f"{x:,.1f}" for x in table["estimate"]],
+        error=[f"{x:+,.1f}" for x in table["error"]]))
     theory = "" if crowd.rmse_theory is None else f" (theory {crowd.rmse_theory:,.1f})"
     st.caption(f"The crowd's 10 busiest commutes. Over all {d:,} cells the error is "
                f"{crowd.rmse:,.1f} commuters per cell{theory}; it is unbiased: averaged over "
@@ -328,8 +324,7 @@ def budgets(current: data.Current, epsilon: float) -> None:
         weights = {"Origin totals": 1, "Destination totals": 1, "OD matrix": 2}
         split = privacy_theory.split_budget(epsilon, weights)
         total, _ = privacy_theory.sequential_composition(list(split.values()))
-        st.dataframe(pd.DataFrame({"release": list(split), "ε": list(split.values())}),
-                     hide_index=True, width="stretch")
+        charts.wrapped_table(pd.DataFrame({"release": list(split), "ε": list(split.values())}))
         st.caption(f"Together: ε = {total:g}. The OD matrix gets half, so it is the least noisy.")
     with cols[2]:
         months = kept(st.number_input, "Monthly releases per year", "learn_months", 12,
@@ -366,13 +361,9 @@ def models(current: data.Current, epsilon: float) -> None:
     charts.show(figures.trust_bars(frame, epsilon), frame, "trust_models", "learn_trust")
     st.markdown(f"**Shuffling, both ways**, for {od.n:,} phones and δ = {delta:g}")
     shuffle = learn.shuffle_table(od.n, epsilon, delta, od.domain_size)
-    st.dataframe(shuffle, hide_index=True, width="stretch", column_config={
-        "bound": "Bound",
-        "phone_epsilon0": st.column_config.NumberColumn(
-            f"ε₀ a phone may use for central ε = {epsilon:g}", format="%.4g"),
-        "central_epsilon": st.column_config.NumberColumn(
-            f"Central ε if phones use ε₀ = {epsilon:g}", format="%.4g"),
-        "note": st.column_config.TextColumn("Note", width="large")})
+    charts.wrapped_table(shuffle.rename(columns={
+        "bound": "Bound", "phone_epsilon0": f"ε₀ a phone may use for central ε = {epsilon:g}",
+        "central_epsilon": f"Central ε if phones use ε₀ = {epsilon:g}", "note": "Note"}))
     st.caption("The comparison above uses the numerical clone bound (Feldman, McMillan, Talwar, "
                "'Hiding among the clones', FOCS 2021) with GRR's clone probability 2/(e^ε₀ + 1) "
                "(Feldman, McMillan, Talwar, SODA 2023). The FMT21 closed forms are shown for "
@@ -391,6 +382,13 @@ def models(current: data.Current, epsilon: float) -> None:
 
 
 # ----------------------------------------------------------------------------------- lesson 6
+#: The comparison's columns as shown, in order, with their headers.
+CHOOSE_COLUMNS = {"name": "Mechanism", "model": "Model", "std_empty": "SD, empty cell",
+                  "max_error": "Max error (95 %)", "bits_per_user": "Bits per person",
+                  "server_cost": "Server cost", "variance_cell": "Variance, busiest cell",
+                  "max_error_order": "Max error order", "guarantee": "Guarantee"}
+
+
 def choose(current: data.Current, epsilon: float) -> None:
     """Every mechanism's variance, max error, bits and decoding cost for this n, |X| and ε."""
     od = current.matrix
@@ -399,35 +397,19 @@ def choose(current: data.Current, epsilon: float) -> None:
     st.success(f"**Recommended local mechanism: {pick.name}.** {pick.reason}",
                icon=":material/recommend:")
     table = accuracy.compare_mechanisms(od.n, od.domain_size, epsilon, cell_count=busiest)
-    number = st.column_config.NumberColumn
     shown = table.assign(bits_per_user=[NOTHING if pd.isna(bits) else f"{bits:,.0f}"
                                         for bits in table["bits_per_user"]])
-    st.dataframe(
-        shown, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 2,
-        column_order=("name", "model", "std_empty", "max_error", "bits_per_user", "server_cost",
-                      "variance_cell", "max_error_order", "guarantee"),
-        column_config={
-            # pinned: the table scrolls sideways inside its frame with the names in view
-            "name": st.column_config.TextColumn("Mechanism", pinned=True), "model": "Model",
-            "guarantee": "Guarantee",
-            "std_empty": number("SD, empty cell", format="%.4g",
-                                help="Standard deviation of an empty cell's estimate "
-                                     "(commuters)."),
-            "max_error": number("Max error (95 %)", format="compact",
-                                help="Largest error over all cells, exceeded with probability "
-                                     "5 % (commuters)."),
-            "bits_per_user": st.column_config.TextColumn(
-                "Bits per person", help=f"What one person's device sends; {NOTHING}: nothing "
-                                        "(central mechanisms collect the true data)."),
-            "server_cost": "Server cost",
-            "variance_cell": number(f"Variance, busiest cell ({busiest:,})", format="compact",
-                                    help="Commuters²."),
-            "max_error_order": "Max error order"})
+    # Nine columns as a wrapping table: all read at once at 1,280 px (a data grid cut the last).
+    charts.wrapped_table(shown[list(CHOOSE_COLUMNS)].rename(columns={
+        **CHOOSE_COLUMNS, "variance_cell": f"Variance, busiest cell ({busiest:,})"}))
     charts.table_download(table, "choosing_a_mechanism", "learn_choose")
     st.caption(f"For n = {od.n:,} commuters and |X| = {od.domain_size:,} cells at ε = "
                f"{epsilon:g}; counts in commuters, variances in commuters². Central mechanisms "
-               f"send people's true data to the office ({NOTHING} in the bits column). As in "
-               "thesis tables 3.1–3.3, with every number evaluated for this dataset.")
+               f"send people's true data to the office ({NOTHING} in the bits column). SD, empty "
+               "cell: the standard deviation of an empty cell's estimate; max error (95 %): the "
+               "largest error over all cells, exceeded with probability 5 %; bits per person: "
+               "what one person's device sends. As in thesis tables 3.1–3.3, with every number "
+               "evaluated for this dataset.")
     with st.expander("How the recommendation is made"):
         st.markdown(accuracy.RECOMMENDATION_RULE)
 

@@ -231,8 +231,7 @@ def section(settings: RunSettings) -> None:
     sentence = planner.sentence(found, lambda k: mechanisms.get(k).name)
     st.markdown(f"**{safe.markdown(sentence)}**")
     table = answer_table(found)
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"Expected value": st.column_config.NumberColumn(format="%.4g")})
+    charts.wrapped_table(table)
     charts.table_download(planner.plan_table(found), "plan", "plan_answers", "Answers (CSV)",
                           private=True)
     fig, frame = curve(found, settings, target)
@@ -246,7 +245,7 @@ def section(settings: RunSettings) -> None:
                "95 % interval is Wilson's.")
     st.subheader("Today's disclosure control beside DP")
     beside = baselines_beside(settings, target)
-    st.dataframe(beside, hide_index=True, width="stretch")
+    charts.wrapped_table(beside)
     st.caption("These methods are **not differentially private**: ε does not apply to them, "
                "and Learn's first lesson shows the differencing attack that defeats "
                "suppression and rounding. Add them in the sidebar to see them on the curve.")
