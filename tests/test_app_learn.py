@@ -12,7 +12,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.theory import accuracy, learn, privacy_theory
-from tests.app_pages import run_page, text
+from tests.app_pages import run_page, shown_table, text
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
 from ui.learn import lessons
@@ -78,7 +78,7 @@ def test_budgets_lesson_shows_dpcores_profiles_groups_and_compositions():
     assert f"**{plan.basic:.3g}** (basic composition" in shown
     assert f"it pays from {privacy_theory.advanced_helps_from(2.0, 1e-6)} releases on" in shown
     assert any(learn.delta_meaning(2.0).sentence in c.value for c in at.caption)
-    split = [t.value for t in at.table if "release" in t.value.columns][0]
+    split = [shown_table(t) for t in at.table if "release" in t.value.columns][0]
     assert np.allclose(split["ε"].astype(float), [0.5, 0.5, 1.0])  # weights 1 : 1 : 2 of ε = 2
     assert not [f for f in at.get("plotly_chart") if "What an adversary" in f.proto.spec]
 
@@ -121,7 +121,7 @@ def test_models_lesson_draws_dpcores_trust_models():
     bars = figure(at, "Error per cell at the same central ε = 1")
     (measured,) = traces(bars, "Measured (one release)")
     assert np.allclose(values(measured["y"]), expected["rmse"])
-    shuffle = at.table[0].value
+    shuffle = shown_table(at.table[0])
     assert len(shuffle) == 5 and (shuffle["ε₀ a phone may use for central ε = 1"] != "—").all()
 
 
@@ -130,7 +130,7 @@ def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
     at = learn_page("choose")
     pick = accuracy.recommend_local(county.domain_size, 1.0, county.n)
     assert pick.name in at.success[0].value
-    table = at.table[0].value
+    table = shown_table(at.table[0])
     assert len(table) == len(accuracy.compare_mechanisms(county.n, county.domain_size, 1.0))
     # Central mechanisms send nothing: "—" (the column's help says why), never "None" or NaN.
     bits = dict(zip(table["Mechanism"], table["Bits per person"]))

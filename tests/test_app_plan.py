@@ -12,7 +12,7 @@ from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
 from dpcore.interfaces import export, ledger, margins, publish, published_domain
-from tests.app_pages import open_page
+from tests.app_pages import open_page, shown_table
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
 from ui.publish import publishing
@@ -33,7 +33,7 @@ def test_closed_form_answers_at_once_and_match_dpcore():
                                    planner.Target("rmse", 5.0)).epsilon
     assert f"{expected:.3g}".replace(".", "\\.") in sentence
     assert "not DP" in sentence
-    table = at.table[0].value
+    table = shown_table(at.table[0])
     row = table.set_index("Mechanism").loc["Small-cell suppression (not DP)"]
     assert row["Guarantee"] == "not DP" and row["ε needed"] == "— (not DP)"
     fig = figure(at, "against ε")
@@ -69,10 +69,10 @@ def test_search_runs_behind_find_and_names_the_answer():
     assert not at.exception, at.exception
     sentence = at.markdown[0].value
     assert sentence.startswith("**Laplace needs ε ≈") and "GEH" in sentence
-    table = at.table[0].value
+    table = shown_table(at.table[0])
     assert table["How"].tolist() == [planner.SEARCH, planner.NOT_DP_ANY]
     assert "(" in table["Pass rate (95 % CI)"][0]
-    beside = at.table[1].value
+    beside = shown_table(at.table[1])
     assert len(beside) == 4 and (beside["Guarantee"] == "not DP").all()
     ruler = figure(at, "ε ruler")
     assert any("Census" in str(t.get("hovertext")) for t in ruler["data"])
@@ -88,7 +88,7 @@ def test_baseline_caption_in_sidebar():
 
 def ledger_tables(at):
     """(entries, totals) shown by the ledger section."""
-    (entries,) = [d.value for d in at.table if "manifest" in d.value.columns]
+    (entries,) = [shown_table(d) for d in at.table if "manifest" in d.value.columns]
     (totals,) = [d.value for d in at.dataframe if "composition" in d.value.columns]
     return entries, totals
 
