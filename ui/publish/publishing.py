@@ -197,7 +197,11 @@ def ledger_section(store: ledger.LedgerStore | None) -> None:
     if not entries:
         st.caption("Nothing published yet.")
         return
-    charts.wrapped_table(ledger.table(entries)[LEDGER_COLUMNS])
+    shown = ledger.table(entries)[LEDGER_COLUMNS]
+    # The manifest id's first 8 hex digits name it on screen (the 32 would widen the table past a
+    # 1,280 px frame, a scrollable region the keyboard cannot reach); manifest.json has it whole.
+    shown["manifest"] = shown["manifest"].astype(str).str[:8]
+    charts.wrapped_table(shown)
     st.markdown("**Spent so far, per label** (publications with one label are about the same "
                 "people, so their budgets compose; an unlabelled one stands alone; advanced "
                 "composition and zCDP are shown only where they give a smaller total than "
