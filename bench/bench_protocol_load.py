@@ -54,6 +54,7 @@ from pathlib import Path
 
 import psutil
 import websockets
+import websockets.exceptions
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -222,8 +223,8 @@ async def scenario(url: str, server_pid: int | None, query: str, sessions: int, 
     try:
         while not all(task.done() for task in tasks):
             if cpu_from is None and tally.all_loaded.is_set():
-                cpu_from = cpu_seconds(pids)
-            peak = max(peak, rss_bytes(pids))
+                cpu_from = cpu_seconds(server_pid)
+            peak = max(peak, rss_bytes(server_pid))
             if peak > max_rss:
                 raise Abandoned(f"server memory {peak / 2**30:.1f} GB > {max_rss / 2**30:.1f} GB")
             if time.perf_counter() - started > limit:
@@ -234,7 +235,7 @@ async def scenario(url: str, server_pid: int | None, query: str, sessions: int, 
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         tally.errors.append(f"abandoned: {reason}")
-    cpu = cpu_seconds(pids) - (cpu_from if cpu_from is not None else float("nan"))
+    cpu = cpu_seconds(server_pid) - (cpu_from if cpu_from is not None else float("nan"))
     return tally, time.perf_counter() - started, peak, cpu / max(len(tally.changes), 1)
 
 
