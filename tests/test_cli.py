@@ -16,6 +16,7 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import metrics
 from dpcore.interfaces import cli, export
 from dpcore.mechanisms.base import DELTA
+from tests.private_files import read_private_csv
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -141,7 +142,7 @@ def test_release_writes_the_table_and_reproduces_the_mechanism_for_a_seed(capsys
     assert code == 0
     assert re.match(r"oue eps=1: released 1085 cells in \d+\.\d (ms|s)\b", out)
     assert len(out.strip().splitlines()) == 1
-    table = pd.read_csv(out_file, keep_default_na=False)
+    table = read_private_csv(out_file, keep_default_na=False)
     assert list(table.columns) == ["origin", "destination", "true_count", "released_count"]
     od = datasets.load("ireland_county")
     true = od.to_dense()
@@ -160,7 +161,7 @@ def test_release_post_processes_and_can_skip_empty_cells(capsys, tmp_path):
                        "--epsilon", 2, "--postprocess", "round", "--seed", 1, "--only-nonzero",
                        "--out", out_file)
     assert code == 0 and "round" in out
-    table = pd.read_csv(out_file, keep_default_na=False)
+    table = read_private_csv(out_file, keep_default_na=False)
     od = datasets.load("toy_town")
     assert table["released_count"].sum() == od.n
     assert (table["released_count"] >= 0).all()
@@ -174,7 +175,7 @@ def test_release_with_delta_and_extra_parameters(capsys, tmp_path):
                        "threshold=tight", "--param", "neighbours=add_remove", "--seed", 3,
                        "--out", tmp_path / "s.csv")
     assert code == 0
-    table = pd.read_csv(tmp_path / "s.csv", keep_default_na=False)
+    table = read_private_csv(tmp_path / "s.csv", keep_default_na=False)
     expected = mechanisms.build("stability_histogram", epsilon=1.0, delta=1e-4,
                                 threshold="tight", neighbours="add_remove")
     od = datasets.load("toy_town")
@@ -192,7 +193,7 @@ def test_release_neutralises_formula_like_zone_names(capsys, tmp_path):
     code, _, _ = run(capsys, "release", "--file", upload, "--mechanism", "laplace",
                      "--epsilon", 0.1, "--seed", 5, "--out", out_file)
     assert code == 0
-    table = pd.read_csv(out_file, keep_default_na=False)
+    table = read_private_csv(out_file, keep_default_na=False)
     text = pd.concat([table["origin"], table["destination"]])
     assert text.str.startswith("'").all()
     assert set(text.str[1:]) == {'=HYPERLINK("http://x")', "+cmd", "@SUM(A1)", "-2"}
@@ -233,7 +234,7 @@ def test_sweep_writes_the_tidy_table(capsys, tmp_path):
                        "--epsilons", "0.5,1,5", "--delta", 1e-8, "--postprocess", "base,norm_sub",
                        "--trials", 2, "--seed", 9, "--out", out_file)
     assert code == 0 and "12 releases" in out
-    table = pd.read_csv(out_file)
+    table = read_private_csv(out_file)
     table["params"] = table["params"].fillna("")
     assert {"mechanism", "epsilon", "postprocess", "trial", "metric", "value",
             "seconds"} <= set(table.columns)
@@ -246,7 +247,7 @@ def test_sweep_writes_the_tidy_table(capsys, tmp_path):
     assert run(capsys, "sweep", "--dataset", "toy_town", "--mechanisms", "laplace,gaussian",
                "--epsilons", "0.5,1,5", "--delta", 1e-8, "--postprocess", "base,norm_sub",
                "--trials", 2, "--seed", 9, "--out", again)[0] == 0
-    pd.testing.assert_series_equal(table["value"], pd.read_csv(again)["value"])
+    pd.testing.assert_series_equal(table["value"], read_private_csv(again)["value"])
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -293,7 +294,7 @@ def test_release_of_an_uploaded_matrix_keeps_every_cell(capsys, tmp_path):
     code, _, _ = run(capsys, "release", "--file", upload, "--mechanism", "discrete_laplace",
                      "--epsilon", 1, "--seed", 0, "--out", tmp_path / "o.csv")
     assert code == 0
-    table = pd.read_csv(tmp_path / "o.csv", keep_default_na=False)
+    table = read_private_csv(tmp_path / "o.csv", keep_default_na=False)
     np.testing.assert_array_equal(table["true_count"], od.to_dense())
     assert (table["released_count"] == np.round(table["released_count"])).all()
 
@@ -320,7 +321,7 @@ def test_a_huge_file_is_read_as_the_data_page_reads_it_and_released_sparsely(cap
                          "--seed", 3, "--out", out_csv)
     assert code == 0, err
     assert "written: only the non-empty true cells and the released top 1,000" in out
-    table = pd.read_csv(out_csv, dtype={"origin": str, "destination": str})
+    table = read_private_csv(out_csv, dtype={"origin": str, "destination": str})
     imported = importers.import_dense_or_sparse(path.read_bytes(), path.name).matrix
     expected = release.run(imported, release.ReleaseSpec("oue", 1.0, seed=3), score=False)
     assert expected.sparse
@@ -334,7 +335,7 @@ def test_a_huge_file_sweeps_and_finds_heavy_hitters(capsys, huge_file, tmp_path)
     code, out, err = run(capsys, "sweep", "--file", path, "--mechanisms", "laplace,grr",
                          "--epsilons", "1,2", "--out", tmp_path / "sweep.csv")
     assert code == 0, err
-    table = pd.read_csv(tmp_path / "sweep.csv")
+    table = read_private_csv(tmp_path / "sweep.csv")
     rmse = table[table["metric"] == "rmse"]
     assert len(rmse) == 4 and rmse["value"].gt(0).all()
     code, out, err = run(capsys, "heavy-hitters", "--file", path, "--protocol", "pem",

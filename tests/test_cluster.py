@@ -13,6 +13,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import cluster, experiment
 from tests.conftest import DASK_TIMEOUT as TIMEOUT
+from tests.private_files import read_private_csv
 
 #: Columns that identify a row of the tidy table (``seconds`` is a measured time, not a result).
 KEY = ["scenario", "mechanism", "params", "epsilon", "postprocess", "trial", "metric"]
@@ -118,5 +119,5 @@ def test_cli_sweep_on_a_scheduler_address_writes_the_in_process_table(dask_clien
     assert cli.main(argv + ["--scheduler", dask_client.scheduler.address,
                             "--out", str(tmp_path / "there.csv")]) == 0
     assert "12 releases" in capsys.readouterr().out
-    here, there = (pd.read_csv(tmp_path / f"{name}.csv") for name in ("here", "there"))
+    here, there = (read_private_csv(tmp_path / f"{name}.csv") for name in ("here", "there"))
     pd.testing.assert_frame_equal(there.drop(columns="seconds"), here.drop(columns="seconds"))

@@ -24,6 +24,7 @@ from dpcore import release
 from dpcore.data import national
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heavy_hitters
+from tests.private_files import read_private_csv
 
 SEED = 20261124
 EPSILON = 1.0
@@ -224,7 +225,7 @@ def test_cli_writes_the_top_k_found_as_the_pages_do(tmp_path, capsys):
                      "--epsilon", "3", "--k", "5", "--seed", "7", "--out", str(out)]) == 0
     toy = datasets.load("toy_town")
     expected = heavy_hitters.compare(toy, heavy_hitters.find("treehist", toy, 3.0, 5, 7), 5)
-    written = pd.read_csv(out)
+    written = read_private_csv(out)
     assert list(written["commute"]) == list(expected["commute"])
     assert np.allclose(written["estimated_count"], expected["estimated_count"], equal_nan=True)
     assert "recall" in capsys.readouterr().out

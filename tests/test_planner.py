@@ -13,6 +13,7 @@ from dpcore.data import datasets
 from dpcore.evaluation import experiment, planner, summaries
 from dpcore.interfaces import cli
 from dpcore.mechanisms.count_profile import CountProfile
+from tests.private_files import read_private_csv
 
 COUNTY = datasets.load("ireland_county")
 TRUTH = CountProfile.of_matrix(COUNTY)
@@ -184,7 +185,7 @@ def test_cli_plan(tmp_path, capsys):
                      "laplace,grr,suppression", "--metric", "rmse", "--target", "5",
                      "--postprocess", "base", "--out", str(out)])
     assert code == 0
-    frame = pd.read_csv(out)
+    frame = read_private_csv(out)
     assert list(frame.columns[:7]) == ["mechanism", "metric", "target", "epsilon", "method",
                                        "expected", "pass_probability"]
     laplace = frame.set_index("mechanism").loc["laplace"]

@@ -245,6 +245,11 @@ def _view(args) -> views.View:
                       tuple(args.area))
 
 
+#: What the command line says of a table it wrote with the true counts in it or measured
+#: against them (:func:`dpcore.interfaces.confidential.write_csv` marks the file's first line).
+PRIVATE_NOTE = "NOT FOR PUBLICATION: computed from the true counts, its first line says so"
+
+
 def _cmd_release(args) -> int:
     params = _params(args.param, [args.mechanism])[args.mechanism]
     if args.delta is not None:
@@ -261,12 +266,12 @@ def _cmd_release(args) -> int:
     true = release.true_values(od)
     result = release.run(od, spec, true_counts=true, score=False)
     frame = release.release_table(od, true, result.released, args.only_nonzero)
-    export.write_safe_csv(frame, args.out)
+    confidential.write_csv(frame, args.out)  # true_count beside released_count
     written = (f"; written: {release.SPARSE_TABLE_NOTE.format(top=release.SPARSE_TOP)}"
                if result.sparse else "")
     _say(f"{args.mechanism} eps={args.epsilon:g}: released {od.domain_size} cells in "
          f"{_duration(result.seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → "
-         f"{args.out}{written})")
+         f"{args.out}{written}; {PRIVATE_NOTE})")
     return 0
 
 
@@ -355,10 +360,10 @@ def _cmd_sweep(args) -> int:
                            seed=args.seed, n_jobs=args.jobs, k=args.k, top_n=args.top_n,
                            scenarios=[experiment.Scenario("all", _view(args))],
                            progress=_progress, scheduler=_scheduler(args))
-    export.write_safe_csv(table, args.out)
+    confidential.write_csv(table, args.out)  # errors measured against the true counts
     _say(f"sweep: {len(keys)} mechanism(s) × {len(epsilons)} ε × {args.trials} trial(s) = "
          f"{table.attrs['jobs_done']} releases, {len(methods)} post-processing: {len(table):,} "
-         f"rows in {_duration(time.perf_counter() - started)} → {args.out}")
+         f"rows in {_duration(time.perf_counter() - started)} → {args.out} ({PRIVATE_NOTE})")
     return 0
 
 
@@ -375,11 +380,11 @@ def _cmd_heavy_hitters(args) -> int:
     found = heavy_hitters.find(args.protocol, od, args.epsilon, args.k, seed)
     seconds = time.perf_counter() - started
     table = heavy_hitters.compare(od, found, args.k)
-    export.write_safe_csv(table, args.out)
+    confidential.write_csv(table, args.out)  # the true top k beside the ones found
     score = heavy_hitters.scores(od, found, args.k)
     _say(f"{args.protocol} eps={args.epsilon:g}: top {args.k} of {od.domain_size} cells in "
          f"{_duration(seconds)}, recall {score['recall']:.0%}, precision "
-         f"{score['precision']:.0%} (seed {seed}; {len(table)} rows → {args.out})")
+         f"{score['precision']:.0%} (seed {seed}; {len(table)} rows → {args.out}; {PRIVATE_NOTE})")
     return 0
 
 
@@ -394,10 +399,10 @@ def _cmd_plan(args) -> int:
     started = time.perf_counter()
     answers = planner.plan(od, specs, target, postprocess=args.postprocess, trials=args.trials,
                            seed=args.seed, force_search=args.search, progress=_progress)
-    export.write_safe_csv(planner.plan_table(answers), args.out)
+    confidential.write_csv(planner.plan_table(answers), args.out)  # ε chosen on the true table
     print(planner.sentence(answers, lambda key: mechanisms.get(key).name))
     print(f"plan: {len(answers)} mechanism(s) in {_duration(time.perf_counter() - started)} "
-          f"→ {args.out}")
+          f"→ {args.out} ({PRIVATE_NOTE})")
     return 0
 
 

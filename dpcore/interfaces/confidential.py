@@ -41,6 +41,17 @@ def csv_marked(data: bytes) -> bytes:
     return f"# {FIRST_LINE}\r\n".encode() + data
 
 
+def write_csv(frame: pd.DataFrame, path) -> Path:
+    """The frame as formula-safe CSV at ``path`` under the ``# NOT FOR PUBLICATION …`` line,
+    streamed (a release table over 9.8 M cells is never held as one string): the command line's
+    tables measured against or showing the true counts."""
+    path = Path(path)
+    with path.open("wb") as handle:
+        handle.write(f"# {FIRST_LINE}\r\n".encode())
+        export.write_safe_csv(frame, handle)
+    return path
+
+
 def html_text(page: str) -> str:
     """A web page (a figure, a map) under an HTML comment and with a visible red banner at the
     top of its body, both saying it is not for publication."""
