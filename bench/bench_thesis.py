@@ -11,7 +11,7 @@ and after — on a machine shared with other work the wall time includes waiting
 a figure taken under load is an upper bound.
 
 Run from the repository root: ``python bench/bench_thesis.py [--dataset ireland_ed]
-[--trials 10] [--workers 1,2] [--repeats 1]``.
+[--trials 10] [--workers 1,2] [--repeats 1] [--keep DIR]``.
 """
 
 import argparse
@@ -67,13 +67,15 @@ class TreeCPU:
         self.seconds = sum(v - self.start.get(pid, 0.0) for pid, v in self.seen.items())
 
 
-def once(od, source, workers: int, trials: int) -> tuple[float, float, thesis.Chapter]:
-    """Wall time of the whole command (both protocols, the default), and of the report alone."""
+def once(od, source, workers: int, trials: int, keep: Path | None = None
+         ) -> tuple[float, float, thesis.Chapter]:
+    """Wall time of the whole command (both protocols, the default), and of the report alone
+    (written to ``keep`` when given, e.g. for the README's verdict table, else thrown away)."""
     started = time.perf_counter()
     chapter = thesis.run(od, trials=trials, n_jobs=workers, source=source)
     written = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        thesis_html.write(chapter, Path(out))
+        thesis_html.write(chapter, keep or Path(out))
     done = time.perf_counter()
     return done - started, done - written, chapter
 
@@ -84,6 +86,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=thesis.TRIALS)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep the last run's report and CSVs here (verdicts.csv: "
+                             "python3 -m report.thesis_markdown DIR)")
     args = parser.parse_args()
     od = datasets.load(args.dataset)
     print(f"{args.dataset}: {len(grids.THESIS_EPSILONS)} ε × {args.trials} trials, "
@@ -94,7 +99,7 @@ def main() -> None:
         for _ in range(args.repeats):
             with TreeCPU() as cpu:
                 seconds, report, chapter = once(od, datasets.DATASETS.get(args.dataset),
-                                                workers, args.trials)
+                                                workers, args.trials, args.keep)
             times.append(seconds)
             reports.append(report)
             cpus.append(cpu.seconds)
