@@ -1,0 +1,273 @@
+"""Computed reasons for the thesis's central items and its stated zero counts.
+
+When no protocol difference explains a "differs" of figures 5.2, 5.3 (the central mechanisms'
+RMSE and maximum error), 5.4, 5.9 and 5.11 (the zeros the thesis counts), what remains is the
+data. This module says *what of the data*, computed: each release's law evaluated on this run's
+true counts predicts the quantity the figure shows, the prediction is set beside the run's own
+measurement, and the part of the data that decides it is named (the cells just above the
+stability histogram's threshold, the empty cells, the cells of a few commuters).
+
+The laws, per cell of true count c, noise scale b = 2/ε (substitution, as both protocols use):
+
+* Laplace, maximum error: continuous Laplace (as written) has E[max] = b·H_d over d cells
+  (H the harmonic number, ≈ b(ln d + γ)); OpenDP's discrete Laplace with negatives set to 0
+  (as run) is summed exactly, an empty cell erring only upwards (≈ b(ln(d/2) + γ)).
+* Stability histogram [KKMN09, Vad17 §3]: a non-empty cell is dropped when c + Lap(b) < τ, its
+  whole count then being its error; the maximum error is found by integrating the exact law of
+  every cell's error, and its size is set by the cells a few b above τ (≈ τ + b·ln k for k of
+  them). RMSE: the exact truncated-Laplace moments of
+  :class:`~dpcore.mechanisms.central.StabilityHistogram` (OpenDP's final rounding ignored).
+* Zeros of a local release after Base-Pro: P(estimate < ½) per cell (< 1 for local hashing as
+  run, whose estimates were int()-truncated). The estimate is normal with the mechanism's own
+  mean and variance; for the support-count protocols (randomised response, unary encoding,
+  local hashing: C = Bin(c, p*) + Bin(n − c, q*)) the normal is taken of the support count with
+  a continuity correction. Expected zeros sum these probabilities over the cells.
+
+The thesis's own printed numbers (:data:`THESIS_PRINTED`) are facts read from its public
+notebooks, set beside the predictions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special, stats
+
+from dpcore import mechanisms
+from dpcore.evaluation import thesis_as_run as as_run
+from dpcore.mechanisms.count_profile import CountProfile
+from dpcore.mechanisms.sparse_vector import PRESENT_AT
+
+#: The thesis's domain sizes: 1,085 county commutes and 9,796,900 ED commutes as its text states
+#: (its code listed the 8,699,658 ED commutes of its aggregate file as the categories).
+THESIS_D = {"county": 1_085, "ed": 9_796_900, "ed_code": 8_699_658}
+
+#: Numbers the thesis's code printed, ε = 0.5, 1, …, 5 (Thesis_DP: central_dp_laplace.ipynb,
+#: central_dp_stability_histogram.ipynb): maximum errors in commuters at ED level; RMSE at both
+#: levels of its last run, and the RMSE its figure 5.2 plots (typed in from an earlier run).
+THESIS_PRINTED = {
+    "max ED laplace": (68, 29, 20, 14, 12, 11, 8, 8, 6, 5),
+    "max ED stability_histogram": (84, 44, 30, 22, 19, 16, 13, 11, 10, 10),
+    "rmse ED laplace": (4.004, 1.992, 1.314, 0.969, 0.758, 0.615, 0.511, 0.431, 0.368, 0.316),
+    "rmse ED stability_histogram": (1.898, 1.189, 0.884, 0.716, 0.610, 0.535, 0.481, 0.438,
+                                    0.404, 0.374),
+    "plotted rmse ED stability_histogram": (0.811, 0.429, 0.300, 0.233, 0.193, 0.166, 0.145,
+                                            0.129, 0.118, 0.108),
+    "rmse County stability_histogram": (21.07, 10.29, 6.60, 4.90, 3.55, 2.91, 2.29, 1.85, 1.48,
+                                        1.21),
+    "plotted rmse County stability_histogram": (5.74, 2.85, 1.85, 1.48, 1.11, 0.96, 0.87, 0.73,
+                                                0.64, 0.61),
+    "plotted rmse County laplace": (5.45, 2.85, 1.78, 1.28, 1.07, 0.82, 0.73, 0.59, 0.51, 0.41),
+}
+THESIS_EPSILONS = tuple(0.5 * k for k in range(1, 11))
+#: Width of the band above τ whose cells set the stability histogram's maximum error, in b.
+BAND_WIDTH = 4
+#: Count bands of the zero tables.
+BANDS = ((0, 0), (1, 5), (6, 10), (11, 20), (21, 50), (51, 100), (101, 200), (201, 500),
+         (501, 1_000), (1_001, None))
+
+
+# ------------------------------------------------------------------------ central mechanisms
+def scale(epsilon: float) -> float:
+    """b = Δ₁/ε with Δ₁ = 2 (substitution): both protocols' noise scale."""
+    return 2.0 / epsilon
+
+
+def stability(epsilon: float, n: int, opendp: bool):
+    """The stability histogram of either protocol, δ = 1/(2n). As run, OpenDP's threshold
+    2·ln(2/δ)/ε + 1/n is the textbook rule's 1 + b·ln(2/δ') at δ' = δ·e^{(1 − 1/n)/b}."""
+    delta = 1 / (2 * n)
+    if opendp:
+        delta *= math.exp((1 - 1 / n) / scale(epsilon))
+    return mechanisms.build("stability_histogram", epsilon=epsilon, delta=delta)
+
+
+def threshold(epsilon: float, n: int, opendp: bool) -> float:
+    return as_run.stability_threshold(epsilon, n) if opendp else stability(epsilon, n, False).tau
+
+
+def laplace_max(profile: CountProfile, epsilon: float, opendp: bool) -> float:
+    """Expected largest |error| of the Laplace release over the profile's cells."""
+    b, d = scale(epsilon), profile.d
+    if not opendp:  # max of d Exp(b): b·H_d
+        return b * float(special.digamma(d + 1) + np.euler_gamma)
+    alpha = math.exp(-1 / b)  # discrete Laplace: P(X = k) ∝ α^|k|
+    k = np.arange(1, int(b * (math.log(d) + 50)) + 2, dtype=float)[:, None]
+    up = alpha ** k / (1 + alpha)  # P(X ≥ k); an empty cell errs only upwards (clamped)
+    v = profile.values[None, :]
+    tail = np.where(v == 0, up, np.where(k <= v, 2 * up, up))  # |error| ≥ k
+    log_below = (profile.cells * np.log1p(-np.minimum(tail, 1 - 1e-300))).sum(axis=1)
+    return float((-np.expm1(log_below)).sum())
+
+
+def _laplace_cdf(x, b):
+    return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0) / b), 1 - 0.5 * np.exp(-np.maximum(x, 0) / b))
+
+
+def stability_max(profile: CountProfile, epsilon: float, n: int, opendp: bool) -> float:
+    """Expected largest error of the stability histogram: the integral over t of
+    P(max > t), from the exact law of each non-empty cell's error (its count when dropped,
+    its noise when released); empty cells err by 0."""
+    b, tau = scale(epsilon), threshold(epsilon, n, opendp)
+    present = profile.values > 0
+    v, m = profile.values[present].astype(float), profile.cells[present]
+    if not v.size:
+        return 0.0
+    top = min(float(v.max()), tau + 60 * b) + 60 * b
+    t = np.linspace(0.0, top, 4_000)[:, None]
+    kept_small = np.clip(_laplace_cdf(t, b) - _laplace_cdf(np.maximum(tau - v, -t), b), 0, 1)
+    below = kept_small + np.where(v < t, _laplace_cdf(tau - v, b), 0.0)  # P(error < t)
+    log_below = (m * np.log(np.clip(below, 1e-300, 1.0))).sum(axis=1)
+    return float(np.trapezoid(-np.expm1(log_below), t[:, 0]))
+
+
+def band_above(profile: CountProfile, epsilon: float, n: int, opendp: bool) -> int:
+    """Non-empty cells with τ ≤ c < τ + BAND_WIDTH·b: those that can be dropped whole."""
+    b, tau = scale(epsilon), threshold(epsilon, n, opendp)
+    inside = (profile.values >= tau) & (profile.values < tau + BAND_WIDTH * b)
+    return int(profile.cells[inside].sum())
+
+
+def laplace_rmse(profile: CountProfile, epsilon: float, opendp: bool) -> float:
+    """RMSE of the Laplace release: b√2 (continuous) or, as run, OpenDP's discrete Laplace with
+    negatives set to 0 — a cell of count c errs by X if X ≥ −c, else by −c."""
+    b = scale(epsilon)
+    if not opendp:
+        return b * math.sqrt(2)
+    alpha = math.exp(-1 / b)
+    variance = 2 * alpha / (1 - alpha) ** 2
+    j = np.arange(1, int(b * 60) + 2, dtype=float)[:, None]  # j = c + 1, c + 2, … below
+    v = profile.values[None, :].astype(float)
+    pmf = (1 - alpha) / (1 + alpha) * alpha ** (v + j)
+    second = variance - (((v + j) ** 2 - v ** 2) * pmf).sum(axis=0)  # E[error²] per count
+    return math.sqrt(profile.mean(second))
+
+
+def stability_rmse(profile: CountProfile, epsilon: float, n: int, opendp: bool) -> float:
+    """RMSE of the stability histogram: E[(Y − c)²] = Var + bias² from its exact moments."""
+    mechanism = stability(epsilon, n, opendp)
+    values = profile.values
+    bias = mechanism.expected(values) - values
+    return math.sqrt(profile.mean(mechanism.variance(values) + bias ** 2))
+
+
+def dropped_mass(profile: CountProfile, epsilon: float, n: int, opendp: bool
+                 ) -> tuple[float, float]:
+    """Expected number of non-empty cells the stability histogram drops, and E[Σ c² over them]
+    (the squared error they add)."""
+    mechanism = stability(epsilon, n, opendp)
+    present = profile.values > 0
+    values, cells = profile.values[present], profile.cells[present]
+    dropped = 1 - mechanism.release_probability(values)
+    return (float(np.dot(cells, dropped)),
+            float(np.dot(cells, dropped * values.astype(float) ** 2)))
+
+
+# ------------------------------------------------------------------------------ zero counts
+def _support_law(role: str, variant: str, epsilon: float, d: int):
+    """(p_own, p_other, p*, q*) of a support-count release, None for the Hadamard ones: a
+    report supports its sender's cell with p_own and any other with p_other, and the server
+    debiases with (p*, q*). As run, randomised response's duplicate false report supports every
+    other cell with 1/(d − 1) while the server still debiases with q*."""
+    if role == "hm":
+        return None
+    p, q = mechanisms.build(role, epsilon=epsilon).support_probabilities(d)
+    if role == "grr" and variant == "run":
+        return p, 1 / (d - 1), p, q
+    return p, q, p, q
+
+
+def _local(role: str, variant: str, truth, below: float):
+    """The cells, n, d and threshold a local release is read with: local hashing as run reads
+    cell 0 from an empty slot and int()-truncates its estimates (0 means estimate < 1)."""
+    truth = np.asarray(truth, dtype=float)
+    if role == "olh" and variant == "run":
+        truth, below = truth.copy(), max(below, 1.0)
+        truth[0] = 0.0
+    return truth, float(np.asarray(truth).sum()), truth.size, below
+
+
+def estimate_law(role: str, variant: str, truth, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of each cell's estimate (the Hadamard ones: unbiased, their
+    own variance; the support-count ones: from the two binomials)."""
+    truth, n, d, _ = _local(role, variant, truth, PRESENT_AT)
+    law = _support_law(role, variant, epsilon, d)
+    if law is None:
+        mechanism = (mechanisms.build("hr", epsilon=epsilon) if variant == "run" else
+                     mechanisms.build("hm", epsilon=epsilon, t=1))
+        variance = mechanism.variance(truth, n=int(round(n)), d=d)
+        return truth, np.sqrt(np.maximum(variance, 0.0))
+    p_own, p_other, p, q = law
+    mean = truth * p_own + (n - truth) * p_other
+    sd = np.sqrt(truth * p_own * (1 - p_own) + (n - truth) * p_other * (1 - p_other))
+    return (mean - n * q) / (p - q), sd / (p - q)
+
+
+def zero_probabilities(role: str, variant: str, truth, epsilon: float, below: float = PRESENT_AT
+                       ) -> np.ndarray:
+    """Per cell, P(the release shows 0 after Base-Pro) = P(estimate < ``below``), for the local
+    mechanism ``role`` as written or as run (``variant``); rounded or not, a Base-Pro value is
+    shown as 0 exactly when the estimate is below ½."""
+    truth, n, d, below = _local(role, variant, truth, below)
+    law = _support_law(role, variant, epsilon, d)
+    mean, sd = estimate_law(role, variant, truth, epsilon)
+    if law is None:
+        return stats.norm.cdf((below - mean) / np.maximum(sd, 1e-12))
+    p, q = law[2:]
+    most = np.ceil(n * q + below * (p - q)) - 1  # estimate < below ⟺ support ≤ most
+    support_mean, support_sd = mean * (p - q) + n * q, sd * (p - q)
+    return stats.norm.cdf((most + 0.5 - support_mean) / np.maximum(support_sd, 1e-12))
+
+
+def base_cut_zeros(role: str, variant: str, truth, epsilon: float) -> float:
+    """Expected zeros after Base-Cut: for many cells the kept prefix is the estimates above the
+    level L at which the expected mass above L is n, so Σ P(estimate < L) cells are zeroed."""
+    truth = np.asarray(truth, dtype=float)
+    mean, sd = estimate_law(role, variant, truth, epsilon)
+    sd, n = np.maximum(sd, 1e-12), float(truth.sum())
+
+    def excess(level):
+        a = (level - mean) / sd
+        return float(np.sum(mean * stats.norm.sf(a) + sd * stats.norm.pdf(a))) - n
+
+    if excess(PRESENT_AT) <= 0:  # the positive estimates hold no more than n: nothing is cut
+        return float(zero_probabilities(role, variant, truth, epsilon).sum())
+    level = optimize.brentq(excess, PRESENT_AT, float(mean.max() + 50 * sd.max()))
+    return float(stats.norm.cdf((level - mean) / sd).sum())
+
+
+def stability_zero_probabilities(truth, epsilon: float, opendp: bool) -> np.ndarray:
+    """Per cell, P(the stability histogram shows 0): 1 for an empty cell, else P(c + Lap < τ)
+    (a released value is at least τ > ½)."""
+    truth = np.asarray(truth)
+    mechanism = stability(epsilon, int(truth.sum()), opendp)
+    return np.where(truth > 0, 1 - mechanism.release_probability(truth), 1.0)
+
+
+def expected(probabilities) -> tuple[float, float]:
+    """Expected number of zeros and its standard deviation (cells taken as independent)."""
+    probabilities = np.asarray(probabilities, dtype=float)
+    return (float(probabilities.sum()),
+            float(math.sqrt(np.sum(probabilities * (1 - probabilities)))))
+
+
+def by_band(truth, probabilities: dict) -> pd.DataFrame:
+    """Cells and expected zeros per count band (rows), one column per mechanism."""
+    truth = np.asarray(truth)
+    rows = []
+    for low, high in BANDS:
+        inside = (truth >= low) & ((truth <= high) if high is not None else True)
+        if not inside.any():
+            continue
+        name = (f"{low}" if low == high else f"{low:,}–{high:,}" if high is not None
+                else f"{low:,}+")
+        rows.append({"band": name, "cells": int(inside.sum()),
+                     **{key: float(p[inside].sum()) for key, p in probabilities.items()}})
+    return pd.DataFrame(rows)
+
+
+def cells_needed(shortfall: float, probability: float) -> float:
+    """How many more cells, each shown as 0 with ``probability``, make up ``shortfall`` zeros."""
+    return max(shortfall, 0.0) / probability if probability > 0 else math.inf
