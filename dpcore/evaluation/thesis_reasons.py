@@ -29,6 +29,7 @@ notebooks, set beside the predictions.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -221,9 +222,10 @@ def zero_probabilities(role: str, variant: str, truth, epsilon: float, below: fl
     return stats.norm.cdf((most + 0.5 - support_mean) / np.maximum(support_sd, 1e-12))
 
 
-def base_cut_zeros(role: str, variant: str, truth, epsilon: float) -> float:
-    """Expected zeros after Base-Cut: for many cells the kept prefix is the estimates above the
-    level L at which the expected mass above L is n, so Σ P(estimate < L) cells are zeroed."""
+def base_cut_zeros(role: str, variant: str, truth, epsilon: float) -> tuple[float, float]:
+    """Expected zeros after Base-Cut and the cut level L: for many cells the kept prefix is the
+    estimates above the L at which the expected mass above L is n, so Σ P(estimate < L) cells
+    are zeroed."""
     truth = np.asarray(truth, dtype=float)
     mean, sd = estimate_law(role, variant, truth, epsilon)
     sd, n = np.maximum(sd, 1e-12), float(truth.sum())
@@ -233,9 +235,9 @@ def base_cut_zeros(role: str, variant: str, truth, epsilon: float) -> float:
         return float(np.sum(mean * stats.norm.sf(a) + sd * stats.norm.pdf(a))) - n
 
     if excess(PRESENT_AT) <= 0:  # the positive estimates hold no more than n: nothing is cut
-        return float(zero_probabilities(role, variant, truth, epsilon).sum())
+        return float(zero_probabilities(role, variant, truth, epsilon).sum()), PRESENT_AT
     level = optimize.brentq(excess, PRESENT_AT, float(mean.max() + 50 * sd.max()))
-    return float(stats.norm.cdf((level - mean) / sd).sum())
+    return float(stats.norm.cdf((level - mean) / sd).sum()), float(level)
 
 
 def stability_zero_probabilities(truth, epsilon: float, opendp: bool) -> np.ndarray:
@@ -271,3 +273,233 @@ def by_band(truth, probabilities: dict) -> pd.DataFrame:
 def cells_needed(shortfall: float, probability: float) -> float:
     """How many more cells, each shown as 0 with ``probability``, make up ``shortfall`` zeros."""
     return max(shortfall, 0.0) / probability if probability > 0 else math.inf
+
+
+# -------------------------------------------------------------------------------- the notes
+#: The thesis's county table as its notebooks print it (central_dp.ipynb): n = 2,750,239 over
+#: 1,085 cells, 6 empty, 170 of 1–10 commuters, 90 non-empty below the stability histogram's
+#: threshold at ε = 5 (≈ 6.5).
+THESIS_COUNTY_CELLS = {"empty": 6, "1–10": 170, "below τ at ε = 5": 90}
+#: Short names of the local mechanisms in the zero notes.
+SHORT_NAMES = {"grr": "RR", "oue": "UE", "olh": "OLH", "hm": "Hadamard"}
+
+
+def _num(value: float) -> str:
+    if not np.isfinite(value):
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+@functools.lru_cache(maxsize=256)
+def _predicted(kind: str, values: bytes, cells: bytes, epsilon: float, n: int, opendp: bool):
+    profile = CountProfile(np.frombuffer(values, dtype=np.int64),
+                           np.frombuffer(cells, dtype=np.int64))
+    return {"laplace max": lambda: laplace_max(profile, epsilon, opendp),
+            "stability_histogram max": lambda: stability_max(profile, epsilon, n, opendp),
+            "laplace rmse": lambda: laplace_rmse(profile, epsilon, opendp),
+            "stability_histogram rmse": lambda: stability_rmse(profile, epsilon, n, opendp),
+            "band": lambda: band_above(profile, epsilon, n, opendp),
+            "dropped": lambda: dropped_mass(profile, epsilon, n, opendp)}[kind]()
+
+
+def predicted(kind: str, profile: CountProfile, epsilon: float, n: int, opendp: bool):
+    """One prediction (cached: the report judges every item once per protocol setting)."""
+    values = np.ascontiguousarray(profile.values, dtype=np.int64).tobytes()
+    cells = np.ascontiguousarray(profile.cells, dtype=np.int64).tobytes()
+    return _predicted(kind, values, cells, float(epsilon), int(n), bool(opendp))
+
+
+def _resized(profile: CountProfile, d: int) -> CountProfile:
+    """The profile with as many empty cells as make d cells (the thesis's domain size)."""
+    empty = profile.values == 0
+    nonzero = int(profile.cells[~empty].sum())
+    return CountProfile(np.r_[0, profile.values[~empty]].astype(np.int64),
+                        np.r_[max(d - nonzero, 0), profile.cells[~empty]].astype(np.int64))
+
+
+def _printed(key: str, epsilon: float):
+    values = THESIS_PRINTED.get(key)
+    if values is None or not any(math.isclose(epsilon, e) for e in THESIS_EPSILONS):
+        return None
+    return values[[math.isclose(epsilon, e) for e in THESIS_EPSILONS].index(True)]
+
+
+def critical_cells(epsilon: float, n: int, opendp: bool) -> float:
+    """The domain size above which Laplace's predicted maximum, b(ln d_eff + γ), passes the
+    stability histogram's threshold τ (d_eff = d/2 as run: an empty cell errs only upwards)."""
+    b = scale(epsilon)
+    reach = math.exp(threshold(epsilon, n, opendp) / b - np.euler_gamma)
+    return 2 * reach if opendp else reach
+
+
+def central_note(metric: str, profiles: dict, opendp: bool, measured: pd.DataFrame) -> str:
+    """The computed facts of figure 5.2 (``metric`` "rmse") or 5.3 ("max_error_freq") for the
+    levels in ``profiles`` (label → :class:`CountProfile`, coarse first): each curve predicted
+    from its release's law at the first and last ε, beside this run's mean; what of the data
+    decides the order; the thesis's own printed numbers."""
+    if measured.empty:
+        return ""
+    epsilons = sorted(set(measured["epsilon"]))
+    shown = [epsilons[0]] + ([epsilons[-1]] if len(epsilons) > 1 else [])
+    kind = "max" if metric == "max_error_freq" else "rmse"
+    parts = [("OpenDP as run (discrete Laplace, negatives set to 0; τ = 2·ln(2/δ)/ε + 1/n)"
+              if opendp else "as written (continuous Laplace; τ = 2·ln(2/δ)/ε + 1)")]
+    for position, (level, profile) in enumerate(profiles.items()):
+        n, d = profile.n, profile.d
+        if n < 1 or d < 2:
+            continue
+        facts = []
+        for epsilon in shown:
+            run = measured[(measured["scenario"] == level) & (measured["epsilon"] == epsilon)]
+            ours = run.groupby("mechanism")["mean"].mean() * (n if kind == "max" else 1)
+            lap = predicted(f"laplace {kind}", profile, epsilon, n, opendp)
+            sh = predicted(f"stability_histogram {kind}", profile, epsilon, n, opendp)
+            facts.append(f"ε = {epsilon:g}: Laplace {_num(lap)}, stability histogram "
+                         f"{_num(sh)} predicted (this run {_num(ours.get('laplace', np.nan))}, "
+                         f"{_num(ours.get('stability_histogram', np.nan))})")
+        epsilon, b = shown[0], scale(shown[0])
+        tau = threshold(epsilon, n, opendp)
+        empty = int(profile.cells[profile.values == 0].sum())
+        if kind == "max":
+            band = predicted("band", profile, epsilon, n, opendp)
+            why = (f"{band:,} commutes lie within {BAND_WIDTH}b of τ = {_num(tau)} (ε = "
+                   f"{epsilon:g}) and are dropped whole when the noise pulls them below it, so "
+                   f"the stability histogram's maximum is about τ + b·ln {band:,}; Laplace's, "
+                   f"b(ln d{'/2' if opendp else ''} + γ), passes τ only above "
+                   f"{_num(critical_cells(epsilon, n, opendp))} cells (here {d:,})")
+        else:
+            dropped, mass = predicted("dropped", profile, epsilon, n, opendp)
+            lap_sq = predicted("laplace rmse", profile, epsilon, opendp=opendp, n=n) ** 2 * d
+            empty_sq = predicted("laplace rmse", CountProfile(np.array([0]), np.array([1])),
+                                 epsilon, 1, opendp) ** 2 * empty
+            why = (f"Laplace's squared error is paid on every cell, {empty_sq / lap_sq:.0%} of "
+                   f"it on the {empty:,} empty ones; the stability histogram's mostly on the "
+                   f"≈ {dropped:,.0f} commutes it drops below τ = {_num(tau)} (Σc² ≈ "
+                   f"{mass:,.0f}) (ε = {epsilon:g})")
+        parts.append(f"{level}: " + "; ".join(facts) + f" — {why}")
+        if position == len(profiles) - 1 and len(profiles) > 1:
+            parts.append(_thesis_central(kind, profile, opendp))
+        elif position == 0:
+            parts.append(_thesis_central(kind, profile, opendp, coarse=True))
+    return ". ".join(p for p in parts if p) + "."
+
+
+def _thesis_central(kind: str, profile: CountProfile, opendp: bool, coarse: bool = False
+                    ) -> str:
+    """The thesis's own run at its county (``coarse``) or ED level, as its notebooks print it."""
+    if kind == "max" and coarse:
+        return ""
+    if kind == "max":
+        lap, sh = (_printed(f"max ED {k}", 0.5) for k in ("laplace", "stability_histogram"))
+        above = sum(s > l for s, l in zip(THESIS_PRINTED["max ED stability_histogram"],
+                                          THESIS_PRINTED["max ED laplace"]))
+        at_size = predicted("laplace max", _resized(profile, THESIS_D["ed"]), 0.5,
+                            profile.n, opendp)
+        return (f"The thesis's own run printed ED maximum errors of {sh} (stability histogram) "
+                f"and {lap} (Laplace) commuters at ε = 0.5, the stability histogram's the "
+                f"higher at {above} of its 10 ε, as predicted here; at its d = "
+                f"{THESIS_D['ed']:,} Laplace's predicted maximum is {_num(at_size)}")
+    level = "County" if coarse else "ED"
+    sh = THESIS_PRINTED[f"rmse {level} stability_histogram"][0]
+    plotted = THESIS_PRINTED[f"plotted rmse {level} stability_histogram"]
+    if coarse:
+        lap = THESIS_PRINTED["plotted rmse County laplace"]
+        above = sum(s > x for s, x in zip(plotted, lap))
+        return (f"The thesis's own county run printed a stability-histogram RMSE of {sh} at ε "
+                f"= 0.5; its figure 5.2 plots an earlier run's {plotted[0]} against Laplace's "
+                f"{lap[0]}, the stability histogram the higher at {above} of 10 ε")
+    lap = THESIS_PRINTED["rmse ED laplace"]
+    below = sum(s < x for s, x in zip(plotted, lap))
+    return (f"At ED level it printed {sh} (stability histogram) against {lap[0]} (Laplace) at ε "
+            f"= 0.5 and plots {plotted[0]}, the stability histogram the lower at {below} of 10 "
+            f"ε: its own numbers order the curves as this run does, the reverse of its text")
+
+
+def _setting(trials: pd.DataFrame, key: str) -> str:
+    """"run" or "written": the release the protocol chose for ``key`` (its trials say)."""
+    rows = trials[trials["mechanism"] == key] if len(trials) else trials
+    return str(rows["variant"].iloc[0]) if len(rows) else "written"
+
+
+def _measured(trials: pd.DataFrame, key: str, column: str = "zeros") -> float:
+    rows = trials[trials["mechanism"] == key] if len(trials) else trials
+    return float(rows[column].mean()) if len(rows) else float("nan")
+
+
+def local_zeros_note(truth, trials: pd.DataFrame, stated: dict, epsilon: float,
+                     names: dict) -> str:
+    """Figure 5.9's computed facts: each local release's expected zeros after Base-Pro from its
+    law, beside the trials' mean; the count bands they come from; how many more (or fewer)
+    small cells a table needs for the thesis's numbers."""
+    truth = np.asarray(truth)
+    if truth.size < 2 or truth.sum() < 1:
+        return ""
+    probabilities = {key: zero_probabilities(key, _setting(trials, key), truth, epsilon)
+                     for key in stated}
+    expectation = {key: expected(p) for key, p in probabilities.items()}
+    small = (truth >= 1) & (truth <= 10)
+    parts = ["expected zeros at ε = " + f"{epsilon:g} from each release's law (the estimate "
+             "normal with the mechanism's own variance, support counts with a continuity "
+             "correction): " + ", ".join(
+                 f"{names[k]} {m:.1f} ± {s:.1f} (trials' mean {_num(_measured(trials, k))})"
+                 for k, (m, s) in expectation.items())]
+    bands = by_band(truth, probabilities)
+    parts.append("by count band (cells → expected zeros, " + "/".join(names[k] for k in stated)
+                 + "): " + "; ".join(f"{row['band']}: {row['cells']:,} → " + "/".join(
+                     f"{row[k]:.0f}" for k in stated) for _, row in bands.iterrows()))
+    needs = []
+    for key, target in stated.items():
+        mean = expectation[key][0]
+        share = float(probabilities[key][small].mean()) if small.any() else 0.0
+        if target > 0 and share > 0:
+            needs.append(f"{names[key]} ≈ {cells_needed(abs(target - mean), share):,.0f} "
+                         f"{'more' if target > mean else 'fewer'} (each zeroed with "
+                         f"probability {share:.2f})")
+    if needs:
+        parts.append("the thesis's numbers need cells of 1–10 commuters: " + ", ".join(needs)
+                     + f"; this data has {int(small.sum()):,} such cells and "
+                     f"{int((truth == 0).sum()):,} empty ones, the thesis's county table (as its "
+                     f"notebooks print it) {THESIS_COUNTY_CELLS['1–10']} and "
+                     f"{THESIS_COUNTY_CELLS['empty']}")
+    return "; ".join(parts)
+
+
+def stability_zeros_note(truth, trials: pd.DataFrame, stated: float, epsilon: float) -> str:
+    """Figure 5.4's computed fact: the stability histogram's expected zeros."""
+    truth = np.asarray(truth)
+    if truth.size < 2 or truth.sum() < 1:
+        return ""
+    opendp = _setting(trials, "stability_histogram") == "run"
+    n = int(truth.sum())
+    tau = threshold(epsilon, n, opendp)
+    mean, sd = expected(stability_zero_probabilities(truth, epsilon, opendp))
+    below = int(((truth > 0) & (truth < tau)).sum())
+    text = (f"expected zeros of the stability histogram at ε = {epsilon:g}: the "
+            f"{int((truth == 0).sum()):,} empty cells plus P(c + Lap(b) < τ = {_num(tau)}) summed "
+            f"over the others, {mean:.1f} ± {sd:.1f} (trials' mean "
+            f"{_num(_measured(trials, 'stability_histogram'))}); {below:,} non-empty commutes lie "
+            f"below τ")
+    if stated > mean:
+        text += (f"; the thesis's {stated:g} needs ≈ {stated - mean:,.0f} more commutes below τ "
+                 f"— its county table (as its notebooks print it) has "
+                 f"{THESIS_COUNTY_CELLS['empty']} empty and "
+                 f"{THESIS_COUNTY_CELLS['below τ at ε = 5']} below τ")
+    return text
+
+
+def base_cut_note(truth, trials: pd.DataFrame, stated: tuple[float, float], epsilon: float,
+                  key: str = "hm", name: str = "Hadamard") -> str:
+    """Figure 5.11's computed facts: expected zeros after Base-Pos and after Base-Cut."""
+    truth = np.asarray(truth)
+    if truth.size < 2 or truth.sum() < 1:
+        return ""
+    variant = _setting(trials, key)
+    pos = expected(zero_probabilities(key, variant, truth, epsilon))[0]
+    cut, level = base_cut_zeros(key, variant, truth, epsilon)
+    below = int((truth < level).sum())
+    return (f"{name}'s expected zeros at ε = {epsilon:g}: {pos:.1f} after Base-Pos, {cut:.1f} "
+            f"after Base-Cut, which zeroes the estimates below the level L ≈ {_num(level)} "
+            f"holding n above it (trials' means {_num(_measured(trials, key))} and "
+            f"{_num(_measured(trials, key, 'zeros_cut'))}); {below:,} commutes of this data "
+            f"lie below L: the thesis's {stated[0]:g} → {stated[1]:g} needs ≈ "
+            f"{stated[1] - cut:+,.0f} such cells")
