@@ -184,10 +184,11 @@ def _local(role: str, variant: str, truth, below: float):
     """The cells, n, d and threshold a local release is read with: local hashing as run reads
     cell 0 from an empty slot and int()-truncates its estimates (0 means estimate < 1)."""
     truth = np.asarray(truth, dtype=float)
+    n = float(truth.sum())  # every person reports, cell 0's too
     if role == "olh" and variant == "run":
         truth, below = truth.copy(), max(below, 1.0)
         truth[0] = 0.0
-    return truth, float(np.asarray(truth).sum()), truth.size, below
+    return truth, n, truth.size, below
 
 
 def estimate_law(role: str, variant: str, truth, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -211,9 +212,9 @@ def zero_probabilities(role: str, variant: str, truth, epsilon: float, below: fl
     """Per cell, P(the release shows 0 after Base-Pro) = P(estimate < ``below``), for the local
     mechanism ``role`` as written or as run (``variant``); rounded or not, a Base-Pro value is
     shown as 0 exactly when the estimate is below ½."""
-    truth, n, d, below = _local(role, variant, truth, below)
-    law = _support_law(role, variant, epsilon, d)
     mean, sd = estimate_law(role, variant, truth, epsilon)
+    _, n, d, below = _local(role, variant, truth, below)
+    law = _support_law(role, variant, epsilon, d)
     if law is None:
         return stats.norm.cdf((below - mean) / np.maximum(sd, 1e-12))
     p, q = law[2:]
@@ -282,12 +283,27 @@ def cells_needed(shortfall: float, probability: float) -> float:
 THESIS_COUNTY_CELLS = {"empty": 6, "1–10": 170, "below τ at ε = 5": 90}
 #: Short names of the local mechanisms in the zero notes.
 SHORT_NAMES = {"grr": "RR", "oue": "UE", "olh": "OLH", "hm": "Hadamard"}
+#: A run's mean is said not to follow a law when it is more than this many standard errors away.
+FOLLOWS_SE = 4
+NOT_FOLLOWED = "does not follow its law"
 
 
 def _num(value: float) -> str:
     if not np.isfinite(value):
         return "—"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _against(prediction: float, mean: float, se: float, slack: float = 0.0) -> str:
+    """The run's mean beside a prediction: flagged when it is more than FOLLOWS_SE standard
+    errors (plus ``slack``, a bound on what the law leaves out) away — the release then does
+    not behave as its law says, and the law explains nothing about it."""
+    if not np.isfinite(mean):
+        return "not run"
+    text = _num(mean)
+    if np.isfinite(se) and abs(mean - prediction) > FOLLOWS_SE * se + slack:
+        text += f" — {NOT_FOLLOWED}"
+    return text
 
 
 @functools.lru_cache(maxsize=256)
@@ -317,113 +333,134 @@ def _resized(profile: CountProfile, d: int) -> CountProfile:
                         np.r_[max(d - nonzero, 0), profile.cells[~empty]].astype(np.int64))
 
 
-def _printed(key: str, epsilon: float):
-    values = THESIS_PRINTED.get(key)
-    if values is None or not any(math.isclose(epsilon, e) for e in THESIS_EPSILONS):
-        return None
-    return values[[math.isclose(epsilon, e) for e in THESIS_EPSILONS].index(True)]
-
-
 def critical_cells(epsilon: float, n: int, opendp: bool) -> float:
     """The domain size above which Laplace's predicted maximum, b(ln d_eff + γ), passes the
     stability histogram's threshold τ (d_eff = d/2 as run: an empty cell errs only upwards)."""
-    b = scale(epsilon)
-    reach = math.exp(threshold(epsilon, n, opendp) / b - np.euler_gamma)
+    reach = math.exp(threshold(epsilon, n, opendp) / scale(epsilon) - np.euler_gamma)
     return 2 * reach if opendp else reach
 
 
 def central_note(metric: str, profiles: dict, opendp: bool, measured: pd.DataFrame) -> str:
     """The computed facts of figure 5.2 (``metric`` "rmse") or 5.3 ("max_error_freq") for the
     levels in ``profiles`` (label → :class:`CountProfile`, coarse first): each curve predicted
-    from its release's law at the first and last ε, beside this run's mean; what of the data
-    decides the order; the thesis's own printed numbers."""
-    if measured.empty:
+    from its release's law at the first and last ε beside this run's mean (flagged when the run
+    does not follow the law), what of the data decides the order, the thesis's own numbers."""
+    if measured.empty or not profiles:
         return ""
     epsilons = sorted(set(measured["epsilon"]))
     shown = [epsilons[0]] + ([epsilons[-1]] if len(epsilons) > 1 else [])
     kind = "max" if metric == "max_error_freq" else "rmse"
-    parts = [("OpenDP as run (discrete Laplace, negatives set to 0; τ = 2·ln(2/δ)/ε + 1/n)"
-              if opendp else "as written (continuous Laplace; τ = 2·ln(2/δ)/ε + 1)")]
+    parts = [("laws as run (OpenDP's discrete Laplace, negatives set to 0; τ = 2·ln(2/δ)/ε + "
+              "1/n; rounding left out, which moves a maximum by at most ½)" if opendp else
+              "laws as written (continuous Laplace; τ = 2·ln(2/δ)/ε + 1)")]
     for position, (level, profile) in enumerate(profiles.items()):
         n, d = profile.n, profile.d
         if n < 1 or d < 2:
             continue
         facts = []
         for epsilon in shown:
-            run = measured[(measured["scenario"] == level) & (measured["epsilon"] == epsilon)]
-            ours = run.groupby("mechanism")["mean"].mean() * (n if kind == "max" else 1)
-            lap = predicted(f"laplace {kind}", profile, epsilon, n, opendp)
-            sh = predicted(f"stability_histogram {kind}", profile, epsilon, n, opendp)
-            facts.append(f"ε = {epsilon:g}: Laplace {_num(lap)}, stability histogram "
-                         f"{_num(sh)} predicted (this run {_num(ours.get('laplace', np.nan))}, "
-                         f"{_num(ours.get('stability_histogram', np.nan))})")
-        epsilon, b = shown[0], scale(shown[0])
+            rows = measured[(measured["scenario"] == level) & (measured["epsilon"] == epsilon)]
+            pairs = []
+            for key, name in (("laplace", "Laplace"), ("stability_histogram",
+                                                        "stability histogram")):
+                row = rows[rows["mechanism"] == key]
+                unit = n if kind == "max" else 1
+                mean = float(row["mean"].mean()) * unit if len(row) else float("nan")
+                trials = float(row["trials"].iloc[0]) if len(row) and "trials" in row else 0
+                se = (float(row["sd"].iloc[0]) * unit / math.sqrt(trials)
+                      if trials > 1 and "sd" in row else float("nan"))
+                law = predicted(f"{key} {kind}", profile, epsilon, n, opendp)
+                slack = 0.5 if kind == "max" and opendp else 0.0
+                pairs.append(f"{name} {_num(law)} (this run {_against(law, mean, se, slack)})")
+            facts.append(f"ε = {epsilon:g}: " + ", ".join(pairs))
+        epsilon = shown[0]
         tau = threshold(epsilon, n, opendp)
-        empty = int(profile.cells[profile.values == 0].sum())
         if kind == "max":
             band = predicted("band", profile, epsilon, n, opendp)
-            why = (f"{band:,} commutes lie within {BAND_WIDTH}b of τ = {_num(tau)} (ε = "
-                   f"{epsilon:g}) and are dropped whole when the noise pulls them below it, so "
-                   f"the stability histogram's maximum is about τ + b·ln {band:,}; Laplace's, "
+            why = (f"{band:,} commutes lie within {BAND_WIDTH}b above τ = {_num(tau)} (ε = "
+                   f"{epsilon:g}), each dropped whole when the noise pulls it below τ, so the "
+                   f"stability histogram's maximum is about τ + b·ln {band:,}; Laplace's, "
                    f"b(ln d{'/2' if opendp else ''} + γ), passes τ only above "
                    f"{_num(critical_cells(epsilon, n, opendp))} cells (here {d:,})")
         else:
+            empty = int(profile.cells[profile.values == 0].sum())
             dropped, mass = predicted("dropped", profile, epsilon, n, opendp)
-            lap_sq = predicted("laplace rmse", profile, epsilon, opendp=opendp, n=n) ** 2 * d
-            empty_sq = predicted("laplace rmse", CountProfile(np.array([0]), np.array([1])),
-                                 epsilon, 1, opendp) ** 2 * empty
-            why = (f"Laplace's squared error is paid on every cell, {empty_sq / lap_sq:.0%} of "
-                   f"it on the {empty:,} empty ones; the stability histogram's mostly on the "
-                   f"≈ {dropped:,.0f} commutes it drops below τ = {_num(tau)} (Σc² ≈ "
-                   f"{mass:,.0f}) (ε = {epsilon:g})")
+            whole = predicted("laplace rmse", profile, epsilon, n, opendp) ** 2 * d
+            one_empty = predicted("laplace rmse", CountProfile(np.array([0]), np.array([1])),
+                                  epsilon, 1, opendp) ** 2
+            why = (f"at ε = {epsilon:g} Laplace's squared error is paid on every cell, "
+                   f"{one_empty * empty / whole:.0%} of it on the {empty:,} empty ones; the "
+                   f"stability histogram's mostly on the ≈ {dropped:,.0f} commutes it drops "
+                   f"below τ = {_num(tau)} (Σc² ≈ {mass:,.0f})")
         parts.append(f"{level}: " + "; ".join(facts) + f" — {why}")
-        if position == len(profiles) - 1 and len(profiles) > 1:
-            parts.append(_thesis_central(kind, profile, opendp))
-        elif position == 0:
-            parts.append(_thesis_central(kind, profile, opendp, coarse=True))
+        parts.append(_thesis_central(kind, profile, opendp, coarse=position == 0,
+                                     fine=position == 1))
     return ". ".join(p for p in parts if p) + "."
 
 
-def _thesis_central(kind: str, profile: CountProfile, opendp: bool, coarse: bool = False
+def _thesis_central(kind: str, profile: CountProfile, opendp: bool, coarse: bool, fine: bool
                     ) -> str:
-    """The thesis's own run at its county (``coarse``) or ED level, as its notebooks print it."""
-    if kind == "max" and coarse:
-        return ""
+    """The thesis's own run at its county (``coarse``) or ED (``fine``) level, as its notebooks
+    print it (the maximum errors at ED level only)."""
     if kind == "max":
-        lap, sh = (_printed(f"max ED {k}", 0.5) for k in ("laplace", "stability_histogram"))
-        above = sum(s > l for s, l in zip(THESIS_PRINTED["max ED stability_histogram"],
-                                          THESIS_PRINTED["max ED laplace"]))
-        at_size = predicted("laplace max", _resized(profile, THESIS_D["ed"]), 0.5,
-                            profile.n, opendp)
-        return (f"The thesis's own run printed ED maximum errors of {sh} (stability histogram) "
-                f"and {lap} (Laplace) commuters at ε = 0.5, the stability histogram's the "
-                f"higher at {above} of its 10 ε, as predicted here; at its d = "
+        if not fine:
+            return ""
+        printed = {k: THESIS_PRINTED[f"max ED {k}"] for k in ("laplace", "stability_histogram")}
+        above = sum(s > x for s, x in zip(printed["stability_histogram"], printed["laplace"]))
+        at_size = predicted("laplace max", _resized(profile, THESIS_D["ed"]), 0.5, profile.n,
+                            opendp)
+        return (f"The thesis's own run printed ED maximum errors of "
+                f"{printed['stability_histogram'][0]} (stability histogram) and "
+                f"{printed['laplace'][0]} (Laplace) commuters at ε = 0.5, the stability "
+                f"histogram's the higher at {above} of its 10 ε, as predicted here; at its d = "
                 f"{THESIS_D['ed']:,} Laplace's predicted maximum is {_num(at_size)}")
-    level = "County" if coarse else "ED"
-    sh = THESIS_PRINTED[f"rmse {level} stability_histogram"][0]
-    plotted = THESIS_PRINTED[f"plotted rmse {level} stability_histogram"]
     if coarse:
+        plotted = THESIS_PRINTED["plotted rmse County stability_histogram"]
         lap = THESIS_PRINTED["plotted rmse County laplace"]
         above = sum(s > x for s, x in zip(plotted, lap))
-        return (f"The thesis's own county run printed a stability-histogram RMSE of {sh} at ε "
-                f"= 0.5; its figure 5.2 plots an earlier run's {plotted[0]} against Laplace's "
-                f"{lap[0]}, the stability histogram the higher at {above} of 10 ε")
-    lap = THESIS_PRINTED["rmse ED laplace"]
-    below = sum(s < x for s, x in zip(plotted, lap))
-    return (f"At ED level it printed {sh} (stability histogram) against {lap[0]} (Laplace) at ε "
-            f"= 0.5 and plots {plotted[0]}, the stability histogram the lower at {below} of 10 "
-            f"ε: its own numbers order the curves as this run does, the reverse of its text")
+        return (f"The thesis's own county run printed a stability-histogram RMSE of "
+                f"{THESIS_PRINTED['rmse County stability_histogram'][0]} at ε = 0.5; its figure "
+                f"5.2 plots an earlier run's {plotted[0]} against Laplace's {lap[0]}, the "
+                f"stability histogram the higher at {above} of 10 ε")
+    if fine:
+        last = THESIS_PRINTED["rmse ED stability_histogram"]
+        plotted = THESIS_PRINTED["plotted rmse ED stability_histogram"]
+        lap = THESIS_PRINTED["rmse ED laplace"]
+        below = [sum(s < x for s, x in zip(run, lap)) for run in (last, plotted)]
+        here = sum(predicted("stability_histogram rmse", profile, e, profile.n, opendp)
+                   < predicted("laplace rmse", profile, e, profile.n, opendp)
+                   for e in THESIS_EPSILONS)
+        return (f"At ED level its last run printed {last[0]} (stability histogram) against "
+                f"{lap[0]} (Laplace) at ε = 0.5, the stability histogram the lower at the first "
+                f"{below[0]} of its 10 ε (predicted here: {here}), and its figure plots an "
+                f"earlier run's {plotted[0]}, the lower at {below[1]} of 10: its own numbers "
+                f"order the curves as this run does, the reverse of its text")
+    return ""
+
+
+def _trials_of(trials: pd.DataFrame, key: str) -> pd.DataFrame:
+    return trials[trials["mechanism"] == key] if len(trials) else trials
 
 
 def _setting(trials: pd.DataFrame, key: str) -> str:
     """"run" or "written": the release the protocol chose for ``key`` (its trials say)."""
-    rows = trials[trials["mechanism"] == key] if len(trials) else trials
+    rows = _trials_of(trials, key)
     return str(rows["variant"].iloc[0]) if len(rows) else "written"
 
 
-def _measured(trials: pd.DataFrame, key: str, column: str = "zeros") -> float:
-    rows = trials[trials["mechanism"] == key] if len(trials) else trials
-    return float(rows[column].mean()) if len(rows) else float("nan")
+def _observed(trials: pd.DataFrame, key: str, prediction: float, sd: float | None = None,
+              column: str = "zeros") -> str:
+    """The trials' mean of ``column`` beside a prediction whose per-trial s.d. is ``sd`` (the
+    trials' own s.d. when None)."""
+    rows = _trials_of(trials, key)
+    values = rows[column].dropna().astype(float) if len(rows) else pd.Series(dtype=float)
+    if values.empty:
+        return "not run"
+    spread = float(values.std(ddof=1)) if sd is None and len(values) > 1 else sd
+    if spread is None:
+        return f"trials' mean {_num(float(values.mean()))}"
+    se = max(spread, 1.0) / math.sqrt(len(values))  # s.d. at least 1: whole counts
+    return f"trials' mean {_against(prediction, float(values.mean()), se)}"
 
 
 def local_zeros_note(truth, trials: pd.DataFrame, stated: dict, epsilon: float,
@@ -438,10 +475,10 @@ def local_zeros_note(truth, trials: pd.DataFrame, stated: dict, epsilon: float,
                      for key in stated}
     expectation = {key: expected(p) for key, p in probabilities.items()}
     small = (truth >= 1) & (truth <= 10)
-    parts = ["expected zeros at ε = " + f"{epsilon:g} from each release's law (the estimate "
-             "normal with the mechanism's own variance, support counts with a continuity "
-             "correction): " + ", ".join(
-                 f"{names[k]} {m:.1f} ± {s:.1f} (trials' mean {_num(_measured(trials, k))})"
+    parts = [f"expected zeros at ε = {epsilon:g} from each release's law (the estimate normal "
+             f"with the mechanism's own variance; support counts with a continuity "
+             f"correction): " + ", ".join(
+                 f"{names[k]} {m:.1f} ± {s:.1f} ({_observed(trials, k, m, s)})"
                  for k, (m, s) in expectation.items())]
     bands = by_band(truth, probabilities)
     parts.append("by count band (cells → expected zeros, " + "/".join(names[k] for k in stated)
@@ -451,16 +488,20 @@ def local_zeros_note(truth, trials: pd.DataFrame, stated: dict, epsilon: float,
     for key, target in stated.items():
         mean = expectation[key][0]
         share = float(probabilities[key][small].mean()) if small.any() else 0.0
-        if target > 0 and share > 0:
+        if target == 0 and mean >= 0.5 and _setting(trials, key) == "written":
+            run = expected(zero_probabilities(key, "run", truth, epsilon))[0]
+            needs.append(f"{names[key]}'s 0 needs the original code's defect (as run "
+                         f"{run:.1f} expected)" if key == "grr" else
+                         f"{names[key]}'s 0 is out of this law's reach")
+        elif target > 0 and share > 0:
             needs.append(f"{names[key]} ≈ {cells_needed(abs(target - mean), share):,.0f} "
-                         f"{'more' if target > mean else 'fewer'} (each zeroed with "
-                         f"probability {share:.2f})")
+                         f"{'more' if target > mean else 'fewer'} cells of 1–10 commuters "
+                         f"(each shown as 0 with probability {share:.2f})")
     if needs:
-        parts.append("the thesis's numbers need cells of 1–10 commuters: " + ", ".join(needs)
-                     + f"; this data has {int(small.sum()):,} such cells and "
-                     f"{int((truth == 0).sum()):,} empty ones, the thesis's county table (as its "
-                     f"notebooks print it) {THESIS_COUNTY_CELLS['1–10']} and "
-                     f"{THESIS_COUNTY_CELLS['empty']}")
+        parts.append("the thesis's numbers need: " + ", ".join(needs) + f"; this data has "
+                     f"{int(small.sum()):,} cells of 1–10 and {int((truth == 0).sum()):,} empty "
+                     f"ones, the thesis's county table (as its notebooks print it) "
+                     f"{THESIS_COUNTY_CELLS['1–10']} and {THESIS_COUNTY_CELLS['empty']}")
     return "; ".join(parts)
 
 
@@ -470,15 +511,14 @@ def stability_zeros_note(truth, trials: pd.DataFrame, stated: float, epsilon: fl
     if truth.size < 2 or truth.sum() < 1:
         return ""
     opendp = _setting(trials, "stability_histogram") == "run"
-    n = int(truth.sum())
-    tau = threshold(epsilon, n, opendp)
+    tau = threshold(epsilon, int(truth.sum()), opendp)
     mean, sd = expected(stability_zero_probabilities(truth, epsilon, opendp))
     below = int(((truth > 0) & (truth < tau)).sum())
     text = (f"expected zeros of the stability histogram at ε = {epsilon:g}: the "
             f"{int((truth == 0).sum()):,} empty cells plus P(c + Lap(b) < τ = {_num(tau)}) summed "
-            f"over the others, {mean:.1f} ± {sd:.1f} (trials' mean "
-            f"{_num(_measured(trials, 'stability_histogram'))}); {below:,} non-empty commutes lie "
-            f"below τ")
+            f"over the others, {mean:.1f} ± {sd:.1f} "
+            f"({_observed(trials, 'stability_histogram', mean, sd)}); {below:,} non-empty "
+            f"commutes lie below τ")
     if stated > mean:
         text += (f"; the thesis's {stated:g} needs ≈ {stated - mean:,.0f} more commutes below τ "
                  f"— its county table (as its notebooks print it) has "
@@ -494,12 +534,13 @@ def base_cut_note(truth, trials: pd.DataFrame, stated: tuple[float, float], epsi
     if truth.size < 2 or truth.sum() < 1:
         return ""
     variant = _setting(trials, key)
-    pos = expected(zero_probabilities(key, variant, truth, epsilon))[0]
+    pos, sd = expected(zero_probabilities(key, variant, truth, epsilon))
     cut, level = base_cut_zeros(key, variant, truth, epsilon)
     below = int((truth < level).sum())
-    return (f"{name}'s expected zeros at ε = {epsilon:g}: {pos:.1f} after Base-Pos, {cut:.1f} "
-            f"after Base-Cut, which zeroes the estimates below the level L ≈ {_num(level)} "
-            f"holding n above it (trials' means {_num(_measured(trials, key))} and "
-            f"{_num(_measured(trials, key, 'zeros_cut'))}); {below:,} commutes of this data "
-            f"lie below L: the thesis's {stated[0]:g} → {stated[1]:g} needs ≈ "
-            f"{stated[1] - cut:+,.0f} such cells")
+    gap = stated[1] - cut
+    return (f"{name}'s expected zeros at ε = {epsilon:g}: {pos:.1f} after Base-Pos "
+            f"({_observed(trials, key, pos, sd)}), {cut:.1f} after Base-Cut "
+            f"({_observed(trials, key, cut, column='zeros_cut')}), which zeroes the estimates "
+            f"below the level L ≈ {_num(level)} holding n above it; {below:,} commutes of this "
+            f"data lie below L, the thesis's {stated[1]:g} needs ≈ {abs(gap):,.0f} "
+            f"{'more' if gap > 0 else 'fewer'}")
