@@ -469,13 +469,13 @@ def _thesis_central(kind: str, profile: CountProfile, opendp: bool, coarse: bool
 
 
 def _trials_of(trials: pd.DataFrame, key: str) -> pd.DataFrame:
-    return trials[trials["mechanism"] == key] if len(trials) else trials
+    return trials[trials["mechanism"] == key] if "mechanism" in trials else trials.iloc[:0]
 
 
 def _setting(trials: pd.DataFrame, key: str) -> str:
     """"run" or "written": the release the protocol chose for ``key`` (its trials say)."""
     rows = _trials_of(trials, key)
-    return str(rows["variant"].iloc[0]) if len(rows) else "written"
+    return str(rows["variant"].iloc[0]) if len(rows) and "variant" in rows else "written"
 
 
 def _observed(trials: pd.DataFrame, key: str, prediction: float, sd: float | None = None,
@@ -483,7 +483,8 @@ def _observed(trials: pd.DataFrame, key: str, prediction: float, sd: float | Non
     """The trials' mean of ``column`` beside a prediction whose per-trial s.d. is ``sd`` (the
     trials' own s.d. when None)."""
     rows = _trials_of(trials, key)
-    values = rows[column].dropna().astype(float) if len(rows) else pd.Series(dtype=float)
+    values = (rows[column].dropna().astype(float) if len(rows) and column in rows
+              else pd.Series(dtype=float))
     if values.empty:
         return "not run"
     spread = float(values.std(ddof=1)) if sd is None and len(values) > 1 else sd
