@@ -90,39 +90,48 @@ def threshold(epsilon: float, n: int, opendp: bool) -> float:
     return as_run.stability_threshold(epsilon, n) if opendp else stability(epsilon, n, False).tau
 
 
-def laplace_max(profile: CountProfile, epsilon: float, opendp: bool) -> float:
-    """Expected largest |error| of the Laplace release over the profile's cells."""
+def laplace_max(profile: CountProfile, epsilon: float, opendp: bool) -> tuple[float, float]:
+    """Mean and standard deviation of the Laplace release's largest |error| over the profile's
+    cells."""
     b, d = scale(epsilon), profile.d
-    if not opendp:  # max of d Exp(b): b·H_d
-        return b * float(special.digamma(d + 1) + np.euler_gamma)
+    if not opendp:  # max of d Exp(b): mean b·H_d, variance b²·Σ 1/i²
+        mean = b * float(special.digamma(d + 1) + np.euler_gamma)
+        return mean, b * math.sqrt(float(special.polygamma(1, 1) - special.polygamma(1, d + 1)))
     alpha = math.exp(-1 / b)  # discrete Laplace: P(X = k) ∝ α^|k|
     k = np.arange(1, int(b * (math.log(d) + 50)) + 2, dtype=float)[:, None]
     up = alpha ** k / (1 + alpha)  # P(X ≥ k); an empty cell errs only upwards (clamped)
     v = profile.values[None, :]
     tail = np.where(v == 0, up, np.where(k <= v, 2 * up, up))  # |error| ≥ k
     log_below = (profile.cells * np.log1p(-np.minimum(tail, 1 - 1e-300))).sum(axis=1)
-    return float((-np.expm1(log_below)).sum())
+    at_least = -np.expm1(log_below)  # P(max ≥ k)
+    mean = float(at_least.sum())
+    return mean, math.sqrt(max(float(((2 * k[:, 0] - 1) * at_least).sum()) - mean ** 2, 0.0))
 
 
 def _laplace_cdf(x, b):
-    return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0) / b), 1 - 0.5 * np.exp(-np.maximum(x, 0) / b))
+    """P(Lap(b) ≤ x)."""
+    return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0) / b),
+                    1 - 0.5 * np.exp(-np.maximum(x, 0) / b))
 
 
-def stability_max(profile: CountProfile, epsilon: float, n: int, opendp: bool) -> float:
-    """Expected largest error of the stability histogram: the integral over t of
-    P(max > t), from the exact law of each non-empty cell's error (its count when dropped,
-    its noise when released); empty cells err by 0."""
+def stability_max(profile: CountProfile, epsilon: float, n: int, opendp: bool
+                  ) -> tuple[float, float]:
+    """Mean and standard deviation of the stability histogram's largest error, from
+    P(max > t) = 1 − Π P(error < t) and the exact law of each non-empty cell's error (its count
+    when dropped, its noise when released); empty cells err by 0."""
     b, tau = scale(epsilon), threshold(epsilon, n, opendp)
     present = profile.values > 0
     v, m = profile.values[present].astype(float), profile.cells[present]
     if not v.size:
-        return 0.0
+        return 0.0, 0.0
     top = min(float(v.max()), tau + 60 * b) + 60 * b
     t = np.linspace(0.0, top, 4_000)[:, None]
     kept_small = np.clip(_laplace_cdf(t, b) - _laplace_cdf(np.maximum(tau - v, -t), b), 0, 1)
     below = kept_small + np.where(v < t, _laplace_cdf(tau - v, b), 0.0)  # P(error < t)
     log_below = (m * np.log(np.clip(below, 1e-300, 1.0))).sum(axis=1)
-    return float(np.trapezoid(-np.expm1(log_below), t[:, 0]))
+    above, t = -np.expm1(log_below), t[:, 0]  # P(max > t)
+    mean = float(np.trapezoid(above, t))
+    return mean, math.sqrt(max(float(np.trapezoid(2 * t * above, t)) - mean ** 2, 0.0))
 
 
 def band_above(profile: CountProfile, epsilon: float, n: int, opendp: bool) -> int:
@@ -140,10 +149,11 @@ def laplace_rmse(profile: CountProfile, epsilon: float, opendp: bool) -> float:
         return b * math.sqrt(2)
     alpha = math.exp(-1 / b)
     variance = 2 * alpha / (1 - alpha) ** 2
-    j = np.arange(1, int(b * 60) + 2, dtype=float)[:, None]  # j = c + 1, c + 2, … below
-    v = profile.values[None, :].astype(float)
-    pmf = (1 - alpha) / (1 + alpha) * alpha ** (v + j)
-    second = variance - (((v + j) ** 2 - v ** 2) * pmf).sum(axis=0)  # E[error²] per count
+    # E[error²] = Var − Σ_{k > c} (k² − c²)·P(X = k): the noise below −c is cut to −c
+    k = profile.values[None, :].astype(float) + np.arange(1, int(b * 60) + 2)[:, None]
+    c = profile.values[None, :].astype(float)
+    pmf = (1 - alpha) / (1 + alpha) * alpha ** k
+    second = variance - ((k ** 2 - c ** 2) * pmf).sum(axis=0)
     return math.sqrt(profile.mean(second))
 
 
@@ -324,14 +334,20 @@ def _num(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _against(prediction: float, mean: float, se: float, slack: float = 0.0) -> str:
+def _against(prediction: float, mean: float, se: float, slack: float = 0.0,
+             trials: int = 0) -> str:
     """The run's mean beside a prediction: flagged when it is more than FOLLOWS_SE standard
     errors (plus ``slack``, a bound on what the law leaves out) away — the release then does
-    not behave as its law says, and the law explains nothing about it."""
+    not behave as its law says, and the law explains nothing about it. ``trials`` > 0: the s.e.
+    was estimated from that many trials, so the bound is Student's t quantile of the same tail
+    probability (a 4 s.d. bound on 10 trials' own s.d. would flag one run in a few hundred)."""
     if not np.isfinite(mean):
         return "not run"
     text = _num(mean)
-    if np.isfinite(se) and abs(mean - prediction) > FOLLOWS_SE * se + slack:
+    bound = FOLLOWS_SE
+    if trials > 1:
+        bound = float(stats.t.isf(stats.norm.sf(FOLLOWS_SE), trials - 1))
+    if np.isfinite(se) and abs(mean - prediction) > bound * se + slack:
         text += f" — {NOT_FOLLOWED}"
     return text
 
@@ -340,8 +356,10 @@ def _against(prediction: float, mean: float, se: float, slack: float = 0.0) -> s
 def _predicted(kind: str, values: bytes, cells: bytes, epsilon: float, n: int, opendp: bool):
     profile = CountProfile(np.frombuffer(values, dtype=np.int64),
                            np.frombuffer(cells, dtype=np.int64))
-    return {"laplace max": lambda: laplace_max(profile, epsilon, opendp),
-            "stability_histogram max": lambda: stability_max(profile, epsilon, n, opendp),
+    return {"laplace max": lambda: laplace_max(profile, epsilon, opendp)[0],
+            "stability_histogram max": lambda: stability_max(profile, epsilon, n, opendp)[0],
+            "laplace max sd": lambda: laplace_max(profile, epsilon, opendp)[1],
+            "stability_histogram max sd": lambda: stability_max(profile, epsilon, n, opendp)[1],
             "laplace rmse": lambda: laplace_rmse(profile, epsilon, opendp),
             "stability_histogram rmse": lambda: stability_rmse(profile, epsilon, n, opendp),
             "band": lambda: band_above(profile, epsilon, n, opendp),
@@ -396,12 +414,18 @@ def central_note(metric: str, profiles: dict, opendp: bool, measured: pd.DataFra
                 row = rows[rows["mechanism"] == key]
                 unit = n if kind == "max" else 1
                 mean = float(row["mean"].mean()) * unit if len(row) else float("nan")
-                trials = float(row["trials"].iloc[0]) if len(row) and "trials" in row else 0
-                se = (float(row["sd"].iloc[0]) * unit / math.sqrt(trials)
-                      if trials > 1 and "sd" in row else float("nan"))
+                trials = int(row["trials"].iloc[0]) if len(row) and "trials" in row else 0
                 law = predicted(f"{key} {kind}", profile, epsilon, n, opendp)
+                if kind == "max":  # the law's own s.d. of a maximum
+                    spread, estimated = predicted(f"{key} max sd", profile, epsilon, n,
+                                                  opendp), 0
+                else:
+                    spread = float(row["sd"].iloc[0]) * unit if "sd" in row and len(row) else 0
+                    estimated = trials
+                se = spread / math.sqrt(trials) if trials > 1 else float("nan")
                 slack = 0.5 if kind == "max" and opendp else 0.0
-                pairs.append(f"{name} {_num(law)} (this run {_against(law, mean, se, slack)})")
+                pairs.append(f"{name} {_num(law)} (this run "
+                             f"{_against(law, mean, se, slack, estimated)})")
             facts.append(f"ε = {epsilon:g}: " + ", ".join(pairs))
         epsilon = shown[0]
         tau = threshold(epsilon, n, opendp)
@@ -437,13 +461,14 @@ def _thesis_central(kind: str, profile: CountProfile, opendp: bool, coarse: bool
             return ""
         printed = {k: THESIS_PRINTED[f"max ED {k}"] for k in ("laplace", "stability_histogram")}
         above = sum(s > x for s, x in zip(printed["stability_histogram"], printed["laplace"]))
-        at_size = predicted("laplace max", _resized(profile, THESIS_D["ed"]), 0.5, profile.n,
-                            opendp)
+        at_size = [predicted("laplace max", _resized(profile, THESIS_D[key]), 0.5, profile.n,
+                             opendp) for key in ("ed", "ed_code")]
         return (f"The thesis's own run printed ED maximum errors of "
                 f"{printed['stability_histogram'][0]} (stability histogram) and "
                 f"{printed['laplace'][0]} (Laplace) commuters at ε = 0.5, the stability "
                 f"histogram's the higher at {above} of its 10 ε, as predicted here; at its d = "
-                f"{THESIS_D['ed']:,} Laplace's predicted maximum is {_num(at_size)}")
+                f"{THESIS_D['ed']:,} ({THESIS_D['ed_code']:,} categories in its code) Laplace's "
+                f"predicted maximum is {_num(at_size[0])} ({_num(at_size[1])}) at ε = 0.5")
     if coarse:
         plotted = THESIS_PRINTED["plotted rmse County stability_histogram"]
         lap = THESIS_PRINTED["plotted rmse County laplace"]
@@ -487,11 +512,12 @@ def _observed(trials: pd.DataFrame, key: str, prediction: float, sd: float | Non
               else pd.Series(dtype=float))
     if values.empty:
         return "not run"
+    estimated = len(values) if sd is None else 0
     spread = float(values.std(ddof=1)) if sd is None and len(values) > 1 else sd
     if spread is None:
         return f"trials' mean {_num(float(values.mean()))}"
     se = max(spread, 1.0) / math.sqrt(len(values))  # s.d. at least 1: whole counts
-    return f"trials' mean {_against(prediction, float(values.mean()), se)}"
+    return f"trials' mean {_against(prediction, float(values.mean()), se, 0.0, estimated)}"
 
 
 def local_zeros_note(truth, trials: pd.DataFrame, stated: dict, epsilon: float,
