@@ -170,6 +170,20 @@ def test_the_zero_note_flags_a_planted_broken_release(kind):
     assert reasons.NOT_FOLLOWED in note
 
 
+@pytest.mark.parametrize("kind", [None, "bias"])
+def test_the_base_cut_note_follows_its_trials_and_flags_a_planted_bias(kind):
+    truth = datasets.load("ireland_county").to_dense().astype(np.int64)
+    n, rng, rows = int(truth.sum()), np.random.default_rng(9), []
+    for trial in range(12):
+        raw = as_run.release("hm", truth, None, 5.0, rng) + (2_000.0 if kind else 0.0)
+        rows.append({"mechanism": "hm", "variant": "run", "trial": trial,
+                     "zeros": int((as_run.base_pro(raw, True) < 0.5).sum()),
+                     "zeros_cut": int((as_run.base_cut(raw, n, True) < 0.5).sum())})
+    note = reasons.base_cut_note(truth, pd.DataFrame(rows), (363, 782), 5.0)
+    assert "after Base-Cut" in note and "holding n above it" in note
+    assert (reasons.NOT_FOLLOWED in note) == (kind is not None)
+
+
 def _central_measured(counts, scenario, factor=1.0, epsilons=(0.5, 5.0), reps=30):
     """Figure 5.3's summary (mean, s.d., trials of the maximum error as a share of n) of the
     as-run central releases, their noise multiplied by ``factor``."""

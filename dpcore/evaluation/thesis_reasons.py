@@ -331,7 +331,7 @@ NOT_FOLLOWED = "does not follow its law"
 def _num(value: float) -> str:
     if not np.isfinite(value):
         return "—"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.3g}"
 
 
 def _against(prediction: float, mean: float, se: float, slack: float = 0.0,
