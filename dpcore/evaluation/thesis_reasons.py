@@ -42,9 +42,9 @@ from dpcore.evaluation import thesis_as_run as as_run
 from dpcore.mechanisms.count_profile import CountProfile
 from dpcore.mechanisms.sparse_vector import PRESENT_AT
 
-#: The thesis's domain sizes: 1,085 county commutes and 9,796,900 ED commutes as its text states
-#: (its code listed the 8,699,658 ED commutes of its aggregate file as the categories).
-THESIS_D = {"county": 1_085, "ed": 9_796_900, "ed_code": 8_699_658}
+#: The thesis's ED domain: 9,796,900 commutes as its text states; its code listed the 8,699,658
+#: ED commutes of its aggregate file as the categories. (At county level both are 1,085.)
+THESIS_D = {"ed": 9_796_900, "ed_code": 8_699_658}
 
 #: Numbers the thesis's code printed, ε = 0.5, 1, …, 5 (Thesis_DP: central_dp_laplace.ipynb,
 #: central_dp_stability_histogram.ipynb): maximum errors in commuters at ED level; RMSE at both
