@@ -15,6 +15,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import thesis
 from dpcore.evaluation import thesis_as_run as as_run
+from dpcore.evaluation import thesis_reasons as reasons
 
 REPS = 4000
 
@@ -281,3 +282,10 @@ def test_a_county_long_file_shows_both_protocols_and_the_as_run_findings(county_
     for verdict in chapter.verdicts:
         if verdict.agrees is False:
             assert verdict.reason.startswith("computed: ")
+            assert reasons.NOT_FOLLOWED not in verdict.reason  # every release follows its law
+    # what remains is the data, computed: each law's prediction on this file's counts
+    assert "laws as run" in run["Figure 5.2"].reason
+    assert "laws as written" in written["Figure 5.2"].reason
+    assert run["Figure 5.4"].agrees is False and "expected zeros" in run["Figure 5.4"].reason
+    for ref in ("Figure 5.9", "Figure 5.11"):  # these two may agree within their spread
+        assert run[ref].agrees or "expected zeros" in run[ref].reason, ref

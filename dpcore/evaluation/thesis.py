@@ -50,9 +50,11 @@ from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import experiment, ranks, summaries
 from dpcore.evaluation import thesis_as_run as as_run
+from dpcore.evaluation import thesis_reasons as reasons
 from dpcore.evaluation.experiment import Scenario
 from dpcore.interfaces import export, grids
 from dpcore.mechanisms import postprocess
+from dpcore.mechanisms.count_profile import CountProfile
 
 CENTRAL = ("laplace", "stability_histogram")
 LOCAL = ("grr", "oue", "olh", "hm")
@@ -355,7 +357,9 @@ def _central_order(f: Figure, thesis_text: str, what: str, coarse_below: bool) -
                      f"(ratio {stab.iloc[0] / lap.iloc[0]:.2f} at ε = {lap.index[0]:g}, "
                      f"{stab.iloc[-1] / lap.iloc[-1]:.2f} at ε = {lap.index[-1]:g})")
         agrees = agrees and share >= 0.5
-    return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees)
+    note = reasons.central_note(f.metric, f.context.get("profiles", {}),
+                                f.context.get("opendp", False), f.data)
+    return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees, note)
 
 
 def _judge_5_2(f):
@@ -395,13 +399,7 @@ def _judge_5_4(f: Figure) -> Verdict:
     trials = f.context["trials"]
     stab = trials[trials["mechanism"] == "stability_histogram"]["zeros"]
     stated, text = _stated(stab, 96, "stability histogram zeros")
-    truth = f.context["true_counts"]
-    tau = as_run.stability_threshold(HIGH_EPSILON, int(truth.sum()))
-    small = int(((truth > 0) & (truth < tau)).sum())
-    note = (f"this data has {small} non-empty commutes below the threshold τ ≈ {tau:.1f} "
-            f"(ε = 5) and {int((truth == 0).sum())} empty ones: the zeros a stability histogram "
-            f"can make come from the small non-empty cells (a file whose small cells were "
-            f"suppressed has none)")
+    note = reasons.stability_zeros_note(f.context["true_counts"], trials, 96, HIGH_EPSILON)
     return _verdict(f, "Both follow the true order almost perfectly for about the first 600 "
                        "commutes; the stability histogram sets 96 commutes to 0, all among the "
                        "least popular.",
@@ -588,10 +586,8 @@ def _judge_5_9(f: Figure) -> Verdict:
         found = trials[trials["mechanism"] == key]["zeros"]
         good, text = _stated(found, stated, f"{label(key)} zeros")
         ok, texts = ok and good, texts + [text]
-    truth = f.context["true_counts"]
-    note = (f"this data has {int((truth == 0).sum())} empty commutes and "
-            f"{int(((truth > 0) & (truth <= 10)).sum())} of 1–10 commuters among "
-            f"{truth.size:,}: a release's zeros at ε = 5 are mostly these")
+    note = reasons.local_zeros_note(f.context["true_counts"], trials, THESIS_ZEROS_5_9,
+                                    HIGH_EPSILON, reasons.SHORT_NAMES)
     return _verdict(f, "Randomised response sets no commute to 0; unary encoding, local hashing "
                        "and Hadamard set 329, 338 and 363 to 0 (Hadamard the most).",
                     "each of the thesis's zero counts within the trials' spread (trial-0 "
@@ -642,8 +638,8 @@ def _judge_5_11(f: Figure) -> Verdict:
                        "the kept ones are the most frequented.",
                     "363 and 782 within the trials' spread; the kept commutes have the lower "
                     "(more popular) median true rank", ours, pos_ok and cut_ok and popular,
-                    f"Base-Cut keeps the largest estimates until their running sum passes n "
-                    f"= {f.context['n']:,}: how many it zeroes depends on the data's small cells")
+                    reasons.base_cut_note(f.context.get("true_counts", ()), trials, (363, 782),
+                                          HIGH_EPSILON))
 
 
 def _judge_5_12(f: Figure) -> Verdict:
@@ -969,13 +965,15 @@ def _map_data(od: ODMatrix, lv: Levels) -> tuple[pd.DataFrame, dict | None]:
 @dataclass(frozen=True)
 class Shared:
     """What every protocol's items share (made once per run): the levels' matrices, the coarse
-    level's true counts, the top counts of each whole level, the running times, the map."""
+    level's true counts, the top counts of each whole level, the running times, the map, and
+    each whole level's count profile (the computed reasons of figures 5.2 and 5.3)."""
 
     matrices: dict
     truth: np.ndarray
     tops: dict
     times: pd.DataFrame
     map: tuple | None
+    profiles: dict = field(default_factory=dict)
 
 
 def shared(od: ODMatrix, lv: Levels, times: pd.DataFrame) -> Shared:
@@ -983,11 +981,13 @@ def shared(od: ODMatrix, lv: Levels, times: pd.DataFrame) -> Shared:
     tops = {s.label: -np.sort(-np.partition(matrices[s.label].to_dense(), -(RANK_TOP + 1))[
         -(RANK_TOP + 1):]).astype(float) for s in lv.whole}
     return Shared(matrices, matrices[lv.coarse.label].to_dense(), tops, times,
-                  _map_data(od, lv) if len(lv.subsets) == 2 else None)
+                  _map_data(od, lv) if len(lv.subsets) == 2 else None,
+                  {s.label: CountProfile.of_matrix(matrices[s.label]) for s in lv.whole})
 
 
 def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, per_trial: pd.DataFrame,
-           common: Shared, settings: str, loop_times: bool = False) -> list:
+           common: Shared, settings: str, loop_times: bool = False,
+           switches: frozenset = frozenset()) -> list:
     coarse, fine = lv.coarse, lv.fine
     whole = list(lv.whole)
     matrices, times = common.matrices, common.times
@@ -1071,6 +1071,9 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, per_trial
     items.append(lines("Figure 5.3", titles["Figure 5.3"], "max_error_freq", CENTRAL, whole,
                        ["base"], "largest error of any cell as a share of n, raw releases.",
                        dash="scenario" if len(whole) > 1 else None))
+    for central in items[-2:]:  # figures 5.2, 5.3: the laws their computed reasons evaluate
+        central.context.update(profiles=common.profiles,
+                               opendp="central_opendp" in switches)
     items.append(ordering("Figure 5.4", titles["Figure 5.4"],
                           {k: snap(coarse, HIGH_EPSILON, k).ordering["base"] for k in CENTRAL
                            if snap(coarse, HIGH_EPSILON, k)},
@@ -1103,7 +1106,8 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, per_trial
                           hm.ordering if hm else {},
                           "the Hadamard mechanism's release at ε = 5 after each "
                           "post-processing, one panel each.",
-                          {"n": size[coarse.label][0], "trials": trials_at(coarse, HIGH_EPSILON)},
+                          {"n": size[coarse.label][0], "trials": trials_at(coarse, HIGH_EPSILON),
+                           "true_counts": common.truth},
                           "postprocess"))
     if fine:
         items.append(top_bars("Figure 5.12", titles["Figure 5.12"], [fine], HIGH_EPSILON,
@@ -1285,7 +1289,8 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
             composed, composed_snaps, per_trial = compose(protocol_, table, snaps, variants)
             built[protocol_.switches] = _items(od, lv, composed, composed_snaps, per_trial,
                                                common, line,
-                                               protocol_.switches == as_run.RUN.switches)
+                                               protocol_.switches == as_run.RUN.switches,
+                                               protocol_.switches)
         return built[protocol_.switches]
 
     chapter.data_facts = data_facts(common.truth, lv.coarse.label)
@@ -1352,7 +1357,8 @@ def explain(protocol, build: Callable) -> list:
                       f"{other.name} protocol) do")
         else:
             reason = ("computed: no protocol difference flips it (each toggled alone, and all "
-                      "at once); what remains: " + (verdict.data_note or "the data"))
+                      "at once); what remains is the data: " + (verdict.data_note or
+                                                                "no law computed for this item"))
         out.append(replace(item, verdict=replace(verdict, reason=reason,
                                                  protocol=protocol.name)))
     return out
