@@ -82,6 +82,27 @@ def test_fwht_matches_scipy_hadamard(monkeypatch, cache, dtype):
             np.testing.assert_array_equal(x, before)           # input untouched without overwrite
 
 
+@pytest.mark.parametrize("cache", [1, 4, had.FWHT_CACHE_ELEMENTS])
+def test_fwht_first_outputs_are_the_full_transforms_to_the_bit(monkeypatch, cache):
+    """``first=m`` prunes the halves nobody reads: every m, one row and several, both paths."""
+    monkeypatch.setattr(had, "FWHT_CACHE_ELEMENTS", cache)
+    rng = np.random.default_rng(11)
+    for k in range(9):
+        for shape in [(2**k,), (3, 2**k)]:
+            x = rng.integers(-50, 50, size=shape).astype(np.int32)
+            full = x @ hadamard(2**k).T
+            for m in range(1, 2**k + 1):
+                before = x.copy()
+                got = fwht(x, first=m)
+                assert got.shape == shape[:-1] + (m,)
+                np.testing.assert_array_equal(got, full[..., :m])
+                np.testing.assert_array_equal(x, before)       # input untouched without overwrite
+                np.testing.assert_array_equal(fwht(x.copy(), overwrite=True, first=m),
+                                              full[..., :m])
+    with pytest.raises(ValueError, match="between 1 and the length 8"):
+        fwht(np.ones(8), first=9)
+
+
 def test_fwht_int32_exact_up_to_its_bound():
     """Partial sums never exceed Σ|x|: a histogram totalling 2^31 − 1 is exact in int32."""
     x = np.zeros(1 << 12, dtype=np.int32)
