@@ -6,9 +6,15 @@ warm-up change, as on a server whose truth is already loaded) and the costliest 
 from the repository root:
 
     python bench/bench_ed_change_profile.py [--epsilon 1.5] [--repeat 3] [--dataset ireland_ed] [--top 25]
+                                            [--blas-threads]
 
-Quote the load average printed on the first line: on a loaded machine the figures are upper
-bounds.
+BLAS runs one thread, as in the server (:mod:`dpcore.blas`, set by ``ui/components/startup.py``);
+``--blas-threads`` leaves OpenBLAS its default thread per core, whose spinning between dot
+products this CPU time counts. Quote the load average printed on the first line: on a loaded
+machine the figures are upper bounds.
+
+Measured 2026-11-27 18:2x UTC (load average 1–3, the machine shared), ``--repeat 5``: total
+1.25 s of CPU per change before this wave's changes (1.22 s on the quiet machine), XXX after.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dpcore import mechanisms, release  # noqa: E402
+from dpcore import blas, mechanisms, release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.evaluation import ranks, summaries  # noqa: E402
 
@@ -39,8 +45,13 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.5)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--blas-threads", action="store_true",
+                        help="leave OpenBLAS a thread per core (the server runs one)")
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f}")
+    if not args.blas_threads:
+        blas.one_thread()
+    print(f"load average {os.getloadavg()[0]:.1f}; BLAS threads: "
+          f"{'OpenBLAS default' if args.blas_threads else 'one, as the server'}")
     od = datasets.load(args.dataset)
     truth = release.true_values(od)
     truth.flags.writeable = False
