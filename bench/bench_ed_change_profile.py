@@ -13,8 +13,11 @@ BLAS runs one thread, as in the server (:mod:`dpcore.blas`, set by ``ui/componen
 products this CPU time counts. Quote the load average printed on the first line: on a loaded
 machine the figures are upper bounds.
 
-Measured 2026-11-27 18:2x UTC (load average 1–3, the machine shared), ``--repeat 5``: total
-1.25 s of CPU per change before this wave's changes (1.22 s on the quiet machine), XXX after.
+Measured 2026-11-27 (``--repeat 5``, the machine shared with other engineers' work): total CPU
+per change 1.22 s on the quiet machine before the third pass of issue 32 (commit a6923a7, BLAS
+threads as OpenBLAS starts them); at 18:39 UTC, load average 5.7–5.9, a6923a7 1.37 s (1.13 s
+with one BLAS thread) and this code 0.71–0.84 s (one BLAS thread or OpenBLAS's default: the hot
+paths no longer call BLAS). The per-step figures are in docs/SHARED_SERVER.md.
 """
 
 from __future__ import annotations
