@@ -191,6 +191,8 @@ def test_ranks_of_levels_above_the_noise_take_the_values_near_them_alone(rng, mo
     monkeypatch.setattr(ordinal, "_bucket_all", no_buckets)
     check_above_and_before(values, values[queried], queried)
     check_above_and_before(values, np.append(values[queried], np.nan), np.append(queried, 9))
+    beyond = np.concatenate([values[top[:5]], values[top[:5]]])
+    check_above_and_before(values, beyond, [values.size + 3] * 5 + [-2] * 5)
     monkeypatch.undo()
     values[rng.random(values.size) < 0.1] = 600                  # now too many near them
     check_above_and_before(values, values[top], top)

@@ -43,7 +43,7 @@ def above_and_before(values: np.ndarray, queried, before) -> tuple[np.ndarray, n
     Exact for any values (a NaN is never above nor equal to anything, as in a comparison)."""
     values = np.asarray(values)
     queried = np.asarray(queried, dtype=float)
-    before = np.asarray(before, dtype=np.int64)
+    before = np.clip(np.asarray(before, dtype=np.int64), 0, values.size)   # beyond: all of them
     if queried.size == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     levels, slot = np.unique(queried, return_inverse=True)  # ascending
@@ -157,7 +157,7 @@ def _by_comparison(values: np.ndarray, levels: np.ndarray, slot: np.ndarray, bef
         where = np.flatnonzero(slot == i)
         above[where] = np.count_nonzero(values > levels[i])
         equal = values == levels[i]
-        ends = np.clip(before[where], 0, values.size)
+        ends = before[where]
         order = np.argsort(ends, kind="stable")
         edges = np.concatenate([[0], ends[order]])
         tied_before[where[order]] = np.cumsum([np.count_nonzero(equal[a:b])
