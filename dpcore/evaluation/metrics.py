@@ -309,6 +309,8 @@ CELL_CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class _CellSums:
+    """What :func:`_cell_pass` adds up over the cells (the unasked ones stay 0)."""
+
     squared_error: float
     absolute_error: float
     max_error: float
