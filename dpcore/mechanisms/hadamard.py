@@ -41,6 +41,9 @@ from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 RELEASE_CHUNK = 1 << 22
 #: Largest t the Hadamard mechanism accepts; at ε = 20 (the largest ε allowed) the best t is ~24.
 MAX_COEFFICIENTS = 32
+#: Columns of one block of the uniform reports' draws (:meth:`HadamardMechanism._fair_keys`:
+#: 1 MB of int32 column sums, which stays in the CPU cache while the block is tallied).
+FAIR_BLOCK = 1 << 18
 #: Reports tallied by one bincount (int32 indices: 128 MB); more are tallied in rounds.
 TALLY_BUFFER = 1 << 25
 #: Domains from this size on are shuffled bucket by bucket (see :func:`uniform_permutation`).
@@ -698,10 +701,24 @@ class HadamardMechanism(LocalMechanism):
     @staticmethod
     def _fair_keys(reports: int, size: int, rng: np.random.Generator):
         """Report keys (:meth:`_report_keys`' bins) of reports uniform over all 2D bins, in
-        batches."""
+        batches, a block of :data:`FAIR_BLOCK` columns at a time when D is larger: the reports
+        per block are multinomial and uniform within it (over its columns and both signs), which
+        is the same law, and each batch's tally then writes into 1 MB of the column sums
+        instead of all 64 MB (ED level, 2.9 M such reports: 0.055 → 0.021 s of CPU)."""
         dtype = _index_dtype(2 * size)
-        for start in range(0, reports, RELEASE_CHUNK):
-            yield rng.integers(0, 2 * size, size=min(RELEASE_CHUNK, reports - start), dtype=dtype)
+        blocks = max(1, size // FAIR_BLOCK)
+        width = size // blocks
+        per_block = ([reports] if blocks == 1 else
+                     rng.multinomial(reports, np.full(blocks, 1.0 / blocks)).tolist())
+        for block, count in enumerate(per_block):
+            for start in range(0, count, RELEASE_CHUNK):
+                key = rng.integers(0, 2 * width, size=min(RELEASE_CHUNK, count - start),
+                                   dtype=dtype)        # the block's column, D·(sign is −1)
+                negative = key >> (width.bit_length() - 1)
+                negative *= size - width
+                key += negative
+                key += block * width
+                yield key
 
     @staticmethod
     def _true_sign_keys(cells: np.ndarray, reports: np.ndarray, size: int,
