@@ -6,9 +6,18 @@ warm-up change, as on a server whose truth is already loaded) and the costliest 
 from the repository root:
 
     python bench/bench_ed_change_profile.py [--epsilon 1.5] [--repeat 3] [--dataset ireland_ed] [--top 25]
+                                            [--blas-threads]
 
-Quote the load average printed on the first line: on a loaded machine the figures are upper
-bounds.
+BLAS runs one thread, as in the server (:mod:`dpcore.blas`, set by ``ui/components/startup.py``);
+``--blas-threads`` leaves OpenBLAS its default thread per core, whose spinning between dot
+products this CPU time counts. Quote the load average printed on the first line: on a loaded
+machine the figures are upper bounds.
+
+Measured 2026-11-27 (``--repeat 5``, the machine shared with other engineers' work): total CPU
+per change 1.22 s on the quiet machine before the third pass of issue 32 (commit a6923a7, BLAS
+threads as OpenBLAS starts them); at 18:39 UTC, load average 5.7–5.9, a6923a7 1.37 s (1.13 s
+with one BLAS thread) and this code 0.71–0.84 s (one BLAS thread or OpenBLAS's default: the hot
+paths no longer call BLAS). The per-step figures are in docs/SHARED_SERVER.md.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dpcore import mechanisms, release  # noqa: E402
+from dpcore import blas, mechanisms, release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.evaluation import ranks, summaries  # noqa: E402
 
@@ -39,8 +48,13 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.5)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--blas-threads", action="store_true",
+                        help="leave OpenBLAS a thread per core (the server runs one)")
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f}")
+    if not args.blas_threads:
+        blas.one_thread()
+    print(f"load average {os.getloadavg()[0]:.1f}; BLAS threads: "
+          f"{'OpenBLAS default' if args.blas_threads else 'one, as the server'}")
     od = datasets.load(args.dataset)
     truth = release.true_values(od)
     truth.flags.writeable = False

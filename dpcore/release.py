@@ -276,7 +276,8 @@ class Scored:
 
 @dataclass(frozen=True)
 class ReleaseResult:
-    """A release made with ``spec``: the raw estimates and each post-processing, scored.
+    """A release made with ``spec``: the raw estimates (None when not kept: :func:`run`'s
+    ``keep_raw``) and each post-processing, scored.
 
     ``error`` replaces everything else when a setting the user chose cannot be used (a
     parameter out of range, the significance cut for a mechanism without a closed-form variance): see
@@ -353,15 +354,18 @@ def sparse_route(od: ODMatrix, spec: ReleaseSpec) -> bool:
 
 
 def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None, k: int = 10,
-        top_n: int = 100, score: bool = True, only=None, sparse: bool | None = None
-        ) -> ReleaseResult:
+        top_n: int = 100, score: bool = True, only=None, sparse: bool | None = None,
+        keep_raw: bool = True) -> ReleaseResult:
     """Release ``od`` with ``spec``, post-process it each way asked and score each.
 
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
     ``score=False`` skips the metrics of a dense release (a release for download only, or one
     scored later by :func:`scored`); ``only`` keeps just those metrics
     (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the path; by default
-    :func:`sparse_route` does.
+    :func:`sparse_route` does. ``keep_raw=False`` keeps only the post-processed vectors of a
+    dense release (``raw`` is None; Post-Pos, whose metrics read the raw estimates, keeps them
+    anyway), the last one written over the raw estimates where it acts cell by cell: one
+    vector over the domain per release instead of two (a page that keeps its releases).
     Raises ValueError for settings that cannot be used, with a message for the user.
     """
     if sparse_route(od, spec) if sparse is None else sparse:
@@ -373,13 +377,17 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
     seconds = time.perf_counter() - started
     variance = (_empty_cell_variance(mechanism, spec, od)
                 if postprocess.NEEDS_VARIANCE.intersection(spec.postprocess) else None)
+    keep_raw = (keep_raw or "post_pos" in spec.postprocess
+                or np.may_share_memory(raw, truth))    # never written over: the true counts
     outputs = {}
-    for method in spec.postprocess:
+    for number, method in enumerate(spec.postprocess, 1):
         started = time.perf_counter()
-        released = postprocess.apply(method, raw, od.n, variance)
+        released = postprocess.apply(method, raw, od.n, variance,
+                                     overwrite=not keep_raw and number == len(spec.postprocess))
         post_seconds = time.perf_counter() - started
         outputs[method] = Scored(_read_only(released), MappingProxyType({}), post_seconds)
-    result = ReleaseResult(spec, _read_only(raw), MappingProxyType(outputs), seconds,
+    result = ReleaseResult(spec, _read_only(raw) if keep_raw else None,
+                           MappingProxyType(outputs), seconds,
                            mechanism.bits_per_user(od.domain_size))
     return scored(result, od, true_counts=truth, k=k, top_n=top_n, only=only) if score else result
 

@@ -353,3 +353,30 @@ def test_cell_errors_equal_the_full_vector_formulas_to_the_bit():
     assert got["rmse_real"] == math.sqrt(np.mean((released[observed] - truth[observed]) ** 2))
     summary = metrics.compute(truth, released, od, only=("rmse", "rmse_real", "erased_share"))
     assert summary["rmse"] == got["rmse"] and summary["rmse_real"] == got["rmse_real"]
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 7, 56])
+def test_cell_errors_and_presence_read_chunk_by_chunk_match_the_whole_vector(monkeypatch, chunk):
+    """Scored a chunk at a time (occupied cells on chunk edges, a last partial chunk): the counts
+    and the maximum exactly as over the whole vector, the sums to rounding (they are added chunk
+    by chunk)."""
+    monkeypatch.setattr(metrics, "CELL_CHUNK", chunk)
+    od = datasets.load("toy_town")
+    truth = od.to_dense().astype(float)
+    rng = np.random.default_rng(7)
+    released = truth + rng.laplace(0, 4, truth.size)
+    released[::9] = 0.5                                    # exactly at the presence threshold
+    error = released - truth
+    present = released >= 0.5
+    observed = truth > 0
+    got = metrics.compute(truth, released, od)
+    assert got["max_error"] == float(np.abs(error).max())
+    assert got["rmse"] == pytest.approx(math.sqrt(np.mean(error ** 2)), rel=1e-13)
+    assert got["mae"] == pytest.approx(np.mean(np.abs(error)), rel=1e-13)
+    assert got["false_positive_cells"] == np.count_nonzero(present & ~observed)
+    assert got["false_zero_cells"] == np.count_nonzero(~present & observed)
+    trips = released[present].sum()
+    assert got["false_positive_share"] == pytest.approx(
+        released[present & ~observed].sum() / trips, rel=1e-12)
+    assert got["invented_share"] == np.count_nonzero(present & ~observed) / np.count_nonzero(
+        present)

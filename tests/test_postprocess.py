@@ -69,6 +69,26 @@ def test_input_is_never_modified_and_output_is_new(key, cases):
         assert out is not x and out.dtype == np.float64 and out.shape == x.shape
 
 
+@pytest.mark.parametrize("key", KEYS)
+def test_overwrite_writes_the_cell_by_cell_methods_over_a_float_vector_only(key, cases):
+    """``overwrite=True``: the same numbers; in the estimates' own memory for the methods of
+    IN_PLACE when they are a writeable float64 vector, else a new array as without it."""
+    for _, x, n in cases:
+        expected = pp.apply(key, x, n, variance=VAR_STAR)
+        own = np.array(x, dtype=float)
+        out = pp.apply(key, own, n, variance=VAR_STAR, overwrite=True)
+        np.testing.assert_array_equal(out, expected)
+        assert (out is own) == (key in pp.IN_PLACE)
+        frozen = np.array(x, dtype=float)
+        frozen.flags.writeable = False
+        out = pp.apply(key, frozen, n, variance=VAR_STAR, overwrite=True)
+        assert out is not frozen
+        np.testing.assert_array_equal(out, expected)
+        as_list = list(np.asarray(x, dtype=float))
+        np.testing.assert_array_equal(pp.apply(key, as_list, n, variance=VAR_STAR,
+                                               overwrite=True), expected)
+
+
 @pytest.mark.parametrize("key", TOTAL_N)
 def test_totals_equal_n(key, cases):
     for name, x, n in cases:

@@ -174,3 +174,37 @@ def test_ranks_with_few_buckets_and_small_chunks_match_the_definition(rng, monke
         queried = np.concatenate([values[rng.integers(0, d, int(rng.integers(1, 30)))],
                                   rng.normal(0, 10, 3)])
         check_above_and_before(values, queried, rng.integers(0, d + 1, queried.size))
+
+
+def test_ranks_of_levels_above_the_noise_take_the_values_near_them_alone(rng, monkeypatch):
+    """Laplace at large ε: the top flows stand above the noise, so the values at or above the
+    lowest of them are ranked alone, with their ties (no buckets made), NaN and ∞ included."""
+    def no_buckets(*args):
+        raise AssertionError("the buckets were made")
+
+    values = rng.laplace(0, 2, size=200_000)
+    top = rng.choice(values.size, size=100, replace=False)
+    values[top] = rng.integers(500, 520, size=top.size)          # ties among the top flows
+    values[rng.choice(values.size, size=50, replace=False)] = np.nan
+    values[[3, 11]] = np.inf
+    queried = np.concatenate([top, [3, 11]])
+    monkeypatch.setattr(ordinal, "_bucket_all", no_buckets)
+    check_above_and_before(values, values[queried], queried)
+    check_above_and_before(values, np.append(values[queried], np.nan), np.append(queried, 9))
+    beyond = np.concatenate([values[top[:5]], values[top[:5]]])
+    check_above_and_before(values, beyond, [values.size + 3] * 5 + [-2] * 5)
+    monkeypatch.undo()
+    values[rng.random(values.size) < 0.1] = 600                  # now too many near them
+    check_above_and_before(values, values[top], top)
+
+
+def test_ties_at_a_crowded_level_are_counted_between_the_queried_indices(rng):
+    """A clamped release: half its values are 0 (a heavy bucket, counted by comparison). Many
+    queries at 0, their indices in any order, repeated, and beyond the end; a NaN query."""
+    values = np.maximum(rng.normal(0, 3000, size=100_000), 0)
+    zeros = np.flatnonzero(values == 0)
+    queried_cells = np.concatenate([rng.choice(zeros, 40), rng.choice(values.size, 40)])
+    before = np.concatenate([queried_cells, [values.size + 5, 0]])
+    queried = np.concatenate([values[queried_cells], [0.0, np.nan]])
+    check_above_and_before(values, queried, before)
+    assert ordinal._at_or_above(values, 0.0) is None             # the buckets did the rest

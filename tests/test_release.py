@@ -95,6 +95,43 @@ def test_a_release_scored_later_has_the_metrics_of_one_scored_at_once(toy):
             {name: output.metrics[name] for name in ("rmse", "false_positive_cells")})
 
 
+@pytest.mark.parametrize("methods", [("base_pos",), ("base",), ("base", "base_pos"),
+                                     ("base_cut",), ("base_pos", "post_pos")])
+def test_a_release_that_keeps_no_raw_vector_publishes_the_same_numbers(toy, methods):
+    """keep_raw=False (a page's shared cache): the same post-processed vectors to the bit, the
+    last written over the raw estimates when it acts cell by cell, and no raw vector kept —
+    except for Post-Pos, whose metrics read it; the true counts are never written."""
+    spec = ReleaseSpec("laplace", 1.0, postprocess=methods, seed=8)
+    truth = toy.to_dense()
+    before = truth.copy()
+    kept = release.run(toy, spec, true_counts=truth, score=False)
+    lean = release.run(toy, spec, true_counts=truth, score=False, keep_raw=False)
+    for method in methods:
+        np.testing.assert_array_equal(lean.outputs[method].released,
+                                      kept.outputs[method].released)
+        assert not lean.outputs[method].released.flags.writeable
+    assert (lean.raw is None) == ("post_pos" not in methods)
+    if lean.raw is not None:
+        np.testing.assert_array_equal(lean.raw, kept.raw)
+    np.testing.assert_array_equal(truth, before)
+    scored = release.scored(lean, toy, true_counts=truth)
+    assert dict(scored.metrics) == pytest.approx(dict(release.scored(kept, toy).metrics),
+                                                 nan_ok=True)
+
+
+def test_a_release_never_writes_over_the_true_counts(toy, monkeypatch):
+    """A mechanism that returned the true counts themselves would have them clipped in place:
+    the release then keeps its raw vector instead."""
+    truth = toy.to_dense().astype(float)
+    mechanism = mechanisms.build("laplace", epsilon=1.0)
+    monkeypatch.setattr(type(mechanism), "release", lambda self, counts, rng: counts)
+    spec = ReleaseSpec("laplace", 1.0, postprocess=("base_pos",))
+    before = truth.copy()
+    result = release.run(toy, spec, true_counts=truth, score=False, keep_raw=False)
+    np.testing.assert_array_equal(truth, before)
+    assert result.raw is truth
+
+
 def test_significance_cut_needs_a_closed_form_variance_and_attempt_says_so(toy):
     spec = ReleaseSpec("topk", 1.0, postprocess=("significance_cut",))
     with pytest.raises(ValueError, match="significance cut"):

@@ -188,6 +188,33 @@ def test_occupancy_profile_by_either_tally_equals_the_sorted_one(bins, balls):
     assert int((levels * cells).sum()) == balls and int(cells.sum()) <= bins
 
 
+def test_balls_thrown_range_by_range_have_the_occupancy_law_of_one_throw(monkeypatch):
+    """GRR's uniform reports into the empty cells, drawn a range at a time (ranges of 64 bins,
+    the last one partial): every ball lands once, and the numbers of empty and of singly
+    occupied bins have the exact means of one throw of all the balls (z-tests, the variances
+    exact: for bins i ≠ j both empty with probability (1 − 2/m)^b, both single with
+    b(b − 1)/m² (1 − 2/m)^(b − 2))."""
+    monkeypatch.setattr(sr, "THROW_RANGE", 64)
+    bins, balls, runs = 1037, 700, 400
+    rng = np.random.default_rng(SEED)
+    empty, single = [], []
+    for _ in range(runs):
+        levels, cells = sr.thrown_profile(balls, bins, rng)
+        assert int((levels * cells).sum()) == balls and int(cells.sum()) <= bins
+        empty.append(bins - int(cells.sum()))
+        single.append(int(cells[levels == 1].sum()))
+    m, b = bins, balls
+    p0, p00 = (1 - 1 / m) ** b, (1 - 2 / m) ** b
+    p1, p11 = b / m * (1 - 1 / m) ** (b - 1), b * (b - 1) / m ** 2 * (1 - 2 / m) ** (b - 2)
+    limit = stats.norm.isf(FAMILY_ALPHA / 4)
+    for seen, p, pp in ((empty, p0, p00), (single, p1, p11)):
+        mean, variance = m * p, m * p + m * (m - 1) * pp - (m * p) ** 2
+        z = (np.mean(seen) - mean) / math.sqrt(variance / runs)
+        assert abs(z) < limit, f"mean {np.mean(seen):.2f}, expected {mean:.2f}: z = {z:.2f}"
+    nothing = sr.thrown_profile(0, bins, rng), sr.thrown_profile(5, 0, rng)
+    assert all(part.size == 0 and part.dtype == np.int64 for pair in nothing for part in pair)
+
+
 # ---------------------------------------------------------------------------- statistical tests
 @pytest.mark.slow
 @pytest.mark.parametrize("key,epsilon", CASES)

@@ -107,6 +107,33 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, l2: float = 1.0) -> fl
     return float(s * l2)
 
 
+#: Cells drawn at a time by :func:`laplace_noise`: its passes stay in the CPU cache (512 KB).
+NOISE_CHUNK = 1 << 16
+
+
+def laplace_noise(rng: np.random.Generator, scale: float, size: int, add_to=None) -> np.ndarray:
+    """``size`` independent Lap(0, ``scale``) draws (plus ``add_to``, when given), as
+    ``scale · E · S`` with E ~ Exp(1) and S a fair random sign: |Lap(b)| is Exp(1/b) and its sign
+    independent of it, so this is the Laplace law exactly (up to floating point, as NumPy's own
+    sampler). NumPy's ``Generator.laplace`` takes a logarithm per draw; its ziggurat exponential
+    and one random bit per sign are about 3× faster (9.8 M cells, the ED level: 0.19 → 0.06 s of
+    CPU, ``bench/bench_ed_change_profile.py``). Drawn a cache-sized chunk at a time, the signs'
+    bits first (one byte per cell), then the chunk's exponentials."""
+    out = np.empty(size)
+    signs = np.unpackbits(np.frombuffer(rng.bytes((size + 7) // 8), dtype=np.uint8), count=size)
+    factor = np.empty(min(size, NOISE_CHUNK))
+    for start in range(0, size, NOISE_CHUNK):
+        part = out[start:start + NOISE_CHUNK]
+        sign = factor[:part.size]
+        rng.standard_exponential(out=part)
+        np.multiply(signs[start:start + NOISE_CHUNK], -2.0 * scale, out=sign)
+        sign += scale                          # scale for a 0 bit, −scale for a 1 bit: exact
+        part *= sign
+        if add_to is not None:
+            part += add_to[start:start + NOISE_CHUNK]
+    return out
+
+
 class _NeighbourAware(CentralMechanism):
     """Shared description of the neighbouring relation for the mechanisms that declare it."""
 
@@ -122,8 +149,8 @@ class Laplace(_NeighbourAware):
     ε-DP with ``b = 2/ε`` under substitution (the thesis) or ``b = 1/ε`` under add/remove.
     Unbiased, independent cells, ``Var = 2b²``.
 
-    Floating-point caveat (Mironov, CCS 2012): NumPy's continuous Laplace sampler leaks through the
-    low-order bits of its output, so releasing these floats verbatim is not ε-DP in practice. This
+    Drawn by :func:`laplace_noise`. Floating-point caveat (Mironov, CCS 2012): a floating-point
+    Laplace sampler (this one, as NumPy's) leaks through the low-order bits of its output, so releasing these floats verbatim is not ε-DP in practice. This
     tool simulates the mechanism's *utility*; a real release should use OpenDP's vetted (snapped or
     discrete) samplers, which are not seedable and hence not used here.
     """
@@ -143,9 +170,7 @@ class Laplace(_NeighbourAware):
 
     def release(self, counts, rng):
         counts = _as_counts(counts)
-        noisy = rng.laplace(0.0, self.scale, counts.size)
-        noisy += counts  # in place: one array over the domain, not two
-        return noisy
+        return laplace_noise(rng, self.scale, counts.size, add_to=counts)
 
     def variance(self, counts, n=None, d=None):
         return np.full(np.shape(counts), 2 * self.scale ** 2)

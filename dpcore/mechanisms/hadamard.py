@@ -41,6 +41,9 @@ from dpcore.mechanisms.local import _as_counts, _as_items  # shared input checks
 RELEASE_CHUNK = 1 << 22
 #: Largest t the Hadamard mechanism accepts; at ε = 20 (the largest ε allowed) the best t is ~24.
 MAX_COEFFICIENTS = 32
+#: Columns of one block of the uniform reports' draws (:meth:`HadamardMechanism._fair_keys`:
+#: 1 MB of int32 column sums, which stays in the CPU cache while the block is tallied).
+FAIR_BLOCK = 1 << 18
 #: Reports tallied by one bincount (int32 indices: 128 MB); more are tallied in rounds.
 TALLY_BUFFER = 1 << 25
 #: Domains from this size on are shuffled bucket by bucket (see :func:`uniform_permutation`).
@@ -74,32 +77,77 @@ def _butterfly_passes(src: np.ndarray, dst: np.ndarray, length: int, trailing: i
     return src
 
 
-def fwht(values: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+def fwht(values: np.ndarray, *, overwrite: bool = False, first: int | None = None) -> np.ndarray:
     """Unnormalised Walsh–Hadamard transform along the last axis, in Sylvester order:
-    ``out[..., i] = Σ_j (−1)^popcount(i & j) values[..., j]``.
+    ``out[..., i] = Σ_j (−1)^popcount(i & j) values[..., j]``; with ``first``, only
+    ``out[..., :first]``.
 
     Butterflies only (adds and subtracts into preallocated buffers), so integer input stays integer
     and the result is exact as long as the sum of |values| along the axis fits the dtype — every
     partial sum of a histogram of n reports is at most n in absolute value, so int32 is exact below
     2³¹. Low-order bits are transformed in cache-sized pieces, the rest in streaming passes over
     contiguous runs (H_n = H_{n/c} ⊗ H_c). ``overwrite=True`` lets it use ``values`` as a buffer.
+    ``first`` skips the outputs nobody reads (:func:`_leading`): the Hadamard mechanism pads
+    9,784,380 ED cells to 2²⁴ and needs 58 % of the transform's work. Integer results are the
+    full transform's, to the bit; floating-point ones may differ in rounding (other sums).
     """
     data = np.ascontiguousarray(values) if overwrite else np.array(values, order="C")
     size = data.shape[-1] if data.ndim else 0
     if size < 1 or size & (size - 1):
         raise ValueError(f"fwht needs a power-of-two length along the last axis, got {size}")
+    wanted = size if first is None else int(first)
+    if not 1 <= wanted <= size:
+        raise ValueError(f"fwht's first must be between 1 and the length {size}, got {first}")
+    rows = data.reshape(-1, size)
+    if wanted == size:
+        return _transform(rows).reshape(data.shape)
+    return np.ascontiguousarray(_leading(rows, wanted)).reshape(data.shape[:-1] + (wanted,))
+
+
+def _transform(rows: np.ndarray) -> np.ndarray:
+    """The whole transform of each row of a C-contiguous 2-D array (overwritten; the result is
+    in it or in a new array)."""
+    size = rows.shape[-1]
     low = min(size, FWHT_CACHE_ELEMENTS)
-    pieces = data.reshape(-1, low)
+    pieces = rows.reshape(-1, low)
     per_batch = max(1, FWHT_CACHE_ELEMENTS // low)
-    scratch = np.empty(min(len(pieces), per_batch) * low, dtype=data.dtype)
+    scratch = np.empty(min(len(pieces), per_batch) * low, dtype=rows.dtype)
     for start in range(0, len(pieces), per_batch):
         batch = pieces[start:start + per_batch]
         result = _butterfly_passes(batch, scratch[:batch.size], low, 1)
         if result is not batch:
             batch[...] = result.reshape(batch.shape)
     if size == low:
-        return data
-    return _butterfly_passes(data, np.empty_like(data), size // low, low).reshape(data.shape)
+        return rows
+    return _butterfly_passes(rows, np.empty_like(rows), size // low, low).reshape(rows.shape)
+
+
+def _leading(rows: np.ndarray, wanted: int) -> np.ndarray:
+    """The first ``wanted`` outputs of each row's transform (rows C-contiguous, overwritten).
+
+    With H_{2h} = [[H_h, H_h], [H_h, −H_h]] and the row split into halves a, b: the first h
+    outputs are H_h(a + b), the next h are H_h(a − b). Only the half (or both) holding wanted
+    outputs is transformed, and a half needed only in part is pruned the same way, so the work is
+    about Σ over the set bits of ``wanted`` instead of log₂(size) passes over all of it.
+    """
+    size = rows.shape[-1]
+    if wanted == size:
+        return _transform(rows)
+    half = size // 2
+    lower, upper = rows[:, :half], rows[:, half:]
+    if wanted <= half:                    # only H_h(a + b) is read
+        if len(rows) == 1:
+            np.add(lower, upper, out=lower)
+            return _leading(lower, wanted)
+        return _leading(lower + upper, wanted)
+    difference = lower - upper            # the upper outputs' input, before a + b overwrites a
+    np.add(lower, upper, out=lower)
+    out = rows[:, :wanted]                # the wanted outputs, written over the consumed input
+    summed = _transform(lower if len(rows) == 1 else np.ascontiguousarray(lower))
+    if len(rows) > 1 or not np.may_share_memory(summed, lower):
+        out[:, :half] = summed
+    out[:, half:] = _leading(difference, wanted - half)
+    return out
 
 
 def uniform_permutation(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -600,7 +648,7 @@ class HadamardMechanism(LocalMechanism):
     def estimate(self, statistic, n, d):
         t = self.coefficients(d)
         _, b = hm_probabilities(self.epsilon, t)
-        return fwht(_exact_int(np.asarray(statistic), n * t), overwrite=True)[:d] / (t * b)
+        return fwht(_exact_int(np.asarray(statistic), n * t), overwrite=True, first=d) / (t * b)
 
     def simulate(self, items, d, rng, chunk=SIMULATION_CHUNK):
         """The real protocol in batches of reports, tallied together (one D-long tally per
@@ -653,10 +701,24 @@ class HadamardMechanism(LocalMechanism):
     @staticmethod
     def _fair_keys(reports: int, size: int, rng: np.random.Generator):
         """Report keys (:meth:`_report_keys`' bins) of reports uniform over all 2D bins, in
-        batches."""
+        batches, a block of :data:`FAIR_BLOCK` columns at a time when D is larger: the reports
+        per block are multinomial and uniform within it (over its columns and both signs), which
+        is the same law, and each batch's tally then writes into 1 MB of the column sums
+        instead of all 64 MB (ED level, 2.9 M such reports: 0.055 → 0.021 s of CPU)."""
         dtype = _index_dtype(2 * size)
-        for start in range(0, reports, RELEASE_CHUNK):
-            yield rng.integers(0, 2 * size, size=min(RELEASE_CHUNK, reports - start), dtype=dtype)
+        blocks = max(1, size // FAIR_BLOCK)
+        width = size // blocks
+        per_block = ([reports] if blocks == 1 else
+                     rng.multinomial(reports, np.full(blocks, 1.0 / blocks)).tolist())
+        for block, count in enumerate(per_block):
+            for start in range(0, count, RELEASE_CHUNK):
+                key = rng.integers(0, 2 * width, size=min(RELEASE_CHUNK, count - start),
+                                   dtype=dtype)        # the block's column, D·(sign is −1)
+                negative = key >> (width.bit_length() - 1)
+                negative *= size - width
+                key += negative
+                key += block * width
+                yield key
 
     @staticmethod
     def _true_sign_keys(cells: np.ndarray, reports: np.ndarray, size: int,

@@ -10,6 +10,7 @@ cells also checks independence (Var of the sum = sum of the variances, recipe D 
 MECHANISMS.md).
 """
 
+import math
 from itertools import permutations
 
 import numpy as np
@@ -24,7 +25,9 @@ from dpcore.mechanisms.central import (
     Laplace,
     StabilityHistogram,
     TopK,
+    NOISE_CHUNK,
     analytic_gaussian_sigma,
+    laplace_noise,
 )
 from tests.mechanisms.stat_checks import ALPHA, assert_unbiased, assert_variance
 
@@ -95,6 +98,28 @@ def test_laplace_noise_is_exactly_laplace_of_the_calibrated_scale(neighbours, sc
     variance = mechanism.variance(counts)
     np.testing.assert_allclose(variance, 2 * scale ** 2)
     assert_variance(block_sums(noise), BLOCK * 2 * scale ** 2)
+
+
+def test_laplace_noise_over_several_chunks_is_laplace_and_independent(rng):
+    # Drawn a chunk at a time (exponential × sign): over a length that is not a multiple of the
+    # chunk, every position — the last, partial chunk included — has the law, and the draws of
+    # one chunk are independent of the next (block sums across chunk boundaries: Var = Σ 2b²).
+    scale, size = 2.5, 3 * NOISE_CHUNK + 12_345
+    counts = np.arange(size) % 7
+    noise = laplace_noise(rng, scale, size, add_to=counts) - counts
+    assert_same_law(noise, "laplace", (0, scale))
+    assert_same_law(noise[-12_345:], "laplace", (0, scale))
+    # signs: a fair coin per cell, also at the same offset in every chunk (no reused bits)
+    positive = int(np.count_nonzero(noise > 0))
+    z = (positive - size / 2) / math.sqrt(size / 4)
+    assert abs(z) < stats.norm.isf(ALPHA / 2), f"{positive} positive of {size}: z = {z:.2f}"
+    starts = noise[:3 * NOISE_CHUNK].reshape(3, NOISE_CHUNK)
+    assert not np.array_equal(np.sign(starts[0]), np.sign(starts[1]))
+    blocks = noise[:size - size % BLOCK].reshape(-1, BLOCK).sum(axis=1)
+    # block sums straddle chunk boundaries (NOISE_CHUNK is not a multiple of BLOCK)
+    assert NOISE_CHUNK % BLOCK
+    assert_variance(blocks[:, None], np.full(1, BLOCK * 2 * scale ** 2),
+                    excess_kurtosis=3 / BLOCK)
 
 
 def test_laplace_is_unbiased_with_variance_two_b_squared(rng):

@@ -82,6 +82,27 @@ def test_fwht_matches_scipy_hadamard(monkeypatch, cache, dtype):
             np.testing.assert_array_equal(x, before)           # input untouched without overwrite
 
 
+@pytest.mark.parametrize("cache", [1, 4, had.FWHT_CACHE_ELEMENTS])
+def test_fwht_first_outputs_are_the_full_transforms_to_the_bit(monkeypatch, cache):
+    """``first=m`` prunes the halves nobody reads: every m, one row and several, both paths."""
+    monkeypatch.setattr(had, "FWHT_CACHE_ELEMENTS", cache)
+    rng = np.random.default_rng(11)
+    for k in range(9):
+        for shape in [(2**k,), (3, 2**k)]:
+            x = rng.integers(-50, 50, size=shape).astype(np.int32)
+            full = x @ hadamard(2**k).T
+            for m in range(1, 2**k + 1):
+                before = x.copy()
+                got = fwht(x, first=m)
+                assert got.shape == shape[:-1] + (m,)
+                np.testing.assert_array_equal(got, full[..., :m])
+                np.testing.assert_array_equal(x, before)       # input untouched without overwrite
+                np.testing.assert_array_equal(fwht(x.copy(), overwrite=True, first=m),
+                                              full[..., :m])
+    with pytest.raises(ValueError, match="between 1 and the length 8"):
+        fwht(np.ones(8), first=9)
+
+
 def test_fwht_int32_exact_up_to_its_bound():
     """Partial sums never exceed Σ|x|: a histogram totalling 2^31 − 1 is exact in int32."""
     x = np.zeros(1 << 12, dtype=np.int32)
@@ -296,6 +317,11 @@ def test_wider_integers_on_a_larger_domain(key, params, seed):
 
 
 # ---------------------------------------------------------------- (c) release vs simulate
+def with_pair_sums(a):
+    """Each cell, the total and two pair sums of each run: the joint law, not only the marginals."""
+    return np.column_stack([a, a.sum(axis=1), a[:, 11] + a[:, 19], a[:, 0] + a[:, 1]])
+
+
 @pytest.mark.parametrize("key,params", [("hr", {"epsilon": 0.5}), ("hr", {"epsilon": 2.0}),
                                         ("hm", {"epsilon": 2.0, "t": 2})])
 def test_release_matches_per_user_simulation(key, params, seed):
@@ -306,11 +332,7 @@ def test_release_matches_per_user_simulation(key, params, seed):
     rng = np.random.default_rng(seed)
     fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
     slow = np.stack([mech.simulate(items, len(SMALL), rng, chunk=50) for _ in range(1500)])
-
-    def with_sums(a):
-        return np.column_stack([a, a.sum(axis=1), a[:, 11] + a[:, 19], a[:, 0] + a[:, 1]])
-
-    assert_same_distribution(with_sums(fast), with_sums(slow))
+    assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
 
 
 @pytest.mark.parametrize("cost", [0, 1, 10**18], ids=["multinomial", "mixed", "report_by_report"])
@@ -326,11 +348,37 @@ def test_hm_release_both_ways_matches_per_user_simulation(monkeypatch, cost, eps
     rng = np.random.default_rng(seed)
     fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
     slow = np.stack([mech.simulate(items, len(SMALL), rng) for _ in range(1500)])
+    assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
+    assert_unbiased(fast, SMALL, mech.variance(SMALL))
+    assert_variance(fast, mech.variance(SMALL))
 
-    def with_sums(a):
-        return np.column_stack([a, a.sum(axis=1), a[:, 11] + a[:, 19], a[:, 0] + a[:, 1]])
 
-    assert_same_distribution(with_sums(fast), with_sums(slow))
+def test_uniform_reports_drawn_block_by_block_cover_every_bin_uniformly(monkeypatch):
+    """Above FAIR_BLOCK columns the uniform reports are drawn a block at a time: each block's
+    keys stay in its columns (both signs), and together they are uniform over all 2D bins."""
+    monkeypatch.setattr(had, "FAIR_BLOCK", 4)
+    size, reports = 32, 64_000
+    parts = list(HadamardMechanism._fair_keys(reports, size, np.random.default_rng(3)))
+    assert len(parts) == size // 4 and sum(len(part) for part in parts) == reports
+    for block, part in enumerate(parts):
+        assert set(np.unique(part % size)) <= set(range(4 * block, 4 * block + 4))
+    keys = np.concatenate(parts)
+    assert keys.min() >= 0 and keys.max() < 2 * size
+    assert stats.chisquare(np.bincount(keys, minlength=2 * size)).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("epsilon,t", [(1.0, 1), (3.0, 3)])
+def test_hm_release_with_uniform_reports_by_block_matches_per_user_simulation(
+        monkeypatch, epsilon, t, seed):
+    """The same law as the protocol with the uniform reports drawn in blocks of 4 columns."""
+    monkeypatch.setattr(had, "FAIR_BLOCK", 4)
+    monkeypatch.setattr(had, "MULTINOMIAL_COST", 10**18)        # report by report
+    mech = HadamardMechanism(epsilon=epsilon, t=t)
+    items = np.repeat(np.arange(len(SMALL)), SMALL)
+    rng = np.random.default_rng(seed)
+    fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
+    slow = np.stack([mech.simulate(items, len(SMALL), rng) for _ in range(1500)])
+    assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
     assert_unbiased(fast, SMALL, mech.variance(SMALL))
     assert_variance(fast, mech.variance(SMALL))
 

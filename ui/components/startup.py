@@ -1,5 +1,5 @@
 """Once per server process, on the first import of :mod:`ui`: keep the libraries' own objects out
-of the server's full garbage collections.
+of the server's full garbage collections, and BLAS to one thread (:mod:`dpcore.blas`).
 
 A full collection (``gc.collect(2)``; Streamlit's after every script run until issue 32, now
 :mod:`dpcore.collector`'s timed one, every 5 s) walks every container object the process tracks,
@@ -20,8 +20,10 @@ import scipy.stats  # noqa: F401
 import streamlit  # noqa: F401
 
 import dpcore.release  # noqa: F401
-from dpcore import collector
+from dpcore import blas, collector
 
+# The sessions share the cores; BLAS threads spinning between dot products would take them.
+blas.one_thread()
 gc.freeze()
 # Every page imports ui (app.py may not run: a first deep-link visit runs the page alone), so the
 # timed collection that replaces Streamlit's per-rerun one starts here, once per process.
