@@ -7,6 +7,10 @@ can run a button's deferred callable, or read its stored file, exactly as a brow
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
+import pandas as pd
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import app_test
 
@@ -20,6 +24,12 @@ def private_csv(content: bytes) -> bytes:
     """The CSV under a download's "NOT FOR PUBLICATION" first line (asserted to be there)."""
     assert content.startswith(PRIVATE_CSV_LINE), content[:120]
     return content[len(PRIVATE_CSV_LINE):]
+
+
+def read_private_csv(path, **options) -> pd.DataFrame:
+    """A table the command line wrote with the true counts in it (release, sweep, heavy-hitters,
+    plan): its first line asserted to be the not-for-publication line, the rest read."""
+    return pd.read_csv(io.BytesIO(private_csv(Path(path).read_bytes())), **options)
 
 
 class Downloads:

@@ -16,7 +16,7 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import metrics
 from dpcore.interfaces import cli, export
 from dpcore.mechanisms.base import DELTA
-from tests.private_files import read_private_csv
+from tests.downloads import read_private_csv
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -13,7 +13,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import cluster, experiment
 from tests.conftest import DASK_TIMEOUT as TIMEOUT
-from tests.private_files import read_private_csv
+from tests.downloads import read_private_csv
 
 #: Columns that identify a row of the tidy table (``seconds`` is a measured time, not a result).
 KEY = ["scenario", "mechanism", "params", "epsilon", "postprocess", "trial", "metric"]

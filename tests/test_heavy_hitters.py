@@ -24,7 +24,7 @@ from dpcore import release
 from dpcore.data import national
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heavy_hitters
-from tests.private_files import read_private_csv
+from tests.downloads import read_private_csv
 
 SEED = 20261124
 EPSILON = 1.0

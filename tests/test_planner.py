@@ -13,7 +13,7 @@ from dpcore.data import datasets
 from dpcore.evaluation import experiment, planner, summaries
 from dpcore.interfaces import cli
 from dpcore.mechanisms.count_profile import CountProfile
-from tests.private_files import read_private_csv
+from tests.downloads import read_private_csv
 
 COUNTY = datasets.load("ireland_county")
 TRUTH = CountProfile.of_matrix(COUNTY)

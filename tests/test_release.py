@@ -12,6 +12,7 @@ from dpcore.evaluation import metrics
 from dpcore.interfaces import cli
 from dpcore.mechanisms import postprocess
 from dpcore.release import ReleaseSpec, RunSettings
+from tests.downloads import read_private_csv
 
 
 # -------------------------------------------------------------------------------------- seeding
@@ -177,7 +178,7 @@ def test_the_command_a_page_shows_makes_the_same_release(ed, tmp_path, capsys, k
     assert cli.main(argv[3:] + ["--only-nonzero"]) == 0
     od = views.select(ed, settings.view)
     expected = release.run(od, settings.spec(key), score=False).released
-    table = pd.read_csv(out, keep_default_na=False)
+    table = read_private_csv(out, keep_default_na=False)
     cells = (od.origins.index_of(table["origin"].astype(str)) * od.n_destinations
              + od.destinations.index_of(table["destination"].astype(str)))
     np.testing.assert_allclose(table["released_count"], expected[cells], rtol=1e-9, atol=1e-12)
