@@ -28,6 +28,7 @@ import plotly.offline
 from plotly.subplots import make_subplots
 
 from dpcore.evaluation import metrics, thesis
+from dpcore.interfaces import confidential
 from dpcore.mechanisms import postprocess
 from report.log_ticks import log_axis
 
@@ -359,12 +360,18 @@ numbers, never offered as mechanisms). Every figure's data is a CSV next to this
 """
 
 
-def write(chapter: thesis.Chapter, out: Path) -> Path:
-    """``report.html`` and every figure's and table's CSV in directory ``out``."""
+def write(chapter: thesis.Chapter, out: Path, private: bool = False) -> Path:
+    """``report.html`` and every figure's and table's CSV in directory ``out``; ``private``: run
+    on the user's own table (not a bundled synthetic one), so every file shows its true counts
+    or errors measured against them and starts with the not-for-publication line
+    (:mod:`dpcore.interfaces.confidential`; the page's zip is marked as a whole instead)."""
     out = Path(out)
-    thesis.write_csvs(chapter, out)
+    for written in thesis.write_csvs(chapter, out):
+        if private:
+            written.write_bytes(confidential.csv_marked(written.read_bytes()))
+    page = render(chapter)
     path = out / "report.html"
-    path.write_text(render(chapter), encoding="utf-8")
+    path.write_text(confidential.html_text(page) if private else page, encoding="utf-8")
     return path
 
 

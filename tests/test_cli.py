@@ -14,7 +14,7 @@ from dpcore import mechanisms, release
 from dpcore.data import datasets, importers
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import metrics
-from dpcore.interfaces import cli, export
+from dpcore.interfaces import cli, confidential, export
 from dpcore.mechanisms.base import DELTA
 from tests.downloads import read_private_csv
 
@@ -354,3 +354,32 @@ def test_a_file_beyond_the_sparse_limits_names_them(capsys, tmp_path, monkeypatc
                        "--out", tmp_path / "r.csv")
     assert code == cli.EXIT_INVALID_INPUT
     assert "at most 100 zones on each side" in err and "fit in memory" not in err
+
+
+@pytest.mark.parametrize("own_file", [True, False])
+def test_the_thesis_report_on_a_user_s_table_is_marked_not_for_publication(capsys, tmp_path,
+                                                                            own_file):
+    """Run on the user's own table every file of the report shows true counts (or errors
+    against them): each starts with the not-for-publication line. The bundled synthetic data is
+    nobody's: its report is plain."""
+    toy = datasets.load("toy_town")
+    if own_file:
+        counts = toy.to_dense().reshape(len(toy.origins.ids), len(toy.destinations.ids))
+        rows = ["origin,destination,count"] + [
+            f"{toy.origins.ids[i]},{toy.destinations.ids[j]},{c}"
+            for (i, j), c in np.ndenumerate(counts) if c]
+        source = tmp_path / "staff_commutes.csv"
+        source.write_text("\n".join(rows))
+    out = tmp_path / "report"
+    code, said, _ = run(capsys, "reproduce-thesis", "--dataset",
+                        source if own_file else "toy_town", "--trials", "1", "--epsilons",
+                        "0.5,5", "--jobs", "1", "--seed", "1", "--out", out)
+    assert code == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    tables = sorted(out.glob("*.csv"))
+    assert tables
+    marked = [path.read_bytes().startswith(f"# {confidential.FIRST_LINE}".encode())
+              for path in tables]
+    assert page.startswith(f"<!-- {confidential.FIRST_LINE}") is own_file
+    assert set(marked) == {own_file}
+    assert ("NOT FOR PUBLICATION" in said) is own_file

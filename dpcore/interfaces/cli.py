@@ -316,7 +316,8 @@ def _cmd_reproduce_thesis(args) -> int:
     chapter = thesis.run(od, epsilons=epsilons, trials=args.trials, seed=args.seed,
                          n_jobs=args.jobs, scheduler=scheduler, progress=_progress,
                          source=datasets.DATASETS.get(args.dataset), protocol=args.protocol)
-    path = thesis_html.write(chapter, Path(args.out))
+    private = args.dataset not in datasets.DATASETS   # the user's own table
+    path = thesis_html.write(chapter, Path(args.out), private=private)
     verdicts = thesis.summary(chapter)
     tallies = []
     for name, rows in verdicts.groupby("Protocol", sort=False):
@@ -328,7 +329,7 @@ def _cmd_reproduce_thesis(args) -> int:
     print(f"reproduce-thesis: {chapter.table.attrs['jobs_done']:,} releases on {od.name} in "
           f"{_duration(chapter.seconds)}; {len(chapter.figures)} figures and "
           f"{len(chapter.tables)} tables ({'; '.join(tallies)}) → "
-          f"{path} (and their CSVs in {args.out})")
+          f"{path} (and their CSVs in {args.out})" + (f"; {PRIVATE_NOTE}" if private else ""))
     return 0
 
 
