@@ -186,9 +186,8 @@ def planted():
     out, times = {}, {}
     patch = pytest.MonkeyPatch()
     try:
-        # the ED-level rank tables over as many trials as the county ones (so that a
-        # probability ≈ 0 can be told: with the default few ED trials they are "not checked")
-        patch.setattr(thesis, "FINE_STATED_TRIALS", thesis.STATED_TRIALS)
+        # the finer level's tables and figure 5.15 with the default few trials, and more only
+        # for an outcome not yet seen (up to 72): as the command runs them
         for kind in (None, "no noise", "noise × 10", "bias"):
             if kind is not None:
                 patch.setattr(as_run, "release", _plant(kind))
@@ -236,6 +235,35 @@ def test_figure_5_6_check_fails_when_the_top_30_are_drowned_in_noise(planted):
     assert figure.verdict.agrees
     bars = figure.data.assign(released=lambda f: f["true"] + 30 * (f["released"] - f["true"]))
     assert thesis.judge(replace(figure, data=bars)).verdict.agrees is False
+
+
+def test_finer_level_trials_go_on_only_while_an_outcome_is_unseen():
+    """At the finer level and ε = 0.5, 5: 3 trials, then more of one mechanism only while one of
+    its outcomes (tables 5.3, 5.4, figure 5.15) is unseen in some rounding; at most 72. Each
+    extra trial was needed (undecided before it) and the last one decides."""
+    from dpcore.data import importers
+
+    od = importers.import_od(_nested_file(), "nested.csv",
+                             zones=(_zones_file(), "zones.csv")).matrix
+    lv = thesis.levels(od)
+    trials = thesis.variant_sweep(od, lv, EPSILONS, 2, 5, fine=True).per_trial
+    counts = set()
+    for (epsilon, key, variant), group in trials.groupby(["epsilon", "mechanism", "variant"]):
+        events = thesis._events(True, epsilon, key)
+        rows = {r: g.sort_values("trial").to_dict("records") for r, g in group.groupby("rounded")}
+        [m] = {len(found) for found in rows.values()}  # every rounding from the same releases
+        assert thesis.FINE_STATED_TRIALS <= m <= thesis.DECIDING_TRIALS
+        assert [row["trial"] for row in next(iter(rows.values()))] == list(range(m))
+        if m > thesis.FINE_STATED_TRIALS:
+            assert any(thesis._undecided(found[:m - 1], events) for found in rows.values())
+        for found in rows.values():
+            for _, test in events:
+                assert m == thesis.DECIDING_TRIALS or any(test(row) for row in found)
+        counts.add(m)
+    # on this file: some settings stop at 3, one runs to 72 (randomised response never ranks a
+    # top-10 commute below 1,000 of 1,600 cells), one stops at its first hit in between
+    assert thesis.FINE_STATED_TRIALS in counts and thesis.DECIDING_TRIALS in counts
+    assert any(thesis.FINE_STATED_TRIALS < m < thesis.DECIDING_TRIALS for m in counts)
 
 
 @pytest.fixture(scope="module")
