@@ -120,6 +120,49 @@ def test_hadamard_response_is_pure_ldp_s_in_mean_and_variance():
             assert 0.7 < fast[:, cell].var() / slow[:, cell].var() < 1.4
 
 
+@pytest.mark.parametrize("limit", [thesis.TIED_EMPTY_LIMIT, 0])
+def test_hadamard_response_ranks_by_symbol_have_the_law_of_the_release_by_cell(limit,
+                                                                                monkeypatch):
+    """The extra ED trials' shortcut (the release by symbol, ties resolved by drawing the empty
+    cells behind them; with limit 0 the whole permutation) against the release arranged by cell:
+    the same law of the statistics the checks read, on a domain where ties are common (few
+    people per output, 40 % empty cells), for both roundings."""
+    from dpcore.evaluation import ranks
+
+    monkeypatch.setattr(thesis, "TIED_EMPTY_LIMIT", limit)
+    rng = np.random.default_rng(8)
+    counts = np.floor(rng.pareto(1.1, 400) * 2).astype(np.int64)
+    counts[rng.random(400) < 0.4] = 0
+    top = ranks.top_cells(counts, 100)
+    cells = thesis._Cells.of(counts, top)
+    assert cells is not None and len(cells.empty) > 100
+    reps, fast, slow = 1200, {False: [], True: []}, {False: [], True: []}
+    for _ in range(reps):
+        for rounded, released in thesis._hr_ranks(5.0, cells, (False, True), rng).items():
+            fast[rounded].append(released)
+        raw = as_run.release("hm", counts, None, 5.0, rng)
+        for rounded in (False, True):
+            slow[rounded].append(ranks.ordinal_ranks(as_run.base_pro(raw, rounded), top))
+    # ties go to the smaller cell index: the top-40 cells with the largest and the smallest
+    # index lose and win them (a tie broken by symbol would move both)
+    last, first = int(np.argmax(top[:40])), int(np.argmin(top[:40]))
+    for rounded in (False, True):
+        a, b = np.array(fast[rounded]), np.array(slow[rounded])
+        statistics = (lambda r: np.minimum(r[:, :10].max(axis=1), 60) // 5,  # worst rank
+                      lambda r: (r[:, :40] <= 40).sum(axis=1),
+                      lambda r: (r > 200).sum(axis=1),
+                      lambda r: np.minimum(r[:, 0], 30))  # the busiest cell's rank
+        for statistic in statistics:
+            x, y = statistic(a), statistic(b)
+            values = np.union1d(x, y)
+            table = np.array([[np.sum(s == v) for v in values] for s in (x, y)])
+            table = table[:, table.sum(axis=0) >= 10]
+            assert stats.chi2_contingency(table)[1] > 1e-3, (rounded, limit)
+        for x, y in zip((a[:, last], a[:, first], a.sum(axis=1)),
+                        (b[:, last], b[:, first], b.sum(axis=1))):
+            assert stats.ttest_ind(x, y, equal_var=False)[1] > 1e-3, (rounded, limit)
+
+
 def test_stability_as_run_uses_the_thesis_s_threshold_and_rounds():
     counts = np.array([0, 3, 7, 100, 2000])
     out = as_run.stability_as_run(counts, 5.0, np.random.default_rng(0))
