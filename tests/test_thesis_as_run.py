@@ -208,8 +208,8 @@ def _zones_file() -> bytes:
 def _plant(kind):
     real = as_run.release
 
-    def broken(role, counts, items, epsilon, rng):
-        noisy = real(role, counts, items, epsilon, rng)
+    def broken(role, counts, items, epsilon, rng, permutation=None):
+        noisy = real(role, counts, items, epsilon, rng, permutation)
         if kind == "no noise":
             return counts.astype(float)
         if kind == "noise × 10":

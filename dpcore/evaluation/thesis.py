@@ -1717,8 +1717,7 @@ def _hr_ranks(epsilon: float, cells: _Cells, roundings, rng: np.random.Generator
     symbols = rng.choice(d, size=cells.present.size, replace=False)
     arranged = np.zeros(d, dtype=cells.people.dtype)
     arranged[symbols] = cells.people
-    estimates = mechanisms.build("hr", epsilon=epsilon).release(arranged, rng,
-                                                                permutation=cells.identity)
+    estimates = as_run.release("hm", arranged, None, epsilon, rng, permutation=cells.identity)
     order = np.argsort(symbols)
     sorted_symbols = symbols[order]
     out = {}
