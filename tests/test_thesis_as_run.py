@@ -286,7 +286,8 @@ def test_finer_level_trials_go_on_only_while_an_outcome_is_unseen():
     od = importers.import_od(_nested_file(), "nested.csv",
                              zones=(_zones_file(), "zones.csv")).matrix
     lv = thesis.levels(od)
-    trials = thesis.variant_sweep(od, lv, EPSILONS, 2, 5, fine=True).per_trial
+    variants = thesis.variant_sweep(od, lv, EPSILONS, 2, 5, fine=True)
+    trials = variants.per_trial
     counts = set()
     for (epsilon, key, variant), group in trials.groupby(["epsilon", "mechanism", "variant"]):
         events = thesis._events(True, epsilon, key)
@@ -296,6 +297,9 @@ def test_finer_level_trials_go_on_only_while_an_outcome_is_unseen():
         assert [row["trial"] for row in next(iter(rows.values()))] == list(range(m))
         if m > thesis.FINE_STATED_TRIALS:
             assert any(thesis._undecided(found[:m - 1], events) for found in rows.values())
+            assert variants.extra[(lv.fine.label, epsilon, key, variant)][0] == m
+        else:
+            assert (lv.fine.label, epsilon, key, variant) not in variants.extra
         for found in rows.values():
             for _, test in events:
                 assert m == thesis.DECIDING_TRIALS or any(test(row) for row in found)

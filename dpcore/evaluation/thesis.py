@@ -1439,6 +1439,8 @@ def run(od: ODMatrix, *, epsilons=grids.THESIS_EPSILONS, trials: int = TRIALS, s
     chapter.by_protocol = {p.name: explain(p, build) for p in shown}
     chapter.items = chapter.by_protocol[shown[-1].name]
     chapter.variants = variants
+    if lv.fine is not None:
+        chapter.settings[f"extra trials at {lv.fine.label} level"] = variants.extra_text()
     chapter.seconds = time.perf_counter() - started
     return chapter
 
@@ -1620,11 +1622,23 @@ class Variants:
     rows: pd.DataFrame
     per_trial: pd.DataFrame
     snaps: dict
+    #: the extra trials at the finer level (:func:`_undecided`): (scenario, ε, mechanism,
+    #: variant) → (trials in all, CPU seconds of the extra ones)
+    extra: dict = field(default_factory=dict)
 
     def merged(self, other: Variants) -> Variants:
         return Variants(pd.concat([self.rows, other.rows], ignore_index=True),
                         pd.concat([self.per_trial, other.per_trial], ignore_index=True),
-                        self.snaps | other.snaps)
+                        self.snaps | other.snaps, self.extra | other.extra)
+
+    def extra_text(self) -> str:
+        """The extra trials, for the settings: which setting ran how many, and their CPU time."""
+        if not self.extra:
+            return "none needed"
+        seconds = sum(cpu for _, cpu in self.extra.values())
+        return (", ".join(f"{label(key)} ({variant}) at ε = {epsilon:g}: {trials} trials"
+                          for (_, epsilon, key, variant), (trials, _) in sorted(self.extra.items()))
+                + f"; {seconds:.1f} s of CPU")
 
 
 def _written_release(matrix, truth, key, params, epsilon, seed, trial):
@@ -1789,7 +1803,7 @@ def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
     an outcome of the thesis's ED tables or figure 5.15 involving this mechanism is unseen in
     some rounding (:func:`_undecided`), further releases of this mechanism alone, up to
     :data:`DECIDING_TRIALS`: the same releases, only more of them."""
-    rows, per_trial, snaps = [], [], {}
+    rows, per_trial, snaps, extras = [], [], {}, {}
     matrices, by_symbol = {}, {}
     for scenario, key, variant, roundings, count in _variant_plan(lv, trials):
         if fine is not None and (scenario == lv.fine) != fine:
@@ -1824,7 +1838,9 @@ def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
                                                  for found in mine.values()):
                     break
                 if stop is not None and stop.is_set():
-                    return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps)
+                    return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps, extras)
+                if trial == planned:
+                    extra_started = time.process_time()
                 generator = release.generator(seed, "thesis-as-run", key, epsilon, trial,
                                               scenario.label)
                 if (trial >= planned and variant == "run" and key == "hm"
@@ -1874,7 +1890,10 @@ def variant_sweep(od: ODMatrix, lv: Levels, epsilons, trials: int, seed: int,
                         if trial == 0 and not (variant == "written" and not rounded):
                             snaps[(scenario.label, epsilon, key, variant, rounded)] = _snapshot(
                                 matrix, truth, key, epsilon, made, coarse)
-    return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps)
+            if trial > planned:
+                extras[(scenario.label, epsilon, key, variant)] = (
+                    trial, time.process_time() - extra_started)
+    return Variants(pd.DataFrame(rows), pd.DataFrame(per_trial), snaps, extras)
 
 
 def compose(protocol, written: pd.DataFrame, written_snaps: dict, variants: Variants
