@@ -6,8 +6,9 @@ waiting for the cores; CPU / cores bounds the idle machine's wall time from belo
 Each run is what the command does: the chapter's sweep on a process pool, its trial-0 releases
 (bars, orderings, rank tables), the per-user running-time simulation, the verdicts
 (:func:`dpcore.evaluation.thesis.run`), then the HTML report and the CSVs. Printed: the wall
-time, the phases' share (sweep, running times, report), releases, and the load average before
-and after — on a machine shared with other work the wall time includes waiting for the cores, so
+time, the phases' share (sweep, running times, report), releases, the load average before
+and after, and the extra trials at the finer level (tables 5.3, 5.4 and figure 5.15: an
+outcome not seen in the first trials) with their CPU seconds — on a machine shared with other work the wall time includes waiting for the cores, so
 a figure taken under load is an upper bound.
 
 Run from the repository root: ``python bench/bench_thesis.py [--dataset ireland_ed]
@@ -113,6 +114,9 @@ def main() -> None:
               f"≥ {cpu / os.cpu_count():.0f} s of wall time on {os.cpu_count()} idle cores); "
               f"verdicts {verdicts}; load average now {os.getloadavg()[0]:.1f}"
               + ("  ✓ ≤ 3 min" if statistics.median(times) <= 180 else "  ✗ > 3 min"))
+        if chapter.variants is not None and chapter.variants.extra:  # the last run's
+            print(f"  extra trials at the finer level (last run): "
+                  f"{chapter.variants.extra_text()}")
 
 
 if __name__ == "__main__":

@@ -132,14 +132,94 @@ def test_figure_5_10_verdict_follows_the_order_of_the_curves(county_chapter):
     assert differs.data_note
 
 
-def test_figure_5_7_verdict_says_why_when_the_hadamard_mechanism_is_not_similar(county_chapter):
+def test_figure_5_10_reason_names_each_break_with_its_size(county_chapter):
+    """Which mechanism and ε break the order, which relation, by how much: computed, one finding
+    each (a Base-Pos equal to Base is not "a near-tie of Base-Cut and Base-Pos")."""
+    figure = item(county_chapter, "Figure 5.10")
+    curves = {(m, "base"): [100, 60, 30] for m in thesis.LOCAL}
+    curves |= {(m, "base_pos"): [80, 55, 29] for m in thesis.LOCAL}
+    curves |= {(m, "base_cut"): [50, 45, 28] for m in thesis.LOCAL}
+    broken = curves | {("grr", "base_pos"): [80, 55, 30],  # no estimate clipped at ε = 5
+                       ("olh", "base_cut"): [50, 45, 29.58]}
+    verdict = thesis.judge(replace(figure, data=_lines(broken))).verdict
+    assert verdict.agrees is False
+    keys = [key for key, _ in verdict.findings]
+    assert keys == [(("grr", 5.0), "Base-Pos < Base"), (("olh", 5.0), "Base-Cut < Base-Pos")]
+    texts = [text for _, text in verdict.findings]
+    assert texts[0].endswith("at ε = 5: Base-Pos 30 not below Base 30 (equal)")
+    assert texts[1].endswith("at ε = 5: Base-Cut 29.6 not below Base-Pos 29 (+2.00 %)")
+    assert verdict.data_note == "; ".join(texts)
+
+
+def test_explain_names_the_difference_that_removes_each_finding():
+    """A "differs" no single switch flips: each of its findings with the switch whose toggling
+    alone removes it (and what that run finds there instead), or that none does."""
+    from dpcore.evaluation import thesis_as_run as as_run
+
+    rr = ((("grr", 5.0), "Base-Pos < Base"), "RR at ε = 5: Base-Pos not below Base")
+    ue = ((("oue", 5.0), "Base-Cut < Base-Pos"), "UE at ε = 5: Base-Cut not below Base-Pos")
+    rr_cut = ((("grr", 5.0), "Base-Cut < Base-Pos"), "RR at ε = 5: Base-Cut not below Base-Pos")
+    verdict = thesis.Verdict("Figure 5.10", "t", "c", "o", False, findings=(rr, ue))
+
+    def build(protocol):
+        found = ((ue, rr_cut) if protocol.switches == as_run.RUN.switches - {
+            "rr_duplicate_report"} else (rr, ue))
+        return [thesis.Figure("Figure 5.10", "t", "c", pd.DataFrame(),
+                              verdict=replace(verdict, findings=found))]
+    [out] = thesis.explain(as_run.RUN, build)
+    reason = out.verdict.reason
+    assert reason.startswith("computed: no protocol difference flips it")
+    assert ("RR at ε = 5: Base-Pos not below Base — switching off “RR client's duplicate false "
+            "report” (a defect of the original code) alone removes it (that run finds there "
+            "instead: RR at ε = 5: Base-Cut not below Base-Pos)") in reason
+    assert "UE at ε = 5: Base-Cut not below Base-Pos — no single protocol difference removes " \
+           "it" in reason
+
+
+def test_figure_5_7_verdict_follows_the_text_olh_switching_order_with_hadamard(county_chapter):
+    """The text: unary encoding best, local hashing on its trajectory until ε = 3, where it
+    switches order with Hadamard (a crossing, not "within a factor 1.5 at every ε")."""
     figure = item(county_chapter, "Figure 5.7")
-    similar = {("grr", "base_pos"): [900, 500, 300], ("oue", "base_pos"): [100, 50, 20],
-               ("olh", "base_pos"): [105, 52, 21], ("hm", "base_pos"): [110, 60, 25]}
-    assert thesis.judge(replace(figure, data=_lines(similar))).verdict.agrees is True
-    apart = dict(similar) | {("hm", "base_pos"): [110, 200, 130]}
+    text = {("grr", "base_pos"): [900, 500, 300], ("oue", "base_pos"): [100, 50, 20],
+            ("olh", "base_pos"): [105, 55, 40], ("hm", "base_pos"): [110, 52, 25]}
+    agrees = thesis.judge(replace(figure, data=_lines(text))).verdict
+    assert agrees.agrees is True and "above Hadamard from ε = 3" in agrees.ours
+    never = text | {("olh", "base_pos"): [105, 51, 21]}  # similar, but never above Hadamard
+    verdict = thesis.judge(replace(figure, data=_lines(never))).verdict
+    assert verdict.agrees is False and "above Hadamard at no ε" in verdict.data_note
+    late = text | {("olh", "base_pos"): [105, 51, 30]}  # crosses only at ε = 5: outside 2.5–4
+    verdict = thesis.judge(replace(figure, data=_lines(late))).verdict
+    assert verdict.agrees is False and "outside ε = 2.5–4" in verdict.data_note
+    apart = text | {("olh", "base_pos"): [180, 55, 40]}  # off unary encoding's trajectory
     verdict = thesis.judge(replace(figure, data=_lines(apart))).verdict
-    assert verdict.agrees is False and "Hadamard's RMSE is" in verdict.data_note
+    assert verdict.agrees is False and "1.80 × unary encoding at ε = 0.5" in verdict.data_note
+    rr_not_worst = text | {("hm", "base_pos"): [1000, 52, 25]}
+    assert thesis.judge(replace(figure, data=_lines(rr_not_worst))).verdict.agrees is False
+
+
+def test_figure_5_7_computes_what_olh_s_lost_cell_0_explains(county_chapter):
+    """With local hashing as run, the RMSE without cell 0 says how much of its excess over unary
+    encoding the lost cell explains: here, planted, all of it (cell 0's squared error is what
+    separates the curves)."""
+    figure = item(county_chapter, "Figure 5.7")
+    d, count = 100, 1_000
+    oue = np.array([100.0, 50.0, 20.0])
+    olh_without = oue * 1.02
+    olh = np.sqrt(((d - 1) * olh_without ** 2 + count ** 2) / d)  # cell 0 read as 0
+    data = _lines({("grr", "base_pos"): [900, 500, 300], ("oue", "base_pos"): list(oue),
+                   ("olh", "base_pos"): list(olh), ("hm", "base_pos"): [160, 90, 60]})
+    without = pd.DataFrame({"mechanism": "olh", "epsilon": EPSILONS, "mean": olh_without})
+    planted = replace(figure, data=data, context=figure.context | {
+        "d": d, "cell_0": count, "without_cell_0": without})
+    ours = thesis.judge(planted).verdict.ours
+    ratio = olh[-1] / oue[-1]
+    assert f"1.02 × unary encoding's ({ratio:.2f} × with it)" in ours
+    share = 1 - (d - 1) * olh_without[-1] ** 2 / (d * olh[-1] ** 2)
+    assert f"the cell's squared error is {share:.0%} of OLH's mean squared error at ε = 5" in ours
+    explained = (ratio - 1.02) / (ratio - 1)
+    assert f"explains {explained:.0%} of OLH's excess" in ours
+    assert "without it OLH would not switch order with Hadamard" in ours
+    assert "cell 0" not in thesis.judge(figure).verdict.ours  # as written: no lost cell
 
 
 def _trials(zeros: dict, worst: dict, exact: dict, count: int = 80) -> pd.DataFrame:
@@ -171,6 +251,54 @@ def test_stated_number_and_table_verdicts_follow_their_trials(county_chapter):
     few = replace(table, context=table.context | {
         "trials": _trials({}, worst | {"hm": 13}, exact | {"hm": False}, count=3)})
     assert thesis.judge(few).verdict.agrees is None  # 3 trials cannot rule 0 out
+
+
+def test_a_rank_table_is_decided_once_every_outcome_is_seen_or_one_is_ruled_out(county_chapter):
+    """An outcome seen at least once is plausible whatever the number of trials; one never seen
+    needs 72 trials to be ruled out (95 % upper bound 1 − 0.025^(1/72) < 5 %), 71 do not."""
+    assert thesis.DECIDING_TRIALS == 72
+    assert thesis._upper(0, 72) < thesis.PLAUSIBLE <= thesis._upper(0, 71)
+    assert thesis._upper(1, 72) >= thesis.PLAUSIBLE
+    table = item(county_chapter, "Table 5.2")
+    worst = {k: 10 for k in thesis.MECHANISMS} | {"grr": 11}
+    exact = {k: True for k in thesis.MECHANISMS} | {"grr": False}
+
+    def judged(trials):
+        return thesis.judge(replace(table, context=table.context | {"trials": trials})).verdict
+    seen = _trials({}, worst, exact, count=3)  # every outcome seen: decided with 3 trials
+    assert judged(seen).agrees is True
+    for count, expected in ((71, None), (72, False)):  # Hadamard's exact order never seen
+        unseen = _trials({}, worst | {"hm": 13}, exact | {"hm": False}, count=count)
+        verdict = judged(pd.concat([unseen[unseen["mechanism"] == "hm"],
+                                    seen[seen["mechanism"] != "hm"]]))
+        assert verdict.agrees is expected, count
+    assert "Hadamard (exact order: 0 of 71)" in judged(pd.concat([
+        unseen[unseen["mechanism"] == "hm"].head(71), seen[seen["mechanism"] != "hm"]])).reason
+
+
+def _figure_5_15(shares, below):
+    """Figure 5.15 with its trial-0 ordering and per-trial statistics planted."""
+    ranks_ = np.arange(1, 101)
+    data = pd.DataFrame({"true_rank": ranks_, "released_rank": ranks_, "mechanism": "hm"})
+    trials = pd.DataFrame({"mechanism": "hm", "top40_within_40": shares,
+                           "top100_below_200": below})
+    return thesis.Figure("Figure 5.15", "t", "c", data, "ordering", context={"trials": trials})
+
+
+def test_figure_5_15_judges_the_thesis_s_draw_over_the_trials():
+    """The outcome: more than half of the top 40 released among the top 40 and some of the top
+    100 below rank 200 (the thesis's words); its probability over the trials, as a rank table."""
+    assert thesis._ordered_well(0.75, 3) and not thesis._ordered_well(0.5, 3)
+    assert not thesis._ordered_well(1.0, 0)  # a release in true order is not the thesis's
+    seen = thesis.judge(_figure_5_15([0.7, 0.45, 0.8], [60, 55, 70])).verdict
+    assert seen.agrees is True and "P(the thesis's outcome) = 2/3" in seen.ours
+    unseen = thesis.judge(_figure_5_15([0.02] * 3, [99] * 3)).verdict
+    assert unseen.agrees is None and "0 of 3" in unseen.reason
+    never = thesis.judge(_figure_5_15([0.02] * 72, [99] * 72)).verdict
+    assert never.agrees is False and "in 0% of them" in never.data_note
+    no_noise = thesis.judge(_figure_5_15([1.0] * 72, [0] * 72)).verdict
+    assert no_noise.agrees is False and "some of the top 100 fall below rank 200 in 0%" in (
+        no_noise.data_note)
 
 
 def test_running_times_simulate_every_user_and_their_verdict_follows_the_order(county_chapter):

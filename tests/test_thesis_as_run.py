@@ -121,6 +121,46 @@ def test_hadamard_response_is_pure_ldp_s_in_mean_and_variance():
             assert 0.7 < fast[:, cell].var() / slow[:, cell].var() < 1.4
 
 
+def test_hadamard_response_ranks_by_symbol_have_the_law_of_the_release_by_cell():
+    """The extra ED trials' shortcut (the release by symbol, ties resolved by drawing how many
+    empty cells behind them lie below each top cell) against the release arranged by cell: the
+    same law of the statistics the checks read, on a domain where ties are common (few people
+    per output, 40 % empty cells: most top cells tie, many at 0), for both roundings."""
+    from dpcore.evaluation import ranks
+
+    rng = np.random.default_rng(8)
+    counts = np.floor(rng.pareto(1.1, 400) * 2).astype(np.int64)
+    counts[rng.random(400) < 0.4] = 0
+    top = ranks.top_cells(counts, 100)
+    cells = thesis._Cells.of(counts, top)
+    assert cells is not None and len(cells.empty) > 100
+    reps, fast, slow = 1200, {False: [], True: []}, {False: [], True: []}
+    for _ in range(reps):
+        for rounded, released in thesis._hr_ranks(5.0, cells, (False, True), rng).items():
+            fast[rounded].append(released)
+        raw = as_run.release("hm", counts, None, 5.0, rng)
+        for rounded in (False, True):
+            slow[rounded].append(ranks.ordinal_ranks(as_run.base_pro(raw, rounded), top))
+    # ties go to the smaller cell index: the top-40 cells with the largest and the smallest
+    # index lose and win them (a tie broken by symbol would move both)
+    last, first = int(np.argmax(top[:40])), int(np.argmin(top[:40]))
+    for rounded in (False, True):
+        a, b = np.array(fast[rounded]), np.array(slow[rounded])
+        statistics = (lambda r: np.minimum(r[:, :10].max(axis=1), 60) // 5,  # worst rank
+                      lambda r: (r[:, :40] <= 40).sum(axis=1),
+                      lambda r: (r > 200).sum(axis=1),
+                      lambda r: np.minimum(r[:, 0], 30))  # the busiest cell's rank
+        for statistic in statistics:
+            x, y = statistic(a), statistic(b)
+            values = np.union1d(x, y)
+            table = np.array([[np.sum(s == v) for v in values] for s in (x, y)])
+            table = table[:, table.sum(axis=0) >= 10]
+            assert stats.chi2_contingency(table)[1] > 1e-3, rounded
+        for x, y in zip((a[:, last], a[:, first], a.sum(axis=1)),
+                        (b[:, last], b[:, first], b.sum(axis=1))):
+            assert stats.ttest_ind(x, y, equal_var=False)[1] > 1e-3, rounded
+
+
 def test_stability_as_run_uses_the_thesis_s_threshold_and_rounds():
     counts = np.array([0, 3, 7, 100, 2000])
     out = as_run.stability_as_run(counts, 5.0, np.random.default_rng(0))
@@ -166,8 +206,8 @@ def _zones_file() -> bytes:
 def _plant(kind):
     real = as_run.release
 
-    def broken(role, counts, items, epsilon, rng):
-        noisy = real(role, counts, items, epsilon, rng)
+    def broken(role, counts, items, epsilon, rng, permutation=None):
+        noisy = real(role, counts, items, epsilon, rng, permutation)
         if kind == "no noise":
             return counts.astype(float)
         if kind == "noise × 10":
@@ -187,9 +227,8 @@ def planted():
     out, times = {}, {}
     patch = pytest.MonkeyPatch()
     try:
-        # the ED-level rank tables over as many trials as the county ones (so that a
-        # probability ≈ 0 can be told: with the default few ED trials they are "not checked")
-        patch.setattr(thesis, "FINE_STATED_TRIALS", thesis.STATED_TRIALS)
+        # the finer level's tables and figure 5.15 with the default few trials, and more only
+        # for an outcome not yet seen (up to 72): as the command runs them
         for kind in (None, "no noise", "noise × 10", "bias"):
             if kind is not None:
                 patch.setattr(as_run, "release", _plant(kind))
@@ -216,8 +255,8 @@ BREAKS = {"Figure 5.1": ("bias",), "Figure 5.2": ("no noise",), "Figure 5.3": ("
           "Figure 5.9": ("no noise", "noise × 10", "bias"), "Figure 5.10": ("no noise",),
           "Figure 5.11": ("no noise", "bias"), "Figure 5.12": ("no noise",),
           "Figure 5.13": ("no noise",), "Figure 5.14": ("no noise",),
-          "Table 5.3": ("no noise",), "Table 5.4": ("no noise",),
-          "Figure 5.15": ("no noise",)}
+          "Table 5.3": ("no noise", "noise × 10", "bias"), "Table 5.4": ("no noise",),
+          "Figure 5.15": ("no noise", "noise × 10", "bias")}
 
 
 @pytest.mark.parametrize("ref", sorted(BREAKS))
@@ -237,6 +276,39 @@ def test_figure_5_6_check_fails_when_the_top_30_are_drowned_in_noise(planted):
     assert figure.verdict.agrees
     bars = figure.data.assign(released=lambda f: f["true"] + 30 * (f["released"] - f["true"]))
     assert thesis.judge(replace(figure, data=bars)).verdict.agrees is False
+
+
+def test_finer_level_trials_go_on_only_while_an_outcome_is_unseen():
+    """At the finer level and ε = 0.5, 5: 3 trials, then more of one mechanism only while one of
+    its outcomes (tables 5.3, 5.4, figure 5.15) is unseen in some rounding; at most 72. Each
+    extra trial was needed (undecided before it) and the last one decides."""
+    from dpcore.data import importers
+
+    od = importers.import_od(_nested_file(), "nested.csv",
+                             zones=(_zones_file(), "zones.csv")).matrix
+    lv = thesis.levels(od)
+    variants = thesis.variant_sweep(od, lv, EPSILONS, 2, 5, fine=True)
+    trials = variants.per_trial
+    counts = set()
+    for (epsilon, key, variant), group in trials.groupby(["epsilon", "mechanism", "variant"]):
+        events = thesis._events(True, epsilon, key)
+        rows = {r: g.sort_values("trial").to_dict("records") for r, g in group.groupby("rounded")}
+        [m] = {len(found) for found in rows.values()}  # every rounding from the same releases
+        assert thesis.FINE_STATED_TRIALS <= m <= thesis.DECIDING_TRIALS
+        assert [row["trial"] for row in next(iter(rows.values()))] == list(range(m))
+        if m > thesis.FINE_STATED_TRIALS:
+            assert any(thesis._undecided(found[:m - 1], events) for found in rows.values())
+            assert variants.extra[(lv.fine.label, epsilon, key, variant)][0] == m
+        else:
+            assert (lv.fine.label, epsilon, key, variant) not in variants.extra
+        for found in rows.values():
+            for _, test in events:
+                assert m == thesis.DECIDING_TRIALS or any(test(row) for row in found)
+        counts.add(m)
+    # on this file: some settings stop at 3, one runs to 72 (randomised response never ranks a
+    # top-10 commute below 1,000 of 1,600 cells), one stops at its first hit in between
+    assert thesis.FINE_STATED_TRIALS in counts and thesis.DECIDING_TRIALS in counts
+    assert any(thesis.FINE_STATED_TRIALS < m < thesis.DECIDING_TRIALS for m in counts)
 
 
 @pytest.fixture(scope="module")

@@ -170,9 +170,10 @@ def stability_as_run(counts: np.ndarray, epsilon: float, rng: np.random.Generato
 
 
 def release(role: str, counts: np.ndarray, items: np.ndarray, epsilon: float,
-            rng: np.random.Generator) -> np.ndarray:
+            rng: np.random.Generator, permutation: np.ndarray | None = None) -> np.ndarray:
     """The raw estimates the thesis's code produced for ``role`` (a mechanism column of its
-    figures) from these counts; ``items`` is one entry per person (randomised response only)."""
+    figures) from these counts; ``items`` is one entry per person (randomised response only);
+    ``permutation``: Hadamard Response's public permutation, when the caller draws it."""
     if role == "grr":
         return rr_as_run(counts, items, epsilon, rng)
     if role == "olh":
@@ -182,7 +183,7 @@ def release(role: str, counts: np.ndarray, items: np.ndarray, epsilon: float,
     if role == "stability_histogram":
         return stability_as_run(counts, epsilon, rng)
     if role == "hm":
-        return mechanisms.build("hr", epsilon=epsilon).release(counts, rng)
+        return mechanisms.build("hr", epsilon=epsilon).release(counts, rng, permutation)
     raise ValueError(f"the thesis's code ran no other release for {role!r}")
 
 
