@@ -335,6 +335,18 @@ def test_release_matches_per_user_simulation(key, params, seed):
     assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
 
 
+def assert_release_follows_the_protocol(mech: HadamardMechanism, seed: int) -> None:
+    """1,500 fast releases of SMALL against 1,500 runs of the per-user protocol: the same law
+    (cells, total, two pair sums), unbiased, with the exact variance."""
+    items = np.repeat(np.arange(len(SMALL)), SMALL)
+    rng = np.random.default_rng(seed)
+    fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
+    slow = np.stack([mech.simulate(items, len(SMALL), rng) for _ in range(1500)])
+    assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
+    assert_unbiased(fast, SMALL, mech.variance(SMALL))
+    assert_variance(fast, mech.variance(SMALL))
+
+
 @pytest.mark.parametrize("cost", [0, 1, 10**18], ids=["multinomial", "mixed", "report_by_report"])
 @pytest.mark.parametrize("epsilon,t", [(1.0, 1), (3.0, 3)])
 def test_hm_release_both_ways_matches_per_user_simulation(monkeypatch, cost, epsilon, t, seed):
@@ -344,13 +356,7 @@ def test_hm_release_both_ways_matches_per_user_simulation(monkeypatch, cost, eps
     exact variance."""
     monkeypatch.setattr(had, "MULTINOMIAL_COST", cost)
     mech = HadamardMechanism(epsilon=epsilon, t=t)
-    items = np.repeat(np.arange(len(SMALL)), SMALL)
-    rng = np.random.default_rng(seed)
-    fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
-    slow = np.stack([mech.simulate(items, len(SMALL), rng) for _ in range(1500)])
-    assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
-    assert_unbiased(fast, SMALL, mech.variance(SMALL))
-    assert_variance(fast, mech.variance(SMALL))
+    assert_release_follows_the_protocol(mech, seed)
 
 
 def test_uniform_reports_drawn_block_by_block_cover_every_bin_uniformly(monkeypatch):
@@ -374,13 +380,7 @@ def test_hm_release_with_uniform_reports_by_block_matches_per_user_simulation(
     monkeypatch.setattr(had, "FAIR_BLOCK", 4)
     monkeypatch.setattr(had, "MULTINOMIAL_COST", 10**18)        # report by report
     mech = HadamardMechanism(epsilon=epsilon, t=t)
-    items = np.repeat(np.arange(len(SMALL)), SMALL)
-    rng = np.random.default_rng(seed)
-    fast = np.stack([mech.release(SMALL, rng) for _ in range(1500)])
-    slow = np.stack([mech.simulate(items, len(SMALL), rng) for _ in range(1500)])
-    assert_same_distribution(with_pair_sums(fast), with_pair_sums(slow))
-    assert_unbiased(fast, SMALL, mech.variance(SMALL))
-    assert_variance(fast, mech.variance(SMALL))
+    assert_release_follows_the_protocol(mech, seed)
 
 
 # ---------------------------------------------------------------------------------- choice of t
