@@ -62,16 +62,22 @@ SAMPLED_STRINGS = 64
 
 
 def _pandas_bytes(item) -> int:
-    """Bytes of a pandas object: its arrays exactly, its object columns (labels) from the mean
-    size of up to :data:`SAMPLED_STRINGS` evenly spaced values (exact when they are alike)."""
-    frame = (item.to_frame(index=False) if isinstance(item, pd.Index)
-             else item.to_frame() if isinstance(item, pd.Series) else item)
-    total = int(frame.memory_usage(index=True, deep=False).sum())
-    for column in range(frame.shape[1]):
-        values = frame.iloc[:, column]
+    """Bytes of a pandas object: its arrays exactly (``nbytes``, as ``memory_usage`` adds them,
+    without building its Series: 0.8 ms a frame), its object columns (labels) from the mean size
+    of up to :data:`SAMPLED_STRINGS` evenly spaced values (exact when they are alike)."""
+    if isinstance(item, pd.Index):
+        columns, index = [item], None
+    elif isinstance(item, pd.Series):
+        columns, index = [item], item.index
+    else:
+        columns, index = [values for _, values in item.items()], item.index
+    total = int(index.nbytes) if index is not None else 0
+    for values in columns:
+        array = values.array if not isinstance(values, pd.Index) else values.values
+        total += int(array.nbytes)
         if values.dtype == object and len(values):
             step = max(1, len(values) // SAMPLED_STRINGS)
-            sample = values.iloc[::step].iloc[:SAMPLED_STRINGS]
+            sample = np.asarray(values)[::step][:SAMPLED_STRINGS]
             total += int(len(values) * np.mean([sys.getsizeof(v) for v in sample]))
     return total
 
