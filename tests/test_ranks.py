@@ -2,6 +2,7 @@
 
 
 import numpy as np
+import pytest
 
 from dpcore.data import ordinal
 from dpcore.evaluation import ranks
@@ -150,7 +151,16 @@ def test_ranks_when_many_levels_share_one_crowded_bucket(rng):
     assert np.array_equal(ranks.ordinal_ranks(values, cells), reference_ranks(values)[cells])
 
 
-def test_ranks_of_constant_integer_and_non_finite_values(rng):
+@pytest.fixture(params=["pairwise", "buckets"])
+def small_path(request, monkeypatch):
+    """Small arrays are compared pair by pair (ordinal.PAIRWISE_CELLS); forced to 0, the same
+    small cases exercise the bucket and near-level paths too."""
+    if request.param == "buckets":
+        monkeypatch.setattr(ordinal, "PAIRWISE_CELLS", 0)
+    return request.param
+
+
+def test_ranks_of_constant_integer_and_non_finite_values(rng, small_path):
     constant = np.full(1000, 4)
     cells = rng.choice(1000, size=10, replace=False)
     assert np.array_equal(ranks.ordinal_ranks(constant, cells), cells + 1)
@@ -162,8 +172,10 @@ def test_ranks_of_constant_integer_and_non_finite_values(rng):
     check_above_and_before(with_nan, with_nan[[1, 2, 3, 4, 7]], [1, 2, 3, 4, 7])
 
 
-def test_ranks_with_few_buckets_and_small_chunks_match_the_definition(rng, monkeypatch):
-    """Many levels per bucket, buckets split across chunks, heavy and light ones mixed."""
+def test_ranks_with_few_buckets_and_small_chunks_match_the_definition(rng, monkeypatch,
+                                                                     small_path):
+    """Many levels per bucket, buckets split across chunks, heavy and light ones mixed (and the
+    same small cases compared pair by pair)."""
     monkeypatch.setattr(ordinal, "BUCKETS", 8)
     monkeypatch.setattr(ordinal, "CHUNK", 37)
     for _ in range(200):

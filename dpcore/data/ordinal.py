@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Up to this many (queried value, value) pairs every pair is compared directly: cheaper than
+#: buckets on small domains (100 top flows of 1,085 county cells: 0.86 → 0.22 ms).
+PAIRWISE_CELLS = 1 << 18
 #: Equal buckets the value range is cut into (their counts: one bincount of this length; at most
 #: 2¹⁶, a value's bucket is kept in 2 bytes).
 BUCKETS = 1 << 16
@@ -46,6 +49,10 @@ def above_and_before(values: np.ndarray, queried, before) -> tuple[np.ndarray, n
     before = np.clip(np.asarray(before, dtype=np.int64), 0, values.size)   # beyond: all of them
     if queried.size == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if queried.size * values.size <= PAIRWISE_CELLS:   # county level: 100 × 1,085
+        return ((values[None, :] > queried[:, None]).sum(axis=1),
+                ((values[None, :] == queried[:, None])
+                 & (np.arange(values.size)[None, :] < before[:, None])).sum(axis=1))
     levels, slot = np.unique(queried, return_inverse=True)  # ascending
     slot = slot.reshape(-1)
     if values.size and not np.isnan(levels[0]):
