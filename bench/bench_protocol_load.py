@@ -5,11 +5,12 @@ Each simulated session is what a browser tab is to the server: a websocket to ``
 and reads ``ForwardMsg`` messages until the script-finished message. Like a browser it keeps
 the URL the page writes (``page_info_changed``) and sends it with its next rerun: sending the
 first URL every time made the page write its eleven URL parameters again on every rerun,
-eleven more messages each (county 20 sessions, p95 2.1–2.3 s that way, 1.8 s as a browser). A session opens Explore with
-the scenario's URL, finds the "ε, typed" box among the elements it is sent, then changes ε
-``--rounds`` times, every value new to the whole run (no cache hit: each change releases every
-chosen mechanism afresh). All sessions start together and run concurrently in one asyncio loop, so
-no Chromium competes for the two cores: the figures are the server's (Python, one process).
+ten more messages each (county 20 sessions, p95 1.9–2.3 s that way, 1.8–2.0 s as a
+browser). A session opens Explore with the scenario's URL, finds the "ε, typed" box among the
+elements it is sent, then changes ε ``--rounds`` times, every value new to the whole run (no
+cache hit: each change releases every chosen mechanism afresh). All sessions start together
+and run concurrently in one asyncio loop, so no Chromium competes for the two cores: the
+figures are the server's (Python, one process).
 
 Every session first opens the page (its first load, timed too); once all have, they change ε
 together. Printed per scenario (county, ED as loaded) and session count: p50, p95 and max of the
