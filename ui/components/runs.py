@@ -33,7 +33,7 @@ from dpcore.data.od import ODMatrix
 from dpcore.evaluation import experiment, ranks, summaries
 from dpcore.evaluation.experiment import Scenario
 from dpcore.release import ReleaseResult, RunSettings
-from ui.components import budget, data, state
+from ui.components import budget, data, slots, state
 from ui.components.memo import BoundedMemo
 
 #: Finished sweep jobs (one release, scored after each post-processing) kept per server, and per
@@ -228,18 +228,27 @@ def _in_two_threads(settings: RunSettings, od: ODMatrix, keys: list[str]) -> lis
     return [group for group in (dense, [key for key in keys if key not in dense]) if group]
 
 
+#: A rerun's large-domain work (its releases, then its orderings) is done by at most this many
+#: reruns of this process at once, first come first served (``$DPCORE_COMPUTE_SLOTS``; unset: no
+#: limit). ``scripts/serve --replicas N`` sets cores ÷ N.
+_SLOTS = slots.from_environment()
+
+
 def _threaded(od: ODMatrix, groups: list[list[str]], job) -> dict:
     """``job(key)`` for every key of ``groups``, each group in order in its own thread on a large
     domain (:data:`PARALLEL_FROM_CELLS`), else here. The workers get the script's context, so
     the caches they use know whose run it is (``job`` itself must not read session state)."""
     keys = [key for group in groups for key in group]
-    if len(keys) < 2 or od.domain_size < PARALLEL_FROM_CELLS or (os.cpu_count() or 1) < 2:
+    if od.domain_size < PARALLEL_FROM_CELLS:
         return {key: job(key) for key in keys}
-    context = get_script_run_ctx()
-    with ThreadPoolExecutor(2, initializer=lambda: add_script_run_ctx(threading.current_thread(),
-                                                                       context)) as pool:
-        done = pool.map(lambda group: [(key, job(key)) for key in group], groups)
-        return dict(pair for group in done for pair in group)
+    with _SLOTS:
+        if len(keys) < 2 or (os.cpu_count() or 1) < 2:
+            return {key: job(key) for key in keys}
+        context = get_script_run_ctx()
+        with ThreadPoolExecutor(2, initializer=lambda: add_script_run_ctx(
+                threading.current_thread(), context)) as pool:
+            done = pool.map(lambda group: [(key, job(key)) for key in group], groups)
+            return dict(pair for group in done for pair in group)
 
 
 def releases(settings: RunSettings, k: int = 10, top_n: int = 100, only=None,
