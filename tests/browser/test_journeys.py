@@ -104,6 +104,7 @@ def upload(name: str, file_format: str, level: str | None = None, zones: str | N
         choose(page, "Format", importers.FORMATS[file_format])
         if level is not None:
             choose(page, "Level", level)
+        settled(page)   # a file set while the choice's rerun redraws the uploader can be lost
         if zones is not None:
             (page.get_by_test_id("stFileUploader").filter(has_text="Zones file")
              .locator("input[type=file]").set_input_files(str(FIXTURES / zones)))
