@@ -366,9 +366,7 @@ def write(chapter: thesis.Chapter, out: Path, private: bool = False) -> Path:
     or errors measured against them and starts with the not-for-publication line
     (:mod:`dpcore.interfaces.confidential`; the page's zip is marked as a whole instead)."""
     out = Path(out)
-    for written in thesis.write_csvs(chapter, out):
-        if private:
-            written.write_bytes(confidential.csv_marked(written.read_bytes()))
+    thesis.write_csvs(chapter, out, private)
     page = render(chapter)
     path = out / "report.html"
     path.write_text(confidential.html_text(page) if private else page, encoding="utf-8")

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import app_test
 from dpcore.interfaces import confidential
 
 #: The first line of a CSV computed from the confidential table (confidential.csv_marked).
-PRIVATE_CSV_LINE = f"# {confidential.FIRST_LINE}\r\n".encode()
+PRIVATE_CSV_LINE = confidential.CSV_LINE
 
 
 def private_csv(content: bytes) -> bytes:

@@ -52,7 +52,7 @@ from dpcore.evaluation import experiment, ranks, summaries
 from dpcore.evaluation import thesis_as_run as as_run
 from dpcore.evaluation import thesis_reasons as reasons
 from dpcore.evaluation.experiment import Scenario
-from dpcore.interfaces import export, grids
+from dpcore.interfaces import confidential, export, grids
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.count_profile import CountProfile
 
@@ -1538,9 +1538,10 @@ def slug(ref: str) -> str:
     return "_".join("".join(c if c.isalnum() or c == "." else " " for c in text).split())
 
 
-def write_csvs(chapter: Chapter, out: Path) -> list[Path]:
+def write_csvs(chapter: Chapter, out: Path, private: bool = False) -> list[Path]:
     """The tidy data behind every figure and table, the verdicts and the whole sweep, as
-    formula-safe CSVs."""
+    formula-safe CSVs (``private``: each under the not-for-publication line,
+    :func:`dpcore.interfaces.confidential.write_csv`)."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     frames = [("sweep", chapter.table), ("verdicts", summary(chapter))]
@@ -1551,7 +1552,7 @@ def write_csvs(chapter: Chapter, out: Path) -> list[Path]:
                for item in items if isinstance(item, (Figure, Table))]
     for name, frame in frames:
         path = out / f"{name}.csv"
-        export.write_safe_csv(frame, path)
+        (confidential.write_csv if private else export.write_safe_csv)(frame, path)
         written.append(path)
     return written
 

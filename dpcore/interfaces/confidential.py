@@ -30,6 +30,10 @@ FIRST_LINE = ("NOT FOR PUBLICATION: computed from the confidential table (the tr
               "for the publisher's own records; never put it beside a release")
 
 
+#: The first line of such a CSV, as bytes (a ``#`` comment line).
+CSV_LINE = f"# {FIRST_LINE}\r\n".encode()
+
+
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """The frame as formula-safe CSV (:func:`dpcore.interfaces.export.safe_csv`) under a
     ``# NOT FOR PUBLICATION …`` line."""
@@ -38,7 +42,7 @@ def csv_bytes(frame: pd.DataFrame) -> bytes:
 
 def csv_marked(data: bytes) -> bytes:
     """CSV bytes (already formula-safe) under a ``# NOT FOR PUBLICATION …`` line."""
-    return f"# {FIRST_LINE}\r\n".encode() + data
+    return CSV_LINE + data
 
 
 def write_csv(frame: pd.DataFrame, path) -> Path:
@@ -47,7 +51,7 @@ def write_csv(frame: pd.DataFrame, path) -> Path:
     tables measured against or showing the true counts."""
     path = Path(path)
     with path.open("wb") as handle:
-        handle.write(f"# {FIRST_LINE}\r\n".encode())
+        handle.write(CSV_LINE)
         export.write_safe_csv(frame, handle)
     return path
 
