@@ -79,3 +79,5 @@ def app_database(tmp_path_factory, monkeypatch):
     """The app's local database (classroom rooms, budget ledger) in a fresh folder for every
     test: no test writes to the user's cache, none sees another's publications."""
     monkeypatch.setenv("DPCORE_CLASSROOM_DIR", str(tmp_path_factory.mktemp("app-database")))
+    # the ledger's key and head records: the account's state folder, apart from the database's
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("app-state")))

@@ -107,12 +107,14 @@ def test_an_edited_entry_resealed_without_the_key_is_caught(tmp_path):
     assert "entry 3 is not the one recorded as the newest" in problems
 
 
-def test_the_key_is_made_once_owner_only_beside_the_database_not_in_it(tmp_path):
+def test_the_key_is_made_once_owner_only_apart_from_the_database_and_its_folder(tmp_path):
+    """Issue 40: the key and head lived in the database's folder, which its writers can write."""
     store = ledger.LedgerStore(tmp_path)
-    assert not store.keys.key_path.exists()  # made on first use
+    assert not store.keys.key_path.exists()  # made with the first entry
     fill(store)
     key_path = store.keys.key_path
-    assert key_path.parent.parent == store.path.parent and key_path.parent != store.path
+    assert tmp_path.resolve() not in key_path.resolve().parents
+    assert key_path.parent == ledger.default_key_folder()
     assert stat.S_IMODE(os.stat(key_path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(key_path.parent).st_mode) == 0o700
     key = key_path.read_text()
@@ -122,8 +124,56 @@ def test_the_key_is_made_once_owner_only_beside_the_database_not_in_it(tmp_path)
     key_path.unlink()
     (problem,) = store.verify()
     # the sentence every session sees names no file; the operator's detail says which
-    assert problem == "the ledger's key is missing or damaged, so no entry can be checked"
+    assert problem == "the ledger's key or head is missing — refusing to report totals"
     assert str(key_path) in problem.detail and str(key_path) in problem.for_operator()
+    with pytest.raises(StoreUnavailable, match="refusing to report totals"):
+        store.append("x", "flat", [level()], 1.0, 0.0, None, "m5")  # no new key is made
+    assert not key_path.exists()
+
+
+def test_a_key_folder_others_can_change_is_refused(tmp_path, monkeypatch):
+    store = ledger.LedgerStore(tmp_path)
+    fill(store)
+    unsafe = "the ledger's key and head are kept where others can change them — refusing to " \
+             "report totals"
+    os.chmod(store.keys.folder, 0o770)
+    (problem,) = store.verify()
+    assert problem == unsafe and "mode 770" in problem.detail
+    os.chmod(store.keys.folder, 0o700)
+    assert store.verify() == []
+    monkeypatch.setenv(ledger.KEY_FOLDER_VARIABLE, str(tmp_path / "keys"))  # in the database's
+    inside = ledger.LedgerStore(tmp_path)
+    (problem,) = inside.verify()
+    assert problem == unsafe and "inside the database's folder" in problem.detail
+    with pytest.raises(StoreUnavailable, match="refusing"):
+        inside.append("x", "flat", [level()], 1.0, 0.0, None, "m4")
+
+
+def test_the_key_and_head_of_an_earlier_version_are_named_for_the_operator(tmp_path):
+    """Versions before issue 40 kept them beside the database: the refusal says how to move
+    them (the operator's decision: whoever could write that folder could have replaced them)."""
+    store = ledger.LedgerStore(tmp_path)
+    fill(store)
+    legacy = tmp_path / ledger.KEY_FOLDER
+    legacy.mkdir()
+    store.keys.key_path.rename(legacy / ledger.KEY_FILE)
+    store.keys.head_path.rename(legacy / "head.json")
+    (problem,) = store.verify()
+    assert problem == "the ledger's key or head is missing — refusing to report totals"
+    assert f"mv {legacy / 'head.json'} {store.keys.head_path}" in problem.detail
+    assert f"mv {legacy / ledger.KEY_FILE} {store.keys.key_path}" in problem.detail
+    (legacy / ledger.KEY_FILE).rename(store.keys.key_path)
+    (legacy / "head.json").rename(store.keys.head_path)
+    assert store.verify() == []
+
+
+def test_each_database_has_its_own_head(tmp_path):
+    first, second = ledger.LedgerStore(tmp_path / "a"), ledger.LedgerStore(tmp_path / "b")
+    fill(first)
+    second.append("x", "flat", [level()], 1.0, 0.0, None, "m1")
+    assert first.keys.key_path == second.keys.key_path
+    assert first.keys.head_path != second.keys.head_path
+    assert first.verify() == [] and second.verify() == []
 
 
 def test_a_key_from_the_environment_and_its_check(tmp_path, monkeypatch):
@@ -139,7 +189,7 @@ def test_a_key_from_the_environment_and_its_check(tmp_path, monkeypatch):
     assert "64 hexadecimal digits" in caught.value.detail and ledger.KEY_VARIABLE not in \
         str(caught.value)
     (problem,) = store.verify()
-    assert problem == "the server's ledger key is not set correctly, so no entry can be checked"
+    assert problem == "the server's ledger key is not set correctly — refusing to report totals"
     assert "64 hexadecimal digits" in problem.detail
 
 
@@ -165,8 +215,8 @@ def test_a_missing_head_record_is_reported_and_a_publish_after_a_loss_keeps_the_
     assert entry.number == 4  # numbering goes on from the head: the loss stays visible
     assert store.verify() == ["the ledger lost entries 1…3"]
     store.keys.head_path.unlink()
-    (problem,) = [p for p in store.verify() if "head record" in p]
-    assert problem == "the ledger's head record is missing"
+    (problem,) = store.verify()
+    assert problem == "the ledger's key or head is missing — refusing to report totals"
     assert str(store.keys.head_path) in problem.detail
 
 
@@ -343,12 +393,15 @@ def test_an_unkeyed_ledger_is_migrated_without_its_file_names(tmp_path):
     old_ledger(tmp_path, [(secret, "flat (gaussian)", [lv], 1.0),
                           ("toy_town", "wls (gaussian)", [lv, {**lv, "name": "county"}], 2.0)])
     store = ledger.LedgerStore(tmp_path)
-    entries = store.entries()
-    assert [(e.number, e.label, e.epsilon) for e in entries] == [(1, "", 1.0),
-                                                                 (2, "toy_town", 2.0)]
+    assert store.entries() == []  # reading seals nothing (issue 40): the operator migrates
+    marker, *entries = store.migrate()
+    assert marker.number == 1 and marker.method == ledger.MIGRATION
+    assert [(e.number, e.label, e.epsilon) for e in entries] == [(2, "", 1.0),
+                                                                 (3, "toy_town", 2.0)]
     assert [lv.name for lv in entries[1].levels] == ["fine level", "parent level"]
     assert all(e.note == "migrated from the unkeyed ledger (its SHA-256 chain was intact)"
                for e in entries)
+    assert store.entries() == [marker, *entries]
     assert store.verify() == []
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert secret.encode() not in raw  # no row, freed page or log frame keeps the name
@@ -356,7 +409,7 @@ def test_an_unkeyed_ledger_is_migrated_without_its_file_names(tmp_path):
         assert db.execute("SELECT name FROM sqlite_master WHERE name = 'publications'"
                           ).fetchone() is None
     store.append("Toy town 2026", "flat", [level()], 1.0, 0.0, None, "m3")
-    assert [e.number for e in store.entries()] == [1, 2, 3] and store.verify() == []
+    assert [e.number for e in store.entries()] == [1, 2, 3, 4] and store.verify() == []
 
 
 def test_a_broken_unkeyed_ledger_is_migrated_with_a_note(tmp_path):
@@ -364,9 +417,21 @@ def test_a_broken_unkeyed_ledger_is_migrated_with_a_note(tmp_path):
     old_ledger(tmp_path, [("toy_town", "flat (gaussian)", [lv], 1.0)] * 2)
     with sqlite3.connect(tmp_path / classroom.DATABASE_NAME) as db:
         db.execute("UPDATE publications SET epsilon = 0.1 WHERE number = 2")
-    entries = ledger.LedgerStore(tmp_path).entries()
-    assert entries[1].epsilon == 0.1
-    assert "broken at entry 2: earlier edits cannot be ruled out" in entries[0].note
+    marker, first, second = ledger.LedgerStore(tmp_path).migrate()
+    assert second.epsilon == 0.1
+    assert "broken at entry 2: earlier edits cannot be ruled out" in first.note
+    assert "broken at entry 2: earlier edits cannot be ruled out" in marker.note
+
+
+def test_an_unreadable_unkeyed_ledger_is_refused_and_left_alone(tmp_path):
+    lv = {"name": "county", "epsilon": 1.0, "delta": 0.0, "rho": None}
+    old_ledger(tmp_path, [("toy_town", "flat (gaussian)", [lv], 1.0)])
+    with sqlite3.connect(tmp_path / classroom.DATABASE_NAME) as db:
+        db.execute("UPDATE publications SET levels = '{' WHERE number = 1")
+    store = ledger.LedgerStore(tmp_path)
+    with pytest.raises(ledger.Refused, match="cannot be read"):
+        store.migrate()
+    assert store.entries() == [] and not store.keys.head_path.exists()
 
 
 

@@ -25,6 +25,7 @@ Examples::
         --mechanism discrete_laplace --epsilon 1 --label "Kildare 2016" --out published/ \\
         --audit private/audit.json --compare 5 --compare-out private/comparison.csv
     python -m dpcore ledger --verify published/
+    python -m dpcore ledger --migrate                  # once, after upgrading an unkeyed ledger
     python -m dpcore sweep … --scheduler local          # or --scheduler tcp://host:8786
     python -m dpcore reproduce-thesis --scheduler local --out thesis/
 """
@@ -528,12 +529,18 @@ def _compare(args, od: ODMatrix, epsilons: list[float], delta: float) -> None:
 
 def _cmd_ledger(args) -> int:
     store = ledger.LedgerStore(args.folder)
-    entries = store.entries()
+    if args.migrate:
+        return _migrate_ledger(store)
+    check = store.check()
+    if check.refusal is not None:
+        _say(f"ledger ({store.path}): REFUSED — {check.refusal.for_operator()}", error=True)
+        return EXIT_INVALID_INPUT
+    entries = check.entries
     shown = ledger.table(entries)
     print(shown.to_string(index=False) if len(shown) else "No publication recorded yet.")
     print(ledger.totals_by_label(entries).to_string(
         index=False, float_format=lambda v: f"{v:.4g}") if entries else "")
-    problems = store.verify(entries) + ledger.check_anchors(entries, args.verify or [])
+    problems = check.problems + ledger.check_anchors(entries, args.verify or [])
     anchors = f"; {len(args.verify)} published folder(s) checked" if args.verify else ""
     if problems:
         _say(f"ledger ({store.path}): TAMPERED — "
@@ -544,6 +551,21 @@ def _cmd_ledger(args) -> int:
     if args.out:
         export.write_safe_csv(shown, args.out)
     return 0 if not problems else EXIT_INVALID_INPUT
+
+
+def _migrate_ledger(store: ledger.LedgerStore) -> int:
+    """``ledger --migrate``: the operator moves an earlier version's unkeyed ledger (once)."""
+    try:
+        entries = store.migrate()
+    except ledger.Refused as refusal:
+        _say(f"ledger ({store.path}): {refusal}", error=True)
+        return EXIT_INVALID_INPUT
+    print(ledger.table(entries).to_string(index=False))
+    print(f"ledger ({store.path}): moved {len(entries) - 1} entries of the unkeyed ledger into "
+          "the keyed one; entry 1 records the migration. Check above that they are your "
+          "publications: the unkeyed table had no key, so anyone who could write the database "
+          "could have written it.")
+    return 0
 
 
 # -------------------------------------------------------------------------------------- parsing
@@ -731,9 +753,14 @@ def _parser() -> argparse.ArgumentParser:
     book.add_argument("--folder", metavar="DIR", help="folder of the app's database (default: "
                                                       "$DPCORE_CLASSROOM_DIR or the cache)")
     book.add_argument("--out", metavar="OUT.csv", help="also write the entries as CSV")
-    book.add_argument("--verify", nargs="+", metavar="DIR",
+    task = book.add_mutually_exclusive_group()
+    task.add_argument("--verify", nargs="+", metavar="DIR",
                       help="published folders whose manifests anchor the ledger: check that the "
                            "entry each names is still there, unchanged")
+    task.add_argument("--migrate", action="store_true",
+                      help="move the unkeyed ledger of a version before the keyed one into a "
+                           "keyed ledger that has no entry yet (once; entry 1 records it). Check "
+                           "the entries it prints: the unkeyed table could be anyone's")
     book.set_defaults(handler=_cmd_ledger)
     thesis = commands.add_parser(
         "reproduce-thesis", help="rerun the thesis's chapter 5 experiments into an HTML report",

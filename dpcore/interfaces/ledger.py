@@ -15,26 +15,39 @@ basic for few or large budgets).
 "parent level"): the ledger is shown to every session on the server. Composition groups entries
 by label; an unlabelled publication is its own group (never lumped with other unlabelled ones).
 
-**Tamper evidence** (issue 29), against someone who can write the database file but not the
-server's secret key:
+**Tamper evidence** (issues 29 and 40), against someone who can write the database — and, for
+SQLite, the database's folder, which its write-ahead log needs writable — but not the server
+account's own files:
 
 * each entry carries an HMAC-SHA256 (RFC 2104) of its fields and of the previous entry's MAC,
-  under a key kept outside the database (:class:`Keys`: ``$DPCORE_LEDGER_KEY``, else a file
-  created on first use with ``O_CREAT | O_EXCL`` and mode 0o600 in the key folder beside the
-  database). Editing, reordering or deleting entries and re-sealing them needs the key;
-* the key folder also keeps the chain's **head** (newest entry's number and MAC), rewritten at
-  every append under the database's write lock, and every manifest carries the head as it was
-  when it was recorded (``ledger_entry``: number and MAC), so published folders anchor the chain.
+  under a key kept outside the database and outside its folder (:class:`Keys`:
+  ``$DPCORE_LEDGER_KEY``, else a file made when a ledger is first written, with ``O_CREAT |
+  O_EXCL`` and mode 0o600, in ``$DPCORE_LEDGER_KEY_DIR`` or the account's state folder, 0o700).
+  Editing, reordering or deleting entries and re-sealing them needs the key;
+* the key folder also keeps the chain's **head** (newest entry's number and MAC; one file per
+  database), rewritten at every append under the database's write lock, and every manifest
+  carries the head as it was when it was recorded (``ledger_entry``: number and MAC), so
+  published folders anchor the chain;
+* no code path seals a row it did not write: an unkeyed ledger of an earlier version (its
+  SHA-256 chain needs no key, so anyone could have forged it) is moved only by the operator's
+  ``ledger --migrate``, once, into a keyed ledger that never held an entry, and entry 1 then
+  records that it happened.
 
-:meth:`LedgerStore.verify` reports a changed entry (its MAC does not match), a gap ("the ledger
-lost entries N…M"), a dropped table or a shortened chain (the head is ahead of the table), a head
-that does not match, and a missing key or head; :func:`check_anchors` checks manifests against
-the table. Each problem (:class:`Problem`) is a plain sentence that names no file, for the page
-every session sees, with the server's paths in its ``detail``, for the operator (command line,
-server log): where the key lives is nobody else's business. **Not detected**: someone who holds
-the key (the server's operator) rewriting everything; the database and the head file rolled back
-together to an earlier consistent state, unless a manifest published since anchors a later entry
-(``ledger --verify DIR…``); and a publication made without the app. "Starting afresh" is not
+:meth:`LedgerStore.check` reports (:class:`Problem`: a plain sentence naming no file, for the
+page every session sees, with the server's paths in its ``detail`` for the operator) a changed
+entry (its MAC does not match), a row that cannot be read (:class:`Damaged`, by its number), a
+gap ("the ledger lost entries N…M"), a dropped table or a shortened chain (the head is ahead of
+the table), a head that does not match or was rolled back, and an unkeyed table appearing once
+the keyed ledger has begun; it **refuses to report totals** when the key or the head is missing
+or damaged once the ledger has begun, when the key folder is where others can change it (inside
+the database's folder, or writable by other accounts), and while an unkeyed ledger waits for
+``--migrate``. A fresh install (no head, no row) is an empty valid ledger: the key and head are
+made with its first entry. :func:`check_anchors` checks manifests against the table. **Not
+detected**: someone who holds the key or can write the key folder (the server's account)
+rewriting everything; the database and the head rolled back together to an earlier consistent
+state, unless a manifest published since anchors a later entry (``ledger --verify DIR…``); the
+key folder *and* every row removed together (that is a fresh install); forged rows the operator
+chooses to ``--migrate``; and a publication made without the app. "Starting afresh" is not
 offered: forgetting an entry does not make its release any less public.
 """
 
@@ -49,6 +62,8 @@ import os
 import re
 import secrets
 import sqlite3
+import stat
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -61,9 +76,17 @@ SLACK_DELTA = 1e-6
 GENESIS = "0" * 64
 #: The key (64 hex digits), when the operator keeps it in the environment rather than a file.
 KEY_VARIABLE = "DPCORE_LEDGER_KEY"
-#: The folder of the key file and the head record; default :data:`KEY_FOLDER` beside the database.
+#: The folder of the key file and the head records; default :func:`default_key_folder`.
 KEY_FOLDER_VARIABLE = "DPCORE_LEDGER_KEY_DIR"
-KEY_FOLDER, KEY_FILE, HEAD_FILE = "ledger-key", "key", "head.json"
+KEY_FILE = "key"
+#: The key folder of versions before issue 40: beside the database, where its writers could
+#: rename it (named only to tell the operator how to move its files).
+KEY_FOLDER = "ledger-key"
+#: How every sentence that withholds the totals ends.
+REFUSING = "— refusing to report totals"
+#: The method of the entry that records the operator's migration of an unkeyed ledger (not a
+#: publication: no budget, left out of the totals).
+MIGRATION = "ledger migration"
 #: Longest label, and the characters a label may not hold (control characters).
 LABEL_CHARS = 80
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -130,6 +153,8 @@ class Entry:
     @property
     def group(self) -> str:
         """The composition group: the label, or the entry on its own when unlabelled."""
+        if self.method == MIGRATION:
+            return "(not a publication)"
         return self.label or f"{UNLABELLED} (entry {self.number})"
 
     def seal(self, key: bytes) -> str:
@@ -141,19 +166,32 @@ class Entry:
 
 
 # ------------------------------------------------------------------------------- key and head
-class Keys:
-    """The ledger's secret and its head record, kept outside the database: in
-    ``$DPCORE_LEDGER_KEY_DIR``, else the folder :data:`KEY_FOLDER` beside the database file
-    (mode 0o700). The key is ``$DPCORE_LEDGER_KEY`` when set, else the file :data:`KEY_FILE`
-    there, made on first use (``O_CREAT | O_EXCL``, 0o600: two processes never make two keys)."""
+def default_key_folder() -> Path:
+    """``$XDG_STATE_HOME`` or ``~/.local/state`` (else the temp folder) ``/commuting-privacy-lab/
+    ledger``: the server account's own state, apart from the database's folder (the cache)."""
+    state = os.environ.get("XDG_STATE_HOME") or (Path.home() / ".local" / "state")
+    base = Path(state) if Path(state).parent.exists() else Path(tempfile.gettempdir())
+    return base / "commuting-privacy-lab" / "ledger"
 
-    def __init__(self, database_folder: Path):
+
+class Keys:
+    """The ledger's secret and its head record, kept outside the database and outside the
+    database's folder: in ``$DPCORE_LEDGER_KEY_DIR``, else :func:`default_key_folder` (made
+    0o700). The key is ``$DPCORE_LEDGER_KEY`` when set, else the file :data:`KEY_FILE` there,
+    made when a ledger is first written (``O_CREAT | O_EXCL``, 0o600: two processes never make
+    two keys). The head record is one file per database, named after the database's path or URL
+    (``identity``), so a second database (``ledger --folder``) never reads another's head."""
+
+    def __init__(self, identity: str, database_folder: Path | None, legacy_folder: Path):
         configured = os.environ.get(KEY_FOLDER_VARIABLE)
-        self.folder = Path(configured) if configured else Path(database_folder) / KEY_FOLDER
-        self.key_path, self.head_path = self.folder / KEY_FILE, self.folder / HEAD_FILE
+        self.folder = Path(configured) if configured else default_key_folder()
+        self.identity, self.database_folder = identity, database_folder
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self.key_path, self.head_path = self.folder / KEY_FILE, self.folder / f"head-{digest}.json"
+        self.legacy = legacy_folder / KEY_FOLDER  # where versions before issue 40 kept both
 
     def key(self, create: bool) -> bytes | None:
-        """The key; None when there is none yet and ``create`` is false."""
+        """The key; None when there is none (or the file is damaged) and ``create`` is false."""
         given = os.environ.get(KEY_VARIABLE)
         if given:
             try:
@@ -178,16 +216,17 @@ class Keys:
             text = self.key_path.read_text().strip()
         except FileNotFoundError:
             return None
-        return bytes.fromhex(text) if len(text) == 64 else None
+        return bytes.fromhex(text) if re.fullmatch(r"[0-9a-fA-F]{64}", text) else None
 
     def head(self) -> tuple[int, str] | None:
-        """(number, MAC) of the newest entry as last recorded; None when never written."""
+        """(number, MAC) of the newest entry as last recorded; None when never written;
+        (-1, "unreadable") when damaged."""
         try:
             head = json.loads(self.head_path.read_text())
             return int(head["number"]), str(head["mac"])
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return (-1, "unreadable")
 
     def write_head(self, number: int, mac: str) -> None:
@@ -196,8 +235,43 @@ class Keys:
         temporary = self.head_path.with_suffix(".tmp")
         handle = os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
         with os.fdopen(handle, "w") as file:
-            json.dump({"number": number, "mac": mac}, file)
+            json.dump({"database": self.identity, "number": number, "mac": mac}, file)
         os.replace(temporary, self.head_path)
+
+    def unsafe(self) -> str | None:
+        """Why someone other than the server's account could change the key or the head (for
+        the operator), or None: the folder inside the database's folder (SQLite's folder must
+        be writable by whoever writes the database, and a folder there can be renamed), or
+        owned by another account, or writable by its group or everyone."""
+        folder = self.folder.resolve()
+        if self.database_folder is not None:
+            database = Path(self.database_folder).resolve()
+            if folder == database or database in folder.parents:
+                return (f"the key folder {self.folder} is inside the database's folder "
+                        f"{database}, where whoever can write the database can replace the key "
+                        f"and the head: set ${KEY_FOLDER_VARIABLE} to a folder of its own")
+        try:
+            status = os.stat(folder)
+        except FileNotFoundError:
+            return None
+        if status.st_uid != os.geteuid() or status.st_mode & 0o022:
+            return (f"the key folder {self.folder} (mode {stat.S_IMODE(status.st_mode):o}, "
+                    f"owner uid {status.st_uid}) can be changed by other accounts: make it the "
+                    "server account's own, mode 700")
+        return None
+
+    def missing_detail(self, what: str) -> str:
+        """The operator's detail for a missing key or head: where it was looked for, and how to
+        bring the files of a version before issue 40 (kept beside the database) over."""
+        detail = f"{what} not found"
+        if (self.legacy / "head.json").exists():
+            moves = ([] if os.environ.get(KEY_VARIABLE) else
+                     [f"mv {self.legacy / KEY_FILE} {self.key_path}"])
+            moves.append(f"mv {self.legacy / 'head.json'} {self.head_path}")
+            detail += (f"; an earlier version kept the key and head in {self.legacy}, beside the "
+                       "database: if nobody but the server's account could write that folder, "
+                       f"move them (mkdir -m 700 -p {self.folder}; " + "; ".join(moves) + ")")
+        return detail
 
 
 class Problem(str):
@@ -216,6 +290,31 @@ class Problem(str):
         return f"{self} ({self.detail})" if self.detail else str(self)
 
 
+class Refused(ValueError):
+    """The operator's migration refused, with why (paths included: the command line's)."""
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A row of the ledger table that is not an entry the app could have written (a field of
+    the wrong type, levels that are not the app's JSON): tampering, reported by its number."""
+
+    number: int
+    mac: str  # as stored, so the next entry's link to it is still checked ("" if not text)
+    reason: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the ledger may report: its readable ``entries``; the ``problems`` found (tampering:
+    the totals may understate); ``refusal``: why no totals may be reported at all (the key or
+    head missing or unsafe, an unkeyed ledger not yet migrated), else None."""
+
+    entries: list[Entry]
+    problems: list[Problem]
+    refusal: Problem | None
+
+
 def _span(first: int, last: int) -> str:
     return f"entry {first}" if first == last else f"entries {first}…{last}"
 
@@ -224,34 +323,37 @@ class LedgerStore:
     """The ledger table of the app's database (:class:`dpcore.interfaces.store.Database`: every
     call opens its own connection, so Streamlit sessions and processes never share one; an append
     is one write transaction, the head record written under its lock). ``url``: a PostgreSQL
-    server (default ``$DPCORE_STORE_URL`` when no ``folder`` is given); the key folder stays on
-    disk, beside ``folder``, unless ``$DPCORE_LEDGER_KEY_DIR`` moves it."""
+    server (default ``$DPCORE_STORE_URL`` when no ``folder`` is given); the key and head stay
+    files of the server's account (:class:`Keys`)."""
 
     def __init__(self, folder: Path | str | None = None, url: str | None = None):
         self.database = store.Database(SCHEMA, folder, url=url)
         self.path = self.database.path
-        self.keys = Keys(self.database.folder)
+        on_file = self.database.server is None
+        self.keys = Keys(str(Path(self.path).resolve()) if on_file else str(self.path),
+                         self.database.folder if on_file else None, self.database.folder)
 
     # ----------------------------------------------------------------------------- writing
     def append(self, label: str, method: str, levels, epsilon: float, delta: float,
                rho: float | None, manifest_id: str) -> Entry:
-        """Record a publication; returns its entry (number and MAC). After a loss the numbering
-        goes on from the head record, so the gap stays visible."""
+        """Record a publication; returns its entry (number and MAC). Only a fresh ledger (no
+        head, no row) makes the key; a ledger whose key or head is missing or unsafe, or an
+        unkeyed ledger waiting for ``ledger --migrate``, records nothing. After a loss the
+        numbering goes on from the head record, so the gap stays visible."""
         label = check_label(label)
         levels = tuple(LevelCost(str(lv.name), float(lv.epsilon), float(lv.delta),
                                  None if lv.rho is None else float(lv.rho)) for lv in levels)
-        self._migrate_if_needed()
-        key = self._key(create=True)
-        if key is None:
-            raise store.StoreUnavailable(
-                "The budget ledger's key is damaged, so nothing can be recorded. Ask the person "
-                "running this app.", f"key file {self.keys.key_path}: not 64 hexadecimal digits")
         with self.database.write() as db:
-            self._prepare(db, key)
-            last = db.execute("SELECT number, mac FROM ledger ORDER BY number DESC "
-                              "LIMIT 1").fetchone()
-            number, previous = (last[0], last[1]) if last else (0, GENESIS)
-            head = self.keys.head()
+            for statement in STATEMENTS:  # a dropped table comes back; the head keeps the loss
+                db.execute(statement)
+            rows, head = _read(db), self.keys.head()
+            refusal = self._refusal(rows, head, _has_table(db, OLD_TABLE))
+            if refusal is not None:
+                raise store.StoreUnavailable(
+                    f"The budget ledger cannot record anything now ({refusal}). Ask the person "
+                    "running this app.", refusal.detail)
+            key = self._key(create=head is None and not rows)
+            number, previous = (rows[-1].number, rows[-1].mac) if rows else (0, GENESIS)
             if head is not None and head[0] > number:
                 number, previous = head
             entry = Entry(number + 1, _now(), label, str(method), levels, float(epsilon),
@@ -262,108 +364,205 @@ class LedgerStore:
             self.keys.write_head(entry.number, entry.mac)
         return entry
 
-    def _key(self, create: bool) -> bytes | None:
-        """The key, or :class:`~dpcore.interfaces.store.StoreUnavailable` (a plain sentence, the
-        configuration problem in its detail) when ``$DPCORE_LEDGER_KEY`` is malformed."""
+    def _key(self, create: bool) -> bytes:
+        """The key (made when ``create``), or :class:`~dpcore.interfaces.store.StoreUnavailable`
+        when it is missing, damaged, or ``$DPCORE_LEDGER_KEY`` is malformed."""
         try:
-            return self.keys.key(create)
+            key = self.keys.key(create)
         except ValueError as error:
             raise store.StoreUnavailable(
                 "The budget ledger's key is not set correctly on this server, so nothing can be "
                 "recorded or checked. Ask the person running this app.", str(error)) from None
+        if key is None:
+            raise store.StoreUnavailable(
+                "The budget ledger's key is missing or damaged, so nothing can be recorded. Ask "
+                "the person running this app.", f"key file {self.keys.key_path}")
+        return key
 
-    def _prepare(self, db: sqlite3.Connection, key: bytes) -> None:
-        """Re-create a dropped table (the loss stays visible through the head record) and move
-        an unkeyed ledger of an earlier version into the keyed one (:func:`_migrate`)."""
-        for statement in STATEMENTS:
-            db.execute(statement)
-        if _has_table(db, OLD_TABLE):
-            _migrate(db, key, self.keys)
+    def migrate(self) -> list[Entry]:
+        """Move the unkeyed ledger of an earlier version into a keyed ledger that has never held
+        an entry — the operator's explicit command (``ledger --migrate``), never a side effect of
+        reading or publishing: the old table has no key, so anyone who could write the database
+        could have written it, and sealing it is the operator's decision. Entry 1 records that
+        the migration happened (method :data:`MIGRATION`, not a publication); the old entries
+        follow (:func:`_migrated`). Raises :class:`Refused` when there is nothing to migrate,
+        or the keyed ledger has begun (then an unkeyed table is not from an earlier version)."""
+        with self.database.write() as db:
+            db.execute("PRAGMA secure_delete = ON")  # the old rows' bytes are zeroed …
+            for statement in STATEMENTS:
+                db.execute(statement)
+            if not _has_table(db, OLD_TABLE):
+                raise Refused("nothing to migrate: the database holds no unkeyed ledger")
+            rows, head = _read(db), self.keys.head()
+            if rows or head is not None:
+                began = (f"the head record names entry {head[0]}" if head is not None
+                         else f"its table holds {len(rows)} rows")
+                raise Refused(f"refusing to migrate: the keyed ledger has begun ({began}), so a "
+                              "table of the unkeyed ledger is not from an earlier version; "
+                              "nothing was changed")
+            unsafe = self.keys.unsafe()
+            if unsafe:
+                raise Refused(f"refusing to migrate: {unsafe}")
+            try:
+                key = self._key(create=True)
+            except store.StoreUnavailable as error:
+                raise Refused(f"refusing to migrate: {error.detail}") from None
+            entries = _migrated(db.execute(f"SELECT * FROM {OLD_TABLE} ORDER BY number")
+                                .fetchall(), key)
+            for entry in entries:
+                _insert(db, entry)
+            db.execute(f"DROP TABLE {OLD_TABLE}")
+            self.keys.write_head(entries[-1].number, entries[-1].mac)
+        with self.database.read() as db:
+            db.execute("ROLLBACK")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # … and leave the write-ahead log
+        return entries
 
     # ----------------------------------------------------------------------------- reading
     def entries(self) -> list[Entry]:
-        """Every entry in the table, in order ([] when the table is missing)."""
-        self._migrate_if_needed()
+        """The readable entries of the table, in order ([] when the table is missing)."""
         with self.database.read() as db:
-            return _read(db)
+            return [row for row in _read(db) if isinstance(row, Entry)]
 
-    def _migrate_if_needed(self) -> None:
-        with self.database.read() as db:
-            old = _has_table(db, OLD_TABLE)
-        if old:
-            with self.database.write() as db:
-                db.execute("PRAGMA secure_delete = ON")  # the old rows' bytes are zeroed …
-                self._prepare(db, self._key(create=True))
-            with self.database.read() as db:
-                db.execute("ROLLBACK")
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # … and leave the write-ahead log
-
-    def verify(self, entries: list[Entry] | None = None) -> list[Problem]:
-        """What is wrong with the ledger, one :class:`Problem` each ([] when nothing is).
+    def check(self, rows: list | None = None) -> Check:
+        """The entries and what is wrong with the ledger (:class:`Check`). ``rows``: the table
+        as already read (tests), else read here.
 
         The table and the head record are read apart, so an append by another session between
         the two reads looks like a loss; a problem is therefore confirmed under the database's
         write lock, which every append holds while it writes both."""
-        entries = self.entries() if entries is None else entries
-        problems = self._problems(entries, self.keys.head())
-        if problems:
+        with self.database.read() as db:
+            old = _has_table(db, OLD_TABLE)
+            rows = _read(db) if rows is None else rows
+        found = self._assess(rows, self.keys.head(), old)
+        if found.problems or found.refusal:
             try:
                 with self.database.write() as db:  # no append can run meanwhile
-                    entries, head = _read(db), self.keys.head()
+                    found = self._assess(_read(db), self.keys.head(), _has_table(db, OLD_TABLE))
             except store.StoreUnavailable:  # e.g. a read-only database: keep the first look
-                return problems
-            problems = self._problems(entries, head)
-        return problems
+                pass
+        return found
 
-    def _problems(self, entries: list[Entry], head: tuple[int, str] | None) -> list[Problem]:
+    def verify(self, rows: list | None = None) -> list[Problem]:
+        """:meth:`check`'s refusal, else its problems ([] when nothing is wrong)."""
+        found = self.check(rows)
+        return [found.refusal] if found.refusal is not None else found.problems
+
+    def _refusal(self, rows: list, head: tuple[int, str] | None, old: bool) -> Problem | None:
+        """Why nothing may be reported or recorded: the key or head unsafe, misconfigured,
+        missing or damaged once the ledger has begun, or an unkeyed ledger not yet migrated."""
+        unsafe = self.keys.unsafe()
+        if unsafe:
+            return Problem(f"the ledger's key and head are kept where others can change them "
+                           f"{REFUSING}", unsafe)
         try:
             key = self.keys.key(create=False)
         except ValueError as error:  # a malformed $DPCORE_LEDGER_KEY
-            return [Problem("the server's ledger key is not set correctly, so no entry can be "
-                            "checked", str(error))]
-        if key is None:
-            return ([Problem("the ledger's key is missing or damaged, so no entry can be "
-                             "checked", f"key file {self.keys.key_path}")]
-                    if entries or head else [])
+            return Problem(f"the server's ledger key is not set correctly {REFUSING}",
+                           str(error))
+        begun = bool(rows) or head is not None
+        if head is not None and head[0] < 0:
+            return Problem(f"the ledger's key or head is damaged {REFUSING}",
+                           f"head record {self.keys.head_path}: unreadable")
+        if head is None and rows:
+            return Problem(f"the ledger's key or head is missing {REFUSING}",
+                           self.keys.missing_detail(f"head record {self.keys.head_path}"))
+        if key is None and begun:
+            if self.keys.key_path.exists():
+                return Problem(f"the ledger's key or head is damaged {REFUSING}",
+                               f"key file {self.keys.key_path}: not 64 hexadecimal digits")
+            return Problem(f"the ledger's key or head is missing {REFUSING}",
+                           self.keys.missing_detail(f"key file {self.keys.key_path}"))
+        if old and not begun:
+            return Problem("the database holds the unkeyed ledger of an earlier version, not yet "
+                           f"moved into the keyed one {REFUSING} until the person running this "
+                           "server runs `python3 -m dpcore ledger --migrate`")
+        return None
+
+    def _assess(self, rows: list, head: tuple[int, str] | None, old: bool) -> Check:
+        entries = [row for row in rows if isinstance(row, Entry)]
+        refusal = self._refusal(rows, head, old)
+        if refusal is not None:
+            return Check(entries, [], refusal)
+        key = self.keys.key(create=False)
         problems, previous, expected = [], GENESIS, 1
-        for entry in entries:
-            if entry.number > expected:
-                problems.append(Problem(f"the ledger lost {_span(expected, entry.number - 1)}"))
-            elif entry.previous != previous:
-                problems.append(Problem(f"entry {entry.number} does not follow entry "
-                                        f"{entry.number - 1}"))
-            if not hmac.compare_digest(entry.seal(key), entry.mac):
-                problems.append(Problem(f"entry {entry.number} was changed after it was "
+        for row in rows:
+            if row.number > expected:
+                problems.append(Problem(f"the ledger lost {_span(expected, row.number - 1)}"))
+            elif isinstance(row, Entry) and row.previous != previous:
+                problems.append(Problem(f"entry {row.number} does not follow entry "
+                                        f"{row.number - 1}"))
+            if isinstance(row, Damaged):
+                problems.append(Problem(f"entry {row.number} cannot be read: it was changed "
+                                        "outside the app", row.reason))
+            elif not _same(row.seal(key), row.mac):
+                problems.append(Problem(f"entry {row.number} was changed after it was "
                                         "recorded (its MAC does not match the server's key)"))
-            previous, expected = entry.mac, entry.number + 1
-        newest = entries[-1].number if entries else 0
-        head_file = f"head record {self.keys.head_path}"
-        if head is None:
-            if entries:
-                problems.append(Problem("the ledger's head record is missing", head_file))
-        elif head[0] < 0:
-            problems.append(Problem("the ledger's head record is damaged", head_file))
-        elif head[0] > newest:
+            previous, expected = row.mac, row.number + 1
+        newest = rows[-1].number if rows else 0
+        if head is not None and head[0] > newest:
             problems.append(Problem(f"the ledger lost {_span(newest + 1, head[0])} (the newest "
                                     f"recorded is {head[0]})"))
-        elif head[0] < newest:
+        elif head is not None and head[0] < newest:
             problems.append(Problem(f"the head record names entry {head[0]} but the table goes "
                                     f"on to {newest}: the head was rolled back"))
-        elif entries and head[1] != entries[-1].mac:
+        elif rows and not _same(head[1], rows[-1].mac):
             problems.append(Problem(f"entry {newest} is not the one recorded as the newest"))
-        return problems
+        if old:
+            problems.append(Problem("a table of the unkeyed ledger appeared after the keyed "
+                                    "ledger began: nothing in it is counted (it was written "
+                                    "outside the app)"))
+        return Check(entries, problems, None)
 
 
-def _read(db: sqlite3.Connection) -> list[Entry]:
-    """Every entry of the table, in order ([] when the table is missing)."""
+def _read(db: sqlite3.Connection) -> list[Entry | Damaged]:
+    """Every row of the table, in order, as an :class:`Entry` or, when it is not one the app
+    could have written, a :class:`Damaged` ([] when the table is missing)."""
     if not _has_table(db, "ledger"):
         return []
     rows = db.execute("SELECT * FROM ledger ORDER BY number").fetchall()
-    return [Entry(number, time, label, method,
-                  tuple(LevelCost(**lv) for lv in json.loads(levels)), epsilon, delta, rho,
-                  manifest_id, note, previous, mac)
-            for (number, time, label, method, levels, epsilon, delta, rho, manifest_id,
-                 note, previous, mac) in rows]
+    return [_parse(tuple(row), position) for position, row in enumerate(rows, start=1)]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parse(row: tuple, position: int) -> Entry | Damaged:
+    """One row as the entry it holds, checking every field's type (the database's column types
+    do not: SQLite stores any value anywhere, and a writer can rebuild the table)."""
+    number = row[0] if row and isinstance(row[0], int) else position
+    mac = row[-1] if row and isinstance(row[-1], str) else ""
+    try:
+        if len(row) != 12:
+            raise ValueError(f"{len(row)} columns instead of 12")
+        (_, time, label, method, levels, epsilon, delta, rho, manifest_id, note, previous,
+         mac) = row
+        if not isinstance(row[0], int):
+            raise ValueError(f"its number is {row[0]!r}")
+        if not all(isinstance(v, str) for v in (time, label, method, levels, manifest_id, note,
+                                                previous, mac)):
+            raise ValueError("a text field holds something else")
+        if not (_is_number(epsilon) and _is_number(delta) and (rho is None or _is_number(rho))):
+            raise ValueError("a budget is not a number")
+        costs = []
+        for level in json.loads(levels):
+            if (not isinstance(level, dict) or set(level) != {"name", "epsilon", "delta", "rho"}
+                    or not isinstance(level["name"], str)
+                    or not (_is_number(level["epsilon"]) and _is_number(level["delta"]))
+                    or not (level["rho"] is None or _is_number(level["rho"]))):
+                raise ValueError(f"a level is not the app's: {str(level)[:80]}")
+            costs.append(LevelCost(**level))
+        return Entry(row[0], time, label, method, tuple(costs), epsilon, delta, rho,
+                     manifest_id, note, previous, mac)
+    except (ValueError, TypeError, RecursionError) as error:
+        return Damaged(number, mac if isinstance(mac, str) else "",
+                       f"row {position}: {type(error).__name__}: {str(error)[:200]}")
+
+
+def _same(mac: str, other: str) -> bool:
+    """Two MACs compared in constant time (as bytes: a stored one may hold any text)."""
+    return hmac.compare_digest(mac.encode(), other.encode())
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
@@ -395,34 +594,46 @@ def _old_chain_problem(rows) -> str | None:
     return None
 
 
-def _migrate(db: sqlite3.Connection, key: bytes, keys: Keys) -> None:
-    """Move the unkeyed ledger of an earlier version into the keyed one, then drop it: each old
-    entry keeps its number, time, method, budget and manifest id; its dataset becomes its label
-    only when it is a bundled dataset's key (an upload's could be a file name), else it is
-    unlabelled; its levels are named by role; its note says it was migrated and whether the old
-    SHA-256 chain was intact. Runs once, inside the caller's write transaction (the old table's
-    bytes are zeroed by ``secure_delete`` and checkpointed out of the log by the caller)."""
+def _migrated(rows, key: bytes) -> list[Entry]:
+    """The keyed entries for the unkeyed ledger's ``rows``: entry 1 records the migration (its
+    note: which entries were moved, whether the old SHA-256 chain was intact, and that it has no
+    key); each old entry follows, keeping its time, method, budget and manifest id; its dataset
+    becomes its label only when it is a bundled dataset's key (an upload's could be a file
+    name), else it is unlabelled; its levels are named by role. :class:`Refused` when a row
+    cannot be read."""
     from dpcore.data import datasets  # the bundled keys: public names
 
-    rows = db.execute(f"SELECT * FROM {OLD_TABLE} ORDER BY number").fetchall()
-    problem = _old_chain_problem(rows)
-    note = ("migrated from the unkeyed ledger (its SHA-256 chain was "
-            + ("intact)" if problem is None else f"{problem}: earlier edits cannot be ruled out)"))
-    last = db.execute("SELECT number, mac FROM ledger ORDER BY number DESC LIMIT 1").fetchone()
-    number, previous = (last[0], last[1]) if last else (0, GENESIS)
-    for (_, time, dataset, method, levels, epsilon, delta, rho, manifest_id, _, _) in rows:
-        old = json.loads(levels)
-        roles = role_names(len(old), top_first=method.startswith("topdown"))
-        entry = Entry(number + 1, time, dataset if dataset in datasets.DATASETS else "", method,
-                      tuple(LevelCost(role, lv["epsilon"], lv["delta"], lv["rho"])
-                            for role, lv in zip(roles, old)),
-                      epsilon, delta, rho, manifest_id, note, previous)
-        entry = Entry(**{**entry.__dict__, "mac": entry.seal(key)})
-        _insert(db, entry)
-        number, previous = entry.number, entry.mac
-    db.execute(f"DROP TABLE {OLD_TABLE}")
-    if rows:
-        keys.write_head(number, previous)
+    try:
+        problem = _old_chain_problem(rows)
+        old = [(time, dataset, method, json.loads(levels), epsilon, delta, rho, manifest_id)
+               for (_, time, dataset, method, levels, epsilon, delta, rho, manifest_id, _, _)
+               in rows]
+    except (ValueError, TypeError, RecursionError) as error:
+        raise Refused(f"refusing to migrate: the unkeyed ledger cannot be read ({error}); "
+                      "nothing was changed") from None
+    chain = ("intact" if problem is None
+             else f"{problem}: earlier edits cannot be ruled out")
+    moved = f"{_span(2, len(rows) + 1)} were" if rows else "no entry was"
+    marker = Entry(1, _now(), "", MIGRATION, (), 0.0, 0.0, None, "",
+                   f"{moved} moved from the unkeyed ledger of an earlier version by the "
+                   f"operator's `ledger --migrate`; its SHA-256 chain was {chain} (it has no "
+                   "key: anyone who could write the database could have written it)")
+    entries = [Entry(**{**marker.__dict__, "mac": marker.seal(key)})]
+    note = f"migrated from the unkeyed ledger (its SHA-256 chain was {chain})"
+    try:
+        for time, dataset, method, levels, epsilon, delta, rho, manifest_id in old:
+            roles = role_names(len(levels), top_first=str(method).startswith("topdown"))
+            entry = Entry(entries[-1].number + 1, str(time),
+                          dataset if dataset in datasets.DATASETS else "", str(method),
+                          tuple(LevelCost(role, lv["epsilon"], lv["delta"], lv["rho"])
+                                for role, lv in zip(roles, levels)),
+                          float(epsilon), float(delta), None if rho is None else float(rho),
+                          str(manifest_id), note, entries[-1].mac)
+            entries.append(Entry(**{**entry.__dict__, "mac": entry.seal(key)}))
+    except (ValueError, TypeError, KeyError) as error:
+        raise Refused(f"refusing to migrate: an entry of the unkeyed ledger cannot be read "
+                      f"({type(error).__name__}: {error}); nothing was changed") from None
+    return entries
 
 
 # ------------------------------------------------------------------------------ publications
@@ -468,7 +679,7 @@ def check_anchors(entries: list[Entry], folders) -> list[Problem]:
         entry = by_number.get(number)
         if entry is None:
             problems.append(Problem(f"the ledger lost entry {number} (anchored by {path})"))
-        elif not hmac.compare_digest(entry.mac, mac):
+        elif not _same(entry.mac, mac):
             problems.append(Problem(f"entry {number} is not the one {path} anchors"))
     return problems
 
@@ -489,10 +700,16 @@ def table(entries: list[Entry]) -> pd.DataFrame:
                                   "δ", "ρ (zCDP)", "manifest", "note"])
 
 
+def publications(entries: list[Entry]) -> list[Entry]:
+    """The entries that record a publication (not the one recording a migration)."""
+    return [e for e in entries if e.method != MIGRATION]
+
+
 def totals(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.DataFrame:
-    """The total guarantee of the entries together (they are about the same people): basic
-    composition always; advanced composition and zCDP only where tighter than basic. Columns
-    ``composition``, ``epsilon``, ``delta``."""
+    """The total guarantee of the publications together (they are about the same people):
+    basic composition always; advanced composition and zCDP only where tighter than basic.
+    Columns ``composition``, ``epsilon``, ``delta``."""
+    entries = publications(entries)
     if not entries:
         return pd.DataFrame(columns=["composition", "epsilon", "delta"])
     eps = [e.epsilon for e in entries]
@@ -515,7 +732,7 @@ def totals(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.DataFrame:
 def totals_by_label(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.DataFrame:
     """:func:`totals` per label (publications under one label are about the same people;
     under different labels they may not be; an unlabelled one stands alone)."""
-    frames = []
+    frames, entries = [], publications(entries)
     for group in dict.fromkeys(e.group for e in entries):
         members = [e for e in entries if e.group == group]
         frame = totals(members, slack)

@@ -55,18 +55,17 @@ PLAIN_MECHANISMS = {publish.DISCRETE_LAPLACE: "Discrete Laplace",
                     publish.GAUSSIAN: "Discrete Gaussian"}
 
 
-def book() -> ledger.LedgerStore | None:
-    """The ledger of this server's database (the classroom's file); None, with a message, when
-    the database cannot be opened."""
+def book() -> tuple[ledger.LedgerStore | None, ledger.Check | None]:
+    """The ledger of this server's database (the classroom's file) and its check; (None, None),
+    with a message, when the database cannot be opened."""
     book = ledger.LedgerStore()
     try:
-        book.entries()
+        return book, book.check()
     except StoreUnavailable as error:
         log.warning("budget ledger: %s (%s)", error, error.detail)
         st.error(f"The budget ledger's database cannot be opened: {error} Publishing is "
                  "disabled until it can: every publication must be recorded.")
-        return None
-    return book
+        return None, None
 
 
 def _label_input(settings: RunSettings) -> str | None:
@@ -176,17 +175,22 @@ def _published_view(settings: RunSettings):
     return od, domain.manifest_entry()
 
 
-def ledger_section(store: ledger.LedgerStore | None) -> None:
+def ledger_section(store: ledger.LedgerStore | None, check: ledger.Check | None) -> None:
     """Every publication recorded on this server, the totals per label, the keyed chain's
-    check."""
+    check (``check``: :meth:`dpcore.interfaces.ledger.LedgerStore.check`, None with the store)."""
     st.subheader("Budget ledger")
-    if store is None:
+    if store is None or check is None:
         return
-    entries = store.entries()
-    problems = store.verify(entries)
     st.caption("Every publication made with this app on this server, kept in its local database "
                "(it survives a restart) and shown to everyone using the server. Entries cannot "
                "be changed or removed: forgetting a release does not make it any less public.")
+    if check.refusal is not None:
+        _log_for_operator([check.refusal])
+        st.error("The budget ledger cannot be checked: " + safe.markdown(check.refusal) +
+                 ". Publishing is disabled until it can. The person running this server finds "
+                 "the details in its log and with `python -m dpcore ledger`.")
+        return
+    entries, problems = check.entries, check.problems
     if problems:
         _log_for_operator(problems)
         st.error("The budget ledger was tampered with: " + safe.markdown("; ".join(problems)) +
@@ -195,7 +199,7 @@ def ledger_section(store: ledger.LedgerStore | None) -> None:
                  "in its log and with `python -m dpcore ledger --verify FOLDER…`, which also "
                  "compares the ledger with the published manifests.")
     if not entries:
-        st.caption("Nothing published yet.")
+        st.caption("No entry is left to show." if problems else "Nothing published yet.")
         return
     shown = ledger.table(entries)[LEDGER_COLUMNS]
     # The manifest id's first 8 hex digits name it on screen (the 32 would widen the table past a
@@ -351,10 +355,10 @@ def section(settings: RunSettings) -> None:
     except ValueError as error:
         st.error(str(error))
         return
-    store = book()
+    store, check = book()
     label = _label_input(settings)
     if st.button("Publish", key="publish_go", type="primary", icon=":material/publish:",
-                 disabled=store is None or label is None):
+                 disabled=check is None or check.refusal is not None or label is None):
         bar = st.progress(0.0, "Publishing…")
 
         def progress(done, total):
@@ -388,6 +392,7 @@ def section(settings: RunSettings) -> None:
                 result = None
             st.session_state[LAST] = result
             st.session_state[AUDIT] = publish.audit_record(od)
+            check = store.check()  # with the new entry
     last = st.session_state.get(LAST)
     if last is not None:
         entry = last.manifest.get("ledger_entry", {}).get("number")
@@ -414,7 +419,7 @@ def section(settings: RunSettings) -> None:
                                "audit-private.json", "application/json", key="publish_audit",
                                on_click="ignore", icon=":material/lock:")
             st.caption(charts.PRIVATE_CAPTION)
-    ledger_section(store)
+    ledger_section(store, check)
 
 
 _METHOD_LABELS = {publish.FLAT: "Flat (one level)", publish.WLS: "WLS (two levels)",
