@@ -262,24 +262,24 @@ def test_tampering_is_reported_on_the_page():
 
 
 def test_the_page_says_tampering_plainly_and_logs_the_key_path_for_the_operator(caplog):
-    """Issue 29 follow-up: the page showed the server's key path to every browser session."""
+    """Issue 29 follow-up: the page showed the server's key path to every browser session.
+    Issue 40: a lost head or key withholds the totals (never an empty, valid ledger)."""
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
     at.button(key="publish_go").click().run()
     store = ledger.LedgerStore()
     key_path, head_path = store.keys.key_path, store.keys.head_path
-    for path, sentence in ((head_path, "the ledger's head record is missing"),
-                           (key_path, "the ledger's key is missing or damaged, so no entry can "
-                                      "be checked")):
+    for path in (key_path, head_path):
         path.unlink()
         caplog.clear()
         with caplog.at_level("WARNING", logger=publishing.__name__):
             fresh = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
-        (shown,) = [e.value.replace("\\", "") for e in fresh.error if "tampered" in e.value]
-        assert sentence in shown
+        (shown,) = [e.value.replace("\\", "") for e in fresh.error if "checked" in e.value]
+        assert "the ledger's key or head is missing — refusing to report totals" in shown
         page = " ".join(str(getattr(element, "value", "")) for element in fresh.main
                         ).replace("\\", "")  # markdown escapes undone
-        assert "tampered" in page and str(key_path.parent) not in page  # the key's folder
+        assert "cannot be checked" in page and str(key_path.parent) not in page  # the folder
         assert str(path) in caplog.text  # for whoever runs the server
+        assert fresh.button(key="publish_go").disabled
 
 
 def test_post_processing_resets_to_the_methods_default():

@@ -147,6 +147,14 @@ def test_a_key_folder_others_can_change_is_refused(tmp_path, monkeypatch):
     assert problem == unsafe and "inside the database's folder" in problem.detail
     with pytest.raises(StoreUnavailable, match="refusing"):
         inside.append("x", "flat", [level()], 1.0, 0.0, None, "m4")
+    shared = tmp_path.parent / f"{tmp_path.name}-shared"  # a folder anyone may rename things in
+    shared.mkdir(mode=0o700)
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv(ledger.KEY_FOLDER_VARIABLE, str(shared / "keys"))
+    (problem,) = ledger.LedgerStore(tmp_path / "fresh").verify()  # even a fresh ledger
+    assert problem == unsafe and "lets other accounts rename" in problem.detail
+    os.chmod(shared, 0o1777)  # sticky, as /tmp: only an entry's owner renames it
+    assert ledger.LedgerStore(tmp_path / "fresh").verify() == []
 
 
 def test_the_key_and_head_of_an_earlier_version_are_named_for_the_operator(tmp_path):

@@ -167,11 +167,14 @@ class Entry:
 
 # ------------------------------------------------------------------------------- key and head
 def default_key_folder() -> Path:
-    """``$XDG_STATE_HOME`` or ``~/.local/state`` (else the temp folder) ``/commuting-privacy-lab/
-    ledger``: the server account's own state, apart from the database's folder (the cache)."""
-    state = os.environ.get("XDG_STATE_HOME") or (Path.home() / ".local" / "state")
-    base = Path(state) if Path(state).parent.exists() else Path(tempfile.gettempdir())
-    return base / "commuting-privacy-lab" / "ledger"
+    """``$XDG_STATE_HOME`` or ``~/.local/state`` (the temp folder when there is no home)
+    ``/commuting-privacy-lab/ledger``: the server account's own state, apart from the
+    database's folder (the cache)."""
+    state = os.environ.get("XDG_STATE_HOME")
+    if not state:
+        home = Path.home()
+        state = home / ".local" / "state" if home.is_dir() else Path(tempfile.gettempdir())
+    return Path(state) / "commuting-privacy-lab" / "ledger"
 
 
 class Keys:
@@ -253,11 +256,23 @@ class Keys:
         try:
             status = os.stat(folder)
         except FileNotFoundError:
-            return None
-        if status.st_uid != os.geteuid() or status.st_mode & 0o022:
+            status = None
+        if status is not None and (status.st_uid != os.geteuid() or status.st_mode & 0o022):
             return (f"the key folder {self.folder} (mode {stat.S_IMODE(status.st_mode):o}, "
                     f"owner uid {status.st_uid}) can be changed by other accounts: make it the "
                     "server account's own, mode 700")
+        for parent in folder.parents:  # another account able to rename a folder on the way
+            try:
+                status = os.stat(parent)
+            except FileNotFoundError:
+                continue
+            mode = status.st_mode
+            if (status.st_uid not in (0, os.geteuid())
+                    or (mode & 0o022 and not mode & stat.S_ISVTX)):
+                return (f"{parent}, a folder above the key folder {self.folder} (mode "
+                        f"{stat.S_IMODE(mode):o}, owner uid {status.st_uid}), lets other "
+                        "accounts rename what it holds: keep the key folder where only the "
+                        "server's account (or root) can")
         return None
 
     def missing_detail(self, what: str) -> str:
