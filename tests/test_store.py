@@ -69,7 +69,7 @@ def drop_schema(server_url: str, name: str) -> None:
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request, tmp_path):
     """Keyword arguments that put an owner on one store: the file in a temporary folder, or a
-    fresh PostgreSQL schema (the folder then holds only the ledger's key)."""
+    fresh PostgreSQL schema (the folder then holds only files beside the database)."""
     if request.param == "sqlite":
         yield {"folder": tmp_path}
         return

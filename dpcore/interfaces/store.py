@@ -125,8 +125,8 @@ class Database:
     ``schema`` is a script of ``CREATE … IF NOT EXISTS`` statements, run whenever the file is new;
     ``prepare(connection)``, if given, runs just before it (e.g. to drop tables of an older layout).
     ``url``: a PostgreSQL server instead of the file (default ``$DPCORE_STORE_URL`` unless a
-    ``folder`` is given); ``folder`` is then only where files beside the database live (the
-    ledger's key folder).
+    ``folder`` is given); ``folder`` is then only where files beside the database live (e.g.
+    the classroom's address key).
     """
 
     def __init__(self, schema: str, folder: Path | str | None = None, *,
