@@ -536,11 +536,12 @@ def _cmd_ledger(args) -> int:
         _say(f"ledger ({store.path}): REFUSED — {check.refusal.for_operator()}", error=True)
         return EXIT_INVALID_INPUT
     entries = check.entries
+    problems = check.problems + ledger.check_anchors(entries, args.verify or [])
     shown = ledger.table(entries)
-    print(shown.to_string(index=False) if len(shown) else "No publication recorded yet.")
+    print(shown.to_string(index=False) if len(shown) else
+          "No entry is left to show." if problems else "No publication recorded yet.")
     print(ledger.totals_by_label(entries).to_string(
         index=False, float_format=lambda v: f"{v:.4g}") if entries else "")
-    problems = check.problems + ledger.check_anchors(entries, args.verify or [])
     anchors = f"; {len(args.verify)} published folder(s) checked" if args.verify else ""
     if problems:
         _say(f"ledger ({store.path}): TAMPERED — "

@@ -175,11 +175,12 @@ def _published_view(settings: RunSettings):
     return od, domain.manifest_entry()
 
 
-def ledger_section(store: ledger.LedgerStore | None, check: ledger.Check | None) -> None:
+def ledger_section(check: ledger.Check | None) -> None:
     """Every publication recorded on this server, the totals per label, the keyed chain's
-    check (``check``: :meth:`dpcore.interfaces.ledger.LedgerStore.check`, None with the store)."""
+    check (``check``: :meth:`dpcore.interfaces.ledger.LedgerStore.check`; None when the
+    database cannot be opened, already said)."""
     st.subheader("Budget ledger")
-    if store is None or check is None:
+    if check is None:
         return
     st.caption("Every publication made with this app on this server, kept in its local database "
                "(it survives a restart) and shown to everyone using the server. Entries cannot "
@@ -419,7 +420,7 @@ def section(settings: RunSettings) -> None:
                                "audit-private.json", "application/json", key="publish_audit",
                                on_click="ignore", icon=":material/lock:")
             st.caption(charts.PRIVATE_CAPTION)
-    ledger_section(store, check)
+    ledger_section(check)
 
 
 _METHOD_LABELS = {publish.FLAT: "Flat (one level)", publish.WLS: "WLS (two levels)",
