@@ -95,8 +95,10 @@ class AppServer:
                  "--server.address", "127.0.0.1", "--server.port", str(port),
                  "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                # the Classroom's rooms go to a throw-away database, not the user's cache
-                env={**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-")},
+                # the Classroom's rooms and the ledger go to a throw-away database, and the
+                # ledger's key and head records to a throw-away state folder, not the user's own
+                env={**os.environ, "DPCORE_CLASSROOM_DIR": tempfile.mkdtemp(prefix="classroom-"),
+                     "XDG_STATE_HOME": tempfile.mkdtemp(prefix="state-")},
                 start_new_session=True, preexec_fn=_die_with(os.getpid()))
 
     def wait_until_healthy(self) -> str:
