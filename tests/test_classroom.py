@@ -817,22 +817,51 @@ def test_addresses_are_stored_only_as_keyed_hashes(store):
 
 def test_the_client_address_believes_forwarded_for_only_from_a_trusted_proxy():
     address = admission.client_address
+    raw = admission.ProxyPolicy(server_rewrites=False)         # the peer as the socket saw it
     assert address(None, None) == admission.LOCAL
-    assert address("198.51.100.4", "1.2.3.4") == "198.51.100.4"           # untrusted peer
-    trusted = frozenset({"10.0.0.2"})
-    assert address("10.0.0.2", "1.2.3.4", trusted) == "1.2.3.4"
+    assert address("198.51.100.4", "1.2.3.4", policy=raw) == "198.51.100.4"   # untrusted peer
+    assert address(None, "1.2.3.4", policy=raw) == admission.LOCAL  # loopback: ignored too
+    trusted = admission.ProxyPolicy(frozenset({"10.0.0.2"}), server_rewrites=False)
+    assert address("10.0.0.2", "1.2.3.4", policy=trusted) == "1.2.3.4"
     # the client can prepend anything; only the hop the proxy appended counts
-    assert address("10.0.0.2", "6.6.6.6, 1.2.3.4", trusted) == "1.2.3.4"
-    assert address("10.0.0.2", "1.2.3.4, 10.0.0.2", trusted) == "1.2.3.4"
-    assert address("10.0.0.2", "not-an-address", trusted) == "10.0.0.2"
-    assert address("10.0.0.2", None, trusted) == "10.0.0.2"
+    assert address("10.0.0.2", "6.6.6.6, 1.2.3.4", policy=trusted) == "1.2.3.4"
+    assert address("10.0.0.2", "1.2.3.4, 10.0.0.2", policy=trusted) == "1.2.3.4"
+    assert address("10.0.0.2", "[2001:db8::7]:443", policy=trusted) == "2001:db8::7"
+    assert address("10.0.0.2", "not-an-address", policy=trusted) == "10.0.0.2"
+    assert address("10.0.0.2", None, policy=trusted) == "10.0.0.2"
 
 
-def test_trusted_proxies_come_from_the_environment(monkeypatch):
-    monkeypatch.delenv(admission.TRUSTED_PROXIES_VARIABLE, raising=False)
-    assert admission.trusted_proxies() == frozenset()
-    monkeypatch.setenv(admission.TRUSTED_PROXIES_VARIABLE, " 10.0.0.2, ::1 ,")
-    assert admission.trusted_proxies() == {"10.0.0.2", "::1"}
+def test_an_address_the_web_server_took_from_the_header_is_not_believed():
+    """uvicorn (Streamlit's server) writes X-Forwarded-For into the peer for loopback peers unless
+    FORWARDED_ALLOW_IPS is empty: a peer found in the header may be the client's own writing."""
+    address = admission.client_address
+    default = admission.ProxyPolicy()                           # nothing trusted, server rewrites
+    forged = [address(f"203.0.113.{k}", f"203.0.113.{k}") for k in range(12)]
+    assert set(forged) == {admission.LOCAL}                     # 12 forgeries, one address
+    assert address("203.0.113.9", "203.0.113.9:4444") == admission.LOCAL
+    # a peer the header does not name was not rewritten: it is the socket's
+    assert address("198.51.100.4", "10.1.2.3", policy=default) == "198.51.100.4"
+
+
+def test_a_secret_tells_the_proxy_from_other_local_processes():
+    policy = admission.ProxyPolicy(frozenset({"127.0.0.1"}), "s3cret", server_rewrites=False)
+    address = admission.client_address
+    assert address(None, "203.0.113.7", "s3cret", policy) == "203.0.113.7"
+    assert address(None, "203.0.113.7", "guess", policy) == admission.LOCAL
+    assert address(None, "203.0.113.7", None, policy) == admission.LOCAL
+    assert address("198.51.100.4", "203.0.113.7", "s3cret", policy) == "198.51.100.4"
+    # without a secret, a listed loopback proxy is any local process (docs say so)
+    assert address(None, "203.0.113.7", None,
+                   admission.ProxyPolicy(frozenset({"::1"}), server_rewrites=False)) == "203.0.113.7"
+
+
+def test_the_proxy_policy_comes_from_the_environment():
+    policy = admission.ProxyPolicy.from_environment({})
+    assert policy == admission.ProxyPolicy(frozenset(), None, True)   # nothing trusted
+    policy = admission.ProxyPolicy.from_environment({
+        admission.TRUSTED_PROXIES_VARIABLE: " 10.0.0.2, ::1 ,",
+        admission.PROXY_SECRET_VARIABLE: "abc", admission.SERVER_FORWARDED_VARIABLE: ""})
+    assert policy == admission.ProxyPolicy(frozenset({"10.0.0.2", "::1"}), "abc", False)
 
 
 def test_the_snapshot_counts_reports_of_the_last_minute(store):

@@ -25,13 +25,19 @@ def load_serve():
 
 
 def test_the_config_pins_sessions_checks_health_and_tunnels_websockets(tmp_path):
-    config = load_serve().haproxy_config("127.0.0.1", 8501, [8611, 8612, 8613])
-    assert "{" not in config.replace("%[srv_name]", "")        # every field filled in
+    config = load_serve().haproxy_config("127.0.0.1", 8501, [8611, 8612, 8613], "c0ffee")
+    assert "{" not in config                                   # every field filled in
     assert "bind 127.0.0.1:8501" in config
     for k, port in enumerate((8611, 8612, 8613), start=1):
         assert f"server r{k} 127.0.0.1:{port} check cookie r{k}" in config
     assert "cookie DPCORE_REPLICA insert indirect nocache httponly" in config
     assert "option httpchk GET /_stcore/health" in config and "timeout tunnel 1h" in config
+    # the visitor's address replaces what the visitor wrote; the replicas know the proxy by secret
+    assert "http-request set-header X-Forwarded-For %[src]" in config
+    directives = [line.split("#")[0].strip() for line in config.splitlines()]
+    assert "option forwardfor" not in directives               # it appends; set-header replaces
+    assert "http-request set-header X-Dpcore-Proxy c0ffee" in directives
+    assert "option redispatch 1" in config                     # a dead replica's visitors move
     haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
     if not os.path.exists(haproxy):
         if in_ci():

@@ -5,9 +5,12 @@ accidents, not a student who clears the site data and reloads (issue 29: 12 of 1
 in 37 s). Without accounts, two things can tie reports to a person or a device:
 
 * **Capped per network address** (``"address"``): at most ``cap`` reports per round from one
-  network address. The address is the WebSocket peer (Streamlit's ``st.context.ip_address``; None
-  on localhost, counted as one address), or — only when the operator lists the proxy in
-  :data:`TRUSTED_PROXIES_VARIABLE` — the client address that proxy puts in ``X-Forwarded-For``.
+  network address. The address is the connection's peer (Streamlit's ``st.context.ip_address``;
+  None on localhost, counted as one address), or — only when the operator names the proxy
+  (:class:`ProxyPolicy`) — the client address that proxy puts in ``X-Forwarded-For``. The header
+  is never believed otherwise, not even from loopback: Streamlit's web server (uvicorn) itself
+  writes the header's address into ``ip_address`` for loopback peers unless ``FORWARDED_ALLOW_IPS``
+  is empty, and any client on the host can write it (issue 40: 12 of 12 reports in a cap-1 room).
   A class behind one router shares one address: the teacher raises the cap to the class size
   (which then bounds one student's reports by that number, no better).
 * **One-time join codes** (``"codes"``): the teacher's screen prints N short codes, one per
@@ -27,6 +30,8 @@ import hmac
 import ipaddress
 import os
 import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 #: The admission modes, as stored, with what the teacher reads.
@@ -42,28 +47,79 @@ MAX_CODES = 200
 JOIN_CODE_LENGTH = 6
 #: Comma-separated addresses of reverse proxies whose X-Forwarded-For is believed.
 TRUSTED_PROXIES_VARIABLE = "DPCORE_TRUSTED_PROXIES"
+#: A secret the proxy adds as :data:`PROXY_SECRET_HEADER` to every request: when set, only
+#: connections carrying it count as the proxy's (on one host every local process shares the
+#: proxy's address 127.0.0.1; only the proxy knows the secret).
+PROXY_SECRET_VARIABLE = "DPCORE_PROXY_SECRET"
+PROXY_SECRET_HEADER = "X-Dpcore-Proxy"
+#: uvicorn's variable: the peers whose X-Forwarded-For it writes into the connection's address
+#: (default "127.0.0.1,::1"); empty, it never does.
+SERVER_FORWARDED_VARIABLE = "FORWARDED_ALLOW_IPS"
 #: The server key's file name, beside the database.
 KEY_NAME = "classroom-address.key"
-#: What a loopback connection (Streamlit's ip_address None) counts as.
+#: What a loopback connection (Streamlit's ip_address None) counts as — and a connection whose
+#: address the web server may have taken from a header the client wrote.
 LOCAL = "local"
+_LOOPBACK = frozenset({"127.0.0.1", "::1"})
 
 
-def trusted_proxies() -> frozenset[str]:
-    """The proxies named in ``$DPCORE_TRUSTED_PROXIES`` (none by default)."""
-    text = os.environ.get(TRUSTED_PROXIES_VARIABLE, "")
-    return frozenset(part.strip() for part in text.split(",") if part.strip())
+@dataclass(frozen=True)
+class ProxyPolicy:
+    """Which connections are a trusted reverse proxy's: a peer in ``trusted`` (none by default),
+    carrying ``secret`` in :data:`PROXY_SECRET_HEADER` when one is set. ``server_rewrites``:
+    whether the web server may have replaced the peer by X-Forwarded-For before the app saw it."""
+
+    trusted: frozenset[str] = frozenset()
+    secret: str | None = None
+    server_rewrites: bool = True
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None) -> ProxyPolicy:
+        env = os.environ if env is None else env
+        trusted = frozenset(part.strip() for part in env.get(TRUSTED_PROXIES_VARIABLE, "")
+                            .split(",") if part.strip())
+        rewrites = env.get(SERVER_FORWARDED_VARIABLE, "127.0.0.1,::1").strip() != ""
+        return cls(trusted, env.get(PROXY_SECRET_VARIABLE) or None, rewrites)
+
+    def is_proxy(self, peer: str | None, secret: str | None) -> bool:
+        """Whether a connection from ``peer`` (None: loopback) presenting ``secret`` is the
+        trusted proxy's."""
+        if self.secret is not None and not hmac.compare_digest(
+                (secret or "").encode(), self.secret.encode()):
+            return False
+        return (peer in self.trusted) if peer is not None else bool(self.trusted & _LOOPBACK)
 
 
-def client_address(peer: str | None, forwarded_for: str | None,
-                   trusted: frozenset[str] = frozenset()) -> str:
-    """The network address a report is counted against: the WebSocket ``peer`` (None, a loopback
-    connection, is :data:`LOCAL`); when the peer is a trusted proxy, the right-most address of
-    ``X-Forwarded-For`` that is not itself a trusted proxy (the left-most entries are whatever
-    the client wrote, so they are never believed). A malformed entry counts as the proxy."""
+def _hosts(forwarded_for: str) -> list[str]:
+    """The addresses of an X-Forwarded-For value, ports and IPv6 brackets removed."""
+    hosts = []
+    for hop in (h.strip() for h in forwarded_for.split(",")):
+        if hop.startswith("[") and "]" in hop:
+            hop = hop[1:hop.index("]")]
+        elif hop.count(":") == 1:
+            hop = hop.split(":")[0]
+        hosts.append(hop)
+    return hosts
+
+
+def client_address(peer: str | None, forwarded_for: str | None, secret: str | None = None,
+                   policy: ProxyPolicy = ProxyPolicy()) -> str:
+    """The network address a report is counted against.
+
+    The connection's ``peer`` (None, a loopback connection, is :data:`LOCAL`) — unless the web
+    server may have written it from ``forwarded_for`` itself (the peer is one of the header's
+    addresses and ``policy.server_rewrites``): then the real peer is unknown, and counted as
+    :data:`LOCAL`, one address. When the peer is the trusted proxy (``policy.is_proxy``, given
+    the ``secret`` header the connection carried): the right-most address of ``forwarded_for``
+    that is not itself a trusted proxy (entries to its left are whatever the client wrote, so they
+    are never believed). A malformed entry counts as the proxy."""
+    hosts = _hosts(forwarded_for) if forwarded_for else []
+    if policy.server_rewrites and peer is not None and peer in hosts:
+        return LOCAL
     address = peer or LOCAL
-    if address in trusted and forwarded_for:
-        for hop in reversed([h.strip() for h in forwarded_for.split(",")]):
-            if hop in trusted:
+    if hosts and policy.is_proxy(peer, secret):
+        for hop in reversed(hosts):
+            if hop in policy.trusted:
                 continue
             try:
                 return str(ipaddress.ip_address(hop))

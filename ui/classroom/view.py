@@ -577,10 +577,12 @@ def student(code: str) -> None:
 
 def connection_address() -> str:
     """This session's network address: the connection's peer, or the X-Forwarded-For entry of
-    a proxy listed in ``$DPCORE_TRUSTED_PROXIES`` (the store keeps only a keyed hash)."""
-    headers = st.context.headers or {}
-    return admission.client_address(st.context.ip_address, headers.get("X-Forwarded-For"),
-                                    admission.trusted_proxies())
+    the proxy the server trusts (``admission.ProxyPolicy``; the store keeps only a keyed hash)."""
+    headers = st.context.headers
+    forwarded = ", ".join(headers.get_all("X-Forwarded-For")) if headers else None
+    secret = headers.get(admission.PROXY_SECRET_HEADER) if headers else None
+    return admission.client_address(st.context.ip_address, forwarded or None, secret,
+                                    admission.ProxyPolicy.from_environment())
 
 
 def join_code_box(code: str) -> str | None:
