@@ -1,17 +1,25 @@
-"""``scripts/serve`` without starting anything: the HAProxy configuration it writes (checked by
-HAProxy itself) and its refusals of bad options. The running deployment is tested in a browser:
-tests/browser/test_deployment_browser.py."""
+"""``scripts/serve`` without Streamlit: the HAProxy configuration it writes (checked by HAProxy
+itself, and run in front of a header-echoing backend: the visitor's real address replaces a
+forged X-Forwarded-For), and its refusals of bad options. The running deployment is tested in a
+browser (tests/browser/test_deployment_browser.py) and under a crashed replica
+(tests/test_serve_failover.py)."""
 
+import argparse
+import http.server
 import importlib.machinery
 import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
-from tests.browser.conftest import ROOT, in_ci
+from dpcore.interfaces import classroom_admission as admission
+from tests.browser.conftest import ROOT, _die_with, _free_port, in_ci
 
 SERVE = ROOT / "scripts" / "serve"
 
@@ -22,6 +30,15 @@ def load_serve():
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
+
+
+def haproxy_program() -> str:
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not os.path.exists(haproxy):
+        if in_ci():
+            pytest.fail("HAProxy is missing; CI requires it (.ci/run installs it)")
+        pytest.skip("HAProxy is not installed (apt-get install haproxy)")
+    return haproxy
 
 
 def test_the_config_pins_sessions_checks_health_and_tunnels_websockets(tmp_path):
@@ -38,11 +55,7 @@ def test_the_config_pins_sessions_checks_health_and_tunnels_websockets(tmp_path)
     assert "option forwardfor" not in directives               # it appends; set-header replaces
     assert "http-request set-header X-Dpcore-Proxy c0ffee" in directives
     assert "option redispatch 1" in config                     # a dead replica's visitors move
-    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    if not os.path.exists(haproxy):
-        if in_ci():
-            pytest.fail("HAProxy is missing; CI requires it (.ci/run installs it)")
-        pytest.skip("HAProxy is not installed (apt-get install haproxy)")
+    haproxy = haproxy_program()
     path = tmp_path / "haproxy.cfg"
     path.write_text(config)
     check = subprocess.run([haproxy, "-c", "-f", str(path)], capture_output=True, text=True)
@@ -60,3 +73,84 @@ def test_bad_options_are_refused_with_a_message(arguments, message):
                             text=True, timeout=60)
     assert result.returncode == 2 and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+class Echo(http.server.BaseHTTPRequestHandler):
+    """A replica's stand-in: healthy, and keeps the headers of every other request."""
+
+    seen: list = []
+
+    def do_GET(self):  # noqa: N802 — http.server's name
+        if self.path != "/_stcore/health":
+            # every field of a name, joined as the replica's page reads them (get_all)
+            Echo.seen.append({k.lower(): ", ".join(self.headers.get_all(k)) for k in self.headers})
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+        except ConnectionError:
+            pass                  # HAProxy's health check does not wait for the body
+
+    def log_message(self, *args):
+        pass
+
+
+def get(port: int, source: str, headers: dict[str, str]) -> int:
+    """GET / on 127.0.0.1:port from the loopback address ``source``; the status code."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5,
+                                  source_address=(source, 0)) as connection:
+        lines = ["GET / HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close",
+                 *(f"{k}: {v}" for k, v in headers.items())]
+        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        return int(connection.recv(4096).split()[1])
+
+
+def test_through_the_proxy_a_forged_forwarded_for_is_replaced_by_the_real_address(tmp_path):
+    """Issue 40 attack 4 through HAProxy: a visitor at 127.0.0.2 writes X-Forwarded-For and the
+    proxy's secret header itself; the replica receives only its real address and the real
+    secret, and counts it as 127.0.0.2. The same forged request straight to the replica (as any
+    local process can send) counts as the one local address."""
+    serve = load_serve()
+    Echo.seen = []
+    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    port = _free_port()
+    options = argparse.Namespace(replicas=1, replica_ports=[backend.server_port], port=port,
+                                 store=None, state_dir=None)
+    deployment = serve.Deployment(options, tmp_path)
+    policy = admission.ProxyPolicy.from_environment(deployment.env)
+    assert policy == admission.ProxyPolicy(frozenset({"127.0.0.1"}), deployment.secret, False)
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(serve.haproxy_config("127.0.0.1", port, [backend.server_port],
+                                           deployment.secret))
+    proxy = subprocess.Popen([haproxy_program(), "-db", "-f", str(config)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=_die_with(os.getpid()))
+    forged = {"X-Forwarded-For": "203.0.113.9", admission.PROXY_SECRET_HEADER: "a guess"}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status = get(port, "127.0.0.2", forged)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert status == 200
+        direct = get(backend.server_port, "127.0.0.3", forged)
+        assert direct == 200
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+        backend.shutdown()
+    through, straight = Echo.seen
+    secret = admission.PROXY_SECRET_HEADER.lower()
+    assert through["x-forwarded-for"] == "127.0.0.2"            # replaced, not appended
+    assert through[secret] == deployment.secret
+    assert admission.client_address(None, through["x-forwarded-for"], through[secret],
+                                    policy) == "127.0.0.2"
+    # straight to the replica: the peer (loopback, Streamlit's None) and no valid secret
+    assert admission.client_address(None, straight["x-forwarded-for"], straight[secret],
+                                    policy) == admission.LOCAL
