@@ -154,3 +154,54 @@ def test_through_the_proxy_a_forged_forwarded_for_is_replaced_by_the_real_addres
     # straight to the replica: the peer (loopback, Streamlit's None) and no valid secret
     assert admission.client_address(None, straight["x-forwarded-for"], straight[secret],
                                     policy) == admission.LOCAL
+
+
+def test_a_replica_that_dies_is_restarted_with_back_off_until_it_keeps_failing(tmp_path,
+                                                                              monkeypatch,
+                                                                              capsys):
+    """The supervisor without Streamlit: a replica that was serving and dies is started again
+    at once; starts that die before answering the health check wait longer each time; the
+    fifth in a row stops the site (Failure: exit code 1) with the replica's log."""
+    serve = load_serve()
+    monkeypatch.setattr(serve, "BACKOFF", (0, 0.05, 0.1, 0.2))
+    monkeypatch.setattr(serve.Replica, "command", lambda self: [
+        sys.executable, "-c", "print('cannot start'); raise SystemExit(3)"])
+    options = argparse.Namespace(replicas=1, replica_ports=[_free_port()], port=1,
+                                 store=None, state_dir=None)
+    deployment = serve.Deployment(options, tmp_path)
+    replica = deployment.replicas[0]
+    deployment._start_replica(replica)
+    replica.proven = True                       # it had been serving
+    deadline = time.monotonic() + 30
+    with pytest.raises(serve.Failure) as failure:
+        while time.monotonic() < deadline:
+            deployment.supervise()
+            time.sleep(0.01)
+    deployment.stop()
+    said = capsys.readouterr().err
+    delays = [line.split(" in ")[1].split(" s ")[0] for line in said.splitlines()
+              if "starting it again" in line]
+    assert delays == ["0", "0.05", "0.1", "0.2"], said
+    assert "replica-1 exited with code 3" in said
+    assert "replica-1 failed 5 starts in a row" in str(failure.value)
+    assert "cannot start" in str(failure.value)          # the end of its log
+    assert (tmp_path / "replica-1.log").read_text().count("cannot start") == 5
+
+
+def test_the_systemd_unit_runs_scripts_serve_with_options_it_accepts():
+    """deploy/commuting-privacy-lab.service: restarts the site after a failure, at boot, and
+    stops it through scripts/serve (SIGTERM to it alone: the proxy first, then the replicas)."""
+    unit = ROOT / "deploy" / "commuting-privacy-lab.service"
+    lines = [line.strip() for line in unit.read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    settings = dict(line.split("=", 1) for line in lines if "=" in line)
+    program, script, *arguments = settings["ExecStart"].split()
+    assert script.endswith("/scripts/serve")
+    options = load_serve().build_parser().parse_args(arguments)
+    assert options.replicas == 2 and options.address == "127.0.0.1" and options.state_dir
+    assert settings["Restart"] == "on-failure" and settings["KillMode"] == "mixed"
+    assert settings["KillSignal"] == "SIGTERM" and settings["WantedBy"] == "multi-user.target"
+    analyze = shutil.which("systemd-analyze")
+    if analyze:                                  # systemd's own check, where systemd is
+        check = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
+        assert check.returncode == 0 and "warning" not in check.stderr.lower(), check.stderr
