@@ -788,12 +788,57 @@ def test_join_codes_admit_one_report_each_per_round(store):
     assert store.snapshot(code).rejected == {"no join code": 12, "unknown join code": 12,
                                              "join code used": 22}
     assert dict(store.join_codes(code, key)) == {codes[0]: 1, codes[1]: 1, codes[2]: 0}
-    assert store.has_join_code(code, f" {codes[2][:3]}-{codes[2][3:]} ")
-    assert not store.has_join_code(code, "ZZZZZZ")
+    session = secrets.token_hex(16)
+    assert store.try_join_code(code, f" {codes[2][:3]}-{codes[2][3:]} ", session, None)
+    assert not store.try_join_code(code, "ZZZZZZ", session, None)
     store.new_round(code, key, "grr", 2.0)
     assert flood(store, code, join_code=codes[0]) == 1          # the next round: its slot again
     with pytest.raises(ClassroomError, match="teacher key"):
         store.join_codes(code, "wrong")
+
+
+def test_wrong_join_codes_are_limited_per_session_and_shown_to_the_teacher(store):
+    """Issue 40: one connection guessed 20 codes a second, unlimited and unseen. Now the sixth
+    wrong code in ten minutes from a session is refused unchecked — the right code too, so
+    guessing learns nothing — until the window ends; the teacher sees who typed them."""
+    code, key = store.create_room(QUESTION, "grr", 1.0, admission="codes", codes=2)
+    right = store.join_codes(code, key)[0][0]
+    guesser, now = secrets.token_hex(16), 1_000_000.0
+    guesses = [store.try_join_code(code, f"ZZZZZ{k}", guesser, "203.0.113.7", now + k / 20)
+               for k in range(admission.WRONG_CODES_PER_SESSION)]
+    assert guesses == [False] * admission.WRONG_CODES_PER_SESSION
+    refused = 0
+    for k in range(200):                      # ten seconds more at 20 a second
+        with pytest.raises(admission.TooManyWrongCodes, match="from this browser"):
+            store.try_join_code(code, right if k == 0 else f"Z{k:05d}", guesser, "203.0.113.7",
+                                now + 1 + k / 20)
+        refused += 1
+    # another student on the same network still joins; the guesser after the window too
+    assert store.try_join_code(code, right, secrets.token_hex(16), "203.0.113.7", now + 12)
+    assert store.try_join_code(code, right, guesser, "203.0.113.7",
+                               now + admission.JOIN_WINDOW + 1)
+    rows = {(r.kind, r.wrong, r.refused) for r in store.wrong_join_codes(code, key)}
+    assert rows == {("session", 5, 200), ("address", 5, 200)}
+    with pytest.raises(ClassroomError, match="teacher key"):
+        store.wrong_join_codes(code, "wrong")
+
+
+def test_wrong_join_codes_are_limited_per_address_across_sessions(store):
+    """A script opening a new session for every guess is stopped by its address's limit."""
+    code, key = store.create_room(QUESTION, "grr", 1.0, admission="codes", codes=2)
+    right = store.join_codes(code, key)[0][0]
+    now = 2_000_000.0
+    for k in range(admission.WRONG_CODES_PER_ADDRESS):
+        assert not store.try_join_code(code, f"Y{k:05d}", secrets.token_hex(16), "198.51.100.9",
+                                       now + k)
+    with pytest.raises(admission.TooManyWrongCodes, match="from this network"):
+        store.try_join_code(code, right, secrets.token_hex(16), "198.51.100.9", now + 40)
+    assert store.try_join_code(code, right, secrets.token_hex(16), "198.51.100.10", now + 40)
+    by_address = [r for r in store.wrong_join_codes(code, key) if r.kind == "address"]
+    assert [(r.wrong, r.refused) for r in by_address] == [(30, 1)]
+    assert store.purge_expired(now=time.time() + 10 * 86400) == 1    # deleted with the room
+    with store.db.read() as db:
+        assert db.execute("SELECT COUNT(*) FROM join_attempts").fetchone()[0] == 0
 
 
 def test_addresses_are_stored_only_as_keyed_hashes(store):

@@ -14,7 +14,9 @@ in 37 s). Without accounts, two things can tie reports to a person or a device:
   A class behind one router shares one address: the teacher raises the cap to the class size
   (which then bounds one student's reports by that number, no better).
 * **One-time join codes** (``"codes"``): the teacher's screen prints N short codes, one per
-  student; each admits one report per round. A student without a code sends nothing.
+  student; each admits one report per round. A student without a code sends nothing. Wrong codes
+  are limited per browser session and per network address (:func:`check_join_code`: a script
+  guessed 20 a second on one connection, issue 40) and counted for the teacher.
 
 What is stored: the address never in clear, only as an HMAC-SHA-256 under a server key kept in a
 file beside the database (:func:`server_key`, created on first use with owner-only permissions),
@@ -45,6 +47,20 @@ MAX_CAP = 500
 #: Join codes a room can print, and their length (31-character alphabet: ≈ 29.7 bits each).
 MAX_CODES = 200
 JOIN_CODE_LENGTH = 6
+#: Wrong join codes allowed per :data:`JOIN_WINDOW` seconds from one browser session, and from
+#: one network address (a class behind one router mistypes too); then every code typed there is
+#: refused until the window ends, right or wrong, so guessing learns nothing.
+WRONG_CODES_PER_SESSION = 5
+WRONG_CODES_PER_ADDRESS = 30
+JOIN_WINDOW = 600.0
+#: The table of wrong join codes (part of the classroom's schema): per room, per browser session
+#: ("session", its stored hash) and per network address ("address", its keyed hash): wrong codes
+#: in the window that began at ``since``, and in all; codes refused by the limit.
+JOIN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS join_attempts(room TEXT NOT NULL, kind TEXT NOT NULL,
+    who TEXT NOT NULL, since REAL NOT NULL, wrong INTEGER NOT NULL, total INTEGER NOT NULL,
+    refused INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, kind, who));
+"""
 #: Comma-separated addresses of reverse proxies whose X-Forwarded-For is believed.
 TRUSTED_PROXIES_VARIABLE = "DPCORE_TRUSTED_PROXIES"
 #: A secret the proxy adds as :data:`PROXY_SECRET_HEADER` to every request: when set, only
@@ -151,6 +167,64 @@ def address_hash(key: bytes, room: str, address: str) -> str:
     """HMAC-SHA-256(key, room ∥ address), hexadecimal: the same address gives unrelated values in
     different rooms, and none can be recomputed without the key."""
     return hmac.new(key, f"{room}\0{address}".encode(), hashlib.sha256).hexdigest()
+
+
+class TooManyWrongCodes(ValueError):
+    """The session or its network address typed too many wrong join codes; the message says how
+    long to wait."""
+
+
+@dataclass(frozen=True)
+class WrongCodes:
+    """Wrong join codes from one browser session or network address (``kind``), as the teacher
+    sees them: ``label`` is 8 characters of its hash (as in the sessions and address tables)."""
+
+    kind: str
+    who: str
+    wrong: int
+    refused: int
+
+    @property
+    def label(self) -> str:
+        return self.who[:8]
+
+
+def check_join_code(db, room: str, join_code: str, session: str, address: str,
+                    now: float) -> bool:
+    """Whether ``join_code`` (normalised) is one of ``room``'s codes, inside a write transaction
+    ``db``. A wrong one is counted against the browser ``session`` and the network ``address``
+    (both as stored hashes); while either has :data:`WRONG_CODES_PER_SESSION` or
+    :data:`WRONG_CODES_PER_ADDRESS` wrong codes in the current :data:`JOIN_WINDOW`, every code is
+    refused unchecked (TooManyWrongCodes, counted as refused)."""
+    limits = (("session", session, WRONG_CODES_PER_SESSION),
+              ("address", address, WRONG_CODES_PER_ADDRESS))
+    for kind, who, limit in limits:
+        row = db.execute("SELECT since, wrong FROM join_attempts WHERE room=? AND kind=? AND "
+                         "who=?", (room, kind, who)).fetchone()
+        if row is not None and now - row[0] < JOIN_WINDOW and row[1] >= limit:
+            db.executemany("UPDATE join_attempts SET refused = refused + 1 WHERE room=? AND "
+                           "kind=? AND who=?", [(room, k, w) for k, w, _ in limits])
+            minutes = max(1, round((row[0] + JOIN_WINDOW - now) / 60))
+            whose = "this browser" if kind == "session" else "this network"
+            raise TooManyWrongCodes(f"Too many wrong join codes from {whose}: try again in about "
+                                    f"{minutes} minute(s), with the code your teacher gave you.")
+    if db.execute("SELECT 1 FROM join_codes WHERE room=? AND code=?",
+                  (room, join_code)).fetchone() is not None:
+        return True
+    for kind, who, _ in limits:
+        db.execute("INSERT INTO join_attempts(room, kind, who, since, wrong, total) "
+                   "VALUES (?,?,?,?,1,1) ON CONFLICT(room, kind, who) DO UPDATE SET "
+                   "wrong = CASE WHEN ? - since >= ? THEN 1 ELSE wrong + 1 END, "
+                   "since = CASE WHEN ? - since >= ? THEN ? ELSE since END, total = total + 1",
+                   (room, kind, who, now, now, JOIN_WINDOW, now, JOIN_WINDOW, now))
+    return False
+
+
+def wrong_codes(db, room: str) -> list[WrongCodes]:
+    """The room's wrong join codes per session and per address, most first."""
+    rows = db.execute("SELECT kind, who, total, refused FROM join_attempts WHERE room=? "
+                      "ORDER BY total + refused DESC, kind, who", (room,)).fetchall()
+    return [WrongCodes(*row) for row in rows]
 
 
 def new_join_codes(count: int, alphabet: str) -> list[str]:

@@ -327,3 +327,30 @@ def test_a_forged_forwarded_for_does_not_lift_the_cap(page: Page, app_url, brows
     assert outcomes == ["Sent"] + ["refused"] * 5, outcomes
     expect(metric(page, "Reports in this round")).to_have_text("1", timeout=60_000)
     no_traceback(page)
+
+
+def test_wrong_join_codes_are_limited_and_shown_to_the_teacher(page: Page, app_url, browser):
+    """Issue 40: join codes were guessed 20 a second, unlimited and unseen. A phone typing wrong
+    codes is told after the fifth that it must wait (the right code too: tests/test_classroom.py)
+    and the teacher's screen counts the wrong codes."""
+    page.goto(f"{app_url}/Classroom")
+    choose_admission(page, "One-time join codes")
+    code = open_room(page)
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room={code}")
+    box = phone.get_by_label("Your join code (from your teacher)")
+    for k in range(5):
+        box.fill(f"ZZZZZ{k + 2}")
+        box.press("Enter")
+        expect(phone.get_by_text("This is not one of this room's join codes")).to_be_visible()
+        settled(phone)
+    box.fill("ZZZZZ8")
+    box.press("Enter")
+    expect(phone.get_by_text("Too many wrong join codes from this browser")).to_be_visible()
+    expect(phone.get_by_role("button", name="Randomise on this phone")).to_have_count(0)
+    context.close()
+    expect(page.get_by_text(re.compile(r"Wrong join codes typed: 5, from 1 browser session\(s\) "
+                                       r"and 1 network address\(es\); 1 more refused"))
+           ).to_be_visible(timeout=30_000)
+    no_traceback(page)
