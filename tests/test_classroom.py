@@ -788,12 +788,57 @@ def test_join_codes_admit_one_report_each_per_round(store):
     assert store.snapshot(code).rejected == {"no join code": 12, "unknown join code": 12,
                                              "join code used": 22}
     assert dict(store.join_codes(code, key)) == {codes[0]: 1, codes[1]: 1, codes[2]: 0}
-    assert store.has_join_code(code, f" {codes[2][:3]}-{codes[2][3:]} ")
-    assert not store.has_join_code(code, "ZZZZZZ")
+    session = secrets.token_hex(16)
+    assert store.try_join_code(code, f" {codes[2][:3]}-{codes[2][3:]} ", session, None)
+    assert not store.try_join_code(code, "ZZZZZZ", session, None)
     store.new_round(code, key, "grr", 2.0)
     assert flood(store, code, join_code=codes[0]) == 1          # the next round: its slot again
     with pytest.raises(ClassroomError, match="teacher key"):
         store.join_codes(code, "wrong")
+
+
+def test_wrong_join_codes_are_limited_per_session_and_shown_to_the_teacher(store):
+    """Issue 40: one connection guessed 20 codes a second, unlimited and unseen. Now the sixth
+    wrong code in ten minutes from a session is refused unchecked — the right code too, so
+    guessing learns nothing — until the window ends; the teacher sees who typed them."""
+    code, key = store.create_room(QUESTION, "grr", 1.0, admission="codes", codes=2)
+    right = store.join_codes(code, key)[0][0]
+    guesser, now = secrets.token_hex(16), 1_000_000.0
+    guesses = [store.try_join_code(code, f"ZZZZZ{k}", guesser, "203.0.113.7", now + k / 20)
+               for k in range(admission.WRONG_CODES_PER_SESSION)]
+    assert guesses == [False] * admission.WRONG_CODES_PER_SESSION
+    refused = 0
+    for k in range(200):                      # ten seconds more at 20 a second
+        with pytest.raises(admission.TooManyWrongCodes, match="from this browser"):
+            store.try_join_code(code, right if k == 0 else f"Z{k:05d}", guesser, "203.0.113.7",
+                                now + 1 + k / 20)
+        refused += 1
+    # another student on the same network still joins; the guesser after the window too
+    assert store.try_join_code(code, right, secrets.token_hex(16), "203.0.113.7", now + 12)
+    assert store.try_join_code(code, right, guesser, "203.0.113.7",
+                               now + admission.JOIN_WINDOW + 1)
+    rows = {(r.kind, r.wrong, r.refused) for r in store.wrong_join_codes(code, key)}
+    assert rows == {("session", 5, 200), ("address", 5, 200)}
+    with pytest.raises(ClassroomError, match="teacher key"):
+        store.wrong_join_codes(code, "wrong")
+
+
+def test_wrong_join_codes_are_limited_per_address_across_sessions(store):
+    """A script opening a new session for every guess is stopped by its address's limit."""
+    code, key = store.create_room(QUESTION, "grr", 1.0, admission="codes", codes=2)
+    right = store.join_codes(code, key)[0][0]
+    now = 2_000_000.0
+    for k in range(admission.WRONG_CODES_PER_ADDRESS):
+        assert not store.try_join_code(code, f"Y{k:05d}", secrets.token_hex(16), "198.51.100.9",
+                                       now + k)
+    with pytest.raises(admission.TooManyWrongCodes, match="from this network"):
+        store.try_join_code(code, right, secrets.token_hex(16), "198.51.100.9", now + 40)
+    assert store.try_join_code(code, right, secrets.token_hex(16), "198.51.100.10", now + 40)
+    by_address = [r for r in store.wrong_join_codes(code, key) if r.kind == "address"]
+    assert [(r.wrong, r.refused) for r in by_address] == [(30, 1)]
+    assert store.purge_expired(now=time.time() + 10 * 86400) == 1    # deleted with the room
+    with store.db.read() as db:
+        assert db.execute("SELECT COUNT(*) FROM join_attempts").fetchone()[0] == 0
 
 
 def test_addresses_are_stored_only_as_keyed_hashes(store):
@@ -817,22 +862,51 @@ def test_addresses_are_stored_only_as_keyed_hashes(store):
 
 def test_the_client_address_believes_forwarded_for_only_from_a_trusted_proxy():
     address = admission.client_address
+    raw = admission.ProxyPolicy(server_rewrites=False)         # the peer as the socket saw it
     assert address(None, None) == admission.LOCAL
-    assert address("198.51.100.4", "1.2.3.4") == "198.51.100.4"           # untrusted peer
-    trusted = frozenset({"10.0.0.2"})
-    assert address("10.0.0.2", "1.2.3.4", trusted) == "1.2.3.4"
+    assert address("198.51.100.4", "1.2.3.4", policy=raw) == "198.51.100.4"   # untrusted peer
+    assert address(None, "1.2.3.4", policy=raw) == admission.LOCAL  # loopback: ignored too
+    trusted = admission.ProxyPolicy(frozenset({"10.0.0.2"}), server_rewrites=False)
+    assert address("10.0.0.2", "1.2.3.4", policy=trusted) == "1.2.3.4"
     # the client can prepend anything; only the hop the proxy appended counts
-    assert address("10.0.0.2", "6.6.6.6, 1.2.3.4", trusted) == "1.2.3.4"
-    assert address("10.0.0.2", "1.2.3.4, 10.0.0.2", trusted) == "1.2.3.4"
-    assert address("10.0.0.2", "not-an-address", trusted) == "10.0.0.2"
-    assert address("10.0.0.2", None, trusted) == "10.0.0.2"
+    assert address("10.0.0.2", "6.6.6.6, 1.2.3.4", policy=trusted) == "1.2.3.4"
+    assert address("10.0.0.2", "1.2.3.4, 10.0.0.2", policy=trusted) == "1.2.3.4"
+    assert address("10.0.0.2", "[2001:db8::7]:443", policy=trusted) == "2001:db8::7"
+    assert address("10.0.0.2", "not-an-address", policy=trusted) == "10.0.0.2"
+    assert address("10.0.0.2", None, policy=trusted) == "10.0.0.2"
 
 
-def test_trusted_proxies_come_from_the_environment(monkeypatch):
-    monkeypatch.delenv(admission.TRUSTED_PROXIES_VARIABLE, raising=False)
-    assert admission.trusted_proxies() == frozenset()
-    monkeypatch.setenv(admission.TRUSTED_PROXIES_VARIABLE, " 10.0.0.2, ::1 ,")
-    assert admission.trusted_proxies() == {"10.0.0.2", "::1"}
+def test_an_address_the_web_server_took_from_the_header_is_not_believed():
+    """uvicorn (Streamlit's server) writes X-Forwarded-For into the peer for loopback peers unless
+    FORWARDED_ALLOW_IPS is empty: a peer found in the header may be the client's own writing."""
+    address = admission.client_address
+    default = admission.ProxyPolicy()                           # nothing trusted, server rewrites
+    forged = [address(f"203.0.113.{k}", f"203.0.113.{k}") for k in range(12)]
+    assert set(forged) == {admission.LOCAL}                     # 12 forgeries, one address
+    assert address("203.0.113.9", "203.0.113.9:4444") == admission.LOCAL
+    # a peer the header does not name was not rewritten: it is the socket's
+    assert address("198.51.100.4", "10.1.2.3", policy=default) == "198.51.100.4"
+
+
+def test_a_secret_tells_the_proxy_from_other_local_processes():
+    policy = admission.ProxyPolicy(frozenset({"127.0.0.1"}), "s3cret", server_rewrites=False)
+    address = admission.client_address
+    assert address(None, "203.0.113.7", "s3cret", policy) == "203.0.113.7"
+    assert address(None, "203.0.113.7", "guess", policy) == admission.LOCAL
+    assert address(None, "203.0.113.7", None, policy) == admission.LOCAL
+    assert address("198.51.100.4", "203.0.113.7", "s3cret", policy) == "198.51.100.4"
+    # without a secret, a listed loopback proxy is any local process (docs say so)
+    assert address(None, "203.0.113.7", None,
+                   admission.ProxyPolicy(frozenset({"::1"}), server_rewrites=False)) == "203.0.113.7"
+
+
+def test_the_proxy_policy_comes_from_the_environment():
+    policy = admission.ProxyPolicy.from_environment({})
+    assert policy == admission.ProxyPolicy(frozenset(), None, True)   # nothing trusted
+    policy = admission.ProxyPolicy.from_environment({
+        admission.TRUSTED_PROXIES_VARIABLE: " 10.0.0.2, ::1 ,",
+        admission.PROXY_SECRET_VARIABLE: "abc", admission.SERVER_FORWARDED_VARIABLE: ""})
+    assert policy == admission.ProxyPolicy(frozenset({"10.0.0.2", "::1"}), "abc", False)
 
 
 def test_the_snapshot_counts_reports_of_the_last_minute(store):

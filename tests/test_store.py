@@ -198,6 +198,27 @@ def test_one_report_per_session_and_round_whatever_the_spelling(backend):
     assert len(rooms.snapshot(code).reports) == 1
 
 
+def test_wrong_join_codes_are_counted_and_limited_in_windows(backend):
+    """The join-code limit's upserts (a window restarted by a CASE) on both stores."""
+    from dpcore.interfaces import classroom_admission as admission
+
+    rooms = RoomStore(**backend)
+    code, key = rooms.create_room(QUESTION, "grr", 1.0, admission="codes", codes=1)
+    session, now = "c" * 32, 3_000_000.0
+    for k in range(admission.WRONG_CODES_PER_SESSION):
+        assert not rooms.try_join_code(code, f"X{k:05d}", session, "192.0.2.1", now + k)
+    with pytest.raises(admission.TooManyWrongCodes):
+        rooms.try_join_code(code, "X99999", session, "192.0.2.1", now + 10)
+    later = now + admission.JOIN_WINDOW + 5            # a new window: counted from one again
+    assert not rooms.try_join_code(code, "X77777", session, "192.0.2.1", later)
+    with rooms.db.read() as db:
+        rows = db.execute("SELECT wrong, refused, since FROM join_attempts WHERE "
+                          "kind='session'").fetchall()
+    assert [tuple(row) for row in rows] == [(1, 1, later)]
+    assert {(r.kind, r.wrong, r.refused) for r in rooms.wrong_join_codes(code, key)} == {
+        ("session", 6, 1), ("address", 6, 1)}
+
+
 def test_concurrent_writers_lose_nothing_and_never_overshoot_the_limit(backend):
     rooms = RoomStore(**backend)
     code, _ = rooms.create_room(QUESTION, "grr", 1.0, max_reports=25)

@@ -91,12 +91,17 @@ from dpcore.evaluation import ranks
 from dpcore.interfaces.classroom_admission import (
     ADMISSIONS,
     DEFAULT_CAP,
+    JOIN_SCHEMA,
     LOCAL,
     MAX_CAP,
     MAX_CODES,
+    TooManyWrongCodes,
+    WrongCodes,
     address_hash,
+    check_join_code,
     new_join_codes,
     server_key,
+    wrong_codes,
 )
 from dpcore.interfaces.store import (
     DATABASE_NAME,
@@ -165,9 +170,9 @@ CREATE TABLE IF NOT EXISTS admissions(room TEXT NOT NULL, round INTEGER NOT NULL
     address TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, address));
 CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
     used_round INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, code));
-"""
-_TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes", "rounds",
-           "rooms")
+""" + JOIN_SCHEMA
+_TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
+           "join_attempts", "rounds", "rooms")
 #: A column each table of the current layout has and the layouts before it lacked.
 _LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address"}
 
@@ -827,12 +832,30 @@ class RoomStore:
                 raise explain(error, self.folder) from error
         return self._key
 
-    def has_join_code(self, code: str, join_code: str) -> bool:
-        """Whether ``join_code`` (typed loosely) is one of the room's codes."""
-        with self.db.read() as db:
+    def try_join_code(self, code: str, join_code: str, session: str, address: str | None,
+                      now: float | None = None) -> bool:
+        """Whether ``join_code`` (typed loosely) is one of the room's codes; a wrong one counts
+        against the browser ``session`` and its network ``address`` (None: loopback), and past
+        their limits every code is refused (``TooManyWrongCodes``, a ClassroomError's sibling
+        with the wait in its message; ``classroom_admission.check_join_code``)."""
+        now = time.time() if now is None else now
+        with self.db.write() as db:
             room = self._room(db, code)
-            return db.execute("SELECT 1 FROM join_codes WHERE room=? AND code=?",
-                              (room.code, normalise_code(join_code)[:16])).fetchone() is not None
+            try:
+                return check_join_code(db, room.code, normalise_code(join_code)[:16],
+                                       session_hash(str(session), "report"),
+                                       address_hash(self.key(), room.code, address or LOCAL),
+                                       now)
+            except TooManyWrongCodes as limited:
+                refused = limited           # raised once the refusal's tally is committed
+        raise refused
+
+    def wrong_join_codes(self, code: str, key: str) -> list[WrongCodes]:
+        """The room's wrong join codes per browser session and network address, for the teacher
+        (``key``) only."""
+        with self.db.read() as db:
+            room = self._check_teacher(db, code, key)
+            return wrong_codes(db, room.code)
 
     def join_codes(self, code: str, key: str) -> list[tuple[str, int]]:
         """The room's join codes with the last round each was used in (0: never), for the

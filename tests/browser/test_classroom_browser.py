@@ -288,3 +288,69 @@ def test_with_join_codes_a_profile_without_a_code_adds_nothing(page: Page, app_u
     context.close()
     expect(metric(page, "Reports in this round")).to_have_text("0")
     no_traceback(page)
+
+
+def send_with_forged_address(browser, url: str, forged: str) -> str:
+    """One phone whose every request (its websocket's handshake included) carries
+    ``X-Forwarded-For: forged``; "Sent" or "refused"."""
+    context = browser.new_context(viewport=PHONE, extra_http_headers={"X-Forwarded-For": forged})
+    phone = context.new_page()
+    seen = []
+    phone.on("websocket", lambda socket: seen.append(socket.url))
+    phone.on("request", lambda request: seen.append(request.headers.get("x-forwarded-for")))
+    phone.goto(url)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text(re.compile(r"Sent: report number|Not counted")).first).to_be_visible(
+        timeout=60_000)
+    outcome = "Sent" if phone.get_by_text(re.compile("Sent: report number")).count() else "refused"
+    context.close()
+    assert forged in seen and any("/_stcore/stream" in str(s) for s in seen), seen
+    return outcome
+
+
+def forged_addresses_in_a_capped_room(page: Page, url: str, browser, phones: int = 6) -> list:
+    """Issue 40 attack 4: a cap-1 room, ``phones`` phones each naming another address in
+    X-Forwarded-For; their outcomes."""
+    page.goto(f"{url}/Classroom")
+    choose_admission(page, "Capped per network address per round")
+    code = open_room(page)
+    expect(page.get_by_text("At most 1 report(s) per network address per round")).to_be_visible()
+    return [send_with_forged_address(browser, f"{url}/Classroom?room={code}", f"203.0.113.{k}")
+            for k in range(1, phones + 1)]
+
+
+def test_a_forged_forwarded_for_does_not_lift_the_cap(page: Page, app_url, browser):
+    """Straight to Streamlit on loopback, whose web server believes the header from loopback
+    peers: every phone still counts as this machine's one address (was: 12 of 12 sent)."""
+    outcomes = forged_addresses_in_a_capped_room(page, app_url, browser)
+    assert outcomes == ["Sent"] + ["refused"] * 5, outcomes
+    expect(metric(page, "Reports in this round")).to_have_text("1", timeout=60_000)
+    no_traceback(page)
+
+
+def test_wrong_join_codes_are_limited_and_shown_to_the_teacher(page: Page, app_url, browser):
+    """Issue 40: join codes were guessed 20 a second, unlimited and unseen. A phone typing wrong
+    codes is told after the fifth that it must wait (the right code too: tests/test_classroom.py)
+    and the teacher's screen counts the wrong codes."""
+    page.goto(f"{app_url}/Classroom")
+    choose_admission(page, "One-time join codes")
+    code = open_room(page)
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room={code}")
+    box = phone.get_by_label("Your join code (from your teacher)")
+    for k in range(5):
+        box.fill(f"ZZZZZ{k + 2}")
+        box.press("Enter")
+        expect(phone.get_by_text("This is not one of this room's join codes")).to_be_visible()
+        settled(phone)
+    box.fill("ZZZZZ8")
+    box.press("Enter")
+    expect(phone.get_by_text("Too many wrong join codes from this browser")).to_be_visible()
+    expect(phone.get_by_role("button", name="Randomise on this phone")).to_have_count(0)
+    context.close()
+    expect(page.get_by_text(re.compile(r"Wrong join codes typed: 5, from 1 browser session\(s\) "
+                                       r"and 1 network address\(es\); 1 more refused"))
+           ).to_be_visible(timeout=30_000)
+    no_traceback(page)

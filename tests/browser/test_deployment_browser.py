@@ -10,6 +10,7 @@ case the server of ``$DPCORE_TEST_POSTGRES_URL`` (tests/test_store.py): skipped 
 machine without them, FAIL when ``$CI`` is set (``.ci/run`` installs and starts them).
 """
 
+import contextlib
 import os
 import re
 import select
@@ -24,7 +25,8 @@ from playwright.sync_api import Page, expect
 
 from dpcore.data import importers
 from tests.browser.conftest import ARTIFACTS, ROOT, _die_with, _free_port, in_ci, is_own
-from tests.browser.test_classroom_browser import PHONE, metric, no_traceback, open_room, settled
+from tests.browser.test_classroom_browser import (PHONE, forged_addresses_in_a_capped_room, metric,
+                                                  no_traceback, open_room, settled)
 from tests.test_store import postgres_server  # noqa: F401 — the fixture, for the PostgreSQL store
 
 pytestmark = pytest.mark.browser
@@ -56,18 +58,30 @@ def deployment(request, tmp_path_factory):
         request.addfinalizer(lambda: drop_schema(server, schema))
         store = ["--store", url]
     store_url = store[1] if store else None
+    with serving(tmp_path_factory.mktemp("shared-store"), store) as (url, _, _):
+        yield url, store_url
+
+
+def haproxy_or_skip() -> None:
     if not os.path.exists(HAPROXY):
         message = f"HAProxy not found at {HAPROXY} (apt-get install haproxy)"
         if in_ci():
             pytest.fail(message + "; CI requires the deployment test")
         pytest.skip(message)
+
+
+@contextlib.contextmanager
+def serving(state_dir, store=()):
+    """``scripts/serve --replicas 2`` on free ports with ``state_dir`` (and ``store`` options):
+    yields (URL, the script's process, the replicas' ports); stops it with SIGTERM and checks
+    that it exits 0 and everything it started is gone."""
+    haproxy_or_skip()
     port, replicas = _free_port(), [_free_port(), _free_port()]
     logs = ARTIFACTS / f"serve-{port}"
     serve = subprocess.Popen(
         [str(ROOT / "scripts" / "serve"), "--replicas", "2", "--port", str(port),
          "--replica-ports", *map(str, replicas), "--haproxy", HAPROXY,
-         "--state-dir", str(tmp_path_factory.mktemp("shared-store")), "--log-dir", str(logs),
-         *store],
+         "--state-dir", str(state_dir), "--log-dir", str(logs), *store],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={k: v for k, v in os.environ.items() if k != "DPCORE_STORE_URL"},
         preexec_fn=_die_with(os.getpid()))
@@ -79,7 +93,7 @@ def deployment(request, tmp_path_factory):
         if select.select([serve.stdout], [], [], 1)[0]:
             said += serve.stdout.readline()
     try:
-        yield f"http://127.0.0.1:{port}", store_url
+        yield f"http://127.0.0.1:{port}", serve, replicas
     finally:
         serve.send_signal(signal.SIGTERM)
         code = serve.wait(30)
@@ -148,3 +162,13 @@ def test_a_class_and_an_upload_across_two_replicas(page: Page, browser, deployme
     context.close()
     assert outside == [], outside
 
+
+
+def test_a_forged_forwarded_for_through_the_proxy_does_not_lift_the_cap(page: Page, browser,
+                                                                        deployment):
+    """Issue 40 attack 4 through the shipped HAProxy (was: 12 of 12 reports in a cap-1 room): the
+    proxy replaces the header with the phones' real address, one for all of them here."""
+    url, _ = deployment
+    outcomes = forged_addresses_in_a_capped_room(page, url, browser, phones=3)
+    assert outcomes == ["Sent", "refused", "refused"], outcomes
+    no_traceback(page)

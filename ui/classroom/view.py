@@ -63,6 +63,8 @@ STUDENTS = "classroom_students"
 DISCARDED = "classroom_discarded"
 #: {room code: join code} this session's student typed.
 TYPED_CODES = "classroom_typed_codes"
+#: {room code: the wrong join code last typed}: a rerun does not count it again.
+WRONG_CODES = "classroom_wrong_codes"
 OPEN = "classroom_open"
 
 
@@ -73,7 +75,7 @@ def store() -> classroom.RoomStore:
 
 
 def _init() -> None:
-    for key in (TEACHER_KEYS, SENT, REVEALED, TICKETS, TYPED_CODES):
+    for key in (TEACHER_KEYS, SENT, REVEALED, TICKETS, TYPED_CODES, WRONG_CODES):
         st.session_state.setdefault(key, {})
     st.session_state.setdefault(SESSION, secrets.token_hex(16))
     st.session_state.setdefault(RATE, classroom.RateLimit())
@@ -374,6 +376,31 @@ def addresses(room: classroom.Room, key: str) -> None:
             st.rerun()
 
 
+def wrong_join_codes(room: classroom.Room, key: str) -> None:
+    """Wrong join codes typed in the room (a guessing script shows here), with the browser
+    sessions and network addresses that typed them, labelled as in the tables below."""
+    rows = store().wrong_join_codes(room.code, key)
+    by_address = [r for r in rows if r.kind == "address"]
+    if not by_address:
+        return
+    wrong, refused = sum(r.wrong for r in by_address), sum(r.refused for r in by_address)
+    sessions = sum(1 for r in rows if r.kind == "session")
+    st.warning(f"Wrong join codes typed: {wrong:,}, from {sessions:,} browser session(s) and "
+               f"{len(by_address):,} network address(es)"
+               + (f"; {refused:,} more refused unchecked by the limit" if refused else "")
+               + f". A session may type {admission.WRONG_CODES_PER_SESSION} wrong codes and an "
+               f"address {admission.WRONG_CODES_PER_ADDRESS} every "
+               f"{admission.JOIN_WINDOW / 60:.0f} minutes; many from one place is guessing.")
+    with st.expander("Wrong join codes: who typed them"):
+        shown = rows[:50]
+        st.dataframe(pd.DataFrame({
+            "typed from": ["browser session" if r.kind == "session" else "network address"
+                           for r in shown],
+            "label": [r.label for r in shown],
+            "wrong codes": [r.wrong for r in shown],
+            "refused by the limit": [r.refused for r in shown]}), hide_index=True)
+
+
 @st.fragment(run_every=REFRESH_SECONDS)
 def live_view(code: str, key: str | None) -> None:
     """Reports, estimate and spread of one round, re-read every :data:`REFRESH_SECONDS`; with the
@@ -381,7 +408,10 @@ def live_view(code: str, key: str | None) -> None:
     try:
         _live_view(code)
         if key is not None:
-            discard(store().room(code), key)
+            room = store().room(code)
+            if room.admission == "codes":
+                wrong_join_codes(room, key)
+            discard(room, key)
     except (StoreUnavailable, classroom.ClassroomError) as problem:
         st.error(safe.markdown(problem))
 
@@ -577,10 +607,12 @@ def student(code: str) -> None:
 
 def connection_address() -> str:
     """This session's network address: the connection's peer, or the X-Forwarded-For entry of
-    a proxy listed in ``$DPCORE_TRUSTED_PROXIES`` (the store keeps only a keyed hash)."""
-    headers = st.context.headers or {}
-    return admission.client_address(st.context.ip_address, headers.get("X-Forwarded-For"),
-                                    admission.trusted_proxies())
+    the proxy the server trusts (``admission.ProxyPolicy``; the store keeps only a keyed hash)."""
+    headers = st.context.headers
+    forwarded = ", ".join(headers.get_all("X-Forwarded-For")) if headers else None
+    secret = headers.get(admission.PROXY_SECRET_HEADER) if headers else None
+    return admission.client_address(st.context.ip_address, forwarded or None, secret,
+                                    admission.ProxyPolicy.from_environment())
 
 
 def join_code_box(code: str) -> str | None:
@@ -593,8 +625,19 @@ def join_code_box(code: str) -> str | None:
     if not typed:
         st.info("This room needs the join code your teacher gave you: type it above.")
         return None
-    if not store().has_join_code(code, typed):
-        st.error("This is not one of this room's join codes; check it with your teacher.")
+    wrong = "This is not one of this room's join codes; check it with your teacher."
+    if st.session_state[WRONG_CODES].get(code) == typed:
+        st.error(wrong)                      # the same code again (a rerun): not a new attempt
+        return None
+    try:
+        known = store().try_join_code(code, typed, st.session_state[SESSION],
+                                      connection_address())
+    except admission.TooManyWrongCodes as problem:
+        st.error(safe.markdown(problem))
+        return None
+    if not known:
+        st.session_state[WRONG_CODES][code] = typed
+        st.error(wrong)
         return None
     st.session_state[TYPED_CODES][code] = typed
     return typed
