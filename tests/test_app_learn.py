@@ -125,6 +125,29 @@ def test_models_lesson_draws_dpcores_trust_models():
     assert len(shuffle) == 5 and (shuffle["ε₀ a phone may use for central ε = 1"] != "—").all()
 
 
+@pytest.mark.parametrize("dataset", ["ireland_county", "toy_town"])
+def test_the_shuffled_headline_quotes_a_bound_it_lists(dataset):
+    """Issue 42: the headline let phones use "ε₀ = 11.1 with GRR" while the rows below said
+    "valid for ε₀ ≤ 9.38". Its ε₀ is, digit for digit, the ε₀ column of the row it names; that
+    row sets no limit below it; it is the ε₀ the GRR in the bars ran with; and the closed
+    forms' limits are said to be theirs."""
+    at = learn_page("models", dataset)
+    headline = next(m.value for m in at.markdown if "A shuffler" in m.value)
+    said, named = re.search(r"use ε₀ = \*\*([\d.,]+)\*\* with GRR.*the row “([^”]+)”",
+                            headline).groups()
+    shuffle = shown_table(at.table[0]).set_index("Bound")
+    column = "ε₀ a phone may use for central ε = 1"
+    assert shuffle.loc[named, column] == said
+    od = datasets.load(dataset)
+    expected = learn.trust_models(od, 1.0, 1e-6, lessons._rng("trust", draw=0))
+    assert float(said.replace(",", "")) == pytest.approx(expected["epsilon_local"][2], rel=1e-3)
+    for note in shuffle["Note"]:
+        limit = re.search(r"holds only for ε₀ ≤ ([\d.]+)", note)
+        assert limit is None or "closed form" in note
+    assert not re.search(r"holds only for ε₀ ≤", shuffle.loc[named, "Note"])
+    assert "valid for ε₀" not in text(at)
+
+
 def test_choose_lesson_shows_the_recommendation_and_every_mechanism():
     county = datasets.load("ireland_county")
     at = learn_page("choose")

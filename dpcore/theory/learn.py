@@ -707,6 +707,15 @@ def shuffle_table(n: int, epsilon: float, delta: float, k: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def shuffle_choice(table: pd.DataFrame, epsilon: float) -> tuple[str, float]:
+    """The bound the lessons' shuffled GRR uses (:data:`SHUFFLE_BOUND`) and the ε₀ it lets a phone
+    use, read from :func:`shuffle_table`'s own row, so a sentence quoting it quotes a listed
+    bound (as :func:`shuffled_local_epsilon`, never below ε)."""
+    label = amplification.BOUNDS[SHUFFLE_BOUND]
+    row = table[table["bound"] == label].iloc[0]
+    return label, max(epsilon, float(row["phone_epsilon0"]))
+
+
 def trust_models(od: ODMatrix, epsilon: float, delta: float,
                  rng: np.random.Generator) -> pd.DataFrame:
     """Central Laplace, the recommended local mechanism, and shuffled GRR, all at central ε.

@@ -195,18 +195,22 @@ def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> No
                                 for column in frame.columns[first:]})
 
 
+def table_number(value) -> str:
+    """A number as :func:`wrapped_table` shows it (a sentence quoting a table cell uses this)."""
+    if pd.isna(value):
+        return NOTHING
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
 def wrapped_table(frame: pd.DataFrame) -> None:
     """``frame`` as an HTML table whose headers and cells wrap (an ``st.dataframe`` cuts a long
     header to "Suppression (not" and pushes columns off-screen), every number in one format:
     thousands separated, whole numbers without decimals. ``st.table`` renders every cell and
     header as Markdown, so each is made literal (:func:`ui.components.safe.markdown`): an
     uploaded zone named ``[x](http://…)`` stays text, not a link."""
-    def number(value) -> str:
-        if pd.isna(value):
-            return NOTHING
-        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
     shown = pd.DataFrame({
-        safe.markdown(column): [safe.markdown(number(v) if numeric else v) for v in frame[column]]
+        safe.markdown(column): [safe.markdown(table_number(v) if numeric else v)
+                                for v in frame[column]]
         for column in frame.columns
         for numeric in [pd.api.types.is_numeric_dtype(frame[column])]})
     st.table(shown.style.hide(axis="index"))

@@ -351,16 +351,19 @@ def models(current: data.Current, epsilon: float) -> None:
         st.warning(str(error))
         return
     central, local, shuffled = (frame.iloc[i] for i in range(3))
+    shuffle = learn.shuffle_table(od.n, epsilon, delta, od.domain_size)
+    bound, epsilon0 = learn.shuffle_choice(shuffle, epsilon)   # = shuffled.epsilon_local
     st.markdown(
         f"At central ε = {epsilon:g}: the office adding Laplace noise errs by "
         f"**{central.rmse:,.1f}** commuters per cell; if every phone randomises on its own "
         f"({local.mechanism}, the best local choice here) the error is **{local.rmse:,.0f}**, "
         f"{local.rmse / central.rmse:,.0f}× more. A shuffler that strips who sent what lets each "
-        f"phone use ε₀ = **{shuffled.epsilon_local:.3g}** with GRR and still give "
-        f"({epsilon:g}, {delta:g})-DP: error **{shuffled.rmse:,.0f}**.")
+        f"phone use ε₀ = **{charts.table_number(epsilon0)}** with GRR and still give "
+        f"({epsilon:g}, {delta:g})-DP: error **{shuffled.rmse:,.0f}**. That ε₀ is the row "
+        f"“{bound}” of the table below; each closed form there holds only up to the ε₀ its "
+        "note gives.")
     charts.show(figures.trust_bars(frame, epsilon), frame, "trust_models", "learn_trust")
     st.markdown(f"**Shuffling, both ways**, for {od.n:,} phones and δ = {delta:g}")
-    shuffle = learn.shuffle_table(od.n, epsilon, delta, od.domain_size)
     charts.wrapped_table(shuffle.rename(columns={
         "bound": "Bound", "phone_epsilon0": f"ε₀ a phone may use for central ε = {epsilon:g}",
         "central_epsilon": f"Central ε if phones use ε₀ = {epsilon:g}", "note": "Note"}))
