@@ -507,10 +507,12 @@ def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int
         fig.add_vrect(x0=low, x1=high, fillcolor="grey", opacity=0.15, line_width=0, **noise)
     else:                                # every empty commute reads the same: a line, not a band
         fig.add_vline(x=low, line_color="grey", line_width=4, opacity=0.4, **noise)
-    # the band's label is a legend entry, below the chart: never over a bar
-    legend = {"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0}
+    # the band's label is a legend entry at the foot of the figure, under the axis title:
+    # never over a bar
+    legend = {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0}
+    margin = {"l": 10, "r": 10, "t": 40, "b": 80}
     if table is None:
-        fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        fig.update_layout(height=260, margin=margin,
                           title="Estimated students per commute (no reports yet)",
                           xaxis={"title": "students (estimated)",
                                  "range": [min(low, 0) - 1, 1.5 * high + 1]},
@@ -531,7 +533,7 @@ def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int
                                                            for c in top["commute"]],
                         mode="markers", marker_symbol="diamond", marker_size=10,
                         name="revealed true answers (not private)")
-    fig.update_layout(height=120 + 28 * len(top), margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    fig.update_layout(height=160 + 28 * len(top), margin=margin,
                       title=f"Estimated students per commute (top {len(top)}, {n} reports)",
                       xaxis={"title": "students (estimated)", "range": [min(low, 0) - 0.5,
                                                                          n + 0.5]},
