@@ -83,9 +83,8 @@ def test_teacher_opens_a_room_on_the_toy_town(store):
     assert any(code in c.value for c in at.code)                    # the join link
     assert metrics(at)["Reports in this round"] == "0"
     waiting = next(i.value for i in at.info if "No reports yet" in i.value)
-    low, high = classroom_stats.empty_band(current, 50, 6)
-    low_text, high_text = classroom_view._band_text((low, high))
-    assert f"between {low_text} and {high_text} students 95 % of the time" in waiting
+    low, high = classroom_view.shown_band(classroom_stats.empty_band(current, 50, 6), 6)
+    assert f"will read {classroom_view.band_text((low, high))} 95 % of the time" in waiting
     assert safe.markdown(proposed.expectation()) in waiting
     fig = figure(at, "no reports yet")                    # the noise band before any report
     assert fig["layout"]["shapes"][0]["x1"] == pytest.approx(high)
@@ -122,9 +121,8 @@ def test_teacher_sees_count_estimate_and_intervals(store):
     assert top["commute"][0] == question.label(best)
     assert top["estimate"][0] == pytest.approx(expected.shown[best], abs=0.05)
     assert (top["95% low"][0], top["95% high"][0]) == (expected.lower[best], expected.upper[best])
-    low, high = expected.empty_band
-    low_text, high_text = classroom_view._band_text((low, high))
-    assert f"reads between {low_text} and {high_text} students 95 % of the time" in text(at)
+    band = classroom_view.shown_band(expected.empty_band, 40)
+    assert f"reads {classroom_view.band_text(band)} 95 % of the time" in text(at)
     assert "-0.0" not in text(at)
     assert "cannot be told from noise" not in text(at)       # the old, misleading guidance
     assert metrics(at)["Reports in the last minute"] == "40"
@@ -370,7 +368,7 @@ def test_a_class_of_four_is_told_first_that_one_student_cannot_be_told_from_none
     assert not at.exception
     first = told(at)
     assert first.startswith(safe.markdown("With 4 reports at ε = 1.5 (GRR), one student on a "
-                                          "commute cannot be told from none"))
+                                          "commute is not reliably told from none"))
     what = classroom_stats.resolution("grr", 1.5, 50, 4)
     assert safe.markdown(f"ε = {what.epsilon_needed:g} would separate one student from none"
                          ) in first
@@ -387,11 +385,60 @@ def test_a_class_of_four_is_told_first_that_one_student_cannot_be_told_from_none
 def test_at_the_proposed_settings_the_screen_says_one_student_shows(store):
     proposal = classroom_stats.propose(30, 50)
     what = classroom_stats.resolution(proposal.mechanism, proposal.epsilon, 50, 30)
-    code, key, _ = class_of(store, [12] * 6 + list(range(20, 44)), proposal.mechanism,
-                            proposal.epsilon)
+    code, key, question = class_of(store, [12] * 6 + list(range(20, 44)), proposal.mechanism,
+                                   proposal.epsilon)
     at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    snap = store.snapshot(code)
+    expected = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
+    assert told(at) == safe.markdown(what.sentence() + " " + expected.reading())
+
+
+@pytest.mark.parametrize("items, seed", [([12, 12, 30, 41], 1),
+                                         ([12] * 6 + list(range(20, 44)), 2)],
+                         ids=["class-of-4", "class-of-30"])
+def test_the_first_sentence_and_the_wording_agree_with_the_intervals_drawn(store, items, seed):
+    """Issue 42: GRR at ε = 5 over the toy town's 50 commutes. The first sentence states how
+    often one student's interval starts above 0 (never "cannot") and counts the intervals the
+    table shows starting above 0, with what chance alone gives; the wording under the chart says
+    "probably"; the grey band reads one value when both its ends do, and its label is a legend
+    entry, not text over the bars."""
+    code, key, question = class_of(store, items, "grr", 5.0, seed=seed)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert not at.exception
+    n = len(items)
+    what = classroom_stats.resolution("grr", 5.0, 50, n)
     first = told(at)
-    assert first == safe.markdown(what.sentence())
+    assert "cannot" not in first
+    assert safe.markdown(f"its interval starts above 0 in {classroom_stats.percent(what.one_chance)}"
+                         ) in first
+    every = tables(at)[1]
+    above = every[every["95% low"] >= 1]
+    assert safe.markdown(f"Here {len(above)} commutes have an interval starting above 0") in first
+    assert safe.markdown("each is probably taken by someone") in first
+    chance = what.empty_chance
+    assert safe.markdown(f"chance alone gives between {chance * (50 - n):.1f} and "
+                         f"{chance * 49:.1f} of them") in first
+    if n == 4:      # the screen of the issue: two one-student commutes above 0, and a false alarm
+        labels = set(above["commute"])
+        assert {question.label(30), question.label(41)} <= labels
+        assert labels - {question.label(c) for c in items}
+    shown = text(at)
+    assert "means someone probably takes that commute" in shown
+    assert "means someone takes" not in shown
+    assert (f"still gets such an interval with probability {classroom_stats.percent(chance)}"
+            in shown)
+    snap = store.snapshot(code)
+    band = classroom_view.shown_band(
+        classroom_stats.estimate_round(snap.round, question.d, snap.reports).empty_band, n)
+    assert f"reads {classroom_view.band_text(band)} 95 % of the time" in shown
+    assert "between 0.0 and 0.0" not in shown
+    fig = figure(at, "Estimated students per commute")
+    [noise] = fig["layout"]["shapes"]
+    assert noise["showlegend"] and noise["name"].startswith("noise only")
+    assert not fig["layout"].get("annotations")            # no label drawn over the bars
+    if n == 4:
+        assert band == (0.0, 0.0) and noise["type"] == "line"
+        assert "reads 0.0 students 95 % of the time" in shown
 
 
 # ---------------------------------------------------- one student, one voice (issue 29)

@@ -49,6 +49,39 @@ def test_epsilon_slider_redraws_the_bayesian_bound():
     assert "at most **45.1%** after an ε = 2 release" in text(at)
 
 
+def test_the_hypothesis_test_is_framed_by_the_neighbouring_relation():
+    """Issue 42: under substitution (the product's default) two tables differ in one person's
+    commute and the total is exact, so the test is "commute A or B?", not "is this person in
+    the data?" (an add/remove ε gives 2ε for substitution, not the converse: recomputed from
+    Laplace's scale). The bound it states is dpcore's at FPR 5 %."""
+    at = learn_page("epsilon")
+    at.select_slider(key=EPSILON).set_value(2.0).run()
+    shown = text(at)
+    assert "outsider" not in shown and "in the data" not in shown
+    bound = privacy_theory.tpr_bound(0.05, 2.0, 0.0)
+    assert (f"A test that says \"A\" for 5 % of the tables where it is B says \"A\" at most "
+            f"**{bound:.1%}** of the time where it is A.") in shown
+    assert "substitution neighbours, this product's default" in shown
+    caption = next(c.value for c in at.caption if "add/remove" in c.value)
+    assert "gives 2ε for substitution" in caption and "no add/remove guarantee" in caption
+    membership = mechanisms.build("laplace", epsilon=2.0, neighbours="add_remove")
+    assert 2 / membership.scale == pytest.approx(2 * 2.0)   # a replacement moves two cells by 1
+    region = figure(at, "hypothesis test")
+    assert "commute A" in region["layout"]["xaxis"]["title"]["text"]
+
+
+def test_the_random_rounding_sentence_states_the_computed_recovery():
+    """Issue 42: "averaging a few releases … gives the exact counts back" is replaced by the
+    computed chance after 5, 25 and 100 releases (the chance itself: tests/test_learn.py)."""
+    at = learn_page("why")
+    bullet = next(m.value for m in at.markdown if "**Random rounding**" in m.value)
+    chances = ", ".join(f"{learn.rounding_recovery(m, 5):.0%} after {m}"
+                        for m in learn.AVERAGED_RELEASES)
+    assert f"back exactly with probability at least {chances} releases." in bullet
+    assert "35% after 5, 69% after 25, 95% after 100" in chances
+    assert "gives the exact counts back" not in bullet
+
+
 def expected_phone(key: str, epsilon: float, draw: int, od: ODMatrix, cell: int):
     mech = mechanisms.build(key, epsilon=epsilon)
     rng = lessons._rng("phone", key, cell, draw=draw)
@@ -123,6 +156,29 @@ def test_models_lesson_draws_dpcores_trust_models():
     assert np.allclose(values(measured["y"]), expected["rmse"])
     shuffle = shown_table(at.table[0])
     assert len(shuffle) == 5 and (shuffle["ε₀ a phone may use for central ε = 1"] != "—").all()
+
+
+@pytest.mark.parametrize("dataset", ["ireland_county", "toy_town"])
+def test_the_shuffled_headline_quotes_a_bound_it_lists(dataset):
+    """Issue 42: the headline let phones use "ε₀ = 11.1 with GRR" while the rows below said
+    "valid for ε₀ ≤ 9.38". Its ε₀ is, digit for digit, the ε₀ column of the row it names; that
+    row sets no limit below it; it is the ε₀ the GRR in the bars ran with; and the closed
+    forms' limits are said to be theirs."""
+    at = learn_page("models", dataset)
+    headline = next(m.value for m in at.markdown if "A shuffler" in m.value)
+    said, named = re.search(r"use ε₀ = \*\*([\d.,]+)\*\* with GRR.*the row “([^”]+)”",
+                            headline).groups()
+    shuffle = shown_table(at.table[0]).set_index("Bound")
+    column = "ε₀ a phone may use for central ε = 1"
+    assert shuffle.loc[named, column] == said
+    od = datasets.load(dataset)
+    expected = learn.trust_models(od, 1.0, 1e-6, lessons._rng("trust", draw=0))
+    assert float(said.replace(",", "")) == pytest.approx(expected["epsilon_local"][2], rel=1e-3)
+    for note in shuffle["Note"]:
+        limit = re.search(r"holds only for ε₀ ≤ ([\d.]+)", note)
+        assert limit is None or "closed form" in note
+    assert not re.search(r"holds only for ε₀ ≤", shuffle.loc[named, "Note"])
+    assert "valid for ε₀" not in text(at)
 
 
 def test_choose_lesson_shows_the_recommendation_and_every_mechanism():

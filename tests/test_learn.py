@@ -280,3 +280,25 @@ def test_baseline_differencing_exact_probabilities():
     assert learn.baseline_differencing(row, 4).set_index("mechanism").loc[
         "cell_key", "found_here"] == pytest.approx(1 - same)
     assert table.loc["random_rounding", "found_here"] < 0.5
+
+
+@pytest.mark.parametrize("releases, stated", [(5, 0.35), (25, 0.69), (100, 0.95)])
+def test_averaging_random_roundings_recovers_a_count_only_with_the_stated_chance(releases,
+                                                                                stated):
+    """Issue 42: "averaging a few releases … gives the exact counts back" was false. The chance
+    the Learn page states is what averaging the mechanism's own releases and rounding the mean
+    gives for the hardest counts (12 and 13: remainders 2 and 3 of base 5; a mean exactly halfway
+    counted as a miss, so "at least"), up to the binomial spread (two-sided, α = 10⁻⁴ per
+    check); a multiple of 5 is never moved."""
+    chance = learn.rounding_recovery(releases, 5)
+    assert round(chance, 2) == stated
+    mech = mechanisms.build("random_rounding")
+    assert mech.base == 5
+    rng = np.random.default_rng(releases)
+    runs = 4000
+    for count in (12, 13):
+        draws = np.stack([mech.release(np.full(runs, count), rng) for _ in range(releases)])
+        rate = np.mean(np.abs(draws.mean(axis=0) - count) < 0.5)    # a tie counts as a miss
+        assert abs(rate - chance) <= 3.9 * math.sqrt(chance * (1 - chance) / runs), (count, rate)
+    draws = np.stack([mech.release(np.full(runs, 10), rng) for _ in range(releases)])
+    assert (draws == 10).all()

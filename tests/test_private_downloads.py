@@ -139,3 +139,31 @@ def test_a_zip_is_marked_file_by_file():
         assert page.startswith(f"<!-- {confidential.FIRST_LINE} -->")
         assert "<body><p" in page and page.endswith("<h1>Report</h1></body></html>")
         assert marked.read("figure.png") == b"\x89PNG"
+
+
+@pytest.mark.parametrize("page, query, stem", [
+    ("6_Plan_and_publish.py", {"mech": ["laplace", "grr"], "pp": "base", "target": "rmse"},
+     "plan_ruler"),
+    ("5_Learn.py", {"lesson": "epsilon"}, "learn_ruler")])
+def test_the_public_epsilon_ruler_is_not_marked(monkeypatch, page, query, stem):
+    """Issue 42: epsilon_ruler.csv holds the public deployed budgets and nothing computed from
+    the confidential table, yet Plan labelled it "not for publication". Its CSV is plain (the
+    deployments table itself); on Plan the figure, which also draws the ε the plan needs, stays
+    marked."""
+    from dpcore.interfaces.export import safe_csv
+    from dpcore.theory import deployments
+
+    downloads = Downloads(monkeypatch)
+    at = run_page(str(PAGES / page), query, "toy_town", {}, timeout=240)
+    found = pressed(at, downloads)
+    label, content = found[f"{stem}_csv"]
+    assert not label.endswith(charts.PRIVATE_SUFFIX)
+    public = safe_csv(deployments.ruler())
+    assert content == (public.encode() if isinstance(public, str) else public)
+    label, content = found[f"{stem}_html"]
+    marked = stem == "plan_ruler"
+    assert label.endswith(charts.PRIVATE_SUFFIX) == marked
+    assert content.startswith(PRIVATE_STARTS) == marked
+    if marked:                                   # the plan's own ε is drawn on it
+        fig = next(c for c in at.get("plotly_chart") if "ε ruler" in c.proto.spec)
+        assert "needs" in fig.proto.spec

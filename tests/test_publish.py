@@ -239,3 +239,17 @@ def test_the_page_states_how_much_noisier_a_gaussian_publish_is_than_planned(eps
     sentence = publish.gaussian_gap_sentence(epsilon, delta, neighbours)
     assert f"σ = {published:.4g}" in sentence and f"σ = {planned:.4g}" in sentence
     assert f"{100 * (published / planned - 1):.1f} % above" in sentence
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-6), (0.5, 1e-9), (3.0, 1e-5)])
+def test_the_guarantee_states_how_delta_grows_for_a_group(epsilon, delta):
+    """Issue 42: "for a group of k people the bound holds with kε" left out that a Gaussian
+    publish's δ grows to k·e^((k−1)ε)·δ [DR14, Thm 2.2]; the example is recomputed here."""
+    gaussian = publish.Noise(publish.GAUSSIAN, epsilon, delta, ADD_REMOVE, 1.0, 0.1, None)
+    text = publish.guarantee_text(gaussian)
+    k = publish.GROUP_EXAMPLE
+    assert "k·e^((k−1)ε)·δ" in text
+    assert f"for k = {k}, ε = {k * epsilon:g} and δ = {k * math.exp((k - 1) * epsilon) * delta:.3g}" \
+        in text
+    laplace = publish.Noise(publish.DISCRETE_LAPLACE, epsilon, 0.0, ADD_REMOVE, 1.0, None, None)
+    assert publish.guarantee_text(laplace).endswith("holds with kε (group privacy).")

@@ -36,9 +36,31 @@ def test_summary_sentence_warns_when_most_real_commutes_are_erased():
     assert "7,797,487 real commutes (96 % of the real ones) as empty" in sentence
     assert "It erased most real commutes (96 %)" in sentence
     assert "a cell by 0.335 over all cells" in sentence
+    assert ("its error over all cells (0.335) is below its error on the real commutes (61)"
+            in sentence) and values["rmse"] < values["rmse_real"]
     # at exactly half, not "most"
     half = summaries.summary_sentence("x", pairs, values | {"erased_share": 0.5})
     assert "erased most" not in half and "(50 % of the real ones)" in half
+
+
+def test_summary_sentence_compares_errors_only_as_they_are():
+    """Issue 42: GRR on the ED table erased most real commutes with an all-cells error of
+    2,678,270 commuters, and was told its "small error over all cells comes from the empty
+    cells". "Small" and "large" are said only as a stated comparison, in the order the numbers
+    have."""
+    pairs = pd.DataFrame({"true_rank": range(1, 11), "released_rank": range(1, 11)})
+    grr = {"false_positive_cells": 3.0e6, "false_zero_cells": 40_000.0, "rmse": 2_678_270.0,
+           "rmse_real": 2_100_000.0, "erased_share": 0.8, "invented_share": 0.99}
+    sentence = summaries.summary_sentence("GRR", pairs, grr)
+    assert "It erased most real commutes (80 %)." in sentence
+    assert "below" not in sentence and "nearer exact" not in sentence
+    for values in (grr, grr | {"rmse": 0.335, "rmse_real": 61.0},
+                   grr | {"rmse": 61.0, "rmse_real": 61.0}, grr | {"erased_share": 0.1}):
+        sentence = summaries.summary_sentence("GRR", pairs, values)
+        assert "small" not in sentence and "large" not in sentence
+        assert ("is below its error on the real commutes" in sentence) == (
+            values["erased_share"] > summaries.MOSTLY_ERASED
+            and values["rmse"] < values["rmse_real"])
 
 
 @pytest.mark.parametrize("share, text", [(0.0, "0 %"), (1.0, "100 %"), (0.9996, "99.9 %"),

@@ -145,6 +145,33 @@ def interval(law: CountLaw, n: int, count: int, m: int | None,
     return (low, high) if low <= high else (high, low)
 
 
+def _starts_above_zero(law: CountLaw, n: int, m: int | None) -> np.ndarray:
+    """Per shifted count w, whether the interval :func:`interval` gives it starts above 0."""
+    below, _ = _tails(law, n, m)
+    return np.array([interval(law, n, w + law.offset * n, m)[0] >= 1
+                     for w in range(below.shape[1])])
+
+
+def chance_above_zero(law: CountLaw, m: int | None, n: int, k: int) -> float:
+    """The probability that a cell with k students gets an interval starting above 0: the mass
+    of its count's law on the counts whose interval excludes 0 (k = 0: a false alarm, at most
+    α/2; k = 1: one student told from none)."""
+    below, _ = _tails(law, n, m)
+    pmf = np.diff(below[k], prepend=0.0)
+    return float(pmf[_starts_above_zero(law, n, m)].sum())
+
+
+def percent(probability: float) -> str:
+    """A probability as the sentences say it: whole percent from 10 %, two significant digits
+    below, and never "100 %" or "0 %" for one that is not."""
+    value = 100 * probability
+    if 99 < value < 100:
+        return "over 99 %"
+    if 0 < value < 10:
+        return f"{value:.2g} %"
+    return f"{value:.0f} %"
+
+
 # ------------------------------------------------------------------------------------ estimates
 @dataclass(frozen=True)
 class Estimate:
@@ -168,6 +195,30 @@ class Estimate:
     @property
     def clipped(self) -> np.ndarray:
         return (self.raw < 0) | (self.raw > self.n)
+
+    @property
+    def above_zero(self) -> int:
+        """The commutes whose interval starts above 0."""
+        return int((self.lower >= 1).sum())
+
+    def reading(self) -> str:
+        """What the intervals drawn say, and how many of them chance alone would give: a commute
+        nobody takes still gets an interval above 0 with probability ``empty_chance`` (≤ α/2),
+        and between d − n and d − 1 commutes are taken by nobody."""
+        res, count = self.resolution, self.above_zero
+        if count == 0:
+            found = "Here no commute has an interval starting above 0."
+        else:
+            found = (f"Here {count} commute{'s have' if count != 1 else ' has'} an interval "
+                     f"starting above 0: {'each is' if count != 1 else 'it is'} probably taken "
+                     "by someone, not certainly.")
+        fewest, most = max(res.d - self.n, 0), res.d - 1
+        low, high = (f"{res.empty_chance * e:.1f}" for e in (fewest, most))
+        given = f"about {low}" if low == high else f"between {low} and {high}"
+        empty = (f"{most}" if fewest == most else f"{fewest} to {most}")
+        return (f"{found} A commute nobody takes gets such an interval with probability "
+                f"{percent(res.empty_chance)}, so among the {empty} commutes nobody takes here "
+                f"chance alone gives {given} of them on average.")
 
 
 def empty_band(round_: Round, d: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
@@ -262,7 +313,9 @@ def most_common(students: int) -> int:
 class Resolution:
     """What n reports at (mechanism, ε) over d cells can tell: ``stand_out`` students on a commute
     are distinguishable from none (None: not even the whole class), and, when one student is not,
-    what would help (each None when nothing in range does): the smallest ε of :data:`EPSILONS`
+    what would help (each None when nothing in range does). ``one_chance`` is the probability
+    that one student's commute gets an interval starting above 0, ``empty_chance`` that an empty
+    one does (:func:`chance_above_zero`). Then: the smallest ε of :data:`EPSILONS`
     separating one student from none (``epsilon_needed``); and, when the class's most common
     commute (:func:`most_common`) does not stand out, the largest number of possible answers
     (``cells_needed``) at which it would, and the smallest larger class (``students_needed``)
@@ -273,6 +326,8 @@ class Resolution:
     d: int
     n: int
     stand_out: int | None
+    one_chance: float
+    empty_chance: float
     epsilon_needed: float | None = None
     cells_needed: int | None = None
     students_needed: int | None = None
@@ -285,15 +340,17 @@ class Resolution:
         """One sentence: can one student be told from none, and if not, what would."""
         setting = (f"{self.n:,} report{'s' if self.n != 1 else ''} at ε = {self.epsilon:g} "
                    f"({self.mechanism.upper()})")
+        chance = percent(self.one_chance)
         if self.one_from_none:
-            return (f"With {setting}, even one student on a commute can be told from none: a "
-                    "commute whose interval starts above 0 is taken by someone (95 % confidence).")
+            return (f"With {setting}, even one student on a commute is told from none in at "
+                    f"least 9 classes of 10: its interval starts above 0 in {chance} of them.")
+        told = (f"one student on a commute is not reliably told from none: its interval starts "
+                f"above 0 in {chance} of classes, fewer than 9 in 10")
         if self.stand_out is None:
-            need = ("one student on a commute cannot be told from none, nor can the whole class "
-                    "on one commute")
+            need = f"{told}, and not even the whole class on one commute reaches 9 in 10"
         else:
-            need = (f"one student on a commute cannot be told from none — a commute needs about "
-                    f"{self.stand_out} students before its interval excludes 0")
+            need = (f"{told}; a commute needs about {self.stand_out} students for its interval "
+                    "to exclude 0 that often")
         fixes = []
         if self.epsilon_needed is not None:
             fixes.append(f"ε = {self.epsilon_needed:g} would separate one student from none")
@@ -315,8 +372,10 @@ def resolution(mechanism: str, epsilon: float, d: int, n: int) -> Resolution:
     """:class:`Resolution` for n reports (the searches are over :data:`EPSILONS`, d' ≥ 2 and up
     to :data:`MAX_REPORTS` students, all with the same mechanism)."""
     count = stand_out(mechanism, epsilon, d, n)
+    chances = tuple(chance_above_zero(*_law_for(mechanism, epsilon, d, n, c), n=n, k=c)
+                    for c in (1, 0))
     if count == 1:
-        return Resolution(mechanism, epsilon, d, n, 1)
+        return Resolution(mechanism, epsilon, d, n, 1, *chances)
     eps = next((e for e in EPSILONS if e > epsilon and stand_out(mechanism, e, d, n) == 1), None)
     students = cells = None
     if count is None or count > most_common(n):
@@ -324,7 +383,7 @@ def resolution(mechanism: str, epsilon: float, d: int, n: int) -> Resolution:
                       if distinguishable(mechanism, epsilon, k, n, most_common(n))), None)
         students = next((s for s in _class_sizes(n)
                          if distinguishable(mechanism, epsilon, d, s, most_common(s))), None)
-    return Resolution(mechanism, epsilon, d, n, count, eps, cells, students)
+    return Resolution(mechanism, epsilon, d, n, count, *chances, eps, cells, students)
 
 
 def _class_sizes(n: int):

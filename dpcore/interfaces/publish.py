@@ -95,6 +95,7 @@ from dpcore.mechanisms import topdown
 from dpcore.mechanisms.central import Gaussian
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
+from dpcore.theory.privacy_theory import group_privacy
 
 DISCRETE_LAPLACE, GAUSSIAN = "discrete_laplace", "gaussian"
 MECHANISMS = {DISCRETE_LAPLACE: "Discrete Laplace (OpenDP then_laplace on integer counts)",
@@ -243,6 +244,10 @@ def _post(method: str, values: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- the guarantee
+#: The group size the guarantee's group-privacy example is computed for (two people: a couple
+#: commuting together).
+GROUP_EXAMPLE = 2
+
 def guarantee_text(noise: Noise, levels: int = 1) -> str:
     """The guarantee in words, for the manifest and the page (``levels`` > 1: several levels
     released together, whose budgets add up to this one by sequential composition)."""
@@ -259,7 +264,12 @@ def guarantee_text(noise: Noise, levels: int = 1) -> str:
                 f"two input tables that differ in {PRIVACY_UNIT} ({relation}), the probability "
                 f"of any set of published tables differs by at most a factor "
                 f"e^ε = {math.exp(noise.epsilon):.4g}, plus δ.")
-    return core + (" For a group of k people the bound holds with kε (group privacy).")
+    if noise.mechanism == DISCRETE_LAPLACE:
+        return core + " For a group of k people the bound holds with kε (group privacy)."
+    pair_epsilon, pair_delta = group_privacy(noise.epsilon, GROUP_EXAMPLE, noise.delta)
+    return core + (f" For a group of k people the bound holds with kε and δ grown to "
+                   f"k·e^((k−1)ε)·δ (group privacy): for k = {GROUP_EXAMPLE}, ε = "
+                   f"{pair_epsilon:g} and δ = {pair_delta:.3g}.")
 
 
 def input_entry(label: str, view: views.View, domain: dict) -> dict:

@@ -379,7 +379,8 @@ def shuffle_guarantee(bound: str, n: int, epsilon0: float, delta: float,
             raise NotCertified(f"{BOUNDS[bound]} holds only for ε₀ ≤ {limit:.3g} at n = {n:,}, "
                                f"δ = {delta:g}; ε₀ = {eps0:g} is above it, so it certifies nothing "
                                "(the shuffled view is still ε₀-DP). Use the numerical clone bound.")
-        note = f"valid for ε₀ ≤ {limit:.3g} (n = {n:,}, δ = {delta:g})"
+        note = (f"this closed form holds only for ε₀ ≤ {limit:.3g} (n = {n:,}, δ = {delta:g}); "
+                "the numerical bounds have no such limit")
     elif bound in ("clone", "clone_grr"):
         eps = clone_epsilon(n, eps0, delta, grr=bound == "clone_grr")
         note = (f"numerical: δ(ε) summed over clone counts within ±{WINDOW_SDS:g} s.d. (outside "

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from dpcore import mechanisms
 from dpcore.data import views
@@ -294,6 +295,25 @@ def _change_probabilities(mech: Mechanism, before: np.ndarray) -> tuple[np.ndarr
         return changed[inverse], np.ones(before.size)
     first, second = mech.release(values, None), mech.release(values + 1, None)
     return (first != second).astype(float)[inverse], np.ones(before.size)
+
+
+#: Releases of one table an attacker averages, in the Learn page's sentence on random rounding.
+AVERAGED_RELEASES = (5, 25, 100)
+
+
+def rounding_recovery(releases: int, base: int = 5) -> float:
+    """The chance that averaging ``releases`` independent unbiased random roundings of one count
+    to ``base`` (:class:`~dpcore.mechanisms.baselines.RandomRounding`) and rounding the mean to
+    the nearest whole number gives the exact count back, for the hardest counts (the least over
+    remainders r = 1 … base − 1; a multiple of the base is never moved). The mean is
+    qb + b·B/m with B ~ Bin(m, r/b): exact when |b·B/m − r| < 1/2 (a mean exactly halfway
+    counts as a miss, so the chance is a floor whatever the attacker does with ties)."""
+    ups = np.arange(releases + 1)
+    chances = []
+    for remainder in range(1, base):
+        exact = np.abs(base * ups / releases - remainder) < 0.5
+        chances.append(float(stats.binom.pmf(ups, releases, remainder / base)[exact].sum()))
+    return min(chances)
 
 
 def baseline_differencing(row_before, destination: int,
@@ -705,6 +725,15 @@ def shuffle_table(n: int, epsilon: float, delta: float, k: int) -> pd.DataFrame:
         row["note"] = " ".join(dict.fromkeys(notes)) or found.note
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def shuffle_choice(table: pd.DataFrame, epsilon: float) -> tuple[str, float]:
+    """The bound the lessons' shuffled GRR uses (:data:`SHUFFLE_BOUND`) and the ε₀ it lets a phone
+    use, read from :func:`shuffle_table`'s own row, so a sentence quoting it quotes a listed
+    bound (as :func:`shuffled_local_epsilon`, never below ε)."""
+    label = amplification.BOUNDS[SHUFFLE_BOUND]
+    row = table[table["bound"] == label].iloc[0]
+    return label, max(epsilon, float(row["phone_epsilon0"]))
 
 
 def trust_models(od: ODMatrix, epsilon: float, delta: float,

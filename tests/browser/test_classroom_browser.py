@@ -214,11 +214,15 @@ def test_the_teacher_is_told_what_a_class_can_and_cannot_tell(page: Page, app_ur
     assert not said.one_from_none and said.stand_out is not None
     alert = page.get_by_test_id("stAlert").filter(has_text=f"With {students} reports at ε =")
     expect(alert).to_contain_text(said.sentence())
-    expect(alert).to_contain_text("one student on a commute cannot be told from none")
+    expect(alert).to_contain_text("one student on a commute is not reliably told from none")
     expect(alert).to_contain_text(f"a commute needs about {said.stand_out} students")
+    expect(alert).to_contain_text(re.compile(r"Here (no commute has|\d+ commutes? ha(s|ve)) an "
+                                             r"interval starting above 0"))
     expect(alert).to_contain_text(f"ε = {said.epsilon_needed:g} would separate")
     expect(page.get_by_text("cannot be told from noise")).to_have_count(0)
     expect(page.get_by_text(re.compile(r"Each commute's interval holds its true number"))
+           ).to_be_visible()
+    expect(page.get_by_text(re.compile(r"means someone probably takes that commute"))
            ).to_be_visible()
     settled(page)
     no_traceback(page)

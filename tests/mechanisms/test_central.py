@@ -388,3 +388,20 @@ def test_topk_counts_use_half_the_budget_and_others_are_zero(neighbours, rng):
 def test_topk_explain_states_the_budget_split():
     text = TopK(epsilon=2.0, k=5).explain()
     assert "ε/2" in text and "ε/(2k)" in text and "Top-5" in text
+
+
+@pytest.mark.parametrize("neighbours", ["substitution", "add_remove"])
+@pytest.mark.parametrize("epsilon, delta", [(0.5, 1e-6), (1.0, 1e-6), (5.0, 1e-6),
+                                            (0.1, 1e-3), (1.0, 1e-10)])
+def test_the_gaussians_plain_words_state_its_spread_against_laplace(epsilon, delta, neighbours):
+    """Issue 42: "a little more spread out than Laplace" for a σ 2.0–2.5× Laplace's standard
+    deviation at δ = 10⁻⁶. The sentence states the ratio, recomputed here from Laplace's own
+    scale (sd = √2·b); at substitution and δ = 10⁻⁶ it lies in [2.0, 2.5] for ε in [0.5, 5]."""
+    gaussian = build("gaussian", epsilon=epsilon, delta=delta, neighbours=neighbours)
+    laplace = build("laplace", epsilon=epsilon, neighbours=neighbours)
+    ratio = gaussian.sigma / (math.sqrt(2) * laplace.scale)
+    said = gaussian.explain()
+    assert f"standard deviation is {ratio:.2g}× Laplace's" in said
+    assert "a little" not in said
+    if delta == 1e-6 and neighbours == "substitution":
+        assert 2.0 <= ratio <= 2.5

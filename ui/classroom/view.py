@@ -434,7 +434,7 @@ def _live_view(code: str) -> None:
         band = classroom_stats.empty_band(snap.round, question.d, expected)
     else:
         what, band = estimate.resolution, estimate.empty_band
-    tell(what)
+    tell(what, estimate)
     columns = st.columns(4)
     columns[0].metric("Reports in this round", f"{len(snap.reports):,}")
     columns[1].metric("Reports in the last minute", f"{snap.last_minute:,}",
@@ -442,20 +442,23 @@ def _live_view(code: str) -> None:
     columns[2].metric("Rejected (bad or late)", f"{sum(snap.rejected.values()):,}",
                       help=", ".join(f"{k}: {v}" for k, v in snap.rejected.items()) or None)
     columns[3].metric("Room total", f"{snap.room_reports:,} of {snap.room.max_reports:,}")
-    low, high = _band_text(band)
     if estimate is None:
+        band = shown_band(band, expected)
         st.info(f"No reports yet: the estimate appears as soon as the first phone sends. With "
-                f"the {expected} students you expect, a commute nobody takes will read between "
-                f"{low} and {high} students 95 % of the time: the grey band below. "
+                f"the {expected} students you expect, a commute nobody takes will read "
+                f"{band_text(band)} 95 % of the time: the grey band below. "
                 f"{safe.markdown(proposal(expected, question.d).expectation())}")
         st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
         return
+    band = shown_band(band, estimate.n)
     table = estimate_table(question, estimate, snap.reveals)
-    st.markdown(f"Grey band: with {estimate.n:,} reports a commute nobody takes reads between "
-                f"{low} and {high} students 95 % of the time. Each commute's interval "
+    st.markdown(f"Grey band: with {estimate.n:,} reports a commute nobody takes reads "
+                f"{band_text(band)} 95 % of the time. Each commute's interval "
                 "holds its true number of students 95 % of the time, computed from the exact "
                 "law of the reports at this class size (whole students); an interval starting "
-                "above 0 means someone takes that commute. Estimates below 0 or above the "
+                "above 0 means someone probably takes that commute: one nobody takes still "
+                f"gets such an interval with probability "
+                f"{classroom_stats.percent(what.empty_chance)}. Estimates below 0 or above the "
                 "number of reports are impossible: they are shown at 0 or at that number and "
                 "marked *clipped*.")
     st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart")
@@ -470,10 +473,13 @@ def _live_view(code: str) -> None:
                            file_name=f"classroom-{code}-round-{number}.csv", mime="text/csv")
 
 
-def tell(what: classroom_stats.Resolution) -> None:
-    """First on the screen: whether one student on a commute can be told from none, and if not,
-    what would (:meth:`~dpcore.interfaces.classroom_stats.Resolution.sentence`)."""
-    (st.success if what.one_from_none else st.warning)(safe.markdown(what.sentence()))
+def tell(what: classroom_stats.Resolution, estimate: classroom_stats.Estimate | None) -> None:
+    """First on the screen: how often one student on a commute is told from none, and if not
+    reliably, what would help (:meth:`~dpcore.interfaces.classroom_stats.Resolution.sentence`);
+    once reports are in, what the intervals drawn say and what chance alone gives
+    (:meth:`~dpcore.interfaces.classroom_stats.Estimate.reading`)."""
+    said = what.sentence() + ("" if estimate is None else " " + estimate.reading())
+    (st.success if what.one_from_none else st.warning)(safe.markdown(said))
 
 
 def estimate_table(question: classroom.Question, estimate: classroom_stats.Estimate,
@@ -505,9 +511,18 @@ def _short(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _band_text(band: tuple[float, float]) -> tuple[str, str]:
-    """The noise band's ends to 0.1 ("0.0", never "-0.0")."""
-    return tuple(f"{round(v, 1) + 0.0:,.1f}" for v in band)
+def shown_band(band: tuple[float, float], n: int) -> tuple[float, float]:
+    """The estimates an empty commute reads 95 % of the time as the chart and table show them:
+    clipped to [0, n] like every estimate (before any report, n is the class expected)."""
+    low, high = band
+    return (min(max(low, 0.0), n), min(max(high, 0.0), n))
+
+
+def band_text(band: tuple[float, float]) -> str:
+    """The (shown) noise band in words, its ends to 0.1 ("0.0", never "-0.0"): "between 0.0 and
+    1.1 students", or "0.0 students" when both ends read the same."""
+    low, high = (f"{round(v, 1) + 0.0:,.1f}" for v in band)
+    return f"{low} students" if low == high else f"between {low} and {high} students"
 
 
 def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int) -> go.Figure:
@@ -516,14 +531,22 @@ def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int
     (``table`` None) the band alone, so the class sees what to beat."""
     low, high = band
     fig = go.Figure()
-    fig.add_vrect(x0=low, x1=high, fillcolor="grey", opacity=0.15, line_width=0,
-                  annotation_text="noise only", annotation_position="top left")
+    noise = {"name": f"noise only: a commute nobody takes, 95 % ({band_text(band)})",
+             "showlegend": True}
+    if high > low:
+        fig.add_vrect(x0=low, x1=high, fillcolor="grey", opacity=0.15, line_width=0, **noise)
+    else:                                # every empty commute reads the same: a line, not a band
+        fig.add_vline(x=low, line_color="grey", line_width=4, opacity=0.4, **noise)
+    # the band's label is a legend entry at the foot of the figure, under the axis title:
+    # never over a bar
+    legend = {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0}
+    margin = {"l": 10, "r": 10, "t": 40, "b": 80}
     if table is None:
-        fig.update_layout(height=220, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        fig.update_layout(height=260, margin=margin,
                           title="Estimated students per commute (no reports yet)",
                           xaxis={"title": "students (estimated)",
                                  "range": [min(low, 0) - 1, 1.5 * high + 1]},
-                          yaxis={"visible": False})
+                          yaxis={"visible": False}, legend=legend)
         return fig
     top = table.head(CHART_CELLS).iloc[::-1]
     clipped = top["note"] != ""
@@ -540,11 +563,11 @@ def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int
                                                            for c in top["commute"]],
                         mode="markers", marker_symbol="diamond", marker_size=10,
                         name="revealed true answers (not private)")
-    fig.update_layout(height=120 + 28 * len(top), margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    fig.update_layout(height=160 + 28 * len(top), margin=margin,
                       title=f"Estimated students per commute (top {len(top)}, {n} reports)",
                       xaxis={"title": "students (estimated)", "range": [min(low, 0) - 0.5,
                                                                          n + 0.5]},
-                      legend_orientation="h")
+                      legend=legend)
     return fig
 
 

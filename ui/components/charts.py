@@ -195,18 +195,22 @@ def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> No
                                 for column in frame.columns[first:]})
 
 
+def table_number(value) -> str:
+    """A number as :func:`wrapped_table` shows it (a sentence quoting a table cell uses this)."""
+    if pd.isna(value):
+        return NOTHING
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
 def wrapped_table(frame: pd.DataFrame) -> None:
     """``frame`` as an HTML table whose headers and cells wrap (an ``st.dataframe`` cuts a long
     header to "Suppression (not" and pushes columns off-screen), every number in one format:
     thousands separated, whole numbers without decimals. ``st.table`` renders every cell and
     header as Markdown, so each is made literal (:func:`ui.components.safe.markdown`): an
     uploaded zone named ``[x](http://…)`` stays text, not a link."""
-    def number(value) -> str:
-        if pd.isna(value):
-            return NOTHING
-        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
     shown = pd.DataFrame({
-        safe.markdown(column): [safe.markdown(number(v) if numeric else v) for v in frame[column]]
+        safe.markdown(column): [safe.markdown(table_number(v) if numeric else v)
+                                for v in frame[column]]
         for column in frame.columns
         for numeric in [pd.api.types.is_numeric_dtype(frame[column])]})
     st.table(shown.style.hide(axis="index"))
@@ -597,17 +601,20 @@ def download_button(place, label: str, content, file_name: str, mime: str, key: 
 
 
 def downloads(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str,
-              private: bool = False) -> None:
+              private: bool = False, figure_private: bool | None = None) -> None:
     """Two buttons under a chart: its data as CSV (formula-safe) and the figure as HTML;
     ``private``: computed from the confidential table, so labelled so on the page and in each
-    file's first line."""
+    file's first line. ``figure_private`` (default: ``private``) marks the HTML alone, for a
+    chart whose data are public but whose drawing adds marks computed from the confidential
+    table (Plan's ε ruler: deployed budgets, beside the ε the plan needs)."""
+    figure_private = private if figure_private is None else figure_private
     row = st.container(horizontal=True)
     download_button(row, "Data (CSV)", lambda: safe_csv(frame), f"{stem}.csv", "text/csv",
                     f"{key}_csv", private=private)
     download_button(row, "Figure (HTML)",
                     lambda: fig.to_html(include_plotlyjs=True, full_html=True), f"{stem}.html",
-                    "text/html", f"{key}_html", private=private)
-    if private:
+                    "text/html", f"{key}_html", private=figure_private)
+    if private or figure_private:
         st.caption(PRIVATE_CAPTION)
 
 
@@ -624,7 +631,8 @@ def table_download(frame: pd.DataFrame, stem: str, key: str, label: str = "Table
 DATA_BEHIND = "Data behind this chart"
 
 
-def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str, private: bool = False) -> None:
+def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str, private: bool = False,
+         figure_private: bool | None = None) -> None:
     """Draw a chart with its downloads (a PNG comes from the chart's camera button) and its text
     alternative: the data behind it as a table behind a toggle, for screen readers and for
     anyone who wants the numbers (zone names stay plain text in the table). The table is only
@@ -635,4 +643,4 @@ def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str, private: bool
     if st.toggle(DATA_BEHIND, key=f"{key}_data"):
         st.dataframe(frame, hide_index=True, width="stretch",
                      height=min(35 * (len(frame) + 1) + 3, 320))
-    downloads(fig, frame, stem, key, private)
+    downloads(fig, frame, stem, key, private, figure_private)

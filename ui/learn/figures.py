@@ -48,8 +48,10 @@ def posterior(epsilon: float, delta: float, prior: float) -> tuple[go.Figure, pd
 
 
 def test_region(epsilon: float, delta: float) -> tuple[go.Figure, pd.DataFrame]:
-    """The (false-positive, true-positive) rates any test of 'is this person in the data?' can
-    reach under (ε, δ)-DP: the band between the two boundaries."""
+    """The (false-positive, true-positive) rates any test telling two neighbouring tables apart
+    can reach under (ε, δ)-DP: the band between the two boundaries. Under substitution (the
+    product's default) the two tables differ in one person's commute, A or B; the axes say so
+    (not "in the data", which is the add/remove question)."""
     region = privacy_theory.hypothesis_test_region(epsilon, delta)
     frame = pd.DataFrame({"fpr": region.fpr, "tpr_max": region.tpr_max,
                           "tpr_min": region.tpr_min})
@@ -65,8 +67,9 @@ def test_region(epsilon: float, delta: float) -> tuple[go.Figure, pd.DataFrame]:
     fig.update_xaxes(tickformat=".0%", range=[0, 1])
     fig.update_yaxes(tickformat=".0%", range=[0, 1.02])
     return charts.layout(fig, "DP as a hypothesis test: how well can anyone tell?",
-                         "False-positive rate (says 'in the data' when not, %)",
-                         "True-positive rate (%)", height=420), frame
+                         "False-positive rate (says 'commute A' when it is B, %)",
+                         "True-positive rate (says 'commute A' when it is A, %)",
+                         height=420), frame
 
 
 def profiles(epsilon0: float, sigma: float, k: int) -> tuple[go.Figure, pd.DataFrame]:

@@ -187,6 +187,9 @@ def why(current: data.Current, epsilon: float) -> None:
 def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
     """The two-month attack on today's disclosure control (not DP), computed exactly."""
     found = learn.baseline_differencing(learn.origin_row(od, origin), destination)
+    base = mechanisms.build("random_rounding").base
+    recovery = ", ".join(f"{learn.rounding_recovery(m, base):.0%} after {m}"
+                         for m in learn.AVERAGED_RELEASES)
     st.markdown("**The same attack on today's disclosure control** (none of these is "
                 "differentially private): the attacker is certain when the newcomer's cell is "
                 "the only one whose published value changed.")
@@ -200,8 +203,9 @@ def baseline_attack(od: ODMatrix, origin: int, destination: int) -> None:
         "- **Rounding** hides a change until the count crosses a rounding boundary; then that "
         "cell alone moves, and the newcomer is found.\n"
         "- **Random rounding** is drawn afresh every month, so one difference hides the "
-        "newcomer among many changed cells, but it is unbiased: averaging a few releases of the "
-        "same table gives the exact counts back.\n"
+        "newcomer among many changed cells, but it is unbiased: averaging releases of the same "
+        "table and rounding the mean gives a count that is not a multiple of "
+        f"{base} back exactly with probability at least {recovery} releases.\n"
         "- **Cell-key perturbation** gives the same people the same noise every time, so "
         "averaging repeats gains nothing while the record keys stay secret; that same "
         "consistency means only the newcomer's cell can move, and it does whenever the "
@@ -286,8 +290,15 @@ def epsilon_meaning(current: data.Current, epsilon: float) -> None:
         fig, frame = figures.test_region(epsilon, delta)
         charts.show(fig, frame, "hypothesis_test_region", "learn_region")
         at = privacy_theory.tpr_bound(0.05, epsilon, delta)
-        st.markdown(f"A test that wrongly accuses 5 % of outsiders catches the person at most "
-                    f"**{at:.1%}** of the time.")
+        st.markdown(f"Take two tables that differ only in one person's commute, A or B "
+                    f"(substitution neighbours, this product's default). A test that says "
+                    f"\"A\" for 5 % of the tables where it is B says \"A\" at most "
+                    f"**{at:.1%}** of the time where it is A.")
+        st.caption("Under substitution the total is published exactly, so this says nothing "
+                   "about whether someone is in the table at all. A guarantee of ε for add/remove "
+                   "neighbours (is this person in it?) gives 2ε for substitution, since a "
+                   "replacement is a removal plus an addition; an ε for substitution gives no "
+                   "add/remove guarantee.")
         st.latex(r"\mathrm{TPR} \le e^\varepsilon\,\mathrm{FPR} + \delta")
         st.latex(r"1 - \mathrm{FPR} \le e^\varepsilon(1 - \mathrm{TPR}) + \delta")
     fig, frame = figures.epsilon_ruler(epsilon)
@@ -351,16 +362,19 @@ def models(current: data.Current, epsilon: float) -> None:
         st.warning(str(error))
         return
     central, local, shuffled = (frame.iloc[i] for i in range(3))
+    shuffle = learn.shuffle_table(od.n, epsilon, delta, od.domain_size)
+    bound, epsilon0 = learn.shuffle_choice(shuffle, epsilon)   # = shuffled.epsilon_local
     st.markdown(
         f"At central ε = {epsilon:g}: the office adding Laplace noise errs by "
         f"**{central.rmse:,.1f}** commuters per cell; if every phone randomises on its own "
         f"({local.mechanism}, the best local choice here) the error is **{local.rmse:,.0f}**, "
         f"{local.rmse / central.rmse:,.0f}× more. A shuffler that strips who sent what lets each "
-        f"phone use ε₀ = **{shuffled.epsilon_local:.3g}** with GRR and still give "
-        f"({epsilon:g}, {delta:g})-DP: error **{shuffled.rmse:,.0f}**.")
+        f"phone use ε₀ = **{charts.table_number(epsilon0)}** with GRR and still give "
+        f"({epsilon:g}, {delta:g})-DP: error **{shuffled.rmse:,.0f}**. That ε₀ is the row "
+        f"“{bound}” of the table below; each closed form there holds only up to the ε₀ its "
+        "note gives.")
     charts.show(figures.trust_bars(frame, epsilon), frame, "trust_models", "learn_trust")
     st.markdown(f"**Shuffling, both ways**, for {od.n:,} phones and δ = {delta:g}")
-    shuffle = learn.shuffle_table(od.n, epsilon, delta, od.domain_size)
     charts.wrapped_table(shuffle.rename(columns={
         "bound": "Bound", "phone_epsilon0": f"ε₀ a phone may use for central ε = {epsilon:g}",
         "central_epsilon": f"Central ε if phones use ε₀ = {epsilon:g}", "note": "Note"}))

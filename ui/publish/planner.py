@@ -253,6 +253,9 @@ def section(settings: RunSettings) -> None:
     marks = [(f"{mechanisms.get(a.mechanism).name} needs", a.epsilon, charts.colour(a.mechanism))
              for a in found if math.isfinite(a.epsilon)]
     fig, frame = figures.epsilon_ruler(settings.epsilon, marks)
-    charts.show(fig, frame, "epsilon_ruler", "plan_ruler", private=True)
+    # the data are the public deployed budgets; the drawing adds the ε this plan needs
+    charts.show(fig, frame, "epsilon_ruler", "plan_ruler", figure_private=True)
     st.caption("Each deployment's ε is for its own privacy unit and scope (hover a point); "
-               "values quoted second-hand are marked so.")
+               "values quoted second-hand are marked so. The data (CSV) are these public "
+               "budgets only; the figure also draws the ε this plan needs, computed from the "
+               "confidential table.")
