@@ -1,6 +1,6 @@
 """How fast is every mechanism? Fast release vs per-user simulation, and pure-LDP (issue 3, point 8).
 
-Prints markdown tables to paste into the README:
+Prints markdown tables (docs/BENCHMARKS.md quotes an earlier run):
 
 1. For every registered mechanism at ε = 1, the median time of the fast ``release`` and of the
    per-user ``simulate`` (every commuter randomises, the server aggregates and estimates) at county
