@@ -11,6 +11,7 @@ average before and after each benchmark is recorded beside its rows, so read the
 """
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the page to regenerate (default docs/BENCHMARKS.md)")
     parser.add_argument("--no-doc", action="store_true", help="record rows, leave the page")
     args = parser.parse_args(argv)
+    failed: list[str] = []
     if args.list:
         for b in suite.BENCHMARKS:
             kind = ("quick" if b.quick else "full ") + (" rows " if b.rows else " own  ")
@@ -51,11 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         for b in chosen:
             print(f"== {b.name} (bench/{b.script}.py), load average {suite.load():.1f}",
                   flush=True)
-            rows = suite.run(b, args.quick, run_id)
-            suite.append(rows, args.results)
+            try:
+                suite.append(suite.run(b, args.quick, run_id), args.results)
+            except subprocess.CalledProcessError as failure:  # the others still run
+                failed.append(f"{b.name} (exit code {failure.returncode})")
     if not args.no_doc:
         suite.render(args.doc, args.results)
-    return 0
+    if failed:
+        print(f"failed, no rows recorded: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -58,19 +58,23 @@ BENCHMARKS = (
     Benchmark("heavy-hitters", "bench_heavy_hitters", "CPU of PEM and TreeHist runs", True, True),
     Benchmark("classroom-intervals", "bench_classroom_intervals",
               "the Classroom's exact intervals per teacher refresh", True, True),
+    Benchmark("geography", "bench_geography", "zone choropleth and OD heat map", True, True),
+    Benchmark("floor", "bench_floor", "the Hadamard release and dense ranks of one ε change",
+              True, True),
     Benchmark("mechanisms", "bench_mechanisms",
-              "every mechanism's fast release and per-user run; pure-LDP beside them"),
-    Benchmark("geography", "bench_geography", "zone choropleth and OD heat map"),
-    Benchmark("huge", "bench_huge", "national synthetic data and the sparse release"),
-    Benchmark("cli-huge", "bench_cli_huge", "the command line on an 80,000-zone file"),
-    Benchmark("routing", "bench_routing", "where the sparse release beats the dense one"),
-    Benchmark("floor", "bench_floor", "the Hadamard release and dense ranks of one ε change"),
+              "every mechanism's fast release and per-user run; pure-LDP beside them", rows=True),
+    Benchmark("routing", "bench_routing", "where the sparse release beats the dense one",
+              rows=True),
+    Benchmark("huge", "bench_huge", "national synthetic data and the sparse release", rows=True),
+    Benchmark("cli-huge", "bench_cli_huge", "the command line on an 80,000-zone file", rows=True),
     Benchmark("ed-change-profile", "bench_ed_change_profile",
               "where one ED ε change on Explore spends its CPU"),
-    Benchmark("import-limits", "bench_import_limits", "time and memory of hostile uploads"),
+    Benchmark("import-limits", "bench_import_limits", "time and memory of hostile uploads",
+              rows=True),
     Benchmark("import-memory", "bench_import_memory",
-              "peak memory of imports against the estimate"),
-    Benchmark("publish", "bench_publish", "publishing through OpenDP: time and memory per cell"),
+              "peak memory of imports against the estimate", rows=True),
+    Benchmark("publish", "bench_publish", "publishing through OpenDP: time and memory per cell",
+              rows=True),
     Benchmark("thesis", "bench_thesis", "reproduce-thesis as a user runs it (≤ 3 min, 2 cores)"),
     Benchmark("thesis-reasons", "bench_thesis_reasons",
               "CPU of the thesis report's computed data notes"),
@@ -90,11 +94,11 @@ def row(name: str, measured: float, unit: str, *, limit: float | None = None,
     """One measurement. ``limit`` is an upper bound in ``unit`` (the target reads "≤ limit unit"
     and ``met`` is decided), ``minimum`` a lower bound likewise; ``target`` is a target in words
     that no single number decides."""
-    met = None
+    met, gap = None, "" if unit in ("", "×") else " "
     if limit is not None:
-        target, met = f"≤ {number(limit)} {unit}".rstrip(), bool(measured <= limit)
+        target, met = f"≤ {number(limit)}{gap}{unit}", bool(measured <= limit)
     elif minimum is not None:
-        target, met = f"≥ {number(minimum)} {unit}".rstrip(), bool(measured >= minimum)
+        target, met = f"≥ {number(minimum)}{gap}{unit}", bool(measured >= minimum)
     return {"name": name, "measured": float(measured), "unit": unit, "target": target,
             "met": met}
 
@@ -172,7 +176,8 @@ def section(path: Path = RESULTS) -> str:
                   "|---|---:|---|---|---|---|---|"]
         for r in rows:
             verdict = {True: "✓", False: "✗", None: ""}[r["met"]]
-            lines.append(f"| {r['name']} | {number(r['measured'])} {r['unit']} | "
+            gap = "" if r["unit"] in ("", "×") else " "
+            lines.append(f"| {r['name']} | {number(r['measured'])}{gap}{r['unit']} | "
                          f"{r['target'] or '—'} | {verdict} | `{r['command']}` | {r['date']} | "
                          f"{r['load']} |")
     pending = [b for b in BENCHMARKS if not b.rows]
