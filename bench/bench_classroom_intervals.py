@@ -18,11 +18,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.suite import row  # noqa: E402
 from dpcore.interfaces import classroom, classroom_stats  # noqa: E402
 from dpcore.mechanisms.hadamard import uniform_permutation  # noqa: E402
 
 D = 50
 SETTINGS = [("grr", 5.0), ("oue", 2.0), ("olh", 3.0), ("hr", 0.5), ("hr", 3.0)]
+SIZES = [4, 30, 60, 200, 500]
 
 
 def reports(round_, n, rng):
@@ -37,8 +39,16 @@ def reports(round_, n, rng):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[4, 30, 60, 200, 500])
-    args = parser.parse_args()
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    measure(parser.parse_args().sizes)
+
+
+def rows(quick: bool) -> list[dict]:
+    return measure(SIZES[:3] if quick else SIZES)
+
+
+def measure(sizes: list[int]) -> list[dict]:
+    measured = []
     rng = np.random.default_rng(0)
     for mechanism, epsilon in SETTINGS:
         mech = classroom.mechanisms.build(mechanism, epsilon=epsilon)
@@ -46,7 +56,7 @@ def main() -> None:
         if mechanism == "hr" and mech.blocked:
             permutation = tuple(int(x) for x in uniform_permutation(D, rng))
         round_ = classroom.Round("BENCH", 1, mechanism, epsilon, permutation, 0.0, None)
-        for n in args.sizes:
+        for n in sizes:
             batch = reports(round_, n, rng)
             classroom_stats._tails.cache_clear()
             classroom_stats.resolution.cache_clear()
@@ -59,6 +69,10 @@ def main() -> None:
             warm = time.perf_counter() - start
             print(f"{mechanism} ε={epsilon:g} n={n}: estimate_round cold {cold:.3f} s "
                   f"(resolution included), warm {warm:.4f} s")
+            what = f"{mechanism} ε = {epsilon:g}, {n} students: estimate_round"
+            measured += [row(f"{what}, cold (tables computed)", cold, "s"),
+                         row(f"{what}, warm", warm, "s")]
+    return measured
 
 
 if __name__ == "__main__":

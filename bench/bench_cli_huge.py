@@ -26,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.suite import row  # noqa: E402
 from dpcore.data import national  # noqa: E402
 
 ZONES, FLOWS = 80_000, 3_100_000
@@ -65,7 +66,12 @@ def run(*argv) -> tuple[float, float, str]:
     return seconds, peak_kb / 2**20, done.stdout.strip().splitlines()[-1]
 
 
-def main(folder: str | None = None) -> None:
+def rows(quick: bool) -> list[dict]:
+    return main()
+
+
+def main(folder: str | None = None) -> list[dict]:
+    measured = []
     with tempfile.TemporaryDirectory() as scratch:
         where = Path(folder or scratch)
         where.mkdir(parents=True, exist_ok=True)
@@ -83,6 +89,11 @@ def main(folder: str | None = None) -> None:
         for name, argv in commands.items():
             seconds, peak, line = run(*argv)
             print(f"{name:42s} {seconds:7.1f} {peak:8.2f}  {line[:110]}")
+            measured += [row(f"{name} on the 80,000-zone file: wall, import included", seconds,
+                             "s", limit=60),
+                         row(f"{name} on the 80,000-zone file: peak memory", peak, "GB",
+                             limit=4)]
+    return measured
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.suite import row  # noqa: E402
 from dpcore import mechanisms, release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.evaluation import ranks  # noqa: E402
@@ -44,17 +45,26 @@ def main() -> None:
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 5.0, 20.0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    measure(args.levels, args.epsilons, args.repeat)
+
+
+def rows(quick: bool) -> list[dict]:
+    return measure(["county"] if quick else ["ed", "county"], [1.0, 5.0, 20.0], 3)
+
+
+def measure(levels: list[str], epsilons: list[float], repeat: int) -> list[dict]:
+    measured = []
     print(f"load average {os.getloadavg()[0]:.1f}")
-    for level in args.levels:
+    for level in levels:
         od = datasets.load(LEVELS[level])
         truth = release.true_values(od)
         truth.flags.writeable = False          # as the server holds it
         top = ranks.top_cells(truth, 100)
-        for epsilon in args.epsilons:
+        for epsilon in epsilons:
             mechanism = mechanisms.build("hm", epsilon=epsilon)
             mechanism.release(truth, np.random.default_rng(0))      # warm-up
             draws, orders = [], []
-            for seed in range(1, args.repeat + 1):
+            for seed in range(1, repeat + 1):
                 seconds, released = cpu_seconds(mechanism.release, truth,
                                                  np.random.default_rng(seed))
                 draws.append(seconds)
@@ -62,7 +72,13 @@ def main() -> None:
             print(f"{level:6s} ε = {epsilon:<5g} t = {mechanism.coefficients(od.domain_size):2d}: "
                   f"Hadamard mechanism release {statistics.median(draws):.3f} s CPU, "
                   f"ranks of the top 100 {statistics.median(orders):.3f} s CPU", flush=True)
+            what = f"{level} ε = {epsilon:g}"
+            measured += [row(f"{what}: Hadamard mechanism release, CPU, median of {repeat}",
+                             statistics.median(draws), "s"),
+                         row(f"{what}: ranks of the true top 100 in it, CPU, median of {repeat}",
+                             statistics.median(orders), "s")]
     print(f"load average {os.getloadavg()[0]:.1f}")
+    return measured
 
 
 if __name__ == "__main__":

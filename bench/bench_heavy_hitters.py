@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.suite import row  # noqa: E402
 from dpcore import release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.evaluation import heavy_hitters  # noqa: E402
@@ -31,7 +32,8 @@ def cpu(call, repeats: int) -> float:
     return statistics.median(times)
 
 
-def main(repeats: int = 5) -> None:
+def main(repeats: int = 5) -> list[dict]:
+    measured = []
     print(f"{'data':16} {'protocol':9} {'k':>4} {'ε':>4}  CPU s/run  default sweep (CPU s)")
     for key in ("ireland_county", "ireland_ed"):
         od = datasets.load(key)
@@ -44,12 +46,22 @@ def main(repeats: int = 5) -> None:
                     if k == 10:
                         sweep += seconds / 2 * SWEEP_POINTS   # the mean of the two ε
                     print(f"{key:16} {protocol:9} {k:>4} {epsilon:>4g}  {seconds:9.3f}")
+                    measured.append(row(f"{key} {protocol}, top {k}, ε = {epsilon:g}: one run, "
+                                        f"CPU, median of {repeats}", seconds, "s"))
         print(f"{key:16} both protocols, k = 10: about {sweep:,.1f} CPU s for the default sweep")
+        measured.append(row(f"{key} both protocols, k = 10: the Tradeoffs page's default sweep "
+                            "(estimated from the runs)", sweep, "s CPU"))
         cell = int(od.flat_index[od.counts.argmax()])
         seconds = cpu(lambda t, cell=cell, od=od: learn_heavy_hitters.device_report(
             "treehist", od.domain_size, cell, 1.0, 10, release.generator(0, "bench", t)),
             repeats)
         print(f"{key:16} one phone's TreeHist report: {seconds * 1e3:.2f} ms CPU")
+        measured.append(row(f"{key} one phone's TreeHist report, CPU", seconds * 1e3, "ms"))
+    return measured
+
+
+def rows(quick: bool) -> list[dict]:
+    return main(2 if quick else 5)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.suite import row  # noqa: E402
 from dpcore import mechanisms
 from dpcore import release as releases  # noqa: E402
 from dpcore.data import datasets, national
@@ -74,7 +75,11 @@ def peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20   # KB on Linux
 
 
-def main(repeats: int = 5) -> None:
+def rows(quick: bool) -> list[dict]:
+    return main(2 if quick else 5)
+
+
+def main(repeats: int = 5) -> list[dict]:
     path = national.cache_path()
     if not path.exists():
         made, seconds = national.make()
@@ -84,32 +89,43 @@ def main(repeats: int = 5) -> None:
           f"{od.domain_size:,} cells, {od.nonzero:,} non-zero, n = {od.n:,}")
     print(f"{'step':44} {'wall (s)':>9} {'CPU (s)':>8} {'target':>8}")
     print(f"{'load':44} {wall:9.2f} {cpu:8.2f} {'≤ 20':>8}")
+    each = f"median of {repeats}"
+    measured = [row(f"national synthetic ({od.domain_size:,} cells): load, {each}", wall, "s",
+                    limit=20)]
     truth = releases.true_values(od)
     for key in ("laplace", "oue"):
         wall, cpu, result = timed(pipeline_run(od, key), repeats)
         assert result.sparse
         print(f"{key + ' release + metrics (release.run)':44} {wall:9.2f} {cpu:8.2f} "
               f"{'≤ 5':>8}")
+        measured.append(row(f"national {key}: release + metrics, {each}", wall, "s", limit=5))
         wall, cpu, _ = timed(views_run(od, truth, result), repeats)
         print(f"{key + ' views (ordering, bars, map)':44} {wall:9.2f} {cpu:8.2f}")
+        measured.append(row(f"national {key}: views (ordering, bars, map), {each}", wall, "s"))
     wall, cpu, found = timed(lambda trial: heavy_hitters.pem(
         od, 4.0, 100, releases.generator(SEED, "pem", trial)), repeats, warm_up=False)
     label = f"PEM top-100, ε = 4, n = {od.n / 1e6:.0f} M (recall {found.recall(od):.2f})"
     print(f"{label:44} {wall:9.2f} {cpu:8.2f} {'≤ 60':>8}")
     print(f"{'peak memory so far (GB)':44} {peak_gb():9.2f} {'':8} {'≤ 4':>8}")
+    measured += [row(f"national {label}, {each}", wall, "s", limit=60),
+                 row("national: peak memory of the process", peak_gb(), "GB", limit=4)]
     del od
 
     ed = datasets.load("ireland_ed")
     truth = ed.to_dense()
     print(f"\nIrish EDs: {ed.domain_size:,} cells, {ed.nonzero:,} non-zero")
     for key in ("laplace", "oue"):
-        dense_wall, dense_cpu, _ = timed(pipeline_run(ed, key, truth=truth), repeats)
+        dense_wall, dense_cpu, _ = timed(pipeline_run(ed, key, truth=truth, sparse=False),
+                                         repeats)
         sparse_wall, sparse_cpu, _ = timed(pipeline_run(ed, key, sparse=True), repeats)
         print(f"{key + ' dense release + metrics':44} {dense_wall:9.2f} {dense_cpu:8.2f}")
         print(f"{key + ' sparse release + metrics':44} {sparse_wall:9.2f} {sparse_cpu:8.2f}")
         print(f"{key + ' speed-up (wall / CPU)':44} {dense_wall / sparse_wall:8.1f}× "
               f"{dense_cpu / sparse_cpu:7.1f}× {'≥ 3×':>8}")
+        measured.append(row(f"Irish EDs {key}: dense / sparse release + metrics, wall, {each}",
+                            dense_wall / sparse_wall, "×", minimum=3))
     print(f"{'peak memory of the whole run (GB)':44} {peak_gb():9.2f}")
+    return measured
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.suite import row  # noqa: E402
 
 
 def wide_header() -> bytes:
@@ -85,7 +88,12 @@ def measure(name: str, data: bytes, root: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def main(repeats: int = 3, root: Path = ROOT, cases: list[str] | None = None) -> None:
+def rows(quick: bool) -> list[dict]:
+    return main(1 if quick else 3)
+
+
+def main(repeats: int = 3, root: Path = ROOT, cases: list[str] | None = None) -> list[dict]:
+    measured = []
     print(f"code measured: {root}")
     print(f"{'case':<16} {'upload':>10} {'outcome':<16} {'median s':>9} {'CPU s':>7} "
           f"{'peak MB':>8}")
@@ -96,6 +104,12 @@ def main(repeats: int = 3, root: Path = ROOT, cases: list[str] | None = None) ->
               f"{statistics.median(r['seconds'] for r in runs):>9.3f} "
               f"{statistics.median(r['cpu'] for r in runs):>7.3f} "
               f"{statistics.median(r['peak_mb'] for r in runs):>8.0f}")
+        what = f"{name} ({len(data) / 2**20:.2f} MB upload, {runs[0]['outcome']})"
+        measured += [row(f"{what}: CPU, median of {repeats}",
+                         statistics.median(r["cpu"] for r in runs), "s"),
+                     row(f"{what}: peak memory (VmHWM), median of {repeats}",
+                         statistics.median(r["peak_mb"] for r in runs), "MB")]
+    return measured
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.suite import row  # noqa: E402
 from dpcore.data.od import MEMORY_BUDGET_BYTES  # noqa: E402
 
 
@@ -80,7 +81,12 @@ def run(path: Path, budget: str) -> dict:
     return json.loads(out)
 
 
-def main(argv: list[str]) -> None:
+def rows(quick: bool) -> list[dict]:
+    return main(["matrix_12k", "long_1m"] if quick else [])
+
+
+def main(argv: list[str]) -> list[dict]:
+    measured = []
     unbounded = "--unbounded" in argv
     names = [a for a in argv if not a.startswith("--")] or list(CASES)
     print(f"budget {MEMORY_BUDGET_BYTES / 2 ** 20:,.0f} MB")
@@ -98,6 +104,10 @@ def main(argv: list[str]) -> None:
                 free = got if got["outcome"] == "imported" else run(path, "none")
                 line += f"   {free['peak_mb']:,.0f}, {free['outcome']}"
             print(line, flush=True)
+            what = f"{name} ({path.stat().st_size / 2 ** 20:.1f} MB, {got['outcome']})"
+            measured += [row(f"{what}: estimate before parsing", got["estimate_mb"], "MB"),
+                         row(f"{what}: peak the import added (VmHWM)", got["peak_mb"], "MB")]
+    return measured
 
 
 if __name__ == "__main__":

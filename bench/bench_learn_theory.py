@@ -13,6 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.suite import row  # noqa: E402
 from dpcore.data import datasets
 from dpcore.theory import accuracy, amplification, privacy_theory
 
@@ -47,7 +48,11 @@ for d in (COUNTY.domain_size, ED.domain_size):
                   lambda d=d: accuracy.recommend_local(d, 1.0, ED.n)))
 
 
-def main(repeats: int = 5) -> None:
+TARGET_MS = 100.0
+
+
+def main(repeats: int = 5) -> list[dict]:
+    measured = []
     for label, call in CALLS:
         times, refused = [], 0
         for _ in range(repeats):
@@ -60,6 +65,13 @@ def main(repeats: int = 5) -> None:
         note = f"  (NotCertified in {refused} of {repeats})" if refused else ""
         print(f"{label:60} median {1000 * statistics.median(times):9.2f} ms, "
               f"min {1000 * min(times):9.2f} ms{note}")
+        name = " ".join(label.split()) + f", median of {repeats}" + note.replace("  (", " (")
+        measured.append(row(name, 1000 * statistics.median(times), "ms", limit=TARGET_MS))
+    return measured
+
+
+def rows(quick: bool) -> list[dict]:
+    return main(3 if quick else 5)
 
 
 if __name__ == "__main__":

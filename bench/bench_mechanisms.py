@@ -1,6 +1,6 @@
 """How fast is every mechanism? Fast release vs per-user simulation, and pure-LDP (issue 3, point 8).
 
-Prints markdown tables to paste into the README:
+Prints markdown tables (docs/BENCHMARKS.md quotes an earlier run):
 
 1. For every registered mechanism at ε = 1, the median time of the fast ``release`` and of the
    per-user ``simulate`` (every commuter randomises, the server aggregates and estimates) at county
@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import suite  # noqa: E402
 from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import metrics  # noqa: E402
@@ -168,7 +169,7 @@ def pure_ldp_seconds(make, sample: np.ndarray, d: int) -> float:
 
 
 # ----------------------------------------------------------------------------------------- main
-def main(argv=None) -> None:
+def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="3 repeats, 15 s per-user budget, 0.1 %% pure-LDP subsample")
@@ -225,6 +226,37 @@ def main(argv=None) -> None:
 
     print_report(levels, keys, matrices, releases, simulations, metric_times, peers, repeats,
                  budget, peer_share)
+    return to_rows(levels, keys, releases, simulations, metric_times, peers, repeats, peer_share)
+
+
+def rows(quick: bool) -> list[dict]:
+    return main(["--quick"] if quick else [])
+
+
+def to_rows(levels, keys, releases, simulations, metric_times, peers, repeats,
+            peer_share) -> list[dict]:
+    """The tables' figures in the suite's common format (bench/suite.py)."""
+    row, measured = suite.row, []
+    for level in levels:
+        name = LEVEL_NAMES[level]
+        for key in keys:
+            simulation = simulations[level, key]
+            how = (f"extrapolated from {simulation.users:,} users" if simulation.extrapolated
+                   else "every commuter")
+            measured += [row(f"{key} at {name} level: fast release, median of {repeats}",
+                             releases[level, key] * 1e3, "ms",
+                             limit=TARGET_SECONDS[level] * 1e3),
+                         row(f"{key} at {name} level: per-user run ({how})",
+                             simulation.seconds, "s")]
+        first, later = metric_times[level]
+        measured += [row(f"metrics.compute at {name} level, first call", first, "s"),
+                     row(f"metrics.compute at {name} level, later calls, median of {repeats}",
+                         later, "s")]
+    for key, seconds in peers.items():
+        measured.append(row(f"{key} at county level: pure-LDP's time ({peer_share:.1%} of the "
+                            "commuters, extrapolated) / our fast release",
+                            seconds / releases["county", key], "×", minimum=SPEED_UP_TARGET))
+    return measured
 
 
 def print_report(levels, keys, matrices, releases, simulations, metric_times, peers, repeats,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.suite import row  # noqa: E402
 from dpcore.data import datasets
 from dpcore.evaluation import planner  # noqa: E402
 
@@ -49,12 +50,13 @@ CASES = [  # (label, dataset, mechanism, target, trials)
 LIMITS = {planner.SEARCH: 10.0, "six": 5.0}
 
 
-def main():
+def main(repeats: int = REPEATS) -> list[dict]:
+    measured = []
     print(f"{'case':46} {'mechanism':10} {'ε found':>9} {'median':>11} {'min':>11} "
           f"{'CPU':>11}  target")
     for label, od, key, target, trials in CASES:
         times, cpu = [], []
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             started, started_cpu = time.perf_counter(), time.process_time()
             keys = list(key) if isinstance(key, tuple) else [key]
             answers = planner.plan(od, keys, target, trials=trials)
@@ -70,6 +72,13 @@ def main():
         print(f"{label:46} {shown:10} {found:>9} {median * 1e3:9.1f} ms "
               f"{min(times) * 1e3:9.1f} ms {statistics.median(cpu) * 1e3:9.1f} ms  "
               f"≤ {limit * 1e3:g} ms {'✓' if median <= limit else '✗'}")
+        measured.append(row(f"{label}, {shown} (ε found {found.strip()}), median of {repeats}",
+                            median * 1e3, "ms", limit=limit * 1e3))
+    return measured
+
+
+def rows(quick: bool) -> list[dict]:
+    return main(1 if quick else 3)
 
 
 if __name__ == "__main__":

@@ -17,21 +17,25 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dpcore.data import datasets, views
+from bench.suite import row  # noqa: E402
 from dpcore.interfaces import publish, published_domain  # noqa: E402
 
-REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 
-
-def timed(call) -> float:
+def timed(call, repeats: int) -> float:
     times = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         started = time.perf_counter()
         call()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
-def main():
+def rows(quick: bool) -> list[dict]:
+    return main(1 if quick else 3)
+
+
+def main(repeats: int = 3) -> list[dict]:
+    measured = []
     publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)  # import OpenDP once, outside the timings
     county = datasets.load("ireland_county")
     ed = datasets.load("ireland_ed")
@@ -40,7 +44,7 @@ def main():
     subset = ed.subset_by_parent(["Cavan", "Leitrim"])
     cells = np.zeros(1_000_000, dtype=np.int64)
     noise = publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)
-    rows = [
+    cases = [
         ("calibrate discrete Laplace (binary search)",
          lambda: publish.calibrate(publish.DISCRETE_LAPLACE, 1.0)),
         ("calibrate Gaussian (binary search, zCDP → (ε, δ))",
@@ -52,13 +56,16 @@ def main():
          lambda: publish.publish_levels(subset, publish.DISCRETE_LAPLACE, 1.0, source=source)),
         ("noise on 1,000,000 cells", lambda: publish.noisy(noise, cells)),
     ]
-    for label, call in rows:
-        seconds = timed(call)
+    for label, call in cases:
+        seconds = timed(call, repeats)
         print(f"{label:78} {seconds:9.3f} s")
+        measured.append(row(f"{label}, median of {repeats}", seconds, "s"))
         if label.startswith("noise"):
             per_cell = seconds / cells.size
             print(f"{'  → per cell':78} {per_cell * 1e6:9.2f} µs; whole ED level "
                   f"({ed.domain_size:,} cells) ≈ {per_cell * ed.domain_size:.0f} s")
+            measured.append(row(f"whole ED level ({ed.domain_size:,} cells), extrapolated from "
+                                "the 1,000,000", per_cell * ed.domain_size, "s"))
     twelve = ed.subset_by_parent(sorted(set(ed.origins.parent))[:12])
     for levels, budgeted in ((False, publish.PUBLISH_CELL_BYTES),
                              (True, publish.LEVELS_CELL_BYTES)):
@@ -68,6 +75,8 @@ def main():
         label = f"peak memory, {'two consistent levels' if levels else 'one level'} " \
                 f"({twelve.domain_size:,} fine cells)"
         print(f"{label:78} {per_cell:9.1f} B/cell (budgeted {budgeted})")
+        measured.append(row(label, per_cell, "B/cell", limit=budgeted))
+    return measured
 
 
 def _status(key: str) -> int:
@@ -85,4 +94,4 @@ def peak_bytes(call) -> int:
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

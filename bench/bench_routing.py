@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.suite import row  # noqa: E402
 from dpcore import release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.data.od import ODMatrix, ZoneSet  # noqa: E402
@@ -50,25 +51,38 @@ def seconds(od: ODMatrix, key: str, sparse: bool, truth, repeat: int) -> float:
     return best
 
 
-def report(od: ODMatrix, repeat: int) -> None:
+def report(od: ODMatrix, repeat: int) -> list[dict]:
     truth = od.to_dense()
     print(f"{od.name}: |X| = {od.domain_size:,}, non-zero {od.nonzero:,} "
           f"({od.nonzero / od.domain_size:.1%}), n = {od.n:,}; routed sparse by the rule: "
           f"{release.sparse_route(od, release.ReleaseSpec('oue', 1.0))}")
+    measured = []
     for key in MECHANISMS:
         dense, sparse = (seconds(od, key, s, truth, repeat) for s in (False, True))
         print(f"  {key:20s} dense {dense:7.3f} s   sparse {sparse:7.3f} s   "
               f"dense/sparse {dense / sparse:6.1f}×")
+        share = od.nonzero / od.domain_size
+        measured.append(row(f"{od.name} ({od.domain_size:,} cells, {share:.1%} non-zero) {key}: "
+                            f"dense / sparse seconds, best of {repeat}", dense / sparse, "×"))
+    return measured
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
-    args = parser.parse_args()
+    measure(parser.parse_args().repeat)
+
+
+def rows(quick: bool) -> list[dict]:
+    return measure(1 if quick else 2)
+
+
+def measure(repeat: int) -> list[dict]:
+    measured = []
     for cells in (10_000, 100_000, 1_000_000, 4_000_000):
         for density in (0.03, 0.1, 0.3):
-            report(synthetic(cells, density), args.repeat)
-    report(datasets.load("ireland_ed"), args.repeat)
+            measured += report(synthetic(cells, density), repeat)
+    return measured + report(datasets.load("ireland_ed"), repeat)
 
 
 if __name__ == "__main__":

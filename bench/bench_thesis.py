@@ -71,7 +71,8 @@ class TreeCPU:
 def once(od, source, workers: int, trials: int, keep: Path | None = None
          ) -> tuple[float, float, thesis.Chapter]:
     """Wall time of the whole command (both protocols, the default), and of the report alone
-    (written to ``keep`` when given, e.g. for the README's verdict table, else thrown away)."""
+    (written to ``keep`` when given, e.g. for the verdict table in
+    docs/SWEEPS_AND_THESIS_REPORT.md, else thrown away)."""
     started = time.perf_counter()
     chapter = thesis.run(od, trials=trials, n_jobs=workers, source=source)
     written = time.perf_counter()

@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.suite import row  # noqa: E402
 from dpcore.data import datasets, views
 from dpcore.evaluation import publish_compare
 from dpcore.interfaces import publish, published_domain
@@ -31,6 +32,8 @@ from dpcore.mechanisms import topdown
 EPSILON, DELTA = 1.0, 1e-6
 #: The manifest's input entry for a bundled dataset published over its own bundled geography.
 SOURCE = publish.input_entry("bench", views.View(), {"source": published_domain.BUNDLED})
+#: This run's measurements in the suite's common format (bench/suite.py), in the order printed.
+MEASURED: list[dict] = []
 
 
 def timed(label: str, target: float | None, call):
@@ -39,6 +42,8 @@ def timed(label: str, target: float | None, call):
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     verdict = "" if target is None else (" ✓" if wall <= target else " ✗") + f" (≤ {target:g} s)"
     print(f"{label:<58} wall {wall:8.2f} s  CPU {cpu:8.2f} s{verdict}", flush=True)
+    MEASURED.extend([row(f"{label}: wall", wall, "s", limit=target),
+                     row(f"{label}: CPU", cpu, "s")])
     return result
 
 
@@ -59,9 +64,16 @@ def accuracy(od, trials: int) -> None:
                         & (results["metric"] == "max_abs_error")]["high"].iloc[0]
         print(f"TopDown max |error| on {level.name}: {worst:.4g} (upper end of the 95 % "
               f"interval) vs bound {bound:.4g} {'✓' if worst <= bound else '✗'}")
+        MEASURED.append(row(f"TopDown max |error| at {level.name} level (upper end of the 95 % "
+                            f"interval), {trials} releases", worst, "commuters", limit=bound))
     fewer = fine.loc["topdown", "invented"] < fine.loc["wls", "invented"]
     print(f"invented commutes at ED level: TopDown {fine.loc['topdown', 'invented']:,.0f} vs "
           f"WLS {fine.loc['wls', 'invented']:,.0f} {'✓' if fewer else '✗'}")
+    MEASURED.extend([row(f"invented commutes per release at ED level, WLS, {trials} releases",
+                         fine.loc["wls", "invented"], "commutes"),
+                     row(f"invented commutes per release at ED level, TopDown, {trials} releases",
+                         fine.loc["topdown", "invented"], "commutes",
+                         limit=fine.loc["wls", "invented"])])
 
 
 def int_opt_speed(od) -> None:
@@ -83,6 +95,8 @@ def int_opt_speed(od) -> None:
                    lambda: [reference(x.copy(), c) for x, c in work])
     same = all(np.array_equal(a, np.asarray(b, dtype=np.int64)) for a, b in zip(ours, theirs))
     print(f"same output: {same}")
+    MEASURED.append(row("int_opt: our output is the package's on every parent (1 = yes)", same,
+                        "", minimum=1))
 
 
 def main() -> None:
@@ -90,6 +104,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--trials", type=int, default=3)
     args = parser.parse_args()
+    measure(args.quick, args.trials)
+
+
+def rows(quick: bool) -> list[dict]:
+    measure(quick, 3)
+    return MEASURED
+
+
+def measure(quick: bool, trials: int) -> None:
     print(f"load average {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} "
           f"{os.getloadavg()[2]:.1f}; ε = {EPSILON}, δ = {DELTA}")
     county = datasets.load("ireland_county")
@@ -101,7 +124,7 @@ def main() -> None:
     timed("TopDown publish, Cavan + Leitrim EDs and counties", None,
           lambda: publish.publish_topdown(subset, EPSILON, delta=DELTA, source=SOURCE))
     int_opt_speed(ed)
-    if args.quick:
+    if quick:
         return
     result = timed("TopDown publish, ED data (county → ED, 9.8 M cells)", 120.0,
                    lambda: publish.publish_topdown(ed, EPSILON, delta=DELTA, whole_table=True,
@@ -112,7 +135,7 @@ def main() -> None:
           f"min count {min(int(v.min()) for v in released)}; "
           f"noised at ED level: children of {np.count_nonzero(released[0])} non-zero "
           "county pairs")
-    accuracy(ed, args.trials)
+    accuracy(ed, trials)
 
 
 if __name__ == "__main__":

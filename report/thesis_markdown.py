@@ -1,5 +1,5 @@
 """The verdict table of a ``reproduce-thesis`` run as Markdown, one verdict column per protocol
-(what the README and docs/SWEEPS_AND_THESIS_REPORT.md show, pasted from an actual run).
+(what docs/SWEEPS_AND_THESIS_REPORT.md shows, pasted from an actual run).
 
     python3 -m report.thesis_markdown thesis/            # reads thesis/verdicts.csv
     python3 -m report.thesis_markdown thesis/ --full     # with what each check found

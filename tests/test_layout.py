@@ -1,4 +1,4 @@
-"""The house as the README describes it: the design card's top level, ``ui/`` grouped by screen,
+"""The house as docs/ARCHITECTURE.md describes it: the design card's top level, ``ui/`` grouped by screen,
 imports flowing one way, and no product module citing a file the repository lacks."""
 
 import ast

@@ -2,8 +2,9 @@
 inlined plotly.js and the page asks no server for anything.
 
 ``DPCORE_REPORT=path/to/report.html`` checks that report instead of a small one built here (the
-README's figure is a screenshot of the default run's report: set ``DPCORE_UPDATE_SCREENSHOT=1``
-too, and the first ED figure is saved to docs/thesis-report-figure.png).
+figure in docs/SWEEPS_AND_THESIS_REPORT.md is a screenshot of the default run's report: set
+``DPCORE_UPDATE_SCREENSHOT=1`` too, and the first ED figure is saved to
+docs/thesis-report-figure.png).
 """
 
 import os

@@ -1,4 +1,4 @@
-"""Cross-check against pure-LDP (test-only dependency; install quirks in the README: xxhash<4,
+"""Cross-check against pure-LDP (test-only dependency; install quirks in docs/TESTING.md: xxhash<4,
 scikit-learn and statsmodels): its raw, unnormalised estimates for GRR (its "DE"), OUE and OLH
 have the same distribution as dpcore's fast release, and both match dpcore's exact variance.
 
