@@ -1,4 +1,4 @@
-"""The accepted upload formats in words, with a small example of each (for the UI and README).
+"""The accepted upload formats in words, with a small example of each (for the UI and docs/UPLOADING.md).
 
 The examples are imported by the test suite, so what the help shows is known to work.
 """
