@@ -247,6 +247,20 @@ def test_the_ledger_names_no_upload_and_keeps_unlabelled_uploads_apart():
     assert basic.loc["Acme staff 2026", "epsilon"] == 2.0
 
 
+def test_a_bidirectional_override_in_a_label_is_shown_escaped_in_both_ledger_tables():
+    """Issue 40: a label holding U+202E RIGHT-TO-LEFT OVERRIDE showed raw in the per-label
+    totals, reversing the text after it on screen."""
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    key = next(t.key for t in at.text_input if t.key.startswith("publish_label_"))
+    at.text_input(key=key).set_value("Kildare \u202e6102 sretummoc").run()
+    at.button(key="publish_go").click().run()
+    assert not at.exception, at.exception
+    entries, totals = ledger_tables(at)
+    assert totals["label"].tolist() == ["Kildare \\u202e6102 sretummoc"]
+    # The entries are Markdown cells (safe.markdown: escaped, then its backslash escaped too).
+    assert entries["label"].tolist() == ["Kildare u202e6102 sretummoc"]
+
+
 def test_tampering_is_reported_on_the_page():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
     at.button(key="publish_go").click().run()

@@ -21,7 +21,7 @@ import numpy as np
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import workers
 from dpcore.mechanisms.base import Param
-from dpcore.text import visible
+from dpcore.text import plain_number, visible
 
 
 class _VisibleStream:
@@ -52,12 +52,11 @@ def escaped_output():
 
 def number(param: Param, option: str):
     """An argparse ``type`` for ``option``: the text as ``param``'s kind, checked against its
-    declared range ("1e4" is accepted as a whole number; the message names option, value, range
-    and why)."""
+    declared range ("1e4" is accepted as a whole number, "1_0" and "١٠" are not numbers: see
+    :func:`dpcore.text.plain_number`; the message names option, value, range and why)."""
     def parse(text: str):
         try:
-            value = int(text) if param.kind is int and text.strip().lstrip("+-").isdigit() \
-                else float(text)
+            value = plain_number(text, whole=param.kind is int)
         except ValueError:
             kind = "a whole number" if param.kind is int else "a number"
             raise argparse.ArgumentTypeError(
@@ -70,10 +69,23 @@ def number(param: Param, option: str):
     return parse
 
 
+def real(option: str):
+    """An argparse ``type`` for a number with no declared range of its own (``--target``: the
+    metric's threshold), read the plain way (:func:`dpcore.text.plain_number`)."""
+    def parse(text: str) -> float:
+        try:
+            return plain_number(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be a number such as 5 or 0.25; got "
+                                             f"{text!r}.") from None
+    parse.__name__ = option.lstrip("-")
+    return parse
+
+
 def jobs(text: str) -> int:
     """``--jobs``: -1 (every core) or a whole number ≥ 1; capped at the cores by :func:`prepare`."""
     try:
-        value = int(text)
+        value = plain_number(text, whole=True)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--jobs must be a whole number (-1: every core); got "
                                          f"{text!r}.") from None
