@@ -27,6 +27,12 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:i
 _PLAIN_WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
 
 
+def has_controls(text) -> bool:
+    """Whether ``text`` holds a control or bidirectional character (for inputs that refuse them
+    rather than show them escaped, e.g. the budget ledger's label)."""
+    return _CONTROLS.search(str(text)) is not None
+
+
 def visible(text, keep: str = "") -> str:
     """``text`` with every control and bidirectional character written as its Python escape
     (U+202E → ``\\u202e``, ESC → ``\\x1b``), except the characters in ``keep`` (e.g. ``"\\n"``

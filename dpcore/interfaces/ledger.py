@@ -46,7 +46,6 @@ import hmac
 import json
 import math
 import os
-import re
 import secrets
 import sqlite3
 from dataclasses import asdict, dataclass
@@ -55,6 +54,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpcore.interfaces import store
+from dpcore.text import has_controls
 
 #: δ' of advanced composition and the δ at which a zCDP total is stated.
 SLACK_DELTA = 1e-6
@@ -64,9 +64,8 @@ KEY_VARIABLE = "DPCORE_LEDGER_KEY"
 #: The folder of the key file and the head record; default :data:`KEY_FOLDER` beside the database.
 KEY_FOLDER_VARIABLE = "DPCORE_LEDGER_KEY_DIR"
 KEY_FOLDER, KEY_FILE, HEAD_FILE = "ledger-key", "key", "head.json"
-#: Longest label, and the characters a label may not hold (control characters).
+#: Longest label (it may not hold control or bidirectional characters: dpcore.text).
 LABEL_CHARS = 80
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 UNLABELLED = "unlabelled"
 STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS ledger(number INTEGER PRIMARY KEY, time TEXT NOT NULL,
@@ -88,8 +87,9 @@ def check_label(text: str | None) -> str:
     if len(label) > LABEL_CHARS:
         raise ValueError(f"the ledger label is {len(label)} characters long; keep it to "
                          f"{LABEL_CHARS} (e.g. \"Kildare commuters 2016\")")
-    if _CONTROL.search(label):
-        raise ValueError("the ledger label holds control characters; type plain text")
+    if has_controls(label):
+        raise ValueError("the ledger label holds control characters or bidirectional marks "
+                         "(e.g. U+202E, which reverses the text after it); type plain text")
     return label
 
 
