@@ -32,8 +32,11 @@ def never_imports(monkeypatch):
     (["--shares", "0.3,0.3"], "must add up to 1; '0.3,0.3' adds up to 0.6"),
     (["--shares", "0.5,,0.5"], "--shares must be numbers separated by commas"),
     (["--label", "a\x07b"], "control characters"),
-    (["--shares", ""], "--shares is empty: give each level's share of ρ"),   # was: an even split
-    (["--shares", " , "], "--shares is empty"),
+    (["--shares", ""], "--shares is empty: give it a value (or leave --shares out"),  # was: even
+    (["--shares", " , "], "--shares is empty: give each level's share of ρ"),
+    (["--audit", ""], "--audit is empty"),                  # was: no audit record, silently
+    (["--domain-codes", ""], "--domain-codes is empty"),    # was: the bundled geography
+    (["--domain-zones", " "], "--domain-zones is empty"),
     (["--shares", "0.5,0_5"], "--shares must be numbers separated by commas"),  # 0_5 is 5
     (["--shares", "0.5,٠.5"], "--shares must be numbers separated by commas"),  # Arabic-Indic 0
     (["--compare", "2"], "--compare-out PATH.csv"),

@@ -103,9 +103,21 @@ def add_force(commands: argparse._SubParsersAction) -> None:
                                 help="overwrite --out if it exists (default: refuse)")
 
 
+#: Options whose empty value means something (an unlabelled publication).
+MAY_BE_EMPTY = ("label",)
+
+
 def prepare(args: argparse.Namespace) -> None:
-    """Checks that need the whole command line, before any work: ``--out`` would overwrite
-    something (without ``--force``), ``--jobs`` above the cores (capped, and said on stderr)."""
+    """Checks that need the whole command line, before any work: an empty value (``--audit ""``
+    wrote no audit record, ``--domain-codes ""`` fell back to another domain, as if the option
+    were not given), ``--out`` would overwrite something (without ``--force``), ``--jobs`` above
+    the cores (capped, and said on stderr)."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        if name not in MAY_BE_EMPTY and any(isinstance(v, str) and not v.strip() for v in values):
+            option = "--" + name.replace("_", "-")
+            raise ValueError(f"{option} is empty: give it a value (or leave {option} out if "
+                             "it is optional: its default is in --help)")
     out = getattr(args, "out", None)
     if out is not None and not getattr(args, "force", False):
         _refuse_overwrite(Path(out))
