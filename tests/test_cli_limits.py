@@ -91,7 +91,9 @@ def run(capsys, *argv):
     (["sweep", *TOY, "--mechanisms", "laplace", "--epsilons", "1", "--postprocess", "base,"],
      ["--postprocess must be names separated by commas, none of them empty"]),
     (["plan", *TOY, "--mechanisms", "laplace", "--metric", "rmse", "--target", "5_0"],
-     ["--target must be a number such as 5 or 0.25; got '5_0'"]),
+     ["--target must be a finite number such as 5 or 0.25; got '5_0'"]),
+    (["plan", *TOY, "--mechanisms", "laplace", "--metric", "rmse", "--target", "nan"],
+     ["--target must be a finite number such as 5 or 0.25; got 'nan'"]),   # was: "give a target"
     (["plan", *TOY, "--mechanisms", "laplace", "--metric", "rmse", "--target", "5",
       "--probability", "0.9_5"], ["--probability must be a number in [0.5, 0.99]"]),
     (["heavy-hitters", *TOY, "--protocol", "pem", "--epsilon", "1", "--k", "1_0"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 from pathlib import Path
 
@@ -70,14 +71,18 @@ def number(param: Param, option: str):
 
 
 def real(option: str):
-    """An argparse ``type`` for a number with no declared range of its own (``--target``: the
-    metric's threshold), read the plain way (:func:`dpcore.text.plain_number`)."""
+    """An argparse ``type`` for a finite number with no declared range of its own
+    (``--target``: the metric's threshold), read the plain way
+    (:func:`dpcore.text.plain_number`). ``--target nan`` was "give a target value"."""
     def parse(text: str) -> float:
         try:
-            return plain_number(text)
+            value = plain_number(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} must be a number such as 5 or 0.25; got "
-                                             f"{text!r}.") from None
+            value = math.nan
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{option} must be a finite number such as 5 or "
+                                             f"0.25; got {text!r}.")
+        return value
     parse.__name__ = option.lstrip("-")
     return parse
 
