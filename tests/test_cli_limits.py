@@ -106,7 +106,9 @@ def run(capsys, *argv):
     (["sweep", *TOY, "--mechanisms", "laplace", "--epsilons", "1", "--scheduler", ""],
      ["--scheduler is empty"]),
     (["release", *TOY, "--mechanism", "topk", "--epsilon", "1", "--param", "k=1_0"],
-     ["the 'k' parameter must be a number; got '1_0'"]),
+     ["the 'k' parameter must be a whole number; got '1_0'"]),
+    (["release", *TOY, "--mechanism", "topk", "--epsilon", "1", "--param", "k=2.5"],
+     ["the 'k' parameter must be a whole number; got '2.5'"]),          # was: k = 2, silently
 ])
 def test_a_hostile_argument_is_a_message_with_exit_code_2(capsys, tmp_path, argv, words):
     out = tmp_path / "out"

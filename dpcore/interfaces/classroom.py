@@ -341,7 +341,7 @@ def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> d
 
 # ------------------------------------------------------------------------------------ reports
 #: Deepest nesting of arrays and objects in a message from a phone. A report is an object of
-#: numbers or one string, inside the component's event list: depth 3. Python's JSON parser
+#: numbers or one string, inside its event's value inside the component's event list: depth 4. Python's JSON parser
 #: recurses once per level, so a message nested 100,000 deep raised RecursionError (a traceback
 #: to its sender) before any check of its content could run.
 MAX_MESSAGE_DEPTH = 16

@@ -165,10 +165,12 @@ def _convert(param: mechanisms.Param, text: str):
             if str(choice) == text:
                 return choice
         return text  # the mechanism names the valid choices
+    whole = param.kind is int
     try:
-        return param.kind(plain_number(text)) if param.kind in (int, float) else param.kind(text)
+        return plain_number(text, whole) if param.kind in (int, float) else param.kind(text)
     except ValueError:
-        raise ValueError(f"the '{param.name}' parameter must be a number; got {text!r}") from None
+        raise ValueError(f"the '{param.name}' parameter must be {'a whole' if whole else 'a'} "
+                         f"number; got {text!r}") from None
 
 
 def _params(pairs: list[str], keys: list[str]) -> dict[str, dict]:

@@ -94,7 +94,7 @@ def _parse_param(key: str, name: str, text: str):
         if not matches:
             raise ValueError(text)
         return matches[0]
-    return param.check(param.kind(plain_number(text)), key)
+    return param.check(plain_number(text, whole=param.kind is int), key)
 
 
 def _from_url() -> dict:
