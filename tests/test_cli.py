@@ -207,7 +207,7 @@ def test_release_neutralises_formula_like_zone_names(capsys, tmp_path):
     (["--mechanism", "gaussian", "--epsilon", "1", "--delta", "2"], "--delta must be in"),
     (["--mechanism", "laplace", "--epsilon", "1", "--param", "k=3"], "no chosen mechanism"),
     (["--mechanism", "laplace", "--epsilon", "1", "--param", "epsilon=3"], "--epsilon"),
-    (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a number"),
+    (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a whole number"),
     (["--mechanism", "topk", "--epsilon", "1", "--param", "k"], "name=value"),
     (["--mechanism", "laplace", "--epsilon", "1", "--postprocess", "magic"], "post-processing"),
     (["--mechanism", "laplace", "--epsilon", "1", "--delta", "1e-6"], "has no δ"),

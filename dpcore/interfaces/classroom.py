@@ -341,9 +341,9 @@ def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> d
 
 # ------------------------------------------------------------------------------------ reports
 #: Deepest nesting of arrays and objects in a message from a phone. A report is an object of
-#: numbers or one string, inside its event's value inside the component's event list: depth 4. Python's JSON parser
-#: recurses once per level, so a message nested 100,000 deep raised RecursionError (a traceback
-#: to its sender) before any check of its content could run.
+#: numbers or one string, inside its event's value inside the component's event list: depth 4.
+#: Python's JSON parser recurses once per level, so a message nested 100,000 deep raised
+#: RecursionError (a traceback to its sender) before any check of its content could run.
 MAX_MESSAGE_DEPTH = 16
 #: A JSON string (escapes included): its brackets are text, not nesting.
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
