@@ -878,3 +878,17 @@ def test_streamlits_component_messages_go_through_the_depth_check():
     plain = '[{"event": "report", "value": {"nonce": "ab", "report": {"y": 3}}}]'
     assert serialization.deserialize_trigger_list(plain) == json.loads(plain)
     assert dict(serialization.BidiComponentSerde().deserialize(deep)) == {}
+
+
+def test_a_report_field_nested_100000_deep_is_rejected_in_a_sentence(store):
+    """The store's own check, whatever parsed the message: quoting the field used its repr,
+    which recursed 100,000 levels (RecursionError)."""
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    code, _ = store.create_room(QUESTION, "grr", 1.0)
+    with pytest.raises(ReportRejected, match="The report's cell must be a whole number; got a "
+                                             "list.") as problem:
+        send(store, code, {"y": deep})
+    assert problem.value.reason == "malformed"
+    assert store.snapshot(code).rejected == {"malformed": 1}

@@ -373,7 +373,9 @@ def check_message(text: str) -> None:
 def _whole(value, low: int, high: int, what: str) -> int:
     """``value`` as an int in [low, high), or ReportRejected naming the field."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ReportRejected(f"The report's {what} must be a whole number; got {value!r:.40}.",
+        got = (f"{value!r:.40}" if value is None or isinstance(value, (str, float, bool))
+               else f"a {type(value).__name__}")  # a nested list's repr recurses: never shown
+        raise ReportRejected(f"The report's {what} must be a whole number; got {got}.",
                              "malformed")
     if not low <= value < high:
         raise ReportRejected(f"The report's {what} {value} is outside [{low}, {high}).",
