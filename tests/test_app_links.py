@@ -31,6 +31,11 @@ def notices(at) -> list[str]:
     ({"mech": ["laplace", "nope"]}, ["mech=nope", "mechanism keys: laplace", "using laplace"],
      ("mechanisms", ("laplace",))),
     ({"opt": "hm.t=999"}, ["opt=hm.t=999", "hm.t one of auto, 1, 2,", "using hm.t=auto"], None),
+    # Issue 40: float("1_0") and int("1_0") are 10; a link's numbers are read the plain way.
+    ({"eps": "1_0"}, ["eps=1_0", "ε in [1e-06, 20]", "using 1 instead"], ("epsilon", 1.0)),
+    ({"seed": "1_0"}, ["seed=1_0", "a whole number in [0, 9007199254740991]", "using 0 instead"],
+     ("seed", 0)),
+    ({"eps": "٢"}, ["eps=٢", "ε in [1e-06, 20]", "using 1 instead"], ("epsilon", 1.0)),
 ])
 def test_a_run_setting_out_of_range_is_named_with_its_range_and_what_is_used(query, words,
                                                                               setting):
@@ -55,6 +60,13 @@ def test_a_page_setting_out_of_range_is_named_and_the_default_used():
     assert at.slider(key="kept_widget_explore_k").value == 30
     bars = [f for f in at.get("plotly_chart") if "The 30 busiest commutes" in f.proto.spec]
     assert bars
+
+
+def test_a_page_setting_with_digit_grouping_is_named_and_the_default_used():
+    at = open_page(EXPLORE, dataset="ireland_county", mech="laplace", k="2_0")
+    found = notices(at)
+    assert len(found) == 1 and "k=2_0" in found[0] and "using 30 instead" in found[0], found
+    assert at.slider(key="kept_widget_explore_k").value == 30
 
 
 def test_an_unknown_dataset_in_a_link_is_named():

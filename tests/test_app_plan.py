@@ -247,6 +247,26 @@ def test_the_ledger_names_no_upload_and_keeps_unlabelled_uploads_apart():
     assert basic.loc["Acme staff 2026", "epsilon"] == 2.0
 
 
+def test_a_bidirectional_override_in_a_label_is_refused_and_an_old_one_shown_escaped(
+        monkeypatch):
+    """Issue 40: a label holding U+202E RIGHT-TO-LEFT OVERRIDE showed raw in the per-label
+    totals, reversing the text after it on screen. Typed now, it is refused; one already in the
+    ledger (recorded before labels were checked for it) shows escaped in both tables."""
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    key = next(t.key for t in at.text_input if t.key.startswith("publish_label_"))
+    at.text_input(key=key).set_value("Kildare \u202e6102 sretummoc").run()
+    assert any("bidirectional marks" in e.value for e in at.error)
+    assert at.button(key="publish_go").disabled
+    with monkeypatch.context() as older:                 # as a version before issue 40 did
+        older.setattr(ledger, "check_label", lambda text: text)
+        ledger.LedgerStore().append("Kildare \u202e6102 sretummoc", "flat (laplace)", [], 0.5,
+                                    0.0, None, "0" * 32)
+    entries, totals = ledger_tables(plan_page(mech=["laplace"], pp="base", target="rmse"))
+    assert totals["label"].tolist() == ["Kildare \\u202e6102 sretummoc"]
+    # The entries are Markdown cells (safe.markdown: escaped, then its backslash escaped too).
+    assert entries["label"].tolist() == ["Kildare u202e6102 sretummoc"]
+
+
 def test_tampering_is_reported_on_the_page():
     at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
     at.button(key="publish_go").click().run()

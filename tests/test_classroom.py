@@ -916,3 +916,53 @@ def test_the_snapshot_counts_reports_of_the_last_minute(store):
     send(store, code, {"y": 0}, now=now - 5)
     send(store, code, {"y": 0}, now=now)
     assert store.snapshot(code).last_minute == 2
+
+
+# ------------------------------------------------------------------------- message depth (issue 40)
+@pytest.mark.parametrize("text, depth", [
+    ('[{"event": "report", "value": {"nonce": "ab", "report": {"y": 3}}}]', 4),
+    ('["[[[[", {"a": "\\"[{"}]', 2),                  # brackets in strings, an escaped quote
+    ('{"a": "\\\\", "b": [[1]]}', 3),                   # an escaped backslash ends no string
+    ("[" * 100_000 + "]" * 100_000, 100_000),
+    ("", 0),
+])
+def test_message_depth_counts_nesting_without_parsing(text, depth):
+    assert classroom.message_depth(text) == depth
+
+
+def test_a_message_deeper_than_the_limit_is_refused_before_it_is_parsed():
+    limit = classroom.MAX_MESSAGE_DEPTH
+    classroom.check_message("[" * limit + "]" * limit)
+    classroom.check_message('["' + "[" * 10_000 + '"]')  # text, not nesting
+    with pytest.raises(classroom.ReportRejected, match=f"nested 100,000 levels deep; a phone's "
+                       f"report is at most {limit}") as refused:
+        classroom.check_message("[" * 100_000 + "]" * 100_000)
+    assert refused.value.reason == "too deep"
+
+
+def test_streamlits_component_messages_go_through_the_depth_check():
+    """The phone's messages are parsed by Streamlit (its component deserialiser) before the page
+    runs: the check must sit there, and an ordinary message must parse as before."""
+    from streamlit.components.v2.bidi_component import serialization
+
+    from ui.classroom import component
+    deep = '[{"event": "report", "value": ' + "[" * 100_000 + "]" * 100_000 + "}]"
+    [refusal] = serialization.deserialize_trigger_list(deep)
+    assert refusal["event"] == component.REFUSED and "100,002 levels" in refusal["value"]
+    plain = '[{"event": "report", "value": {"nonce": "ab", "report": {"y": 3}}}]'
+    assert serialization.deserialize_trigger_list(plain) == json.loads(plain)
+    assert dict(serialization.BidiComponentSerde().deserialize(deep)) == {}
+
+
+def test_a_report_field_nested_100000_deep_is_rejected_in_a_sentence(store):
+    """The store's own check, whatever parsed the message: quoting the field used its repr,
+    which recursed 100,000 levels (RecursionError)."""
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    code, _ = store.create_room(QUESTION, "grr", 1.0)
+    with pytest.raises(ReportRejected, match="The report's cell must be a whole number; got a "
+                                             "list.") as problem:
+        send(store, code, {"y": deep})
+    assert problem.value.reason == "malformed"
+    assert store.snapshot(code).rejected == {"malformed": 1}

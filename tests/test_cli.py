@@ -207,7 +207,7 @@ def test_release_neutralises_formula_like_zone_names(capsys, tmp_path):
     (["--mechanism", "gaussian", "--epsilon", "1", "--delta", "2"], "--delta must be in"),
     (["--mechanism", "laplace", "--epsilon", "1", "--param", "k=3"], "no chosen mechanism"),
     (["--mechanism", "laplace", "--epsilon", "1", "--param", "epsilon=3"], "--epsilon"),
-    (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a number"),
+    (["--mechanism", "topk", "--epsilon", "1", "--param", "k=many"], "must be a whole number"),
     (["--mechanism", "topk", "--epsilon", "1", "--param", "k"], "name=value"),
     (["--mechanism", "laplace", "--epsilon", "1", "--postprocess", "magic"], "post-processing"),
     (["--mechanism", "laplace", "--epsilon", "1", "--delta", "1e-6"], "has no δ"),
@@ -252,7 +252,8 @@ def test_sweep_writes_the_tidy_table(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--mechanisms", "laplace,nope", "--epsilons", "1"], "unknown mechanism 'nope'"),
-    (["--mechanisms", "laplace", "--epsilons", "1,a"], "comma-separated list of numbers"),
+    (["--mechanisms", "laplace", "--epsilons", "1,a"],
+     "--epsilons must be numbers separated by commas"),
     (["--mechanisms", "laplace", "--epsilons", "1", "--trials", "0"], "trials"),
     (["--mechanisms", "topk", "--epsilons", "1", "--postprocess", "significance_cut"],
      "significance cut"),
@@ -264,6 +265,18 @@ def test_sweep_rejects_bad_options_with_a_clear_message(capsys, tmp_path, argv, 
 
 
 # ------------------------------------------------------------------------------------------- export
+def test_safe_csv_writes_control_and_bidirectional_characters_as_escapes():
+    """Issue 40: a label's U+202E (e.g. in ``ledger --out``) reorders the cell in a spreadsheet,
+    an ESC recolours the terminal of whoever prints the file; line breaks stay (quoted)."""
+    frame = pd.DataFrame({"label": ["Kildare \u202e6102", "a\x1b[31mb", "two\nlines", "=\u2066x"],
+                          "epsilon": [1.0, 2.0, 3.0, 4.0]})
+    text = export.safe_csv(frame).decode("utf-8")
+    assert not re.search("[\x1b\u202e\u2066]", text)
+    back = pd.read_csv(io.StringIO(text))
+    assert list(back["label"]) == ["Kildare \\u202e6102", "a\\x1b[31mb", "two\nlines",
+                                   "'=\\u2066x"]
+
+
 def test_safe_csv_neutralises_text_cells_only():
     frame = pd.DataFrame({
         "zone": ["=1+1", "+A", "-B", "@C", "\tD", "\rE", "fine", "a=b", None],

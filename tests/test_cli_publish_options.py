@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from dpcore.data import importers
 from dpcore.data.importers import MAX_UPLOAD_BYTES
 from dpcore.interfaces import cli, publish, published_domain
 
@@ -31,6 +32,13 @@ def never_imports(monkeypatch):
     (["--shares", "0.3,0.3"], "must add up to 1; '0.3,0.3' adds up to 0.6"),
     (["--shares", "0.5,,0.5"], "--shares must be numbers separated by commas"),
     (["--label", "a\x07b"], "control characters"),
+    (["--shares", ""], "--shares is empty: give it a value (or leave --shares out"),  # was: even
+    (["--shares", " , "], "--shares is empty: give each level's share of ρ"),
+    (["--audit", ""], "--audit is empty"),                  # was: no audit record, silently
+    (["--domain-codes", ""], "--domain-codes is empty"),    # was: the bundled geography
+    (["--domain-zones", " "], "--domain-zones is empty"),
+    (["--shares", "0.5,0_5"], "--shares must be numbers separated by commas"),  # 0_5 is 5
+    (["--shares", "0.5,٠.5"], "--shares must be numbers separated by commas"),  # Arabic-Indic 0
     (["--compare", "2"], "--compare-out PATH.csv"),
 ])
 def test_bad_options_are_one_line_before_the_data_is_read(tmp_path, capsys, never_imports,
@@ -112,3 +120,24 @@ def test_a_file_over_the_limit_is_reported_at_its_real_size(tmp_path, capsys, op
     assert "The file is 108.7 MB (114,000,000 bytes); the limit is 100 MB (104,857,600 " \
            "bytes)" in err
     assert f"{MAX_UPLOAD_BYTES + 1:,}" not in err
+
+
+def test_an_escape_sequence_in_a_zone_name_never_reaches_release_csv_raw(tmp_path, capsys):
+    """Issue 40: ``ESC [ 31m`` in a zone name reached release.csv raw with --domain-from-data
+    (``cat release.csv`` turned the terminal red). The importer writes control characters as
+    escapes, so the file holds inert text and imports back with the same zone names."""
+    flows = tmp_path / "flows.csv"
+    flows.write_text("origin,destination,count\nA\x1b[31mRED,B,30\nB,A\x1b[31mRED,20\n"
+                     "B,B,40\nC\x9b31m,B,10\n", encoding="utf-8")      # ESC; U+009B, C1 "CSI"
+    out = tmp_path / "out"
+    assert cli.main(["publish", "--file", str(flows), "--domain-from-data", "--mechanism",
+                     "discrete_laplace", "--epsilon", "5", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    raw = (out / "release.csv").read_bytes()
+    for shown in (printed.out + printed.err, raw.decode()):
+        assert "\x1b" not in shown and "\x9b" not in shown
+    back = importers.import_od(raw, "release.csv").matrix
+    data = importers.import_od(flows.read_bytes(), "flows.csv").matrix
+    assert set(back.origins.ids) <= set(data.origins.ids) == {"A\\x1b[31mRED", "B", "C\\x9b31m"}
+    assert set(back.destinations.ids) <= set(data.destinations.ids)
+    assert "A\\x1b[31mRED" in set(back.origins.ids) | set(back.destinations.ids)

@@ -18,6 +18,8 @@ def test_parse_grid_accepts_commas_spaces_and_sorts():
 @pytest.mark.parametrize("text, message", [("", "at least one"), ("1, x", "“x” is not a number"),
                                            ("0", "outside"), ("25", "outside"),
                                            ("nan", "outside"),
+                                           ("0.5, 1_0", "“1_0” is not a number"),  # was ε = 10
+                                           ("٢", "“٢” is not a number"),
                                            ("1, 1e-17", r"ε = 1e-17 is outside \[1e-06, 20\]\. "
                                                         "Below 1e-06, e\\^ε − 1 cannot")])
 def test_parse_grid_says_what_is_wrong(text, message):

@@ -280,7 +280,8 @@ def test_totals_per_label_and_unlabelled_publications_stand_alone(tmp_path):
 
 
 @pytest.mark.parametrize("text, problem", [("x" * 81, "81 characters long; keep it to 80"),
-                                           ("a\x1b[31mb", "control characters")])
+                                           ("a\x1b[31mb", "control characters"),
+                                           ("Kildare \u202e6102", "bidirectional marks")])
 def test_a_label_is_plain_text_of_bounded_length(text, problem):
     assert ledger.check_label("  Kildare   commuters 2016 ") == "Kildare commuters 2016"
     with pytest.raises(ValueError, match=problem.replace("(", "\\(")):

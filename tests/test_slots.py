@@ -71,7 +71,7 @@ def test_the_environment_sets_the_slots(monkeypatch, text, limited):
     assert isinstance(slots.from_environment(), slots.FifoSlots) is limited
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "two"])
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1_0", "2.5"])
 def test_a_bad_slot_count_says_what_is_wrong(monkeypatch, text):
     monkeypatch.setenv(slots.VARIABLE, text)
     with pytest.raises(ValueError, match="DPCORE_COMPUTE_SLOTS must be a whole number"):

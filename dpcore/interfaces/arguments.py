@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import workers
 from dpcore.mechanisms.base import Param
-from dpcore.text import visible
+from dpcore.text import plain_number, visible
 
 
 class _VisibleStream:
@@ -52,12 +53,11 @@ def escaped_output():
 
 def number(param: Param, option: str):
     """An argparse ``type`` for ``option``: the text as ``param``'s kind, checked against its
-    declared range ("1e4" is accepted as a whole number; the message names option, value, range
-    and why)."""
+    declared range ("1e4" is accepted as a whole number, "1_0" and "١٠" are not numbers: see
+    :func:`dpcore.text.plain_number`; the message names option, value, range and why)."""
     def parse(text: str):
         try:
-            value = int(text) if param.kind is int and text.strip().lstrip("+-").isdigit() \
-                else float(text)
+            value = plain_number(text, whole=param.kind is int)
         except ValueError:
             kind = "a whole number" if param.kind is int else "a number"
             raise argparse.ArgumentTypeError(
@@ -70,10 +70,27 @@ def number(param: Param, option: str):
     return parse
 
 
+def real(option: str):
+    """An argparse ``type`` for a finite number with no declared range of its own
+    (``--target``: the metric's threshold), read the plain way
+    (:func:`dpcore.text.plain_number`). ``--target nan`` was "give a target value"."""
+    def parse(text: str) -> float:
+        try:
+            value = plain_number(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{option} must be a finite number such as 5 or "
+                                             f"0.25; got {text!r}.")
+        return value
+    parse.__name__ = option.lstrip("-")
+    return parse
+
+
 def jobs(text: str) -> int:
     """``--jobs``: -1 (every core) or a whole number ≥ 1; capped at the cores by :func:`prepare`."""
     try:
-        value = int(text)
+        value = plain_number(text, whole=True)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--jobs must be a whole number (-1: every core); got "
                                          f"{text!r}.") from None
@@ -91,9 +108,21 @@ def add_force(commands: argparse._SubParsersAction) -> None:
                                 help="overwrite --out if it exists (default: refuse)")
 
 
+#: Options whose empty value means something (an unlabelled publication).
+MAY_BE_EMPTY = ("label",)
+
+
 def prepare(args: argparse.Namespace) -> None:
-    """Checks that need the whole command line, before any work: ``--out`` would overwrite
-    something (without ``--force``), ``--jobs`` above the cores (capped, and said on stderr)."""
+    """Checks that need the whole command line, before any work: an empty value (``--audit ""``
+    wrote no audit record, ``--domain-codes ""`` fell back to another domain, as if the option
+    were not given), ``--out`` would overwrite something (without ``--force``), ``--jobs`` above
+    the cores (capped, and said on stderr)."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        if name not in MAY_BE_EMPTY and any(isinstance(v, str) and not v.strip() for v in values):
+            option = "--" + name.replace("_", "-")
+            raise ValueError(f"{option} is empty: give it a value (or leave {option} out if "
+                             "it is optional: its default is in --help)")
     out = getattr(args, "out", None)
     if out is not None and not getattr(args, "force", False):
         _refuse_overwrite(Path(out))

@@ -76,6 +76,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import secrets
 import sqlite3
 import time
@@ -344,10 +345,42 @@ def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> d
 
 
 # ------------------------------------------------------------------------------------ reports
+#: Deepest nesting of arrays and objects in a message from a phone. A report is an object of
+#: numbers or one string, inside its event's value inside the component's event list: depth 4.
+#: Python's JSON parser recurses once per level, so a message nested 100,000 deep raised
+#: RecursionError (a traceback to its sender) before any check of its content could run.
+MAX_MESSAGE_DEPTH = 16
+#: A JSON string (escapes included): its brackets are text, not nesting.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OPENING, _CLOSING = np.frombuffer(b"[{", dtype=np.uint8), np.frombuffer(b"]}", dtype=np.uint8)
+
+
+def message_depth(text: str) -> int:
+    """How deeply ``text``'s JSON nests arrays and objects, counted without parsing it (one
+    linear pass; brackets inside strings ignored, an unterminated string's counted)."""
+    bare = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
+    steps = np.isin(bare, _OPENING).astype(np.int64) - np.isin(bare, _CLOSING)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def check_message(text: str) -> None:
+    """ReportRejected (reason "too deep") when ``text`` nests deeper than
+    :data:`MAX_MESSAGE_DEPTH`: to be called before the text is parsed."""
+    if text.count("[") + text.count("{") <= MAX_MESSAGE_DEPTH:  # the usual, short message
+        return
+    depth = message_depth(text)
+    if depth > MAX_MESSAGE_DEPTH:
+        raise ReportRejected(f"Not counted: the message from this page is nested {depth:,} "
+                             f"levels deep; a phone's report is at most {MAX_MESSAGE_DEPTH}. "
+                             "Reload the page and send again from its buttons.", "too deep")
+
+
 def _whole(value, low: int, high: int, what: str) -> int:
     """``value`` as an int in [low, high), or ReportRejected naming the field."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ReportRejected(f"The report's {what} must be a whole number; got {value!r:.40}.",
+        got = (f"{value!r:.40}" if value is None or isinstance(value, (str, float, bool))
+               else f"a {type(value).__name__}")  # a nested list's repr recurses: never shown
+        raise ReportRejected(f"The report's {what} must be a whole number; got {got}.",
                              "malformed")
     if not low <= value < high:
         raise ReportRejected(f"The report's {what} {value} is outside [{low}, {high}).",

@@ -67,7 +67,7 @@ from dpcore.limits import (
     TRIALS,
 )
 from dpcore.mechanisms import postprocess
-from dpcore.text import visible
+from dpcore.text import plain_number, visible
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
@@ -166,10 +166,12 @@ def _convert(param: mechanisms.Param, text: str):
             if str(choice) == text:
                 return choice
         return text  # the mechanism names the valid choices
+    whole = param.kind is int
     try:
-        return param.kind(float(text)) if param.kind in (int, float) else param.kind(text)
+        return plain_number(text, whole) if param.kind in (int, float) else param.kind(text)
     except ValueError:
-        raise ValueError(f"the '{param.name}' parameter must be a number; got {text!r}") from None
+        raise ValueError(f"the '{param.name}' parameter must be {'a whole' if whole else 'a'} "
+                         f"number; got {text!r}") from None
 
 
 def _params(pairs: list[str], keys: list[str]) -> dict[str, dict]:
@@ -196,12 +198,20 @@ def _params(pairs: list[str], keys: list[str]) -> dict[str, dict]:
     return per_key
 
 
-def _csv_list(text: str, kind=str) -> list:
-    items = [item.strip() for item in text.split(",") if item.strip()]
+def _csv_list(text: str, option: str, numbers: bool = False) -> list:
+    """``option``'s comma-separated items (numbers read the plain way); ValueError naming the
+    option when the list or one of its items is empty ("", "1,,2": a slip, never "the default")
+    or an item is not a number."""
+    items = [item.strip() for item in text.split(",")]
+    kind = "numbers" if numbers else "names"
+    if not all(items):
+        raise ValueError(f"{option} must be {kind} separated by commas, none of them empty; got "
+                         f"{text!r}")
     try:
-        return [kind(item) for item in items]
+        return [plain_number(item) for item in items] if numbers else items
     except ValueError:
-        raise ValueError(f"expected a comma-separated list of numbers; got {text!r}") from None
+        raise ValueError(f"{option} must be numbers separated by commas (e.g. 0.5,1,2); got "
+                         f"{text!r}") from None
 
 
 # ------------------------------------------------------------------------------------- commands
@@ -337,9 +347,7 @@ def _cmd_reproduce_thesis(args) -> int:
 def _mechanism_specs(args) -> list[tuple[str, dict]]:
     """``--mechanisms``, ``--param`` and ``--delta`` as (key, params) pairs, checked before any
     data is loaded (unknown keys fail listing the valid ones; δ goes to those that use it)."""
-    keys = _csv_list(args.mechanisms)
-    if not keys:
-        raise ValueError("--mechanisms needs at least one mechanism key")
+    keys = _csv_list(args.mechanisms, "--mechanisms")
     for key in keys:
         mechanisms.get(key)
     per_key = _params(args.param, keys)
@@ -353,8 +361,8 @@ def _cmd_sweep(args) -> int:
     keys = [key for key, _ in specs]
     if args.delta is not None and not any(mechanisms.get(key).uses_delta for key in keys):
         raise ValueError(f"none of {', '.join(keys)} uses δ; leave out --delta")
-    epsilons = _csv_list(args.epsilons, float)
-    methods = _csv_list(args.postprocess)
+    epsilons = _csv_list(args.epsilons, "--epsilons", numbers=True)
+    methods = _csv_list(args.postprocess, "--postprocess")
     od = _load(args)
 
     started = time.perf_counter()
@@ -451,7 +459,7 @@ def _cmd_publish(args) -> int:
     options = dict(delta=delta or 0.0, neighbours=args.neighbours)
     # Settings, the domain and the private files' places are checked before the data is loaded.
     label = ledger.check_label(args.label)
-    shares = publish.parse_shares(args.shares) if args.shares else None
+    shares = publish.parse_shares(args.shares) if args.shares is not None else None
     publish.calibrate(mechanism, args.epsilon, options["delta"], args.neighbours)
     postprocess_key = args.postprocess or ("base" if method == publish.WLS else "base_pos")
     if args.audit:
@@ -463,8 +471,8 @@ def _cmd_publish(args) -> int:
         if not args.compare:
             raise ValueError("--compare-out is where --compare N writes: give --compare too")
         confidential.check_place(args.compare_out, args.out, "--compare-out")
-    epsilons = (_csv_list(args.compare_epsilons, float) if args.compare_epsilons
-                else [args.epsilon])
+    epsilons = (_csv_list(args.compare_epsilons, "--compare-epsilons", numbers=True)
+                if args.compare_epsilons is not None else [args.epsilon])
     domain = _domain(args)
     data = _load(args)
     if domain is None:
@@ -600,7 +608,8 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--make", choices=[national.KEY],
                          help="generate a national-scale synthetic dataset into the cache folder "
                               "($DPCORE_CACHE, default ~/.cache/dpcore)")
-    listing.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
+    listing.add_argument("--scale", type=arguments.real("--scale"), default=1.0,
+                         help=argparse.SUPPRESS)
     listing.set_defaults(handler=_cmd_datasets)
 
     commands.add_parser("mechanisms", help="list every mechanism and its parameters") \
@@ -669,7 +678,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
     plan.add_argument("--metric", required=True, choices=[planner.CHECKS, *metrics.METRICS],
                       help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
-    plan.add_argument("--target", type=float,
+    plan.add_argument("--target", type=arguments.real("--target"),
                       help="the metric's threshold (not used with 'checks')")
     plan.add_argument("--probability", type=arguments.number(PASS_PROBABILITY, "--probability"),
                       default=0.9,

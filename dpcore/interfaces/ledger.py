@@ -70,6 +70,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpcore.interfaces import store
+from dpcore.text import has_controls
 
 #: δ' of advanced composition and the δ at which a zCDP total is stated.
 SLACK_DELTA = 1e-6
@@ -87,9 +88,8 @@ REFUSING = "— refusing to report totals"
 #: The method of the entry that records the operator's migration of an unkeyed ledger (not a
 #: publication: no budget, left out of the totals).
 MIGRATION = "ledger migration"
-#: Longest label, and the characters a label may not hold (control characters).
+#: Longest label (it may not hold control or bidirectional characters: dpcore.text).
 LABEL_CHARS = 80
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 UNLABELLED = "unlabelled"
 STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS ledger(number INTEGER PRIMARY KEY, time TEXT NOT NULL,
@@ -111,8 +111,9 @@ def check_label(text: str | None) -> str:
     if len(label) > LABEL_CHARS:
         raise ValueError(f"the ledger label is {len(label)} characters long; keep it to "
                          f"{LABEL_CHARS} (e.g. \"Kildare commuters 2016\")")
-    if _CONTROL.search(label):
-        raise ValueError("the ledger label holds control characters; type plain text")
+    if has_controls(label):
+        raise ValueError("the ledger label holds control characters or bidirectional marks "
+                         "(e.g. U+202E, which reverses the text after it); type plain text")
     return label
 
 

@@ -95,6 +95,7 @@ from dpcore.mechanisms import topdown
 from dpcore.mechanisms.central import Gaussian
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
+from dpcore.text import plain_number
 from dpcore.theory.privacy_theory import group_privacy
 
 DISCRETE_LAPLACE, GAUSSIAN = "discrete_laplace", "gaussian"
@@ -620,8 +621,11 @@ def parse_shares(text: str) -> list[float]:
     """``--shares`` as numbers, each at least :data:`MIN_SHARE`, adding up to 1 (their count is
     checked against the levels once the data is read); ValueError in one line otherwise."""
     items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise ValueError("--shares is empty: give each level's share of ρ, top level first (e.g. "
+                         "0.5,0.5), or leave --shares out for an even split")
     try:
-        shares = [float(item) for item in items]
+        shares = [plain_number(item) for item in items]
     except ValueError:
         raise ValueError(f"--shares must be numbers separated by commas, one per level, top "
                          f"level first (e.g. 0.5,0.5); got {text!r}") from None

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.data import datasets
+from dpcore.data.importing.names import spelled
 from dpcore.data.importing.zones import read_zone_list
 from dpcore.data.od import ODMatrix, ZoneSet
 
@@ -88,11 +89,13 @@ def of_zones_file(data: bytes, filename: str) -> Domain:
 
 
 def of_codes(text: str) -> Domain:
-    """Codes separated by commas, semicolons, spaces or line breaks; repeats count once."""
+    """Codes separated by commas, semicolons, spaces or line breaks; repeats count once. Each is
+    spelled as the importer spells zone names (:func:`dpcore.data.importing.names.spelled`: NFKC,
+    no invisible characters, control characters escaped), so it matches the zone it names."""
     if len(text) > MAX_CODES_CHARS:
         raise ValueError(f"the list of codes has {len(text):,} characters; at most "
                          f"{MAX_CODES_CHARS:,} are accepted: use a zones file instead")
-    codes = list(dict.fromkeys(c for c in re.split(r"[\s,;]+", text) if c))
+    codes = list(dict.fromkeys(spelled(c) for c in re.split(r"[\s,;]+", text) if c))
     if len(codes) < 2:
         raise ValueError("declare at least two zone codes (separated by commas, spaces or "
                          "line breaks)")

@@ -357,4 +357,54 @@ def test_wrong_join_codes_are_limited_and_shown_to_the_teacher(page: Page, app_u
     expect(page.get_by_text(re.compile(r"Wrong join codes typed: 5, from 1 browser session\(s\) "
                                        r"and 1 network address\(es\); 1 more refused"))
            ).to_be_visible(timeout=30_000)
+
+
+def nest_the_report(message: bytes, depth: int) -> bytes:
+    """The phone's websocket message with its report's value nested ``depth`` arrays deep (what
+    a forger sends: the page's own report event, the rest of the message unchanged)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    back = BackMsg()
+    back.ParseFromString(message)
+    if back.WhichOneof("type") != "rerun_script":
+        return message
+    for widget in back.rerun_script.widget_states.widgets:
+        if widget.WhichOneof("value") == "json_trigger_value" and \
+                '"event":"report"' in widget.json_trigger_value.replace(" ", ""):
+            widget.json_trigger_value = ('[{"event": "report", "value": ' + "[" * depth +
+                                         "]" * depth + "}]")
+    return back.SerializeToString()
+
+
+def test_a_report_nested_100000_deep_is_refused_in_a_sentence_not_a_traceback(
+        page: Page, app_url, browser):
+    """Issue 40: a forged report nested 100,000 deep made Streamlit's JSON parser raise
+    RecursionError, a traceback shown to its sender. It is refused unread, in a sentence, nothing
+    is counted, and the next honest phone is counted as usual."""
+    page.goto(f"{app_url}/Classroom")
+    code = open_room(page)
+    url = f"{app_url}/Classroom?room={code}"
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    forged = []
+
+    def forge(route):
+        server = route.connect_to_server()
+
+        def outgoing(message):
+            changed = message if isinstance(message, str) else nest_the_report(message, 100_000)
+            forged.append(changed != message)
+            server.send(changed)
+        route.on_message(outgoing)
+    phone.route_web_socket(re.compile(r"/_stcore/stream"), forge)
+    phone.goto(url)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text("Not counted: the message from this page is nested 100,002 levels "
+                             "deep; a phone's report is at most 16.")).to_be_visible()
+    settled(phone)
+    no_traceback(phone)
+    assert any(forged)
+    context.close()
+    send_quickly(browser, url)
+    expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
     no_traceback(page)

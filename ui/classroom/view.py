@@ -66,6 +66,8 @@ TYPED_CODES = "classroom_typed_codes"
 #: {room code: the wrong join code last typed}: a rerun does not count it again.
 WRONG_CODES = "classroom_wrong_codes"
 OPEN = "classroom_open"
+#: Why the phone's last message was refused unread (too deeply nested), shown once.
+REFUSED = "classroom_refused"
 
 
 @st.cache_resource
@@ -618,11 +620,13 @@ def student(code: str) -> None:
                       "sent": st.session_state[SENT].get(round_key),
                       "revealed": st.session_state[REVEALED].get(round_key)}
     component.phone(data_for_phone, key=PHONE, on_report=_received_report,
-                              on_reveal=_received_reveal)
+                    on_reveal=_received_reveal, on_refused=_received_refusal)
     follow_rounds(room.code, current.number)
     answer = st.session_state[SENT].get(round_key)
     if answer is not None and not answer["ok"]:
         st.error(safe.markdown(answer["message"]))
+    if REFUSED in st.session_state:
+        st.error(safe.markdown(st.session_state.pop(REFUSED)))
     st.caption("One report per round from this browser session: the server refuses a second "
                "one from the same session, and the phone remembers sent rounds in this browser's "
                f"storage. {admission_caption(room)}")
@@ -714,6 +718,11 @@ def submit(ticket: classroom.Ticket, report, limit: classroom.RateLimit) -> dict
         return {"ok": False, "message": f"Not counted: {problem}"}
     return {"ok": True, "message": f"Sent: report number {count} of this round. Your true "
                                    "commute never left your phone."}
+
+
+def _received_refusal() -> None:
+    """A message too deep to parse (:mod:`ui.classroom.component`): its sentence, shown once."""
+    st.session_state[REFUSED] = str(_trigger(component.REFUSED))
 
 
 def _received_reveal() -> None:

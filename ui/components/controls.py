@@ -36,6 +36,7 @@ from dpcore.limits import SEED
 from dpcore.mechanisms import BASELINE, CENTRAL, SUBSTITUTION, postprocess, sparse_release
 from dpcore.mechanisms.base import DELTA, DELTA_MEANING, EPSILON, NEIGHBOURS
 from dpcore.release import SHARED_PARAMS, RunSettings
+from dpcore.text import plain_number
 from ui.components import access, data, state, viewstate, widgets
 
 #: ε steps of the slider: log-spaced over the whole declared range (mechanisms.base.EPSILON,
@@ -93,7 +94,7 @@ def _parse_param(key: str, name: str, text: str):
         if not matches:
             raise ValueError(text)
         return matches[0]
-    return param.check(param.kind(float(text)), key)
+    return param.check(plain_number(text, whole=param.kind is int), key)
 
 
 def _from_url() -> dict:
@@ -109,11 +110,11 @@ def _from_url() -> dict:
     found = {
         "level": parsed("level", viewstate.one_of(views.LEVELS),
                         "one of " + viewstate.listed(views.LEVELS)),
-        "epsilon": parsed("epsilon", lambda t: EPSILON.check(float(t), "the URL"),
+        "epsilon": parsed("epsilon", lambda t: EPSILON.check(plain_number(t), "the URL"),
                           f"ε in {EPSILON.interval()}"),
-        "delta": parsed("delta", lambda t: DELTA.check(float(t), "the URL"),
+        "delta": parsed("delta", lambda t: DELTA.check(plain_number(t), "the URL"),
                         f"δ in {DELTA.interval()}"),
-        "seed": parsed("seed", lambda t: SEED.check(int(t), "the URL"),
+        "seed": parsed("seed", lambda t: SEED.check(plain_number(t, whole=True), "the URL"),
                        f"a whole number in {SEED.interval()}"),
         "neighbours": parsed("neighbours", viewstate.one_of(NEIGHBOURS.choices),
                              "one of " + viewstate.listed(NEIGHBOURS.choices)),

@@ -2,11 +2,15 @@
 
 Streamlit renders Markdown in ``st.markdown``, ``st.caption``, alerts and widget labels. A zone name
 such as ``![x](http://tracker/)`` or ``:red[…]`` would otherwise become an image, a link or a
-directive. ``st.dataframe``, ``st.text`` and ``st.code`` show text verbatim and need no escaping.
+directive. ``st.dataframe``, ``st.text`` and ``st.code`` show text verbatim and need no Markdown
+escaping, but a bidirectional override (U+202E) still reorders what follows it there: their
+untrusted columns go through :func:`verbatim`.
 """
 
 import re
 import string
+
+import pandas as pd
 
 from dpcore.text import visible
 
@@ -28,3 +32,9 @@ def markdown(text) -> str:
     """
     text = _AUTOLINK.sub(_ZERO_WIDTH_SPACE, visible(" ".join(str(text).split())))
     return text.translate(_ESCAPE_PUNCTUATION)
+
+
+def verbatim(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """A copy of ``frame`` for a verbatim table (``st.dataframe``) whose untrusted text
+    ``columns`` show control and bidirectional characters as escapes (``\\u202e``)."""
+    return frame.assign(**{column: frame[column].map(visible) for column in columns})

@@ -17,6 +17,8 @@ import os
 import threading
 from collections import deque
 
+from dpcore.text import plain_number
+
 #: The environment variable holding the number of slots (unset or empty: no limit).
 VARIABLE = "DPCORE_COMPUTE_SLOTS"
 
@@ -54,7 +56,7 @@ def from_environment():
     if not text:
         return contextlib.nullcontext()
     try:
-        count = int(text)
+        count = plain_number(text, whole=True)   # "1_0" is not 10
     except ValueError:
         raise ValueError(f"{VARIABLE} must be a whole number of at least 1, got {text!r}") from None
     return FifoSlots(count)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dpcore.text import plain_number
 from ui.components import safe
 
 #: Characters of a link's value quoted back in a notice (a link can carry anything, at any length).
@@ -97,11 +98,11 @@ def _from_text(text: list[str], default, kwargs: dict):
     """A kept widget's value from its URL text, or None when it is not a valid value for it."""
     try:
         if isinstance(default, (list, tuple)):
-            value = [type(default[0])(t) if default else t for t in text]
+            value = [_typed(type(default[0]), t) if default else t for t in text]
         elif isinstance(default, bool):
             value = {"true": True, "false": False}[text[-1].lower()]
         else:
-            value = type(default)(text[-1])
+            value = _typed(type(default), text[-1])
     except (ValueError, KeyError, IndexError, TypeError):
         return None
     options = kwargs.get("options")
@@ -112,6 +113,13 @@ def _from_text(text: list[str], default, kwargs: dict):
     if (low is not None and value < low) or (high is not None and value > high):
         return None
     return value
+
+
+def _typed(kind: type, text: str):
+    """URL text as a value of ``kind``: numbers only written the plain way ("1_0" is not 10)."""
+    if kind in (int, float):
+        return plain_number(text, whole=kind is int)
+    return kind(text)
 
 
 def _to_text(value) -> str | list[str]:

@@ -211,7 +211,8 @@ def ledger_section(check: ledger.Check | None) -> None:
                 "people, so their budgets compose; an unlabelled one stands alone; advanced "
                 "composition and zCDP are shown only where they give a smaller total than "
                 "adding up):")
-    st.dataframe(ledger.totals_by_label(entries), hide_index=True, width="stretch",
+    st.dataframe(safe.verbatim(ledger.totals_by_label(entries), "label"), hide_index=True,
+                 width="stretch",
                  column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.4g"),
                                 "delta": st.column_config.NumberColumn("δ", format="%.2e")})
     if not problems:
