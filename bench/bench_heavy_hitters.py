@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import release  # noqa: E402
+from dpcore import seeding  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.evaluation import heavy_hitters  # noqa: E402
 from dpcore.interfaces import grids  # noqa: E402
@@ -47,7 +47,7 @@ def main(repeats: int = 5) -> None:
         print(f"{key:16} both protocols, k = 10: about {sweep:,.1f} CPU s for the default sweep")
         cell = int(od.flat_index[od.counts.argmax()])
         seconds = cpu(lambda t, cell=cell, od=od: learn_heavy_hitters.device_report(
-            "treehist", od.domain_size, cell, 1.0, 10, release.generator(0, "bench", t)),
+            "treehist", od.domain_size, cell, 1.0, 10, seeding.generator(0, "bench", t)),
             repeats)
         print(f"{key:16} one phone's TreeHist report: {seconds * 1e3:.2f} ms CPU")
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore import release
+from dpcore import release, seeding
 from dpcore.data import datasets
-from dpcore.evaluation import metrics
 from dpcore.mechanisms import postprocess  # noqa: E402
+from dpcore.scoring import metrics
 
 
 def _timed(function) -> float:
@@ -40,7 +40,7 @@ def main(repeats: int = 5) -> None:
             mechanism = spec.build()
             parts, hand, pipe = [], [], []
             for trial in range(repeats):
-                rng = release.generator(1, "bench", trial)
+                rng = seeding.generator(1, "bench", trial)
 
                 def by_hand():
                     start = time.perf_counter()

@@ -40,9 +40,9 @@ PHASES = {"release": [("mechanisms/central.py", "release"), ("mechanisms/local.p
 def measure(root: Path, dataset: str, trials: int) -> dict:
     """Mean CPU seconds per ED job, per mechanism and phase, with the code under ``root``."""
     sys.path.insert(0, str(root))
+    from dpcore import grids
     from dpcore.data import datasets
     from dpcore.evaluation import experiment, thesis
-    from dpcore.interfaces import grids
 
     od = datasets.load(dataset)
     lv = thesis.levels(od)
