@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PHASES = {"release": [("mechanisms/central.py", "release"), ("mechanisms/local.py", "release"),
                       ("mechanisms/hadamard.py", "release")],
           "post-processing": [("mechanisms/postprocess.py", "apply")],
-          "scoring": [("evaluation/metrics.py", "compute")]}
+          "scoring": [("scoring/metrics.py", "compute")]}
 
 
 def measure(root: Path, dataset: str, trials: int) -> dict:
