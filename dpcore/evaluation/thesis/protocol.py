@@ -252,7 +252,7 @@ FINE_RUN_TRIALS = 3
 STATED_TRIALS = 80
 #: …and at the finer level (ED: a Hadamard Response release takes ~0.9 s there), to begin with:
 #: an outcome of the thesis's ED tables (5.3, 5.4) or of figure 5.15 not seen in these gets
-#: more trials of that mechanism alone (:data:`DECIDING_TRIALS`, :func:`_undecided`).
+#: more trials of that mechanism alone (:data:`DECIDING_TRIALS`, :func:`.variants._undecided`).
 FINE_STATED_TRIALS = FINE_RUN_TRIALS
 #: A single draw of the thesis (its tables, its zero counts) is implausible under a protocol
 #: when the 95 % upper confidence bound of its probability is below this.
