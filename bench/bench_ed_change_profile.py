@@ -35,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dpcore import blas, mechanisms, release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
-from dpcore.evaluation import ranks, summaries  # noqa: E402
+from dpcore.evaluation import summaries  # noqa: E402
+from dpcore.scoring import ranks
 
 DEFAULTS = ("laplace", "stability_histogram", "grr", "oue", "olh", "hm")   # Explore's
 SETTINGS = {"delta": 1e-6, "neighbours": mechanisms.SUBSTITUTION}

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.suite import row  # noqa: E402
 from dpcore import mechanisms, release  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
-from dpcore.evaluation import ranks  # noqa: E402
+from dpcore.scoring import ranks  # noqa: E402
 
 LEVELS = {"county": "ireland_county", "ed": "ireland_ed"}
 

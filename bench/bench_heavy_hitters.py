@@ -14,10 +14,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.suite import row  # noqa: E402
-from dpcore import release  # noqa: E402
+from dpcore import seeding  # noqa: E402
 from dpcore.data import datasets  # noqa: E402
 from dpcore.evaluation import heavy_hitters  # noqa: E402
-from dpcore.interfaces import grids  # noqa: E402
+from dpcore import grids  # noqa: E402
 from dpcore.theory import learn_heavy_hitters  # noqa: E402
 
 SWEEP_POINTS = len(grids.THESIS_EPSILONS) * 5   # the Tradeoffs page's default grid and trials
@@ -53,7 +53,7 @@ def main(repeats: int = 5) -> list[dict]:
                             "(estimated from the runs)", sweep, "s CPU"))
         cell = int(od.flat_index[od.counts.argmax()])
         seconds = cpu(lambda t, cell=cell, od=od: learn_heavy_hitters.device_report(
-            "treehist", od.domain_size, cell, 1.0, 10, release.generator(0, "bench", t)),
+            "treehist", od.domain_size, cell, 1.0, 10, seeding.generator(0, "bench", t)),
             repeats)
         print(f"{key:16} one phone's TreeHist report: {seconds * 1e3:.2f} ms CPU")
         measured.append(row(f"{key} one phone's TreeHist report, CPU", seconds * 1e3, "ms"))

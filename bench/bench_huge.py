@@ -13,9 +13,9 @@ commutes, the busiest-commute bars and the flow selection.
 Run from the repository root: ``python bench/bench_huge.py [repeats]`` (makes the national data in
 the cache folder first if it is missing, and says so). Figures are medians over the repeats, in
 wall-clock and CPU seconds (CPU time is steadier on a shared machine); the first run of each
-path is a warm-up and not counted. The dense metrics are all of :func:`dpcore.evaluation.metrics.compute`
+path is a warm-up and not counted. The dense metrics are all of :func:`dpcore.scoring.metrics.compute`
 (trip lengths, sectors and self-containment included); the sparse ones are the subset
-:func:`dpcore.evaluation.sparse_metrics.score` computes (the others need every cell's position).
+:func:`dpcore.scoring.sparse_metrics.score` computes (the others need every cell's position).
 """
 
 import dataclasses
@@ -31,7 +31,8 @@ from bench.suite import row  # noqa: E402
 from dpcore import mechanisms
 from dpcore import release as releases  # noqa: E402
 from dpcore.data import datasets, national
-from dpcore.evaluation import flows, heavy_hitters, ranks  # noqa: E402
+from dpcore.evaluation import flows, heavy_hitters  # noqa: E402
+from dpcore.scoring import ranks  # noqa: E402
 
 SEED = 13
 

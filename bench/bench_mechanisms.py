@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import suite  # noqa: E402
 from dpcore import mechanisms
 from dpcore.data import datasets
-from dpcore.evaluation import metrics  # noqa: E402
+from dpcore.scoring import metrics  # noqa: E402
 
 EPSILON = 1.0
 LEVELS = {"county": "ireland_county", "ed": "ireland_ed"}

@@ -3,7 +3,7 @@ session, and ten sessions on one server — the figures behind ``ui/components/b
 
 1. In this process (tracemalloc, which sees NumPy's buffers): for each of Explore's default
    mechanisms at ED level, the peak memory of a release + Base-Pos + the metrics, in dense vectors
-   (|X| × 8 bytes = 78 MB) — ``budget.TRANSIENT_VECTORS`` must cover the largest.
+   (|X| × 8 bytes = 78 MB) — ``dpcore.release.TRANSIENT_VECTORS`` must cover the largest.
 2. A real server (streamlit on a free loopback port): its resident memory idle, after one
    browser session opened Explore on the ED data with the default settings, and the peak and
    final values while ``--sessions`` sessions do the same at once, each with its own seed (so
@@ -56,7 +56,7 @@ def release_working_sets() -> None:
         worst = max(worst, peak / vector)
         print(f"  {key:20s} peak {peak / MIB:6.0f} MiB = {peak / vector:4.1f} vectors "
               f"({time.perf_counter() - started:.1f} s)")
-    print(f"largest: {worst:.1f} vectors; budget.TRANSIENT_VECTORS = {budget.TRANSIENT_VECTORS}")
+    print(f"largest: {worst:.1f} vectors; release.TRANSIENT_VECTORS = {release.TRANSIENT_VECTORS}")
 
 
 async def open_explore(browser, base: str, seed: int) -> None:

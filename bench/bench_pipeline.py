@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.suite import row  # noqa: E402
-from dpcore import release
+from dpcore import release, seeding
 from dpcore.data import datasets
-from dpcore.evaluation import metrics
 from dpcore.mechanisms import postprocess  # noqa: E402
+from dpcore.scoring import metrics
 
 
 def _timed(function) -> float:
@@ -44,7 +44,7 @@ def main(repeats: int = 5) -> list[dict]:
             mechanism = spec.build()
             parts, hand, pipe = [], [], []
             for trial in range(repeats):
-                rng = release.generator(1, "bench", trial)
+                rng = seeding.generator(1, "bench", trial)
 
                 def by_hand():
                     start = time.perf_counter()

@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from dpcore import grids
 from dpcore.data import datasets
 from dpcore.evaluation import thesis
-from dpcore.interfaces import grids
 from report import thesis_html
 
 

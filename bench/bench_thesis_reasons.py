@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpcore.data import datasets, views
 from dpcore.evaluation import thesis
-from dpcore.evaluation import thesis_reasons as reasons
+from dpcore.evaluation.thesis import reasons
 from dpcore.mechanisms.count_profile import CountProfile
 
 

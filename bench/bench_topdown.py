@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.suite import row  # noqa: E402
 from dpcore.data import datasets, views
-from dpcore.evaluation import publish_compare
-from dpcore.interfaces import publish, published_domain
+from dpcore.interfaces import publish, publish_compare, published_domain
 from dpcore.mechanisms import topdown
 
 EPSILON, DELTA = 1.0, 1e-6

@@ -9,18 +9,10 @@ the mechanism key, ε, the mechanism's other parameters (δ, neighbouring relati
 the post-processing, the seed and the trial number. The matrix is the dataset at the chosen
 :class:`dpcore.data.views.View` (level, areas, population size).
 
-**The seeding rule** (the only place in the product where a seed becomes random numbers): the
-generator of a purpose is ``numpy.random.default_rng(SeedSequence(seed, spawn_key=key))`` with
-``key = (crc32(purpose), *coordinates)``, where a text coordinate enters as its CRC-32, a whole
-number as itself and a float as the 64 bits of its IEEE-754 pattern. A release uses the purpose
-``"release"`` and the coordinates (mechanism key, ε, trial), with ε as 0 for the baselines
-(which ignore it); a subsample the purpose ``"subsample"`` and (level, areas…, n, trial). So a
-mechanism's noise depends only on the seed, its key, ε and the trial: not on which other
-mechanisms run beside it, on the order jobs run in, on the number of worker processes, or on
-parameters such as δ (two δ values at one seed share
-their underlying random numbers, which makes their comparison sharper). ``SeedSequence`` hashes
-the key into independent, well-mixed streams (O'Neill, "PCG: a family of simple fast
-space-efficient statistically good algorithms", 2014; NumPy's ``SeedSequence`` documentation).
+**The seeding rule** (:mod:`dpcore.seeding`, the only place in the product where a seed becomes
+random numbers): a release draws from the purpose ``"release"`` at the coordinates (mechanism key,
+ε, trial), with ε as 0 for the baselines (which ignore it); so a mechanism's noise depends only on
+the seed, its key, ε and the trial.
 
 **Sparse releases** (:func:`sparse_route`). A matrix too large for a dense vector
 (:attr:`ODMatrix.fits_dense` false, e.g. a whole US state or the nation at tract level) is released
@@ -38,7 +30,7 @@ routes a release the same way and a seed gives the same numbers everywhere. What
 leaves out: metrics that need every cell's position (trip lengths, trip ends, sectors,
 self-containment) are NaN, and views that need every cell (heat map, zone totals, roll-ups of the
 release) are not offered for it; a caller that needs the full vector passes ``sparse=False``. The
-views read either form through :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.flows`,
+views read either form through :mod:`dpcore.scoring.ranks` and :mod:`dpcore.evaluation.flows`,
 so a page does not ask which path ran. Mechanisms and post-processings the sparse path cannot
 release come back as the release's ``error``, with the reason.
 
@@ -50,9 +42,9 @@ Post-Pos answers aggregate queries from the raw estimates, so its metrics see th
 from __future__ import annotations
 
 import functools
+import os
 import shlex
 import time
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -63,10 +55,11 @@ import pandas as pd
 from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import metrics, sparse_metrics
-from dpcore.evaluation.ranks import PRESENT_AT
 from dpcore.mechanisms import postprocess, sparse_release
 from dpcore.mechanisms.sparse_vector import SparseVector
+from dpcore.scoring import metrics, sparse_metrics
+from dpcore.scoring.ranks import PRESENT_AT
+from dpcore.seeding import generator
 
 #: Columns of the tidy table a scored release contributes to (one row per post-processing and
 #: metric): the experiment runner's table and the command line's sweep file.
@@ -84,28 +77,6 @@ SPARSE_MAX_WORK = 1 / 3
 
 
 # -------------------------------------------------------------------------------------- seeding
-def _words(coordinate) -> int:
-    if isinstance(coordinate, str):
-        return zlib.crc32(coordinate.encode())
-    if isinstance(coordinate, (bool, np.bool_)):
-        return int(coordinate)
-    if isinstance(coordinate, (int, np.integer)):
-        if coordinate < 0:
-            raise ValueError(f"seed coordinates must be ≥ 0; got {coordinate}")
-        return int(coordinate)
-    if isinstance(coordinate, (float, np.floating)):
-        return int(np.float64(coordinate).view(np.uint64))
-    raise TypeError(f"cannot key a random stream by {coordinate!r}")
-
-
-def generator(seed: int, purpose: str, *coordinates) -> np.random.Generator:
-    """The random generator for ``purpose`` at these coordinates (the seeding rule above)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"the seed must be a whole number ≥ 0; got {seed!r}")
-    key = tuple(_words(c) for c in (purpose, *coordinates))
-    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
-
-
 def fresh_seed() -> int:
     """A seed from the operating system's entropy (printed, so the release can be repeated)."""
     return int(np.random.SeedSequence().entropy % 2**32)
@@ -299,6 +270,11 @@ class ReleaseResult:
         return isinstance(self.raw, SparseVector)
 
     @property
+    def scorable(self) -> bool:
+        """Whether :func:`scored` scores it (a dense release; not an ``error``)."""
+        return not (self.error or self.sparse)
+
+    @property
     def mechanism(self) -> str:
         return self.spec.mechanism
 
@@ -361,7 +337,7 @@ def run(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = Non
     ``true_counts`` is ``od.to_dense()`` when the caller already has it (pages cache it).
     ``score=False`` skips the metrics of a dense release (a release for download only, or one
     scored later by :func:`scored`); ``only`` keeps just those metrics
-    (:func:`dpcore.evaluation.metrics.compute`). ``sparse`` chooses the path; by default
+    (:func:`dpcore.scoring.metrics.compute`). ``sparse`` chooses the path; by default
     :func:`sparse_route` does. ``keep_raw=False`` keeps only the post-processed vectors of a
     dense release (``raw`` is None; Post-Pos, whose metrics read the raw estimates, keeps them
     anyway), the last one written over the raw estimates where it acts cell by cell: one
@@ -400,7 +376,7 @@ def scored(result: ReleaseResult, od: ODMatrix, *, true_counts: np.ndarray | Non
     at ED level the full metrics of a dense release cost more than drawing it. A sparse release
     is scored as it is drawn (its metrics need the draw's empty-cell distribution), so it is
     returned unchanged, as is an ``error``."""
-    if result.error or result.sparse:
+    if not result.scorable:
         return result
     truth = od.to_dense() if true_counts is None else true_counts
     outputs = {method: replace(output, metrics=MappingProxyType(metrics.compute(
@@ -440,6 +416,16 @@ def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: b
                          approximation=drawn.approximation)
 
 
+def drawn(od: ODMatrix, spec: ReleaseSpec, *, true_counts: np.ndarray | None = None,
+          k: int = 10, top_n: int = 100) -> ReleaseResult:
+    """The release as a page keeps it (:func:`attempt`): scored only if sparse (:func:`scored`
+    scores the rest as far as the page shows), and keeping only its post-processed vector (no
+    page reads the raw estimates of a dense release but Post-Pos's metrics, which keep them): at
+    ED level 78 MB per release instead of 156 MB, in a cache and in every rerun that holds it."""
+    return attempt(od, spec, true_counts=true_counts, k=k, top_n=top_n,
+                   score=sparse_route(od, spec), keep_raw=False)
+
+
 def attempt(od: ODMatrix, spec: ReleaseSpec, **options) -> ReleaseResult:
     """:func:`run`, with a setting the user cannot use returned as ``error`` instead of raised
     (and, as a last guard, any arithmetic failure: a page shows a message, never a traceback)."""
@@ -447,6 +433,60 @@ def attempt(od: ODMatrix, spec: ReleaseSpec, **options) -> ReleaseResult:
         return run(od, spec, **options)
     except (ValueError, TypeError, ArithmeticError) as error:
         return ReleaseResult(spec, error=str(error))
+
+
+# ---------------------------------------------------------------------------- a page's releases
+#: Every dense vector is float64.
+BYTES_PER_CELL = 8
+#: Peak of one release + post-processing + metrics, in dense vectors (measured at ED level by
+#: bench/bench_memory.py: 6.3 to 6.8 for the local mechanisms, 9.8 for Laplace).
+TRANSIENT_VECTORS = 10
+#: Domains from this many cells release a page's mechanisms in two threads: NumPy's noise draws
+#: and array passes release the GIL, so at ED level (9.8 M cells) the six default mechanisms took
+#: 2.6 s one after another and 1.3 s in two threads. On small domains the work is Python, which
+#: threads do not speed up.
+PARALLEL_FROM_CELLS = 1_000_000
+
+
+def work_cells(od: ODMatrix) -> int:
+    """Cells each vector of a release of ``od`` holds: |X|, or its non-zero cells when the
+    release is sparse (the kept top and the empty cells' distribution are small beside them)."""
+    return od.domain_size if od.fits_dense else od.nonzero
+
+
+def dense_work_bytes(cells: int, mechanisms: int) -> int:
+    """Bytes a page holds at once to release and score ``mechanisms`` mechanisms over ``cells``."""
+    return cells * BYTES_PER_CELL * (mechanisms + TRANSIENT_VECTORS)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a page's work over one matrix runs, one job per key (:func:`schedule`): ``groups``,
+    each run in order in a thread of its own (one group: in order, in the caller's thread);
+    ``large``: large-domain work (:data:`PARALLEL_FROM_CELLS`), which a server may make take
+    turns (``ui/components/slots.py``)."""
+
+    groups: tuple[tuple[str, ...], ...]
+    large: bool
+
+
+def schedule(od: ODMatrix, keys, specs: Mapping[str, ReleaseSpec] | None = None,
+             budget_bytes: int | None = None) -> Schedule:
+    """How a page's jobs over ``od`` run, one per key (a release, or the ranking of one): on a
+    small domain, with one job or on one core, in order here; else each job on its own, two
+    threads taking them in turn. For releases (``specs``: key → its spec) whose dense ones
+    (:func:`sparse_route`), two at once, would hold more than ``budget_bytes`` (each its
+    :data:`TRANSIENT_VECTORS` working vectors, beside one kept vector per release), the dense
+    ones run one after another in one thread, the sparse ones beside them."""
+    keys, large = list(keys), od.domain_size >= PARALLEL_FROM_CELLS
+    if not large or len(keys) < 2 or (os.cpu_count() or 1) < 2:
+        return Schedule((tuple(keys),), large)
+    dense = [key for key in keys if specs is not None and not sparse_route(od, specs[key])]
+    if budget_bytes is None or dense_work_bytes(work_cells(od), len(dense) + TRANSIENT_VECTORS
+                                                ) <= budget_bytes:
+        return Schedule(tuple((key,) for key in keys), large)
+    return Schedule(tuple(tuple(group) for group in (dense, [k for k in keys if k not in dense])
+                          if group), large)
 
 
 # ------------------------------------------------------------------------------------- download

@@ -1,13 +1,14 @@
 """Explore: one release — which commutes survive each mechanism at your privacy budget.
 
 Thin page: settings from :mod:`ui.components.controls`, cached releases from :mod:`ui.components.runs` (dpcore's one
-release pipeline), ranks and summaries from :mod:`dpcore.evaluation.ranks` and :mod:`dpcore.evaluation.summaries`,
+release pipeline), ranks and summaries from :mod:`dpcore.scoring.ranks` and :mod:`dpcore.evaluation.summaries`,
 figures from :mod:`ui.components.charts`.
 """
 
 import streamlit as st
 
-from dpcore.evaluation import intervals, ranks, summaries
+from dpcore.evaluation import intervals, summaries
+from dpcore.scoring import ranks
 from ui.components import budget, charts, controls, huge, navigation, panels, runs
 from ui.explore import heatmap
 from ui.components import heavy_hitters as heavy_hitters_ui

@@ -6,12 +6,12 @@ release, so Stop, a smaller grid and coming back all reuse them) and drawn by :m
 
 import streamlit as st
 
+from dpcore import grids
 from dpcore.data import views
-from dpcore.evaluation import metrics
 from dpcore.evaluation.experiment import Scenario
-from dpcore.interfaces import grids
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
+from dpcore.scoring import metrics
 from ui.components import budget, controls, huge, navigation, panels, runs
 from ui.tradeoffs import sections
 from ui.components import heavy_hitters as heavy_hitters_ui

@@ -27,9 +27,10 @@ import plotly.io as pio
 import plotly.offline
 from plotly.subplots import make_subplots
 
-from dpcore.evaluation import metrics, thesis
-from dpcore.interfaces import confidential
+from dpcore import confidential
+from dpcore.evaluation import thesis
 from dpcore.mechanisms import postprocess
+from dpcore.scoring import metrics
 from report.log_ticks import log_axis
 
 #: Series styles: colour, marker symbol, marker size, dash — never colour alone.
@@ -364,7 +365,7 @@ def write(chapter: thesis.Chapter, out: Path, private: bool = False) -> Path:
     """``report.html`` and every figure's and table's CSV in directory ``out``; ``private``: run
     on the user's own table (not a bundled synthetic one), so every file shows its true counts
     or errors measured against them and starts with the not-for-publication line
-    (:mod:`dpcore.interfaces.confidential`; the page's zip is marked as a whole instead)."""
+    (:mod:`dpcore.confidential`; the page's zip is marked as a whole instead)."""
     out = Path(out)
     thesis.write_csvs(chapter, out, private)
     page = render(chapter)

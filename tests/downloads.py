@@ -14,7 +14,7 @@ import pandas as pd
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import app_test
 
-from dpcore.interfaces import confidential
+from dpcore import confidential
 
 #: The first line of a CSV computed from the confidential table (confidential.csv_marked).
 PRIVATE_CSV_LINE = confidential.CSV_LINE

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import mechanisms, release
+from dpcore import mechanisms, release, seeding
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.evaluation import ranks
 from dpcore.mechanisms import postprocess
+from dpcore.scoring import ranks
 from tests.app_pages import shown_table
 from tests.plotly_spec import assert_bars_readable, figure, figures, released_bars, traces, values
 from ui.components import runs, state
@@ -36,7 +36,7 @@ def expected_release(key: str, epsilon: float, seed: int, post: str = "base_pos"
     od = datasets.load(dataset)
     counts = od.to_dense()
     mechanism = mechanisms.build(key, epsilon=epsilon, **params)
-    raw = mechanism.release(counts, release.generator(seed, "release", key, float(epsilon), 0))
+    raw = mechanism.release(counts, seeding.generator(seed, "release", key, float(epsilon), 0))
     return postprocess.apply(post, raw, od.n)
 
 
@@ -118,27 +118,14 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
 
 
 def test_releases_made_in_two_threads_are_the_seeds_releases(monkeypatch):
-    """Large domains release in two threads (ui.components.runs.PARALLEL_FROM_CELLS); forced here on the
+    """Large domains release in two threads (dpcore.release.PARALLEL_FROM_CELLS); forced here on the
     county data, every bar is still dpcore's release for the seed, and scored as asked."""
-    monkeypatch.setattr(runs, "PARALLEL_FROM_CELLS", 0)
+    monkeypatch.setattr(release, "PARALLEL_FROM_CELLS", 0)
     keys = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]
     at = explore_page(mech=keys, seed="91", tab="Scores")
     for key in keys:
         assert np.allclose(bar_values(at, key), expected_release(key, 1.0, 91)[top_cells(30)]), key
     assert len([d for d in at.dataframe if "Bits per commuter" in d.value.columns]) == 1
-
-
-def test_dense_releases_of_the_ed_data_run_one_at_a_time():
-    """Two dense ED releases at once would pass a session's memory budget (ui.components.budget): they
-    share one thread, the sparse ones take the other."""
-    settings = release.RunSettings("ireland_ed", "as_loaded", (), (), 1.0, 1e-6, "substitution",
-                                   (), "base_pos", 0)
-    od = datasets.load("ireland_ed")
-    keys = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]
-    assert runs._in_two_threads(settings, od, keys) == [
-        ["laplace", "hm"], ["stability_histogram", "grr", "oue", "olh"]]
-    county = datasets.load("ireland_county")
-    assert runs._in_two_threads(settings, county, keys) == [[key] for key in keys]
 
 
 def test_ed_bars_show_the_truth_and_every_mechanism_with_intervals():
@@ -384,9 +371,9 @@ def test_a_rerun_ranks_and_scores_the_releases_it_holds_after_the_cache_evicted_
     monkeypatch.setattr(runs, "_shared_orderings", lambda: BoundedMemo(0))
     monkeypatch.setattr(runs, "_shared_metrics", lambda: BoundedMemo(0))
     drawn = []
-    unscored = runs._unscored
-    monkeypatch.setattr(runs, "_unscored", lambda od, spec, *rest: drawn.append(spec.mechanism)
-                        or unscored(od, spec, *rest))
+    draw = release.drawn
+    monkeypatch.setattr(release, "drawn", lambda od, spec, **rest: drawn.append(spec.mechanism)
+                        or draw(od, spec, **rest))
     results = runs.releases(settings, only=("rmse",))
     released = {key: result.released for key, result in results.items()}
     pairs = runs.orderings(settings, released, 100)

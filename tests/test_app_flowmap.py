@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpcore import mechanisms, release
+from dpcore import mechanisms, seeding
 from dpcore.data import datasets, importers, schematic
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
@@ -47,7 +47,7 @@ def shown_table(at: AppTest):
 def released_like_the_page(od: ODMatrix, key="laplace", epsilon=1.0, seed=0, post="base_pos"):
     """The release the shared controls make by default (see ui.components.runs): own stream per mechanism."""
     true = od.to_dense()
-    rng = release.generator(seed, "release", key, float(epsilon), 0)
+    rng = seeding.generator(seed, "release", key, float(epsilon), 0)
     raw = mechanisms.build(key, epsilon=epsilon).release(true, rng)
     return true, postprocess.apply(post, raw, od.n)
 

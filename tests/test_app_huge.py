@@ -9,9 +9,10 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms, release
 from dpcore.data import national
-from dpcore.evaluation import ranks, summaries
+from dpcore.evaluation import summaries
 from dpcore.mechanisms import sparse_release
 from dpcore.mechanisms.count_profile import CountProfile
+from dpcore.scoring import ranks
 from tests.app_pages import run_page, shown_table
 from tests.huge import huge_matrix
 from tests.plotly_spec import assert_bars_readable, figure, released_bars, traces, values

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from dpcore import export
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
-from dpcore.interfaces import export, ledger, margins, publish, published_domain
+from dpcore.interfaces import ledger, margins, publish, published_domain
 from tests.app_pages import open_page, shown_table
 from tests.plotly_spec import figure, traces, values
 from ui.components import state

@@ -12,8 +12,7 @@ import pytest
 from scipy import stats
 
 from dpcore.data import datasets
-from dpcore.interfaces import classroom
-from dpcore.interfaces import classroom_stats as cs
+from dpcore.interfaces import classroom, classroom_stats as cs
 from dpcore.mechanisms.hadamard import uniform_permutation
 
 D = 50                                 # the toy town's default question: 7 × 7 + none of these

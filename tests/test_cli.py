@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import mechanisms, release
+from dpcore import confidential, export, mechanisms, release, seeding
 from dpcore.data import datasets, importers
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.evaluation import metrics
-from dpcore.interfaces import cli, confidential, export
+from dpcore.interfaces import cli
 from dpcore.mechanisms.base import DELTA
+from dpcore.scoring import metrics
 from tests.downloads import read_private_csv
 
 TESTS = Path(__file__).resolve().parent
@@ -150,7 +150,7 @@ def test_release_writes_the_table_and_reproduces_the_mechanism_for_a_seed(capsys
     np.testing.assert_array_equal(table["true_count"], true)
     np.testing.assert_array_equal(table["origin"], np.repeat(od.origins.ids, od.n_destinations))
     np.testing.assert_array_equal(table["destination"], np.tile(od.destinations.ids, od.n_origins))
-    rng = release.generator(42, "release", "oue", 1.0, 0)  # the one seeding rule
+    rng = seeding.generator(42, "release", "oue", 1.0, 0)  # the one seeding rule
     expected = mechanisms.build("oue", epsilon=1.0).release(true, rng)
     np.testing.assert_allclose(table["released_count"], expected, rtol=1e-9)
 
@@ -179,7 +179,7 @@ def test_release_with_delta_and_extra_parameters(capsys, tmp_path):
     expected = mechanisms.build("stability_histogram", epsilon=1.0, delta=1e-4,
                                 threshold="tight", neighbours="add_remove")
     od = datasets.load("toy_town")
-    rng = release.generator(3, "release", "stability_histogram", 1.0, 0)
+    rng = seeding.generator(3, "release", "stability_histogram", 1.0, 0)
     np.testing.assert_allclose(table["released_count"], expected.release(od.to_dense(), rng))
 
 

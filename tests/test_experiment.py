@@ -9,8 +9,9 @@ import pytest
 
 from dpcore import mechanisms
 from dpcore.data import datasets, views
-from dpcore.evaluation import experiment, metrics
+from dpcore.evaluation import experiment
 from dpcore.mechanisms import postprocess
+from dpcore.scoring import metrics
 
 GRID = dict(mechanism_specs=["laplace", ("gaussian", {"delta": 1e-8}), "oue"],
             epsilons=[0.5, 2], postprocess=["base", "norm_sub"], trials=2)
@@ -41,7 +42,7 @@ def test_tidy_table_has_one_row_per_job_postprocessing_and_metric(serial):
 
 
 def test_each_job_draws_from_the_seeding_rule(toy, serial):
-    """Job (gaussian, ε = 2, trial 1) draws from release.generator(seed, "release", key, ε,
+    """Job (gaussian, ε = 2, trial 1) draws from seeding.generator(seed, "release", key, ε,
     trial): the rule every page and command uses, whatever the job's position."""
     jobs = experiment.plan(GRID["mechanism_specs"], GRID["epsilons"], trials=GRID["trials"],
                            postprocess=GRID["postprocess"], seed=11)

@@ -10,7 +10,7 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
-from dpcore.evaluation.metrics import PRESENT_AT
+from dpcore.scoring.metrics import PRESENT_AT
 
 
 # ----------------------------------------------------------------------------------- fixtures

@@ -1,9 +1,9 @@
-"""Unit tests of dpcore.interfaces.grids: typed grids of ε and n."""
+"""Unit tests of dpcore.grids: typed grids of ε and n."""
 
 
 import pytest
 
-from dpcore.interfaces import grids
+from dpcore import grids
 
 
 # ---------------------------------------------------------------------------------------- input

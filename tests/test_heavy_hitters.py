@@ -20,7 +20,7 @@ from pure_ldp.heavy_hitters.prefix_extending import PEMClient, PEMServer
 from pure_ldp.heavy_hitters.treehistogram import TreeHistClient, TreeHistServer
 from scipy import stats
 
-from dpcore import release
+from dpcore import seeding
 from dpcore.data import national
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import heavy_hitters
@@ -35,7 +35,7 @@ PURE_RUNS, OUR_RUNS = 30, 300
 
 def planted() -> ODMatrix:
     """16 × 16 = 256 cells: five heavy cells and 1,350 people spread over the others."""
-    rng = release.generator(SEED, "test-planted")
+    rng = seeding.generator(SEED, "test-planted")
     cells = rng.choice(256, size=PLANTED.size, replace=False)
     others = np.setdiff1d(np.arange(256), cells)
     counts = np.zeros(256, dtype=np.int64)
@@ -65,7 +65,7 @@ def recall_of(od: ODMatrix, client, server) -> float:
 @pytest.mark.slow
 def test_pem_recall_matches_pure_ldp(seeded_globals):
     od = planted()
-    ours = [heavy_hitters.pem(od, EPSILON, K, release.generator(SEED, "pem", run),
+    ours = [heavy_hitters.pem(od, EPSILON, K, seeding.generator(SEED, "pem", run),
                               start_bits=START, step_bits=STEP).recall(od)
             for run in range(OUR_RUNS)]
     theirs = [pure_ldp_recall(od) for _ in range(PURE_RUNS)]
@@ -75,9 +75,9 @@ def test_pem_recall_matches_pure_ldp(seeded_globals):
 
 def test_pem_structure_and_reproducibility():
     od = planted()
-    first = heavy_hitters.pem(od, 4.0, K, release.generator(SEED, "pem-structure"),
+    first = heavy_hitters.pem(od, 4.0, K, seeding.generator(SEED, "pem-structure"),
                               start_bits=START, step_bits=STEP)
-    again = heavy_hitters.pem(od, 4.0, K, release.generator(SEED, "pem-structure"),
+    again = heavy_hitters.pem(od, 4.0, K, seeding.generator(SEED, "pem-structure"),
                               start_bits=START, step_bits=STEP)
     assert np.array_equal(first.cells, again.cells)
     assert first.groups == 3 and first.bits == BITS
@@ -88,16 +88,16 @@ def test_pem_structure_and_reproducibility():
 
 def test_pem_runs_on_a_domain_beyond_the_dense_limit():
     od = national.generate(0.05)   # 4,250 tracts: 18 M cells, no dense vector needed
-    found = heavy_hitters.pem(od, 2.0, 20, release.generator(SEED, "pem-large"))
+    found = heavy_hitters.pem(od, 2.0, 20, seeding.generator(SEED, "pem-large"))
     assert found.cells.size == 20 and found.bits == int(np.ceil(np.log2(od.domain_size)))
     assert np.all(found.cells < 2 ** found.bits)
 
 
 def test_pem_rejects_bad_settings():
     with pytest.raises(ValueError, match="start_bits"):
-        heavy_hitters.pem(planted(), 1.0, 5, release.generator(SEED, "bad"), start_bits=8)
+        heavy_hitters.pem(planted(), 1.0, 5, seeding.generator(SEED, "bad"), start_bits=8)
     with pytest.raises(ValueError, match="k and step_bits"):
-        heavy_hitters.pem(planted(), 1.0, 0, release.generator(SEED, "bad"))
+        heavy_hitters.pem(planted(), 1.0, 0, seeding.generator(SEED, "bad"))
 
 
 class PrefixLHServer(LHServer):
@@ -127,7 +127,7 @@ def pure_ldp_treehist_recall(od: ODMatrix, epsilon: float) -> float:
 @pytest.mark.slow
 def test_treehist_recall_matches_pure_ldp(seeded_globals):
     od, epsilon = planted(), 6.0
-    ours = [heavy_hitters.treehist(od, epsilon, K, release.generator(SEED, "treehist", run),
+    ours = [heavy_hitters.treehist(od, epsilon, K, seeding.generator(SEED, "treehist", run),
                                    step_bits=STEP).recall(od)
             for run in range(OUR_RUNS)]
     theirs = [pure_ldp_treehist_recall(od, epsilon) for _ in range(PURE_RUNS)]
@@ -137,7 +137,7 @@ def test_treehist_recall_matches_pure_ldp(seeded_globals):
 
 def test_treehist_structure():
     od = planted()
-    found = heavy_hitters.treehist(od, 8.0, K, release.generator(SEED, "treehist-structure"),
+    found = heavy_hitters.treehist(od, 8.0, K, seeding.generator(SEED, "treehist-structure"),
                                    step_bits=STEP)
     assert found.groups == BITS // STEP and found.cells.size == K
     assert np.all(np.diff(found.estimates) <= 0)
@@ -161,7 +161,7 @@ def test_find_is_seeded_by_the_release_rule(protocol):
     assert np.array_equal(first.cells, again.cells)
     assert np.array_equal(first.estimates, again.estimates)
     direct = (heavy_hitters.pem if protocol == "pem" else heavy_hitters.treehist)(
-        od, 1.0, K, release.generator(SEED, "heavy-hitters", protocol, 1.0, K, 3))
+        od, 1.0, K, seeding.generator(SEED, "heavy-hitters", protocol, 1.0, K, 3))
     assert np.array_equal(first.estimates, direct.estimates)
     others = [heavy_hitters.find(protocol, od, 1.0, K, SEED, trial).estimates
               for trial in range(4)]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import release
+from dpcore import seeding
 from dpcore.data import datasets
 from dpcore.evaluation import heavy_hitters
 from dpcore.mechanisms.local import universal_hash
@@ -31,7 +31,7 @@ def county():
 def test_the_report_encodes_the_prefix_of_its_level(county, protocol):
     d, k, epsilon = county.domain_size, 10, 2.0
     lengths = heavy_hitters.prefix_lengths(protocol, d, k)
-    rng = release.generator(SEED, "test-device", protocol)
+    rng = seeding.generator(SEED, "test-device", protocol)
     for cell in (0, 36, d - 1):
         report = device.device_report(protocol, d, cell, epsilon, k, rng)
         bits = heavy_hitters.cell_bits(d)
@@ -56,7 +56,7 @@ def test_the_report_encodes_the_prefix_of_its_level(county, protocol):
 
 @pytest.mark.parametrize("protocol", ["pem", "treehist"])
 def test_levels_are_uniform_and_olh_keeps_with_probability_p(county, protocol):
-    rng = release.generator(SEED, "test-device-law", protocol)
+    rng = seeding.generator(SEED, "test-device-law", protocol)
     reports = [device.device_report(protocol, county.domain_size, 36, 1.0, 10, rng)
                for _ in range(DRAWS)]
     levels = reports[0].levels
@@ -70,7 +70,7 @@ def test_levels_are_uniform_and_olh_keeps_with_probability_p(county, protocol):
 def test_the_server_reads_exactly_the_matching_candidates(county):
     k = 10
     found = heavy_hitters.find("pem", county, 2.0, k, SEED)
-    rng = release.generator(SEED, "test-device-server")
+    rng = seeding.generator(SEED, "test-device-server")
     for _ in range(20):
         report = device.device_report("pem", county.domain_size, 36, 2.0, k, rng)
         level = found.levels[report.level - 1]
@@ -86,7 +86,7 @@ def test_the_server_reads_exactly_the_matching_candidates(county):
 
 
 def test_bad_input_gets_a_message():
-    rng = release.generator(SEED, "bad")
+    rng = seeding.generator(SEED, "bad")
     with pytest.raises(ValueError, match="outside the domain"):
         device.device_report("pem", 100, 100, 1.0, 5, rng)
     with pytest.raises(ValueError, match="unknown heavy-hitter protocol"):

@@ -22,8 +22,8 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data.importers import ImportFailed, import_od
 from dpcore.data.importing import reading
-from dpcore.data.views import View
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix, ZoneSet
+from dpcore.data.views import View
 from dpcore.interfaces import cli, publish
 from tests import test_app_data
 from ui.components import budget

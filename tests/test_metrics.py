@@ -8,7 +8,7 @@ from scipy import stats
 
 from dpcore.data import datasets, geo
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.evaluation import metrics
+from dpcore.scoring import metrics
 
 # One degree of longitude on the equator, in km.
 L = geo.EARTH_RADIUS_KM * math.pi / 180

@@ -1,6 +1,6 @@
 """Issue 29's rule on the analysis pages: a download holding true counts, or error measured
 against them, is for the publisher's eyes only, so its button ends "— not for publication" and
-the file's first line says so (:mod:`dpcore.interfaces.confidential`), as on Plan & publish.
+the file's first line says so (:mod:`dpcore.confidential`), as on Plan & publish.
 
 Every download button of Explore (each tab), Tradeoffs (after a sweep) and the Flow map is
 pressed; the only ones allowed to be plain are listed in ``PUBLIC`` with the reason.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dpcore.interfaces import confidential
+from dpcore import confidential
 from tests.app_pages import run_page
 from tests.downloads import PRIVATE_CSV_LINE, Downloads
 from ui.components import charts
@@ -150,7 +150,7 @@ def test_the_public_epsilon_ruler_is_not_marked(monkeypatch, page, query, stem):
     the confidential table, yet Plan labelled it "not for publication". Its CSV is plain (the
     deployments table itself); on Plan the figure, which also draws the ε the plan needs, stays
     marked."""
-    from dpcore.interfaces.export import safe_csv
+    from dpcore.export import safe_csv
     from dpcore.theory import deployments
 
     downloads = Downloads(monkeypatch)

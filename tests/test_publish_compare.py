@@ -8,8 +8,7 @@ import pytest
 from scipy import stats
 
 from dpcore.data import datasets
-from dpcore.evaluation import publish_compare
-from dpcore.interfaces import publish
+from dpcore.interfaces import publish, publish_compare
 from dpcore.mechanisms import topdown
 
 ALPHA = 1e-4
@@ -68,10 +67,10 @@ def test_compare_table_and_intervals():
 
 def test_a_comparisons_releases_come_from_the_one_seeding_rule():
     """compare()'s release of (method, ε, trial) is the one drawn from
-    dpcore.release.generator(seed, "publish comparison", method, ε, trial): measured the same, and
+    dpcore.seeding.generator(seed, "publish comparison", method, ε, trial): measured the same, and
     unchanged when other methods or ε values run beside it (the old per-job seed shifted with
     the job list)."""
-    from dpcore import release
+    from dpcore import seeding
 
     od = datasets.load("ireland_ed").subset_by_parent(["Leitrim"])
     levels = topdown.hierarchy(od)
@@ -82,7 +81,7 @@ def test_a_comparisons_releases_come_from_the_one_seeding_rule():
                                     methods=[publish.TOPDOWN], whole_table=True)
     for method in publish_compare.methods_for(levels):
         sigmas = publish_compare.scales(method, epsilon, 1e-6, (0.5, 0.5), "substitution")
-        rng = release.generator(seed, publish_compare.PURPOSE, method, epsilon, 0)
+        rng = seeding.generator(seed, publish_compare.PURPOSE, method, epsilon, 0)
         expected = publish_compare.measure(levels, publish_compare.release(
             method, levels, sigmas, rng, exact_total=True))
         got = together[(together["method"] == method) & (together["epsilon"] == epsilon)]

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dpcore import confidential, export
 from dpcore.data.importers import import_od
-from dpcore.evaluation import publish_compare
-from dpcore.interfaces import cli, confidential, export, ledger, publish, published_domain
+from dpcore.interfaces import cli, ledger, publish, publish_compare, published_domain
 from tests.downloads import Downloads
 from ui.components import state
 

@@ -1,11 +1,11 @@
-"""Unit tests of dpcore.evaluation.ranks: ordinal ranks, top cells, rank pairs and tables, top flows."""
+"""Unit tests of dpcore.scoring.ranks: ordinal ranks, top cells, rank pairs and tables, top flows."""
 
 
 import numpy as np
 import pytest
 
 from dpcore.data import ordinal
-from dpcore.evaluation import ranks
+from dpcore.scoring import ranks
 
 
 def reference_ranks(values):

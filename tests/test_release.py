@@ -6,37 +6,37 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import mechanisms, release
-from dpcore.data import views
-from dpcore.evaluation import metrics
+from dpcore import mechanisms, release, seeding
+from dpcore.data import datasets, views
 from dpcore.interfaces import cli
 from dpcore.mechanisms import postprocess
 from dpcore.release import ReleaseSpec, RunSettings
+from dpcore.scoring import metrics
 from tests.downloads import read_private_csv
 
 
 # -------------------------------------------------------------------------------------- seeding
 def test_a_stream_depends_on_seed_purpose_and_every_coordinate():
-    first = release.generator(3, "release", "laplace", 1.0, 0).random(4)
-    assert np.array_equal(first, release.generator(3, "release", "laplace", 1.0, 0).random(4))
+    first = seeding.generator(3, "release", "laplace", 1.0, 0).random(4)
+    assert np.array_equal(first, seeding.generator(3, "release", "laplace", 1.0, 0).random(4))
     for other in [(4, "release", "laplace", 1.0, 0), (3, "subsample", "laplace", 1.0, 0),
                   (3, "release", "grr", 1.0, 0), (3, "release", "laplace", 1.0 + 2**-52, 0),
                   (3, "release", "laplace", 1.0, 1)]:
-        assert not np.array_equal(first, release.generator(*other).random(4)), other
+        assert not np.array_equal(first, seeding.generator(*other).random(4)), other
 
 
 def test_the_stream_is_the_documented_seed_sequence():
     import zlib
     expected = np.random.default_rng(np.random.SeedSequence(7, spawn_key=(
         zlib.crc32(b"release"), zlib.crc32(b"oue"), int(np.float64(0.5).view(np.uint64)), 2)))
-    assert np.array_equal(release.generator(7, "release", "oue", 0.5, 2).random(3),
+    assert np.array_equal(seeding.generator(7, "release", "oue", 0.5, 2).random(3),
                           expected.random(3))
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, True, "3"])
 def test_a_seed_must_be_a_whole_number_at_least_zero(seed):
     with pytest.raises(ValueError, match="seed"):
-        release.generator(seed, "release")
+        seeding.generator(seed, "release")
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -183,3 +183,42 @@ def test_the_command_a_page_shows_makes_the_same_release(ed, tmp_path, capsys, k
              + od.destinations.index_of(table["destination"].astype(str)))
     np.testing.assert_allclose(table["released_count"], expected[cells], rtol=1e-9, atol=1e-12)
     capsys.readouterr()
+
+
+def test_a_pages_releases_are_scheduled_by_the_pipeline(monkeypatch):
+    """Two dense ED releases at once would pass a session's memory budget: they share one thread,
+    the sparse ones take the other; with room for both, each release goes to the next free
+    thread; a small domain (or one release) runs in order in the caller's thread."""
+    from dpcore.data.od import MEMORY_BUDGET_BYTES
+
+    monkeypatch.setattr(release.os, "cpu_count", lambda: 2)
+    settings = RunSettings("ireland_ed", "as_loaded", (), (), 1.0, 1e-6, "substitution", (),
+                           "base_pos", 0)
+    keys = ["laplace", "stability_histogram", "grr", "oue", "olh", "hm"]
+    specs = {key: settings.spec(key) for key in keys}
+    ed, county = datasets.load("ireland_ed"), datasets.load("ireland_county")
+    plan = release.schedule(ed, keys, specs, MEMORY_BUDGET_BYTES)
+    assert plan.large and plan.groups == (("laplace", "hm"),
+                                          ("stability_histogram", "grr", "oue", "olh"))
+    roomy = release.dense_work_bytes(ed.domain_size, 2 + release.TRANSIENT_VECTORS)
+    assert release.schedule(ed, keys, specs, roomy).groups == tuple((key,) for key in keys)
+    assert release.schedule(ed, keys).groups == tuple((key,) for key in keys)  # rankings
+    assert release.schedule(ed, ["hm"], specs, MEMORY_BUDGET_BYTES).groups == (("hm",),)
+    small = release.schedule(county, keys, specs, MEMORY_BUDGET_BYTES)
+    assert not small.large and small.groups == (tuple(keys),)
+    monkeypatch.setattr(release.os, "cpu_count", lambda: 1)
+    assert release.schedule(ed, keys, specs, MEMORY_BUDGET_BYTES).groups == (tuple(keys),)
+
+
+def test_a_pages_release_keeps_only_what_it_shows():
+    """:func:`release.drawn`: a dense release unscored, without its raw estimates (unless
+    Post-Pos reads them), scored later to the same metrics; a sparse one scored as drawn."""
+    od = datasets.load("ireland_county")
+    spec = ReleaseSpec("laplace", 1.0, postprocess=("base_pos",), seed=4)
+    kept = release.drawn(od, spec)
+    assert kept.raw is None and kept.scorable and not kept.metrics
+    full = release.run(od, spec)
+    assert np.array_equal(kept.released, full.released)
+    assert dict(release.scored(kept, od).metrics) == dict(full.metrics)
+    assert release.drawn(od, spec.with_postprocess(("post_pos",))).raw is not None
+    assert not release.attempt(od, ReleaseSpec("laplace", -1.0)).scorable

@@ -105,7 +105,7 @@ def test_tradeoffs_trial_zero_equals_the_command_line_sweep(monkeypatch, cli_swe
 
 def half_digit(values) -> np.ndarray:
     """Half a unit in the 10th significant digit of each value: how far a number written with
-    ``%.10g`` (dpcore.interfaces.export.FLOAT_FORMAT) can be from the one computed."""
+    ``%.10g`` (dpcore.export.FLOAT_FORMAT) can be from the one computed."""
     values = np.abs(np.asarray(values, dtype=float))
     exponent = np.floor(np.log10(np.where(values > 0, values, 1.0)))
     return np.where(values > 0, 0.5 * 10.0 ** (exponent - 9), 0.0)

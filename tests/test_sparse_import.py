@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpcore import mechanisms, release
+from dpcore import mechanisms, seeding
 from dpcore.data.importers import ImportFailed, import_od
 from dpcore.data.importing import building
 from dpcore.data.od import DENSE_CELL_LIMIT, ZONE_LIMIT
-from dpcore.evaluation import sparse_metrics
 from dpcore.mechanisms import sparse_release as sr
+from dpcore.scoring import sparse_metrics
 
 TRACTS = 8_000   # a large state: 8,000 × 8,000 = 64 M cells, above the dense limit
 ROWS = 30_000
@@ -18,7 +18,7 @@ ROWS = 30_000
 
 def lodes_state() -> bytes:
     """A LODES "od" file of one large state: block pairs in TRACTS home and work tracts."""
-    rng = release.generator(7, "test-lodes-state")
+    rng = seeding.generator(7, "test-lodes-state")
     home = rng.integers(0, TRACTS, ROWS)
     work = (home + rng.integers(-20, 21, ROWS)) % TRACTS
     work[:TRACTS] = np.arange(TRACTS)    # every tract is a workplace somewhere
@@ -42,7 +42,7 @@ def test_large_state_at_tract_level_imports_sparse_and_releases():
     codes = [notice.code for notice in result.notices]
     assert "sparse_domain" in codes and "domain_too_large" not in codes
     draw = sr.draw(od, mechanisms.build("laplace", epsilon=1.0),
-                   release.generator(7, "release", "laplace", 1.0, 0))
+                   seeding.generator(7, "release", "laplace", 1.0, 0))
     assert draw.zeros.count == od.domain_size - od.nonzero
     assert sparse_metrics.score(draw)["rmse"] > 0
 

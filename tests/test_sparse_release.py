@@ -1,7 +1,7 @@
 """The sparse release against the dense one.
 
 Exact checks: every empty cell is accounted for; with the empty cells all drawn explicitly the
-sparse metrics equal :func:`dpcore.evaluation.metrics.compute` on the same vector; the sampler of the
+sparse metrics equal :func:`dpcore.scoring.metrics.compute` on the same vector; the sampler of the
 smallest elements of a random subset has the exact law.
 
 Statistical checks (marked slow): for each mechanism and domain, R seeded releases on each path,
@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import mechanisms, release
+from dpcore import mechanisms, release, seeding
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.evaluation import metrics, sparse_metrics
-from dpcore.evaluation.ranks import PRESENT_AT, top_cells
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms import sparse_release as sr
+from dpcore.scoring import metrics, sparse_metrics
+from dpcore.scoring.ranks import PRESENT_AT, top_cells
 
 SEED = 20261124
 FAMILY_ALPHA = 1e-3
@@ -41,7 +41,7 @@ N_TESTS = len(CASES) * len(STATISTICS) * len(DOMAINS)
 
 def zipf_domain(side: int = 300, cells: int = 4000, seed: int = SEED) -> ODMatrix:
     """A 90,000-cell domain with ``cells`` non-zero counts of a heavy-tailed law (n ≈ 10⁵)."""
-    rng = release.generator(seed, "test-domain", side, cells)
+    rng = seeding.generator(seed, "test-domain", side, cells)
     flat = rng.choice(side * side, size=cells, replace=False)
     counts = np.minimum(rng.zipf(1.6, size=cells), 20_000)
     zones = ZoneSet.from_ids([f"z{i}" for i in range(side)])
@@ -72,7 +72,7 @@ def sparse_statistics(od, mechanism, rng):
 def test_every_empty_cell_is_accounted_for(key, domains):
     for od in domains.values():
         mechanism = mechanisms.build(key, epsilon=1.0)
-        draw = sr.draw(od, mechanism, release.generator(SEED, "accounting", key))
+        draw = sr.draw(od, mechanism, seeding.generator(SEED, "accounting", key))
         zeros = draw.zeros
         assert zeros.count == od.domain_size - od.nonzero
         assert int(zeros.multiplicity.sum()) + sum(b.count for b in zeros.bands) == zeros.count
@@ -88,7 +88,7 @@ def test_every_empty_cell_is_accounted_for(key, domains):
 def test_coupled_mechanisms_are_refused_with_a_reason(key, domains):
     with pytest.raises(ValueError, match="dense release"):
         sr.draw(domains["county"], mechanisms.build(key, epsilon=1.0),
-                release.generator(SEED, "refused", key))
+                seeding.generator(SEED, "refused", key))
 
 
 def test_metrics_equal_the_dense_metrics_on_the_same_vector(domains):
@@ -96,7 +96,7 @@ def test_metrics_equal_the_dense_metrics_on_the_same_vector(domains):
     others anywhere) and the sparse metrics must equal metrics.compute on that vector."""
     od = domains["zipf_90k"]
     mechanism = mechanisms.build("laplace", epsilon=0.5)
-    rng = release.generator(SEED, "same-vector")
+    rng = seeding.generator(SEED, "same-vector")
     draw = sr.draw(od, mechanism, rng, explicit_limit=10 ** 6)
     assert draw.zeros.exact and draw.approximation is None
     dense = np.zeros(od.domain_size)
@@ -125,7 +125,7 @@ def test_stability_histogram_sparse_metrics_are_the_dense_ones(domains):
     """Empty cells are never published, so the sparse release is the dense one exactly."""
     od = domains["county"]
     mechanism = mechanisms.build("stability_histogram", epsilon=1.0, delta=1e-6)
-    draw = sr.draw(od, mechanism, release.generator(SEED, "stability"))
+    draw = sr.draw(od, mechanism, seeding.generator(SEED, "stability"))
     dense = np.zeros(od.domain_size)
     dense[od.flat_index] = draw.nonzero
     expected = metrics.compute(od.to_dense(), dense, od, k=K)
@@ -138,7 +138,7 @@ def test_stability_histogram_sparse_metrics_are_the_dense_ones(domains):
 def test_smallest_of_a_random_subset_has_the_exact_law(size):
     """P[min ≥ x] = C(L − x, s)/C(L, s): chi-square over the distribution of the minimum."""
     universe, runs = 10_000, 4000
-    rng = release.generator(SEED, "subset", size)
+    rng = seeding.generator(SEED, "subset", size)
     minima = np.array([sr._smallest_of_subset(universe, size, 2, rng)[0] for _ in range(runs)])
     second = np.array([sr._smallest_of_subset(universe, size, 2, rng) for _ in range(200)])
     assert np.all(np.diff(second, axis=1) > 0)
@@ -161,7 +161,7 @@ def test_top_tie_break_takes_the_lowest_flat_indices():
     zones = ZoneSet.from_ids(["a", "b", "c"])
     od = ODMatrix.from_pairs("t", zones, zones, [0, 2], [0, 2], [5, 7])   # flats 0 and 8
     zeros = sr.ZeroCells(7, [1.0, 0.0], [3, 4])
-    rng = release.generator(SEED, "tie")
+    rng = seeding.generator(SEED, "tie")
     flat, values = sr.released_top(od.flat_index, np.array([1.0, 1.0]), zeros, 2, rng)
     assert values.tolist() == [1.0, 1.0]
     assert flat[0] == 0   # the non-zero cell at flat 0 beats every empty cell
@@ -224,10 +224,10 @@ def test_sparse_matches_dense_in_distribution(key, epsilon, domain, domains):
     truth = od.to_dense()
     mechanism = mechanisms.build(key, epsilon=epsilon)
     dense = np.array([dense_statistics(od, truth, mechanism,
-                                       release.generator(SEED, "dense", key, domain, run))
+                                       seeding.generator(SEED, "dense", key, domain, run))
                       for run in range(RUNS)])
     sparse = np.array([sparse_statistics(od, mechanism,
-                                         release.generator(SEED, "sparse", key, domain, run))
+                                         seeding.generator(SEED, "sparse", key, domain, run))
                        for run in range(RUNS)])
     for column, name in enumerate(STATISTICS):
         p = stats.ks_2samp(dense[:, column], sparse[:, column]).pvalue
@@ -239,10 +239,10 @@ def test_the_two_sample_test_detects_a_wrong_epsilon(domains):
     od = domains["zipf_90k"]
     truth = od.to_dense()
     dense = [dense_statistics(od, truth, mechanisms.build("laplace", epsilon=1.15),
-                              release.generator(SEED, "power-dense", run))[0]
+                              seeding.generator(SEED, "power-dense", run))[0]
              for run in range(RUNS)]
     sparse = [sparse_statistics(od, mechanisms.build("laplace", epsilon=1.0),
-                                release.generator(SEED, "power-sparse", run))[0]
+                                seeding.generator(SEED, "power-sparse", run))[0]
               for run in range(RUNS)]
     assert stats.ks_2samp(dense, sparse).pvalue < FAMILY_ALPHA / N_TESTS
 

@@ -13,10 +13,11 @@ from scipy import stats
 from dpcore import release
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.evaluation import flows, ranks, sparse_metrics, summaries
-from dpcore.evaluation.ranks import PRESENT_AT
+from dpcore.evaluation import flows, summaries
 from dpcore.mechanisms import sparse_release
 from dpcore.mechanisms.sparse_vector import SparseVector, ZeroCells
+from dpcore.scoring import ranks, sparse_metrics
+from dpcore.scoring.ranks import PRESENT_AT
 from tests.huge import huge_matrix
 
 

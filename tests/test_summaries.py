@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from dpcore import mechanisms
-from dpcore.evaluation import experiment, metrics, summaries
+from dpcore.evaluation import experiment, summaries
+from dpcore.scoring import metrics
 
 
 # ------------------------------------------------------------------------------ plain language
@@ -73,8 +74,8 @@ def test_stability_histogram_sentence_on_the_huge_sparse_path_states_the_erased_
     """National-scale path (tests/huge.py: 6.4·10⁷ cells, sparse release): the sentence's erased
     share is the share of the true non-empty cells whose released value rounds to 0."""
     from dpcore import release
-    from dpcore.evaluation import ranks
     from dpcore.mechanisms.sparse_vector import SparseVector
+    from dpcore.scoring import ranks
     from tests.huge import huge_matrix
 
     od = huge_matrix()

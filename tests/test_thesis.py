@@ -12,8 +12,11 @@ import pytest
 
 from dpcore import release
 from dpcore.data import datasets, importers, views
-from dpcore.evaluation import ranks, thesis
+from dpcore.evaluation import thesis
+from dpcore.evaluation.thesis import checks, checks_ed
+from dpcore.evaluation.thesis import trials as thesis_trials
 from dpcore.interfaces import cli
+from dpcore.scoring import ranks
 from report import log_ticks, thesis_html
 
 EPSILONS = (0.5, 3.0, 5.0)
@@ -154,7 +157,7 @@ def test_figure_5_10_reason_names_each_break_with_its_size(county_chapter):
 def test_explain_names_the_difference_that_removes_each_finding():
     """A "differs" no single switch flips: each of its findings with the switch whose toggling
     alone removes it (and what that run finds there instead), or that none does."""
-    from dpcore.evaluation import thesis_as_run as as_run
+    from dpcore.evaluation.thesis import as_run
 
     rr = ((("grr", 5.0), "Base-Pos < Base"), "RR at ε = 5: Base-Pos not below Base")
     ue = ((("oue", 5.0), "Base-Cut < Base-Pos"), "UE at ε = 5: Base-Cut not below Base-Pos")
@@ -257,8 +260,8 @@ def test_a_rank_table_is_decided_once_every_outcome_is_seen_or_one_is_ruled_out(
     """An outcome seen at least once is plausible whatever the number of trials; one never seen
     needs 72 trials to be ruled out (95 % upper bound 1 − 0.025^(1/72) < 5 %), 71 do not."""
     assert thesis.DECIDING_TRIALS == 72
-    assert thesis._upper(0, 72) < thesis.PLAUSIBLE <= thesis._upper(0, 71)
-    assert thesis._upper(1, 72) >= thesis.PLAUSIBLE
+    assert checks._upper(0, 72) < thesis.PLAUSIBLE <= checks._upper(0, 71)
+    assert checks._upper(1, 72) >= thesis.PLAUSIBLE
     table = item(county_chapter, "Table 5.2")
     worst = {k: 10 for k in thesis.MECHANISMS} | {"grr": 11}
     exact = {k: True for k in thesis.MECHANISMS} | {"grr": False}
@@ -288,8 +291,8 @@ def _figure_5_15(shares, below):
 def test_figure_5_15_judges_the_thesis_s_draw_over_the_trials():
     """The outcome: more than half of the top 40 released among the top 40 and some of the top
     100 below rank 200 (the thesis's words); its probability over the trials, as a rank table."""
-    assert thesis._ordered_well(0.75, 3) and not thesis._ordered_well(0.5, 3)
-    assert not thesis._ordered_well(1.0, 0)  # a release in true order is not the thesis's
+    assert checks_ed._ordered_well(0.75, 3) and not checks_ed._ordered_well(0.5, 3)
+    assert not checks_ed._ordered_well(1.0, 0)  # a release in true order is not the thesis's
     seen = thesis.judge(_figure_5_15([0.7, 0.45, 0.8], [60, 55, 70])).verdict
     assert seen.agrees is True and "P(the thesis's outcome) = 2/3" in seen.ours
     unseen = thesis.judge(_figure_5_15([0.02] * 3, [99] * 3)).verdict
@@ -342,7 +345,7 @@ def test_trial_zero_releases_stop_when_asked():
     stop = threading.Event()
     stop.set()
     lv = thesis.levels(od)
-    assert thesis._snapshots(od, lv, thesis.mechanism_specs(od), 0, stop) == {}
+    assert thesis_trials._snapshots(od, lv, thesis.mechanism_specs(od), 0, stop) == {}
 
 
 # ------------------------------------------------------------------------------------ report

@@ -1,4 +1,4 @@
-"""The thesis as its code ran it (dpcore.evaluation.thesis_as_run): the two defects of the
+"""The thesis as its code ran it (dpcore.evaluation.thesis.as_run): the two defects of the
 original code sampled exactly (against a per-person simulation and against pure-LDP 1.2), the
 protocols, and every chapter check failing on a planted broken release."""
 
@@ -14,8 +14,10 @@ from scipy import stats
 from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import thesis
-from dpcore.evaluation import thesis_as_run as as_run
-from dpcore.evaluation import thesis_reasons as reasons
+from dpcore.evaluation.thesis import as_run
+from dpcore.evaluation.thesis import reasons
+from dpcore.evaluation.thesis import trials as thesis_trials
+from dpcore.evaluation.thesis import variants as thesis_variants
 
 REPS = 4000
 
@@ -126,17 +128,17 @@ def test_hadamard_response_ranks_by_symbol_have_the_law_of_the_release_by_cell()
     empty cells behind them lie below each top cell) against the release arranged by cell: the
     same law of the statistics the checks read, on a domain where ties are common (few people
     per output, 40 % empty cells: most top cells tie, many at 0), for both roundings."""
-    from dpcore.evaluation import ranks
+    from dpcore.scoring import ranks
 
     rng = np.random.default_rng(8)
     counts = np.floor(rng.pareto(1.1, 400) * 2).astype(np.int64)
     counts[rng.random(400) < 0.4] = 0
     top = ranks.top_cells(counts, 100)
-    cells = thesis._Cells.of(counts, top)
+    cells = thesis_variants._Cells.of(counts, top)
     assert cells is not None and len(cells.empty) > 100
     reps, fast, slow = 1200, {False: [], True: []}, {False: [], True: []}
     for _ in range(reps):
-        for rounded, released in thesis._hr_ranks(5.0, cells, (False, True), rng).items():
+        for rounded, released in thesis_variants._hr_ranks(5.0, cells, (False, True), rng).items():
             fast[rounded].append(released)
         raw = as_run.release("hm", counts, None, 5.0, rng)
         for rounded in (False, True):
@@ -232,7 +234,7 @@ def planted():
         for kind in (None, "no noise", "noise × 10", "bias"):
             if kind is not None:
                 patch.setattr(as_run, "release", _plant(kind))
-                patch.setattr(thesis, "running_times", lambda *a, **k: times["real"])
+                patch.setattr(thesis_trials, "running_times", lambda *a, **k: times["real"])
             else:
                 patch.setattr(as_run, "release", as_run.release)
             chapter = thesis.run(od, epsilons=EPSILONS, trials=2, seed=5, n_jobs=1,
@@ -291,13 +293,13 @@ def test_finer_level_trials_go_on_only_while_an_outcome_is_unseen():
     trials = variants.per_trial
     counts = set()
     for (epsilon, key, variant), group in trials.groupby(["epsilon", "mechanism", "variant"]):
-        events = thesis._events(True, epsilon, key)
+        events = thesis_variants._events(True, epsilon, key)
         rows = {r: g.sort_values("trial").to_dict("records") for r, g in group.groupby("rounded")}
         [m] = {len(found) for found in rows.values()}  # every rounding from the same releases
         assert thesis.FINE_STATED_TRIALS <= m <= thesis.DECIDING_TRIALS
         assert [row["trial"] for row in next(iter(rows.values()))] == list(range(m))
         if m > thesis.FINE_STATED_TRIALS:
-            assert any(thesis._undecided(found[:m - 1], events) for found in rows.values())
+            assert any(thesis_variants._undecided(found[:m - 1], events) for found in rows.values())
             assert variants.extra[(lv.fine.label, epsilon, key, variant)][0] == m
         else:
             assert (lv.fine.label, epsilon, key, variant) not in variants.extra

@@ -1,4 +1,4 @@
-"""The computed reasons of the thesis report (dpcore.evaluation.thesis_reasons): every law's
+"""The computed reasons of the thesis report (dpcore.evaluation.thesis.reasons): every law's
 prediction against a simulation of the release it describes (fixed seeds, tolerances from the
 simulated spread), and the notes' "does not follow its law" check failing on planted broken
 releases."""
@@ -12,8 +12,8 @@ import pytest
 from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.evaluation import thesis
-from dpcore.evaluation import thesis_as_run as as_run
-from dpcore.evaluation import thesis_reasons as reasons
+from dpcore.evaluation.thesis import as_run
+from dpcore.evaluation.thesis import reasons
 from dpcore.mechanisms.count_profile import CountProfile
 
 Z = 4  # standard errors of a simulated mean

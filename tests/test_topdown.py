@@ -183,7 +183,7 @@ def test_error_within_the_bound(rng):
     """Max absolute error per level within :func:`topdown.error_bound` at β = 10⁻³ (the test can
     fail with probability ≤ 10⁻³ for this seed's draw; the discrete Gaussian here is drawn
     exactly from its probability mass function)."""
-    from dpcore.evaluation.publish_compare import discrete_gaussian
+    from dpcore.interfaces.publish_compare import discrete_gaussian
     od = datasets.load("ireland_ed").subset_by_parent(["Leitrim", "Sligo"])
     levels = topdown.hierarchy(od)
     sigma = 8.0

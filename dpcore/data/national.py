@@ -20,7 +20,7 @@ The model (constants below, chosen once, not fitted):
    the country ∝ jobs^1.5 (the long commutes of real LODES data). So every origin has a few
    dozen non-zero destinations.
 
-Randomness goes through :func:`dpcore.release.generator` (purpose ``"synthetic-national"``).
+Randomness goes through :func:`dpcore.seeding.generator` (purpose ``"synthetic-national"``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import spatial
 
-from dpcore import release
+from dpcore import seeding
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.data.synthetic import haversine_km
 
@@ -131,7 +131,7 @@ def generate(scale: float = 1.0) -> ODMatrix:
     """The dataset at ``scale`` × the national size (tests use a small scale)."""
     n_counties = max(2, int(round(COUNTIES * scale)))
     n_tracts = max(n_counties, int(round(TRACTS * scale)))
-    rng = release.generator(SEED, "synthetic-national", float(scale))
+    rng = seeding.generator(SEED, "synthetic-national", float(scale))
     counties = _counties(rng, n_counties, n_tracts)
     tracts = _tracts(rng, counties)
     rows, cols, counts = _flows(rng, tracts)

@@ -11,7 +11,7 @@ mechanism's released values of the top flows are spread through the whole noise 
 the top flows stand above the noise instead (Laplace at ε = 1.5: 100 of 9.8 M values are at or
 above the lowest of them), one comparison finds the few values that count and only they are
 sorted (:func:`_at_or_above`; 0.057 → 0.006 s of CPU). Used
-by :func:`dpcore.evaluation.ranks.ordinal_ranks` (a dense release) and
+by :func:`dpcore.scoring.ranks.ordinal_ranks` (a dense release) and
 :meth:`dpcore.mechanisms.sparse_vector.SparseVector.ranks` (the named cells of a sparse one).
 """
 

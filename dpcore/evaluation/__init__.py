@@ -1,1 +1,1 @@
-"""How releases are judged: metrics, ranks, summaries, flows, experiments."""
+"""How releases are judged: summaries, flows, experiments, the ε planner, the thesis report."""

@@ -1,7 +1,7 @@
 """Experiment jobs on a Dask cluster: a local one on this machine's cores, or an existing one.
 
 The experiment runner's jobs are independent and seeded by their own coordinates
-(:func:`dpcore.release.generator`), so they can run on any worker in any order and still give the
+(:func:`dpcore.seeding.generator`), so they can run on any worker in any order and still give the
 table the in-process runner gives. This module only moves them (it knows nothing of what a job is; the runner passes the worker
 function, so imports flow one way, experiment → cluster): the dataset is scattered to every
 worker once (``broadcast=True``), each job is a small task that names it, results stream back in

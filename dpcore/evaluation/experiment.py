@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from dpcore import limits, release
+from dpcore import limits, release, seeding
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.limits import RELEASES, TRIALS
@@ -115,7 +115,7 @@ def subsampled(matrix: ODMatrix, view: views.View, seed: int, trial: int) -> ODM
     from the seeding rule's ``"subsample"`` stream; ``matrix`` itself when no subsample is asked."""
     if view.n is None or view.n >= matrix.n:
         return matrix
-    rng = release.generator(seed, "subsample", view.level, *view.areas, int(view.n), trial)
+    rng = seeding.generator(seed, "subsample", view.level, *view.areas, int(view.n), trial)
     return views.subsample(matrix, view.n, rng)
 
 
@@ -223,10 +223,10 @@ def run(od: ODMatrix, mechanism_specs, epsilons: Iterable[float], *,
         machine's cores), a scheduler address (``tcp://host:8786``) or a client; ``n_jobs`` is
         then ignored. The table is the same as without it.
     k, top_n : int
-        Passed to :func:`dpcore.evaluation.metrics.compute`.
+        Passed to :func:`dpcore.scoring.metrics.compute`.
     metrics : iterable of str, optional
         Score only these metrics (default: all); the cell-error ones alone are much cheaper
-        (:data:`dpcore.evaluation.metrics.CELL_ERRORS`).
+        (:data:`dpcore.scoring.metrics.CELL_ERRORS`).
     scenarios : iterable of Scenario
         Versions of the data (level, areas, population size); default: the whole dataset.
     progress : callable(done, total), optional

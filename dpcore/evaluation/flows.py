@@ -14,7 +14,7 @@ Each group keeps at most ``cap`` flows (the largest), and says how many matched 
 :func:`classify` names what the release did to each flow: close to the truth, over- or
 under-estimated (by up to or more than :data:`FAR`), *invented* (true 0, yet present in the
 release) or *lost* (true > 0, absent from the release). A flow is *present* in a release when it
-shows as at least one commuter (released ≥ :data:`~dpcore.evaluation.metrics.PRESENT_AT`), the definition the
+shows as at least one commuter (released ≥ :data:`~dpcore.scoring.metrics.PRESENT_AT`), the definition the
 metrics use. Width classes (:func:`width_breaks`, :func:`width_class`) let a map draw thousands of
 flows as a handful of grouped lines.
 
@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 from dpcore.data.od import ARROW, ODMatrix
-from dpcore.evaluation.metrics import PRESENT_AT
-from dpcore.evaluation.ranks import values_at
 from dpcore.mechanisms.sparse_vector import SparseVector
+from dpcore.scoring.metrics import PRESENT_AT
+from dpcore.scoring.ranks import values_at
 
 TRUE, RELEASED, DIFFERENCE = "true", "released", "difference"
 #: What a map can show; the difference view sizes and ranks flows by max(true, released).

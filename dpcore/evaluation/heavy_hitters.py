@@ -42,10 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpcore import release
+from dpcore import seeding
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation.ranks import top_cells
 from dpcore.mechanisms import build
+from dpcore.scoring.ranks import top_cells
 
 #: The protocols by key: display name and a one-line description.
 PROTOCOLS = {
@@ -206,7 +206,7 @@ def find(protocol: str, od: ODMatrix, epsilon: float, k: int, seed: int,
     if not 1 <= k <= od.nonzero:
         raise ValueError(f"k must be between 1 and the number of non-empty commutes "
                          f"({od.nonzero:,}); got {k}.")
-    rng = release.generator(seed, "heavy-hitters", protocol, epsilon, k, trial)
+    rng = seeding.generator(seed, "heavy-hitters", protocol, epsilon, k, trial)
     return (pem if protocol == "pem" else treehist)(od, epsilon, k, rng)
 
 

@@ -174,7 +174,7 @@ def short_how(how: str) -> str:
 def of_top_flows(frame: pd.DataFrame, built: dict[str, Mechanism], n: int, d: int,
                  postprocess: str, confidence: float = CONFIDENCE
                  ) -> tuple[pd.DataFrame, dict[str, str]]:
-    """:func:`dpcore.evaluation.ranks.top_flows` with each row's ``low`` and ``high``, and how
+    """:func:`dpcore.scoring.ranks.top_flows` with each row's ``low`` and ``high``, and how
     each mechanism's intervals were obtained (``built``: the mechanisms by key)."""
     out = frame.assign(low=np.nan, high=np.nan)
     how = {}

@@ -1,8 +1,8 @@
 """The ε planner: the smallest ε at which each mechanism meets a target a planner sets.
 
-A target is a metric of :data:`dpcore.evaluation.metrics.METRICS` and a level ("RMSE ≤ 5 commuters",
+A target is a metric of :data:`dpcore.scoring.metrics.METRICS` and a level ("RMSE ≤ 5 commuters",
 "GEH < 5 on ≥ 85 % of cells"), or the planner's acceptance checks as a whole (:data:`CHECKS`:
-every check of :func:`dpcore.evaluation.metrics.planner_checks` that applies passes), and for searched
+every check of :func:`dpcore.scoring.metrics.planner_checks` that applies passes), and for searched
 answers the probability with which a release must meet it.
 
 How an answer is found (the ``method`` column says which):
@@ -45,9 +45,10 @@ from scipy import optimize, stats
 
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import experiment, metrics, summaries
+from dpcore.evaluation import experiment, summaries
 from dpcore.mechanisms.base import EPSILON
 from dpcore.mechanisms.count_profile import CountProfile
+from dpcore.scoring import metrics
 
 #: The "planner's checks as a whole" target: every applicable acceptance check passes.
 CHECKS = "checks"

@@ -17,9 +17,9 @@ import pandas as pd
 from scipy import stats
 
 from dpcore import mechanisms
-from dpcore.evaluation import metrics
-from dpcore.evaluation.metrics import PlannerCheck, planner_checks
 from dpcore.mechanisms.count_profile import CountProfile
+from dpcore.scoring import metrics
+from dpcore.scoring.metrics import PlannerCheck, planner_checks
 
 
 def _plural(count: float, one: str, many: str) -> str:
@@ -50,7 +50,7 @@ def summary_sentence(name: str, pairs: pd.DataFrame, values: dict[str, float], k
     """What happened to one release, in one plain sentence.
 
     ``pairs`` is :func:`rank_pairs` over at least the top k; ``values`` the metrics of
-    :func:`dpcore.evaluation.metrics.compute` (at least :data:`SENTENCE_METRICS`). The error over
+    :func:`dpcore.scoring.metrics.compute` (at least :data:`SENTENCE_METRICS`). The error over
     the real commutes stands beside the error over all cells, with the shares of real commutes
     erased and of released commutes invented: on a huge, mostly empty domain the all-cells RMSE
     rewards a release that keeps nearly everything at 0, so when a release erased most real
@@ -117,7 +117,7 @@ def theoretical_rmse(mechanism, true_counts: CountProfile | np.ndarray) -> float
 def pass_rates(draws: list[list[PlannerCheck]]) -> pd.DataFrame:
     """Share of draws passing each planner check, over the draws where it applies.
 
-    ``draws`` holds :func:`dpcore.evaluation.metrics.planner_checks` of each draw. Columns: ``key``,
+    ``draws`` holds :func:`dpcore.scoring.metrics.planner_checks` of each draw. Columns: ``key``,
     ``label``, ``threshold``, ``pass_rate`` (NaN when it never applies), ``draws``, ``source``.
     """
     rows = {}

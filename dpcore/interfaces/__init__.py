@@ -1,1 +1,1 @@
-"""Ways in and out: the command line, safe CSV export, typed grids, publishing, the classroom store."""
+"""Ways in and out: the command line, publishing (and its methods compared), the classroom store."""

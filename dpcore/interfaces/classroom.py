@@ -88,7 +88,6 @@ import numpy as np
 
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import ranks
 from dpcore.interfaces.classroom_admission import (
     ADMISSIONS,
     DEFAULT_CAP,
@@ -114,6 +113,7 @@ from dpcore.interfaces.store import (
 from dpcore.mechanisms.base import LocalMechanism
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
 from dpcore.mechanisms.local import GRR, HASH_PRIME, OLH, OUE
+from dpcore.scoring import ranks
 
 #: Re-exported from :mod:`dpcore.interfaces.store`: where the rooms live.
 __all__ = ["DATABASE_NAME", "FOLDER_VARIABLE", "default_folder"]

@@ -2,7 +2,7 @@
 
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
-:mod:`dpcore.interfaces.export`. Bad input gives a one-line message (and the importer's notices for files),
+:mod:`dpcore.export`. Bad input gives a one-line message (and the importer's notices for files),
 never a traceback. Exit codes: 0 success, 1 the input file is invalid (``ledger``: the ledger was
 tampered with), 2 a bad command line.
 
@@ -41,18 +41,17 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcore import mechanisms, release
+from dpcore import confidential, export, mechanisms, release
 from dpcore.data import datasets, importers, national, views
 from dpcore.data.importing.notices import Report
 from dpcore.data.importing.reading import check_size
 from dpcore.data.od import DomainTooLargeError, ODMatrix
-from dpcore.evaluation import experiment, metrics, planner, publish_compare
+from dpcore.evaluation import experiment, planner
 from dpcore.interfaces import (
     arguments,
-    confidential,
-    export,
     ledger,
     publish,
+    publish_compare,
     published_domain,
 )
 from dpcore.limits import (
@@ -67,6 +66,7 @@ from dpcore.limits import (
     TRIALS,
 )
 from dpcore.mechanisms import postprocess
+from dpcore.scoring import metrics
 from dpcore.text import plain_number, visible
 
 EXIT_INVALID_INPUT, EXIT_USAGE = 1, 2
@@ -257,7 +257,7 @@ def _view(args) -> views.View:
 
 
 #: What the command line says of a table it wrote with the true counts in it or measured
-#: against them (:func:`dpcore.interfaces.confidential.write_csv` marks the file's first line).
+#: against them (:func:`dpcore.confidential.write_csv` marks the file's first line).
 PRIVATE_NOTE = "NOT FOR PUBLICATION: computed from the true counts, its first line says so"
 
 
@@ -313,8 +313,8 @@ def _load_for_report(args) -> ODMatrix:
 
 
 def _cmd_reproduce_thesis(args) -> int:
+    from dpcore import grids
     from dpcore.evaluation import thesis
-    from dpcore.interfaces import grids
 
     epsilons = grids.parse_grid(args.epsilons)
     scheduler = _scheduler(args)

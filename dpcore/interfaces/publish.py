@@ -35,7 +35,7 @@ zones. So the published files hold no hash, size or zone list computed from the 
 comes from a public source (:mod:`dpcore.interfaces.published_domain`), the total is the released
 table's own, and the input's integrity goes to a private audit record (:func:`audit_record`),
 never into the published folder; so do comparisons and accuracy measured against the truth
-(:mod:`dpcore.interfaces.confidential`). ``tests/test_publish_attack.py`` runs the attack on the
+(:mod:`dpcore.confidential`). ``tests/test_publish_attack.py`` runs the attack on the
 files, ``tests/test_publish_neighbours.py`` holds the noise fixed and checks every byte.
 
 The manifest (``manifest.json``; this is its one description):
@@ -87,13 +87,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpcore import export
 from dpcore.data import views
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
-from dpcore.interfaces import export, margins
+from dpcore.interfaces import margins
 from dpcore.interfaces.ledger import UNLABELLED, role_names
 from dpcore.mechanisms import topdown
-from dpcore.mechanisms.central import Gaussian
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
+from dpcore.mechanisms.central import Gaussian
 from dpcore.mechanisms.central import l1_sensitivity, l2_sensitivity
 from dpcore.text import plain_number
 from dpcore.theory.privacy_theory import group_privacy
@@ -289,7 +290,7 @@ def audit_record(od: ODMatrix, files=()) -> dict:
     and its number of commuters. Every field is a function of the confidential rows, so it must
     never be published (an adversary who knows all records but one would match the hash against
     each candidate for the last). An HMAC under a key kept secret would serve the same purpose.
-    Written by :mod:`dpcore.interfaces.confidential`, outside the publication folder, under its
+    Written by :mod:`dpcore.confidential`, outside the publication folder, under its
     "NOT FOR PUBLICATION" first line."""
     table = od.to_frame()[["origin", "destination", "count"]]
     record = {"sha256_of_table": hashlib.sha256(export.safe_csv(table)).hexdigest(),

@@ -46,9 +46,9 @@ response and the Hadamard mechanism (the estimate is an inverse transform of all
 dBitFlip (an empty cell's estimate depends on two coupled counts), private top-k (selection over
 all cells).
 
-Metrics (:func:`dpcore.evaluation.sparse_metrics.score`) are those of :func:`dpcore.evaluation.metrics.compute` that depend only on the
+Metrics (:func:`dpcore.scoring.sparse_metrics.score`) are those of :func:`dpcore.scoring.metrics.compute` that depend only on the
 non-zero cells and this empirical distribution: RMSE, MAE, max error, %RMSE, top-k precision and
-recall (invented flows included, ties broken by flat index as in :func:`dpcore.evaluation.ranks.top_cells`),
+recall (invented flows included, ties broken by flat index as in :func:`dpcore.scoring.ranks.top_cells`),
 rank correlations, false zeros and invented flows, GEH, the cell regression and the total, and so
 the planner checks on them. Metrics that need every cell's position (trip ends, trip lengths,
 sectors, self-containment, the histogram W1) are NaN. Post-processing: Base, Base-Pos and Post-Pos.
@@ -76,7 +76,7 @@ from dpcore.mechanisms.sparse_vector import PRESENT_AT, Band, ZeroCells
 EXPLICIT_LIMIT = 1 << 16
 #: Empty cells with the largest released values whose identities are drawn (the released top).
 KEEP = 100
-#: An empty cell passes the GEH < 5 check of :mod:`dpcore.evaluation.metrics` iff 0 < r < 12.5
+#: An empty cell passes the GEH < 5 check of :mod:`dpcore.scoring.metrics` iff 0 < r < 12.5
 #: (2r² < 25r): the empty cells' band counts are kept exact at this cut.
 GEH_EMPTY_LIMIT = 12.5
 #: GRR's balls into M empty cells: their occupancy is tallied by a bincount over the M cells (O(M),

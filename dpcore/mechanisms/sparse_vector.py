@@ -12,7 +12,7 @@ read, with the operations they need and nothing that would touch every cell:
   kept top; NaN at any other empty cell (its value was never drawn: it is one of the many
   exchangeable cells below the kept top).
 * :meth:`SparseVector.top` — the released top-n (n up to the kept top; ties by flat index, as
-  :func:`dpcore.evaluation.ranks.top_cells`).
+  :func:`dpcore.scoring.ranks.top_cells`).
 * :meth:`SparseVector.ranks` — the released rank of given known cells: 1 + the cells above it +
   the cells tied with it at a smaller flat index. The non-zero cells are counted exactly, the
   empty cells above it exactly from their distribution (:class:`ZeroCells` atoms, and the bands

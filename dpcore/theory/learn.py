@@ -31,10 +31,10 @@ from scipy import stats
 from dpcore import mechanisms
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import ranks
 from dpcore.mechanisms.base import ADD_REMOVE, BASELINE, LocalMechanism, Mechanism
 from dpcore.mechanisms.baselines import KEY_RANGE, CellKey, RandomRounding
 from dpcore.mechanisms.central import l2_sensitivity
+from dpcore.scoring import ranks
 from dpcore.mechanisms.hadamard import (
     HadamardMechanism,
     HadamardResponse,

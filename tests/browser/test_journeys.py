@@ -29,8 +29,8 @@ from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
 from dpcore.data import importers
-from dpcore.evaluation import metrics
 from dpcore.mechanisms import postprocess
+from dpcore.scoring import metrics
 from ui.components import widgets
 from tests.browser.conftest import ROOT, SCREENSHOTS
 

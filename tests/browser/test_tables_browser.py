@@ -1,6 +1,6 @@
 """Tables show no toolbar "Download as CSV": Streamlit's own export writes cells as they are, so a
 zone label such as ``=HYPERLINK(…)`` from an upload would become a spreadsheet formula. The app's
-own downloads (neutralised by dpcore.interfaces.export.safe_csv) are the way to get a table."""
+own downloads (neutralised by dpcore.export.safe_csv) are the way to get a table."""
 
 import pytest
 from playwright.sync_api import Page, expect

@@ -23,9 +23,8 @@ import plotly.graph_objects as go
 import segno
 import streamlit as st
 
-from dpcore import mechanisms
-from dpcore.interfaces import classroom, classroom_stats, export
-from dpcore.interfaces import classroom_admission as admission
+from dpcore import export, mechanisms
+from dpcore.interfaces import classroom, classroom_admission as admission, classroom_stats
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
 from ui.classroom import component

@@ -9,7 +9,9 @@ vectors of |X| × 8 bytes at once, and the page keeps one per chosen mechanism. 
 before the work starts (:func:`dense_work_problem`), so one session cannot take the server down,
 and the figures below keep ten sessions on the ED data within 16 GB (``bench/bench_memory.py``).
 A domain too large for a dense vector is released sparsely (:mod:`dpcore.release`): its vectors
-hold one value per non-zero cell, so its work is counted in non-zero cells (:func:`work_cells`).
+hold one value per non-zero cell, so its work is counted in non-zero cells
+(:func:`dpcore.release.work_cells`; what one release holds is the pipeline's figure,
+:func:`dpcore.release.dense_work_bytes`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from __future__ import annotations
 import streamlit as st
 
 from dpcore.data.od import MEMORY_BUDGET_BYTES, ODMatrix
+from dpcore.release import BYTES_PER_CELL, TRANSIENT_VECTORS, dense_work_bytes, work_cells
 
 MIB = 2 ** 20
-#: Every dense vector is float64.
-BYTES_PER_CELL = 8
 #: |X| of the largest bundled dataset (ireland_ed: 3,126 × 3,130); a test checks it is the largest.
 LARGEST_BUNDLED_CELLS = 9_784_380
 LARGEST_BUNDLED_VECTOR = LARGEST_BUNDLED_CELLS * BYTES_PER_CELL  # 78 MB
@@ -32,9 +33,6 @@ RELEASE_CACHE_ENTRIES = max(4, RELEASE_CACHE_BYTES // LARGEST_BUNDLED_VECTOR)   
 DENSE_CACHE_BYTES = 320 * MIB
 DENSE_CACHE_ENTRIES = max(2, DENSE_CACHE_BYTES // LARGEST_BUNDLED_VECTOR)       # 4
 
-#: Peak of one release + post-processing + metrics, in dense vectors (measured at ED level by
-#: bench/bench_memory.py: 6.3 to 6.8 for the local mechanisms, 9.8 for Laplace).
-TRANSIENT_VECTORS = 10
 #: Dense work one session's rerun may hold at once: the released vectors it keeps (one per
 #: mechanism) plus one release's transient working set. Explore's six default mechanisms at ED
 #: level need 16 × 78 MB = 1.25 GB; ten such sessions at once plus the caches stay under 16 GB.
@@ -45,17 +43,6 @@ SESSION_WORK_BYTES = MEMORY_BUDGET_BYTES  # also what an import or a publish may
 #: counts: with the same bound, an idle session holds no more than a working one may. Explore's
 #: six default mechanisms over 9.8 million cells keep 8 × 78 MB = 0.6 GB, which fits.
 SESSION_MEMO_BYTES = SESSION_WORK_BYTES
-
-
-def work_cells(od: ODMatrix) -> int:
-    """Cells each vector of a release of ``od`` holds: |X|, or its non-zero cells when the
-    release is sparse (the kept top and the empty cells' distribution are small beside them)."""
-    return od.domain_size if od.fits_dense else od.nonzero
-
-
-def dense_work_bytes(cells: int, mechanisms: int) -> int:
-    """Bytes a page holds at once to release and score ``mechanisms`` mechanisms over ``cells``."""
-    return cells * BYTES_PER_CELL * (mechanisms + TRANSIENT_VECTORS)
 
 
 def most_mechanisms(cells: int) -> int:

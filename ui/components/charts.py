@@ -28,10 +28,9 @@ import plotly.io as pio
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from dpcore import mechanisms
+from dpcore import confidential, mechanisms
 from dpcore.evaluation import intervals, value_axis
-from dpcore.interfaces import confidential
-from dpcore.interfaces.export import safe_csv
+from dpcore.export import safe_csv
 from ui.components import safe
 
 #: The house template, set once for the process (every figure here is ours): a ``template=`` on
@@ -337,7 +336,7 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
     """Grouped bars: the true count and each mechanism's release for the true top-k commutes,
     each release with its 95 % interval as an error bar.
 
-    ``frame`` is :func:`dpcore.evaluation.ranks.top_flows` with ``low``/``high``
+    ``frame`` is :func:`dpcore.scoring.ranks.top_flows` with ``low``/``high``
     (:func:`dpcore.evaluation.intervals.of_top_flows`); ``how`` says per mechanism how its
     intervals were obtained (in the legend). The value axis follows the truth
     (:mod:`dpcore.evaluation.value_axis`): a release beyond it is drawn to the edge and labelled
@@ -406,7 +405,7 @@ def rank_scatter(pairs: dict[str, pd.DataFrame], labels: np.ndarray, title: str,
                  log_axes: bool = False) -> go.Figure:
     """True rank against released rank, one panel per mechanism; released zeros in grey; y = x.
 
-    ``pairs`` maps mechanism key → :func:`dpcore.evaluation.ranks.rank_pairs`; ``labels`` are the commute
+    ``pairs`` maps mechanism key → :func:`dpcore.scoring.ranks.rank_pairs`; ``labels`` are the commute
     names of those cells (same order as the frames' rows).
     """
     keys = list(pairs)
@@ -578,12 +577,12 @@ def runtime_bars(frame: pd.DataFrame, title: str) -> go.Figure:
 
 # ---------------------------------------------------------------------------------- downloads
 #: Said under every download computed from the confidential table
-#: (:mod:`dpcore.interfaces.confidential`).
+#: (:mod:`dpcore.confidential`).
 PRIVATE_CAPTION = ("🔒 **Not for publication**: computed from the confidential table (each "
                    "file's first line says so). Publish only release.csv and manifest.json.")
 #: Ends the label of a download computed from the confidential table.
 PRIVATE_SUFFIX = " — not for publication"
-#: How a private file of each type says so at its top (:mod:`dpcore.interfaces.confidential`).
+#: How a private file of each type says so at its top (:mod:`dpcore.confidential`).
 _MARK = {"text/csv": confidential.csv_marked, "text/html": confidential.html_text,
          "application/zip": confidential.zip_marked}
 

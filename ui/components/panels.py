@@ -7,8 +7,9 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dpcore.evaluation import metrics, summaries
-from dpcore.interfaces.export import safe_csv
+from dpcore.evaluation import summaries
+from dpcore.export import safe_csv
+from dpcore.scoring import metrics
 from dpcore.release import (
     SPARSE_TABLE_NOTE,
     SPARSE_TOP,

@@ -30,9 +30,10 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 from dpcore import release
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation import experiment, ranks, summaries
+from dpcore.evaluation import experiment, summaries
 from dpcore.evaluation.experiment import Scenario
 from dpcore.release import ReleaseResult, RunSettings
+from dpcore.scoring import ranks
 from ui.components import budget, data, slots, state
 from ui.components.memo import BoundedMemo
 
@@ -146,17 +147,8 @@ def _bundled_release(dataset: str, view: views.View, spec: release.ReleaseSpec, 
     # ``dense`` are the view's shared matrix and true counts, fetched once per rerun by the
     # caller (each cache lookup hashes the view: ~0.4 ms, 30 times a rerun at county level).
     return _shared_releases().get_or_compute(
-        (dataset, view, spec, k, top_n), lambda: _unscored(od, spec, dense, k, top_n))
-
-
-def _unscored(od: ODMatrix, spec: release.ReleaseSpec, truth, k: int, top_n: int
-              ) -> ReleaseResult:
-    """The release, scored only if sparse (:func:`dpcore.release.scored` scores the rest),
-    keeping only its post-processed vector (no page reads the raw estimates of a dense release
-    but Post-Pos's metrics, which keep them): at ED level 78 MB per release instead of 156 MB,
-    in the shared cache and in every rerun that holds it."""
-    return release.attempt(od, spec, true_counts=truth, k=k, top_n=top_n,
-                           score=release.sparse_route(od, spec), keep_raw=False)
+        (dataset, view, spec, k, top_n),
+        lambda: release.drawn(od, spec, true_counts=dense, k=k, top_n=top_n))
 
 
 @st.cache_resource
@@ -184,14 +176,15 @@ def _release_job(settings: RunSettings, k: int, top_n: int, only,
         releases_memo, memo = _session_memo()["entries"], _session_memo()["metrics"]
 
         def unscored(spec):
-            return releases_memo.get_or_compute(("release", (settings.view, spec, k, top_n)),
-                                                lambda: _unscored(od, spec, truth, k, top_n))
+            return releases_memo.get_or_compute(
+                ("release", (settings.view, spec, k, top_n)),
+                lambda: release.drawn(od, spec, true_counts=truth, k=k, top_n=top_n))
         place = (settings.view,)
 
     def job(key: str) -> ReleaseResult:
         spec = settings.spec(key)
         result = held[key] if held and key in held else unscored(spec)
-        if result.error or result.sparse or only == ():
+        if not result.scorable or only == ():
             return result
         found = memo.get_or_compute((*place, spec, k, top_n, only), lambda: {
             method: output.metrics for method, output in release.scored(
@@ -205,27 +198,9 @@ def _release_job(settings: RunSettings, k: int, top_n: int, only,
 def release_of(settings: RunSettings, key: str, k: int = 10, top_n: int = 100,
                only=None) -> ReleaseResult:
     """Mechanism ``key`` released with these settings and scored (cached per seed; ``only``:
-    just these metrics, see :func:`dpcore.evaluation.metrics.compute`; ``()``: none, unless
+    just these metrics, see :func:`dpcore.scoring.metrics.compute`; ``()``: none, unless
     the release is sparse)."""
     return _release_job(settings, k, top_n, only)(key)
-
-
-#: Domains from this many cells release their mechanisms in two threads: NumPy's noise draws and
-#: array passes release the GIL, so at ED level (9.8 M cells) the six default mechanisms took
-#: 2.6 s one after another and 1.3 s in two threads. On small domains the work is Python, which
-#: threads do not speed up.
-PARALLEL_FROM_CELLS = 1_000_000
-
-
-def _in_two_threads(settings: RunSettings, od: ODMatrix, keys: list[str]) -> list[list[str]]:
-    """The mechanisms as lists each run in order in its own thread. Releases over the dense domain
-    run one at a time when two at once would pass the session's memory budget
-    (:mod:`ui.components.budget`: one release's transient vectors at a time); the sparse ones beside them."""
-    dense = [key for key in keys if not release.sparse_route(od, settings.spec(key))]
-    both = budget.dense_work_bytes(budget.work_cells(od), len(dense) + budget.TRANSIENT_VECTORS)
-    if both <= budget.SESSION_WORK_BYTES:
-        return [[key] for key in keys]
-    return [group for group in (dense, [key for key in keys if key not in dense]) if group]
 
 
 #: A rerun's large-domain work (its releases, then its orderings) is done by at most this many
@@ -234,32 +209,34 @@ def _in_two_threads(settings: RunSettings, od: ODMatrix, keys: list[str]) -> lis
 _SLOTS = slots.from_environment()
 
 
-def _threaded(od: ODMatrix, groups: list[list[str]], job) -> dict:
-    """``job(key)`` for every key of ``groups``, each group in order in its own thread on a large
-    domain (:data:`PARALLEL_FROM_CELLS`), else here. The workers get the script's context, so
-    the caches they use know whose run it is (``job`` itself must not read session state)."""
-    keys = [key for group in groups for key in group]
-    if od.domain_size < PARALLEL_FROM_CELLS:
-        return {key: job(key) for key in keys}
+def _threaded(plan: release.Schedule, job) -> dict:
+    """``job(key)`` for every key, as :func:`dpcore.release.schedule` planned: each group in
+    order in its own thread, large-domain work in this process's compute slots. The workers get
+    the script's context, so the caches they use know whose run it is (``job`` itself must not
+    read session state)."""
+    if not plan.large:
+        return {key: job(key) for group in plan.groups for key in group}
     with _SLOTS:
-        if len(keys) < 2 or (os.cpu_count() or 1) < 2:
-            return {key: job(key) for key in keys}
+        if len(plan.groups) < 2:
+            return {key: job(key) for key in plan.groups[0]}
         context = get_script_run_ctx()
         with ThreadPoolExecutor(2, initializer=lambda: add_script_run_ctx(
                 threading.current_thread(), context)) as pool:
-            done = pool.map(lambda group: [(key, job(key)) for key in group], groups)
+            done = pool.map(lambda group: [(key, job(key)) for key in group], plan.groups)
             return dict(pair for group in done for pair in group)
 
 
 def releases(settings: RunSettings, k: int = 10, top_n: int = 100, only=None,
              held: Mapping[str, ReleaseResult] | None = None) -> dict[str, ReleaseResult]:
-    """Every chosen mechanism's release, in the order chosen (large domains: in two threads,
-    :data:`PARALLEL_FROM_CELLS`; ``only``: as for :func:`release_of`; ``held``: this rerun's
+    """Every chosen mechanism's release, in the order chosen (run as
+    :func:`dpcore.release.schedule` decides within the session's memory budget,
+    :mod:`ui.components.budget`; ``only``: as for :func:`release_of`; ``held``: this rerun's
     earlier :func:`releases` with the same settings, scored further from the releases it holds,
     so a busy server's evictions never make a rerun draw a release twice)."""
-    keys, od = list(settings.mechanisms), view(settings)
-    found = _threaded(od, _in_two_threads(settings, od, keys),
-                      _release_job(settings, k, top_n, only, held))
+    keys = list(settings.mechanisms)
+    plan = release.schedule(view(settings), keys, {key: settings.spec(key) for key in keys},
+                            budget.SESSION_WORK_BYTES)
+    found = _threaded(plan, _release_job(settings, k, top_n, only, held))
     return {key: found[key] for key in keys}
 
 
@@ -298,13 +275,13 @@ def _ordering_job(settings: RunSettings, released: Mapping[str, np.ndarray], cel
 def orderings(settings: RunSettings, released: Mapping[str, np.ndarray], cells: int
               ) -> dict[str, pd.DataFrame]:
     """True against released ranks of the top ``cells`` true commutes
-    (:func:`dpcore.evaluation.ranks.rank_pairs`) for each mechanism of ``released`` (key → its
+    (:func:`dpcore.scoring.ranks.rank_pairs`) for each mechanism of ``released`` (key → its
     released vector, as :func:`releases` gave them in this rerun: ranked from the vectors the
     rerun holds, never drawn again because a busy server evicted them meanwhile). Cached like
-    the releases; large domains: in two threads (ranking a release holds no more than a copy of
-    it, so any two may run at once)."""
+    the releases; run as :func:`dpcore.release.schedule` decides (ranking a release holds no
+    more than a copy of it, so any two may run at once)."""
     keys = list(released)
-    found = _threaded(view(settings), [keys[0::2], keys[1::2]],
+    found = _threaded(release.schedule(view(settings), keys),
                       _ordering_job(settings, released, cells))
     return {key: found[key] for key in keys}
 

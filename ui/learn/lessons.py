@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore import mechanisms, release
+from dpcore import mechanisms, seeding
 from dpcore.data import views
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import heavy_hitters
@@ -58,7 +58,7 @@ def _draw() -> int:
 def _rng(*parts, draw: int | None = None) -> np.random.Generator:
     """The generator of one demonstration at the page's current draw (or at ``draw``), by the
     seeding rule of :mod:`dpcore.release`."""
-    return release.generator(_draw() if draw is None else draw, "lesson",
+    return seeding.generator(_draw() if draw is None else draw, "lesson",
                              *(str(part) for part in parts))
 
 

@@ -16,11 +16,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore import mechanisms
-from dpcore.evaluation import metrics, planner
+from dpcore.evaluation import planner
 from dpcore.evaluation.experiment import Scenario
 from dpcore.limits import PASS_PROBABILITY
 from dpcore.mechanisms.count_profile import CountProfile
 from dpcore.release import RunSettings
+from dpcore.scoring import metrics
 from ui.components import charts, runs, safe
 from ui.learn import figures
 from ui.components.viewstate import kept

@@ -5,14 +5,14 @@ A publish is never cached and never seeded: OpenDP draws from the operating syst
 settings give a new release every time (:mod:`dpcore.interfaces.publish`). Every publish is
 recorded in the budget ledger in the app's local database (:mod:`dpcore.interfaces.ledger`): it
 outlives the session and the server, and only grows. The side-by-side comparison draws seeded
-simulated releases (:mod:`dpcore.evaluation.publish_compare`), not OpenDP's.
+simulated releases (:mod:`dpcore.interfaces.publish_compare`), not OpenDP's.
 
 The published files hold the mechanism's output and public facts only: a bundled dataset is
 published over its own (public) geography; an upload over a domain the user names
 (:mod:`dpcore.interfaces.published_domain`), or over its own zones only after ticking that they
 accept what this reveals. What is computed from the confidential table — the audit record, the
 side-by-side comparison — is offered apart, labelled "not for publication" on the page and in
-each file's first line (:mod:`dpcore.interfaces.confidential`). The ledger and the manifest name
+each file's first line (:mod:`dpcore.confidential`). The ledger and the manifest name
 a publication by the label the publisher types, never by a file name (the ledger is shown to
 every session, the manifest to everyone); the ledger's problems are shown as plain sentences,
 their paths on the server only in its log.
@@ -26,9 +26,9 @@ import logging
 import pandas as pd
 import streamlit as st
 
+from dpcore import confidential, export
 from dpcore.data import datasets, importers, views
-from dpcore.evaluation import publish_compare
-from dpcore.interfaces import confidential, export, ledger, margins, publish, published_domain
+from dpcore.interfaces import ledger, margins, publish, publish_compare, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.mechanisms import postprocess as postprocessing

@@ -11,10 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from dpcore.data import datasets, views
-from dpcore.evaluation import metrics, summaries, thesis
+from dpcore.evaluation import summaries, thesis
 from dpcore.limits import RELEASES
 from dpcore.mechanisms import postprocess
 from dpcore.release import RunSettings
+from dpcore.scoring import metrics
 from ui.components import charts, panels, runs
 
 

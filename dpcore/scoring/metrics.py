@@ -69,8 +69,8 @@ from scipy import sparse, stats
 
 from dpcore.data import geo
 from dpcore.data.od import ODMatrix
-from dpcore.evaluation.ranks import PRESENT_AT, top_cells
 from dpcore.mechanisms.base import occupied_cells
+from dpcore.scoring.ranks import PRESENT_AT, top_cells
 
 #: Width of the length bins on which the trip-length W1 is computed (its error is below this).
 FINE_BIN_KM = 0.1

@@ -7,10 +7,10 @@ cell). Here the same noise laws — the discrete Gaussian at the scales OpenDP c
 method — are drawn by NumPy from their probability mass functions, seeded, so a comparison is
 reproducible and fast; the post-processing is the methods' own code. Every method gets the whole
 (ε, δ), as a Gaussian mechanism. Each release's generator comes from the product's one seeding
-rule (:func:`dpcore.release.generator`, purpose :data:`PURPOSE`, coordinates (method, ε,
+rule (:func:`dpcore.seeding.generator`, purpose :data:`PURPOSE`, coordinates (method, ε,
 trial)), so a release depends only on the seed, the method, ε and the trial (:func:`generator`).
 The results are measured against the confidential table: written or downloaded, they are for the
-publisher's eyes only (:mod:`dpcore.interfaces.confidential`):
+publisher's eyes only (:mod:`dpcore.confidential`):
 
 * ``flat``: the finest level alone with the whole budget, negatives set to 0; the levels above
   are its sums (what a user of a one-level table would do);
@@ -53,7 +53,7 @@ PURPOSE = "publish comparison"
 
 
 def generator(seed: int, method: str, epsilon: float, trial: int) -> np.random.Generator:
-    """The generator of one simulated release (:func:`dpcore.release.generator`)."""
+    """The generator of one simulated release (:func:`dpcore.seeding.generator`)."""
     return pipeline.generator(seed, PURPOSE, method, float(epsilon), trial)
 
 

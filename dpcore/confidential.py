@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpcore.interfaces import export
+from dpcore import export
 
 #: What the first line of every such file says.
 FIRST_LINE = ("NOT FOR PUBLICATION: computed from the confidential table (the true counts), "
@@ -35,7 +35,7 @@ CSV_LINE = f"# {FIRST_LINE}\r\n".encode()
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """The frame as formula-safe CSV (:func:`dpcore.interfaces.export.safe_csv`) under a
+    """The frame as formula-safe CSV (:func:`dpcore.export.safe_csv`) under a
     ``# NOT FOR PUBLICATION …`` line."""
     return csv_marked(export.safe_csv(frame))
 

@@ -1,5 +1,5 @@
 """The metrics of a sparse release (:mod:`dpcore.mechanisms.sparse_release`): those of
-:func:`dpcore.evaluation.metrics.compute` that depend only on the non-zero cells and the empty cells'
+:func:`dpcore.scoring.metrics.compute` that depend only on the non-zero cells and the empty cells'
 empirical distribution; the others are NaN (see the release module's docstring for what is exact)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import math
 
 import numpy as np
 
-from dpcore.evaluation import metrics
-from dpcore.evaluation.ranks import PRESENT_AT, top_cells
 from dpcore.mechanisms.sparse_release import GEH_EMPTY_LIMIT, METHODS, SparseRelease
+from dpcore.scoring import metrics
+from dpcore.scoring.ranks import PRESENT_AT, top_cells
 
 
 def score(release: SparseRelease, method: str = "base", k: int = 10, top_n: int = 100
           ) -> dict[str, float]:
-    """The metrics of :data:`dpcore.evaluation.metrics.METRICS` computable from the sparse release (the
+    """The metrics of :data:`dpcore.scoring.metrics.METRICS` computable from the sparse release (the
     others NaN), after post-processing ``method`` (one of :data:`METHODS`)."""
     if method not in METHODS:
         raise ValueError(f"the sparse release supports the post-processings {', '.join(METHODS)}; "

@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from dpcore import mechanisms
-from dpcore.evaluation import thesis_as_run as as_run
+from dpcore.evaluation.thesis import as_run
 from dpcore.mechanisms.count_profile import CountProfile
 from dpcore.mechanisms.sparse_vector import PRESENT_AT
 

@@ -1,0 +1,62 @@
+"""What every check shares: the verdict's form, the curves' means, the thesis's stated numbers and
+single draws judged against this run's trials, the empty cell's noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpcore import mechanisms
+from dpcore.evaluation.thesis.protocol import _params, Verdict
+from dpcore.mechanisms import postprocess
+
+
+def empty_cell_sd(key: str, epsilon: float, n: int, d: int) -> float:
+    """Standard deviation (commuters) of the estimate of an empty cell: the mechanism's own
+    variance formula (chapter 3's Theorem 2 for the local ones), public given ε, n and d."""
+    mechanism = mechanisms.build(key, epsilon=epsilon, **_params(key, n))
+    variance = postprocess.zero_cell_variance(mechanism, n, max(d, 2))
+    return float("nan") if variance is None else float(np.sqrt(variance))
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _curve(data: pd.DataFrame, **where) -> pd.Series:
+    rows = data
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    return rows.groupby("epsilon")["mean"].mean().sort_index()
+
+
+def _verdict(item, thesis_text, criterion, ours, agrees, reason="", **extra) -> Verdict:
+    """A judge's verdict; ``reason`` is a computed fact about this run's data or the mechanisms'
+    formulas that bears on a difference (the reason shown is computed later by toggling the
+    protocol differences: :func:`explain`)."""
+    agrees = None if agrees is None else bool(agrees)
+    return Verdict(item.ref, thesis_text, criterion, ours, agrees,
+                   reason if agrees is None else "", data_note=reason if agrees is False else "",
+                   **extra)
+
+
+def _stated(values, stated: float, what: str) -> tuple[bool, str]:
+    """Is the thesis's single number a plausible draw of this run? Within the trials' mean ± 3
+    s.d. (s.d. at least 1: the numbers are whole counts)."""
+    values = pd.Series(values, dtype=float).dropna()
+    if values.empty:
+        return False, f"{what}: no trials"
+    sd = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    mean, tolerance = float(values.mean()), 3 * max(sd, 1.0)
+    ok = abs(stated - mean) <= tolerance
+    return ok, (f"{what} {mean:,.1f} ± {tolerance:,.1f} (3 s.d. over {len(values)} trials; "
+                f"thesis {stated:,.0f}{'' if ok else ', outside'})")
+
+
+def _upper(hits: int, trials: int) -> float:
+    """95 % upper confidence bound of a probability seen ``hits`` times in ``trials``
+    (Clopper–Pearson)."""
+    from scipy import stats
+
+    return 1.0 if hits >= trials else float(stats.beta.ppf(0.975, hits + 1, trials - hits))

@@ -1,0 +1,147 @@
+"""The checks of section 5.4, the ED level: figures 5.12–5.17 (the bars, county against ED,
+Hadamard's ordering of the top 100 read as one draw, the two subsets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpcore.evaluation.thesis.checks import _curve, empty_cell_sd, _fmt, _upper, _verdict
+from dpcore.evaluation.thesis.checks_local import _bar_error, _value_agreement
+from dpcore.evaluation.thesis.protocol import (
+    DECIDING_TRIALS, ED_ORDER_TOP, Figure, label, LOCAL, PLAUSIBLE, Verdict
+)
+
+
+def _judge_5_12(f: Figure) -> Verdict:
+    data = f.data
+    rhos = {key: _value_agreement(data[data["mechanism"] == key])
+            for key in ("grr", "hm") if (data["mechanism"] == key).any()}
+    errors = {key: _bar_error(data[data["mechanism"] == key]) for key in rhos}
+    ours = "; ".join(f"{label(k)} rank correlation {rhos[k]:.2f}, mean |error| "
+                     f"{_fmt(errors[k])}" for k in rhos)
+    ok = errors["grr"] > errors["hm"]
+    return _verdict(f, "At ED level randomised response loses all utility on the top 30; the "
+                       "Hadamard mechanism keeps some.",
+                    "randomised response's mean |error| over the top 30 larger than Hadamard's",
+                    ours, ok, "different data")
+
+
+def _judge_5_13(f: Figure) -> Verdict:
+    data, (coarse, fine) = f.data, f.context["levels"]
+    ratio = {key: _curve(data, mechanism=key, scenario=fine) / _curve(data, mechanism=key,
+                                                                       scenario=coarse)
+             for key in LOCAL if ((data["mechanism"] == key) & (data["scenario"] == fine)).any()}
+    rr_worse = bool((ratio["grr"] > 2).all())
+    hm_stable = bool(((ratio["hm"] > 0.5) & (ratio["hm"] < 2)).all())
+    ours = ", ".join(f"{label(k)} ED / county {r.min():.2f}–{r.max():.2f}"
+                     for k, r in ratio.items())
+    return _verdict(f, "Randomised response's RMSE is much worse at ED level than at county "
+                       "level; Hadamard's stays about the same.",
+                    "randomised response's ED RMSE > 2 × its county RMSE at every ε; Hadamard's "
+                    "ratio within 0.5–2 at every ε", ours, rr_worse and hm_stable,
+                    "different data")
+
+
+def _judge_5_14(f: Figure) -> Verdict:
+    data, n, d = f.data, f.context["n"], f.context["d"]
+    rr, hm = _curve(data, mechanism="grr"), _curve(data, mechanism="hm")
+    rr_change = float(rr.iloc[0] / rr.iloc[-1])
+    stable, falling = rr_change < 1.5, bool(hm.iloc[-1] < hm.iloc[0])
+    first, last = float(rr.index[0]), float(rr.index[-1])
+    return _verdict(f, "Randomised response's maximum error stays stable for every ε; "
+                       "Hadamard's falls with ε.",
+                    "randomised response's maximum error at the first ε < 1.5 × its value at the "
+                    "last; Hadamard's lower at the last ε",
+                    f"randomised response falls {rr_change:.1f}× from ε = {first:g} to {last:g}; "
+                    f"Hadamard {'falls' if falling else 'does not fall'}", stable and falling,
+                    f"randomised response's s.d. √(n(e^ε + d − 2))/(e^ε − 1) (chapter 3) falls "
+                    f"from {_fmt(empty_cell_sd('grr', first, n, d))} at ε = {first:g} to "
+                    f"{_fmt(empty_cell_sd('grr', last, n, d))} at ε = {last:g}: its formula "
+                    f"predicts no plateau")
+
+
+def _judge_5_15(f: Figure) -> Verdict:
+    """The thesis's figure is one draw, judged like its rank tables: the probability over this
+    run's trials of the outcome it shows (:func:`_ordered_well`), plausible when its 95 % upper
+    bound is at least :data:`PLAUSIBLE`; not decided while that outcome is unseen in fewer than
+    :data:`DECIDING_TRIALS` trials. The figure drawn is trial 0."""
+    thesis_text = ("The Hadamard mechanism ranks the top 40 well, then loses the order; some of "
+                   "the top 100 are ranked below 200 (e.g. 1,631st, 686,843rd).")
+    criterion = (f"the thesis's single draw plausible: P(more than half of the true top "
+                 f"{TOP_WELL} released among the top {TOP_WELL}, and at least one of the top "
+                 f"{TOP_FAR} released below rank {FAR_RANK}) ≥ {PLAUSIBLE:.0%} (95 % upper "
+                 f"bound) over this run's trials. “More than half”: the weakest reading of "
+                 f"“performs well for the top 40” that the thesis's own draw allows (it "
+                 f"released its 24th commute 1,631st)")
+    data = f.data
+    share0 = float((data.loc[data["true_rank"] <= TOP_WELL, "released_rank"] <= TOP_WELL).mean())
+    far0 = int((data["released_rank"] > FAR_RANK).sum())
+    ours = (f"trial 0 (drawn): {share0:.0%} of the top {TOP_WELL} released among the top "
+            f"{TOP_WELL}, {far0} of the top {TOP_FAR} below rank {FAR_RANK}")
+    trials = f.context.get("trials", pd.DataFrame())
+    rows = (trials[(trials["mechanism"] == "hm")].dropna(subset=["top40_within_40"])
+            if len(trials) else trials)
+    if rows.empty:
+        return _verdict(f, thesis_text, criterion, ours, None, "no per-trial ranks of the top "
+                                                               f"{TOP_FAR} in this run")
+    share, far = rows["top40_within_40"], rows["top100_below_200"]
+    hits = int(sum(_ordered_well(a, b) for a, b in zip(share, far)))
+    m, upper = len(rows), _upper(hits, len(rows))
+    ours += (f"; over {m} trials: share of the top {TOP_WELL} among the top {TOP_WELL} median "
+             f"{share.median():.0%} (range {share.min():.0%}–{share.max():.0%}), top {TOP_FAR} "
+             f"below rank {FAR_RANK} median {far.median():.0f} (range {far.min():.0f}–"
+             f"{far.max():.0f}); P(the thesis's outcome) = {hits}/{m} (95 % upper bound "
+             f"{upper:.2f})")
+    if hits == 0 and upper >= PLAUSIBLE:
+        return _verdict(f, thesis_text, criterion, ours, None,
+                        f"an outcome never seen in fewer than {DECIDING_TRIALS} trials cannot be "
+                        f"ruled out (0 of {m})")
+    well = float(np.mean(share > TOP_WELL_SHARE))
+    some_far = float(np.mean(far >= 1))
+    return _verdict(f, thesis_text, criterion, ours, upper >= PLAUSIBLE,
+                    f"over {m} trials more than half of the top {TOP_WELL} are released among "
+                    f"the top {TOP_WELL} in {well:.0%} of them and some of the top {TOP_FAR} "
+                    f"fall below rank {FAR_RANK} in {some_far:.0%}")
+
+
+def _judge_5_16(f: Figure) -> Verdict:
+    sizes = f.context["subsets"]
+    (d_label, d_n, d_x), (r_label, r_n, r_x) = sizes
+    ok = d_x == r_x == 26_244 and d_n == 218_860 and r_n == 38_630
+    return _verdict(f, "Subset D (Dublin City) has 218,860 commuters and subset R (Cavan and "
+                       "Leitrim) 38,630 (16 % of D), both with |X| = 26,244.",
+                    "a fact about the data: the same n and |X| as the thesis's subsets",
+                    f"{d_label}: n = {d_n:,}, |X| = {d_x:,}; {r_label}: n = {r_n:,} "
+                    f"({r_n / d_n:.0%} of D), |X| = {r_x:,}", ok,
+                    f"this data's subsets have n = {d_n:,} and {r_n:,}", kind="data")
+
+
+def _judge_5_17(f: Figure) -> Verdict:
+    data, (dublin, rural) = f.data, f.context["levels"]
+    eps = float(data["epsilon"].max())
+    at = data[data["epsilon"] == eps]
+    lower = {key: float(_curve(at, mechanism=key, scenario=rural).iloc[0])
+             < float(_curve(at, mechanism=key, scenario=dublin).iloc[0]) for key in LOCAL}
+    ours = f"ε = {eps:g}: RMSE lower on {rural} for " + (
+        ", ".join(label(k) for k, v in lower.items() if v) or "none")
+    return _verdict(f, "At ε = 5 every mechanism has a lower RMSE on R (fewer commuters) than on "
+                       "D.", "a fact about the data: every local mechanism's RMSE lower on R at "
+                             "the largest ε (count errors grow as √n: it holds whenever R has "
+                             "fewer commuters)", ours,
+                    all(lower.values()), "the subsets' n here: " + ", ".join(
+                        f"{s} {n:,}" for s, n in f.context["sizes"].items()), kind="data")
+
+
+#: Figure 5.15 (ED, ε = 5, Hadamard): "performs well for the top 40 counts before the utility
+#: decreases" — read as most (more than half) of the true top 40 released among the top 40: the
+#: weakest reading of "well" its own draw allows (its 24th commute was released 1,631st, so not
+#: all 40) — and "some of the top 100 … ranked lower than 200", its words.
+TOP_WELL, TOP_WELL_SHARE, TOP_FAR, FAR_RANK = 40, 0.5, ED_ORDER_TOP, 200
+
+
+def _ordered_well(share_top_well: float, below_far: float) -> bool:
+    """Figure 5.15's outcome in one draw: more than half of the true top 40 released among the top
+    40, and at least one of the top 100 released below rank 200."""
+    return bool(share_top_well > TOP_WELL_SHARE and below_far >= 1)
