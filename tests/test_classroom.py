@@ -842,3 +842,11 @@ def test_the_snapshot_counts_reports_of_the_last_minute(store):
     send(store, code, {"y": 0}, now=now - 5)
     send(store, code, {"y": 0}, now=now)
     assert store.snapshot(code).last_minute == 2
+
+
+def test_the_printable_join_codes_escape_what_the_teacher_typed():
+    page = admission.join_codes_page("ABCD-EFGH", "<script>alert(1)</script> \u202eevil",
+                                     "http://h/?room=A&b=<", ["K7P2QX", "M3R8TW"])
+    assert "<script>" not in page and "&lt;script&gt;" in page and "\u202e" not in page
+    assert "\\u202e" in page and "room=A&amp;b=&lt;" in page
+    assert page.count('<p class="code">') == 2 and "break-inside: avoid" in page
