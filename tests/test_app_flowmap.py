@@ -21,7 +21,8 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
 from ui.components import controls, state
-from ui.maps import layers as maps, leaflet_assets
+from tests.app_pages import shown_table as listed_table
+from ui.maps import flowmap, layers as maps, leaflet_assets
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")
@@ -278,6 +279,12 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
     assert (shown_table(at)["shown_as"] == "listed (within one zone)").sum() == 31
     assert any("Within one zone (not drawn" in m.value for m in at.markdown)
     assert not any("Rings around a zone" in c.value for c in at.caption)
+    # the lists beside the map: HTML tables whose names wrap, the largest 15 of each
+    unplaced, within = [listed_table(t) for t in at.table]
+    assert unplaced["commute"].tolist() == selection.listing(flows.UNPLACED)["commute"][
+        :flowmap.LISTED].tolist()
+    assert within["true"].tolist() == [f"{v:,.0f}" for v in selection.within["true"][:15]]
+    assert any(f"The largest 15 of {len(selection.unplaced)}" in c.value for c in at.caption)
     at.toggle(key="flowmap_rings").set_value(True).run()
     [args] = maps_of(at)
     assert args["script"].count('"tip": "Within ') == 31

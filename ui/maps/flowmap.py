@@ -202,11 +202,29 @@ def side_tables(options: Options, selection: flows.FlowSelection, places) -> Non
     for place, (group, title) in zip(rest or [first, first], lists):
         with place:
             left_out = selection.truncated(group)
-            st.markdown(f"**{title}**: {len(getattr(selection, group)):,}"
+            listing = selection.listing(group)
+            st.markdown(f"**{title}**: {len(listing):,}"
                         + (f" (the largest; {left_out:,} more beyond the limit)"
                            if left_out else ""))
-            st.dataframe(selection.listing(group), hide_index=True, width="stretch",
-                         column_config=NUMBERS)
+            _wrapped_list(listing)
+
+
+#: Rows of a list beside the map (the table of flows shown below has them all).
+LISTED = 15
+
+
+def _wrapped_list(listing: pd.DataFrame) -> None:
+    """The first :data:`LISTED` flows of a list as an HTML table whose names wrap (a grid cut
+    "Kildare → No fixed place of worl" without an ellipsis and pushed the released column off
+    its narrow column)."""
+    shown = listing.head(LISTED).assign(
+        true=listing["true"].head(LISTED).map("{:,.0f}".format),
+        released=listing["released"].head(LISTED).map(
+            lambda v: charts.NOTHING if pd.isna(v) else f"{v:,.1f}"))
+    charts.wrapped_table(shown)   # not in a scrolling box: one the keyboard cannot reach
+    if len(listing) > LISTED:
+        st.caption(f"The largest {LISTED} of {len(listing):,}: all of them are in “The flows "
+                   "shown” below and its CSV.")
 
 
 def flows_table(selection: flows.FlowSelection, side_by_side: bool, rings: bool) -> None:
