@@ -159,8 +159,8 @@ def test_side_by_side_ed_rolled_up_and_standalone_download(page: Page, app_url, 
     standalone.close()
 
 
-WITHIN_RINGS = """() => window.L === undefined || !window.map ? null : Object.values(window.map._layers)
-    .filter(l => l instanceof L.CircleMarker && l.options.fillOpacity === 0.06).length"""
+WITHIN_RINGS = """() => window.L === undefined || !window.map ? null
+    : Object.values(window.map._layers).filter(l => l instanceof L.CircleMarker && l.options.fillOpacity === 0.06).length"""
 
 
 def rings_drawn(page: Page, expected: int) -> None:

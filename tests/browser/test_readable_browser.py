@@ -158,7 +158,8 @@ BARS_PARTS = """(chart) => {
     const box = e => { const r = e.getBoundingClientRect();
                        return [r.left, r.top, r.right, r.bottom]; };
     const all = s => [...chart.querySelectorAll(s)].map(box);
-    return {figure: box(chart.querySelector(".main-svg")), title: box(chart.querySelector(".gtitle")),
+    return {figure: box(chart.querySelector(".main-svg")),
+            title: box(chart.querySelector(".gtitle")),
             xtitle: box(chart.querySelector(".g-xtitle")), entries: all(".legend .traces"),
             ticks: all(".xtick text"), tick_text: [...chart.querySelectorAll(".xtick text")]
                 .map(e => e.textContent), toolbar: all(".modebar-group")}; }"""
@@ -201,7 +202,8 @@ def test_the_bars_read_whole_on_a_phone_and_a_laptop(page: Page, app_url, width)
         page.get_by_role("tab", name="Scores").click()
         expect(page.get_by_test_id("stMetric").first).to_be_visible(timeout=120_000)
         settled(page)
-        labels = page.evaluate(CUT, '[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"]')
+        labels = page.evaluate(
+            CUT, '[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"]')
         assert any(text == "Released commutes invented" for text, _, _ in labels)
         assert [text for text, scroll, client in labels if scroll > client + 1] == []
         tabs = page.evaluate("""() => [...document.querySelectorAll('[role="tablist"]')]

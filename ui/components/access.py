@@ -7,9 +7,9 @@
 * **No truncation.** Streamlit cuts multiselect chips ("Generalised rando…") and narrow button
   labels ("Ne…"), metric labels ("Released commutes inv…") with an ellipsis, and scrolls tab
   labels out of sight; :data:`CSS` lets them wrap instead, so every chip, button, metric and
-  tab reads whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks rather than
-  spills. (A select's value is a one-line input that cannot wrap: the dataset picker has short
-  labels, :data:`ui.components.widgets.PICKER_LABELS`.)
+  tab reads whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks
+  rather than spills. (A select's value is a one-line input that cannot wrap: the dataset
+  picker has short labels, :data:`ui.components.widgets.PICKER_LABELS`.)
 * **Contrast.** Inline code in a caption is drawn in the text colour (see :data:`CSS`).
 """
 
