@@ -428,7 +428,8 @@ def _live_view(code: str) -> None:
                 f"the {expected} students you expect, a commute nobody takes will read between "
                 f"{low} and {high} students 95 % of the time: the grey band below. "
                 f"{safe.markdown(proposal(expected, question.d).expectation())}")
-        st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
+        st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart",
+                        config=charts.CONFIG)
         return
     table = estimate_table(question, estimate, snap.reveals)
     st.markdown(f"Grey band: with {estimate.n:,} reports a commute nobody takes reads between "
@@ -438,7 +439,8 @@ def _live_view(code: str) -> None:
                 "above 0 means someone takes that commute. Estimates below 0 or above the "
                 "number of reports are impossible: they are shown at 0 or at that number and "
                 "marked *clipped*.")
-    st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart")
+    st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart",
+                    config=charts.CONFIG)
     st.markdown("**Top commutes (estimated)**")
     st.dataframe(table.head(5), hide_index=True)
     if snap.reveals is not None:
