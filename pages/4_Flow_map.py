@@ -57,7 +57,8 @@ map_area, side = (st.columns([3, 2]) if not side_by_side else (st.container(), s
 selection = chosen[options.shown[-1]]
 with map_area:
     flowmap.maps_row(options, chosen, mechanism, areas=areas, schematic=unplaced)
-    st.caption(layers.reading_notes(options.size_by, within=not selection.within.empty)
+    st.caption(layers.reading_notes(options.size_by,
+                                    within=options.rings and not selection.within.empty)
                + (" " + choropleth.APPROXIMATE if areas else ""))
 flowmap.side_tables(options, selection, [side] * 3 if not side_by_side else side)
-flowmap.flows_table(selection, side_by_side)
+flowmap.flows_table(selection, side_by_side, options.rings)

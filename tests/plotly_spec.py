@@ -37,10 +37,16 @@ def traces(fig: dict, name: str) -> list[dict]:
     return [t for t in fig["data"] if t.get("name") == name]
 
 
+def legend_name(trace: dict) -> str:
+    """A trace's legend name as read: its line breaks (``charts.wrap``) as spaces."""
+    return trace.get("name", "").replace("<br>", " ")
+
+
 def released_bars(fig: dict) -> dict[str, dict]:
-    """Explore's bars of each release, by legend name (without its "(95 % interval: …)")."""
-    return {t["name"].split(" (95 % interval")[0]: t for t in fig["data"]
-            if "(95 % interval" in t.get("name", "")}
+    """Explore's bars of each release, by legend name (without its "(95 % interval: …)";
+    the name's line breaks read as spaces)."""
+    return {legend_name(t).split(" (95 % interval")[0]: t for t in fig["data"]
+            if "(95 % interval" in legend_name(t)}
 
 
 def assert_bars_readable(fig: dict) -> None:

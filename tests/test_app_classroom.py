@@ -1,18 +1,21 @@
 """AppTest of the Classroom page: the teacher opens a room and watches the estimate; a student's
 page shows the round and what the phone will do (the phone itself is tested in Chromium)."""
 
+import io
 import secrets
 import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.interfaces import classroom, classroom_stats
 from dpcore.theory import learn
-from tests.app_pages import run_page, text
+from tests.app_pages import run_page, shown_table, text
+from tests.downloads import Downloads
 from tests.plotly_spec import figure
 from ui.classroom import view as classroom_view
 from ui.components import safe
@@ -442,7 +445,9 @@ def test_the_first_sentence_and_the_wording_agree_with_the_intervals_drawn(store
 
 
 # ---------------------------------------------------- one student, one voice (issue 29)
-def test_the_teacher_chooses_join_codes_and_sees_them(store):
+def test_the_teacher_chooses_join_codes_and_sees_them(store, monkeypatch):
+    """Issue 42 too: the codes are a plain table (text to copy), cards to print and a CSV."""
+    downloads = Downloads(monkeypatch)
     at = page({})
     at.radio(key="classroom_admission").set_value("codes").run()
     assert at.number_input(key="classroom_codes").value == 25     # the class size by default
@@ -455,8 +460,15 @@ def test_the_teacher_chooses_join_codes_and_sees_them(store):
     assert room.admission == "codes"
     key = at.session_state[classroom_view.TEACHER_KEYS][code]
     codes = [c for c, _ in store.join_codes(code, key)]
-    [shown] = tables(at, "join code")
+    [shown] = [shown_table(t) for t in at.table if "join code" in shown_table(t).columns]
     assert sorted(shown["join code"]) == codes and len(codes) == 4
+    assert not tables(at, "join code")                  # no canvas grid any more
+    csv = pd.read_csv(io.BytesIO(downloads.by_key(at, "classroom_codes_csv")), dtype=str)
+    assert csv["join code"].tolist() == codes
+    cards = downloads.by_key(at, "classroom_codes_html").decode()
+    assert [cards.count(f'<p class="code">{c}</p>') for c in codes] == [1] * 4
+    assert cards.count('class="card"') == 4 and "@media print" in cards
+    assert f"?room={code}" in cards and classroom.format_code(code) in cards
     # a student without a code is asked for one, and no phone is drawn
     student = page({"room": code})
     assert any("needs the join code" in i.value for i in student.info)

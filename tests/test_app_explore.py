@@ -12,7 +12,8 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.mechanisms import postprocess
 from dpcore.scoring import ranks
 from tests.app_pages import shown_table
-from tests.plotly_spec import assert_bars_readable, figure, figures, released_bars, traces, values
+from tests.plotly_spec import (assert_bars_readable, figure, figures, legend_name, released_bars,
+                                traces, values)
 from ui.components import runs, state
 from ui.components.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
 from ui.components.memo import BoundedMemo
@@ -48,7 +49,7 @@ def url(at: AppTest, name: str) -> list[str]:
 
 def bar_trace(at: AppTest, key: str) -> dict:
     (trace,) = [t for t in figure(at, BARS)["data"]
-                if t["name"].startswith(mechanisms.get(key).name + " (95 % interval")]
+                if legend_name(t).startswith(mechanisms.get(key).name + " (95 % interval")]
     return trace
 
 
@@ -68,7 +69,7 @@ SECTIONS = ["What happened", "Ordering", "Heat map", "True top 10", "Scores",
 def test_default_page_draws_the_bars_the_summary_and_only_the_open_tab():
     at = explore_page(mech=["laplace", "grr"])
     bars = figure(at, BARS)
-    assert [t["name"].split(" (95 % interval")[0] for t in bars["data"]] == [
+    assert [legend_name(t).split(" (95 % interval")[0] for t in bars["data"]] == [
         "True count", "Laplace", mechanisms.get("grr").name]
     assert all(len(values(t["y"])) == 30 for t in bars["data"])
     county = datasets.load("ireland_county")

@@ -21,7 +21,8 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
 from ui.components import controls, state
-from ui.maps import layers as maps, leaflet_assets
+from tests.app_pages import shown_table as listed_table
+from ui.maps import flowmap, layers as maps, leaflet_assets
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Flow_map.py")
 URL = re.compile(r"https?://[^\s\"'<>)\\]+")
@@ -92,7 +93,8 @@ def test_default_map_is_offline_with_one_layer_per_width_class(county):
                in c.value for c in at.caption)
     table = shown_table(at)
     assert (table["shown_as"] == "line").sum() == len(selection.lines) == 250
-    assert (table["shown_as"].str.startswith("listed")).sum() == len(selection.unplaced)
+    assert (table["shown_as"] == "listed (a zone has no position)").sum() == len(
+        selection.unplaced)
 
 
 def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
@@ -243,7 +245,7 @@ def test_a_file_without_coordinates_draws_its_flows_on_a_schematic_layout(exampl
     assert flow_layers(args) >= 1
     table = shown_table(at)
     assert (table["shown_as"] == "line").sum() == len(selection.lines)
-    assert not (table["shown_as"].str.startswith("listed")).any()   # every zone is placed
+    assert not (table["shown_as"] == "listed (a zone has no position)").any()   # all placed
 
 
 def test_the_schematic_layout_groups_zones_by_parent_largest_first():
@@ -263,3 +265,29 @@ def test_the_schematic_layout_groups_zones_by_parent_largest_first():
     placed = schematic.place(od)
     assert placed.origins.has_coordinates.all() and placed.destinations.has_coordinates.all()
     assert np.array_equal(placed.counts, od.counts) and np.array_equal(placed.rows, od.rows)
+
+
+def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
+    """Issue 42: on the national data the top flows were all within-zone rings, covering the
+    lines. By default the map draws the lines; the rings are a layer the toggle adds."""
+    od, true, released = county
+    selection = flows.select(od, true, released, view=flows.TRUE, top_k=250)
+    assert len(selection.within) == 31                      # every county has its own commuters
+    at = open_page()
+    [args] = maps_of(at)
+    assert '"tip": "Within ' not in args["script"] and flow_layers(args) > 0
+    assert (shown_table(at)["shown_as"] == "listed (within one zone)").sum() == 31
+    assert any("Within one zone (not drawn" in m.value for m in at.markdown)
+    assert not any("Rings around a zone" in c.value for c in at.caption)
+    # the lists beside the map: HTML tables whose names wrap, the largest 15 of each
+    unplaced, within = [listed_table(t) for t in at.table]
+    assert unplaced["commute"].tolist() == selection.listing(flows.UNPLACED)["commute"][
+        :flowmap.LISTED].tolist()
+    assert within["true"].tolist() == [f"{v:,.0f}" for v in selection.within["true"][:15]]
+    assert any(f"The largest 15 of {len(selection.unplaced)}" in c.value for c in at.caption)
+    at.toggle(key="flowmap_rings").set_value(True).run()
+    [args] = maps_of(at)
+    assert args["script"].count('"tip": "Within ') == 31
+    assert (shown_table(at)["shown_as"] == "circle (within one zone)").sum() == 31
+    assert any("Within one zone (rings on the map)" in m.value for m in at.markdown)
+    assert any("Rings around a zone" in c.value for c in at.caption)

@@ -347,3 +347,18 @@ def test_a_zones_file_beyond_two_levels_is_explained_on_the_page():
                in text for text in shown)
     at.button(key="publish_go").click().run()
     assert at.session_state[publishing.LAST].manifest["levels"][0]["cells"] == 9
+
+
+def test_the_county_data_says_why_wls_is_not_offered_and_the_eds_offer_it():
+    """Issue 42: on the county data the methods were Flat and TopDown with no word on WLS."""
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_county")
+    assert not at.exception, at.exception
+    assert at.radio(key="publish_method").options == [publish.METHODS[publish.FLAT],
+                                                      publish.METHODS[publish.TOPDOWN]]
+    why = [c.value.replace("\\", "") for c in at.caption if "WLS is not offered" in c.value]
+    assert len(why) == 1 and "has no parent level" in why[0] and "counties" in why[0]
+    for query in (dict(level="parent"), dict(areas=["Leitrim"])):   # rolled up: no parent left
+        at = plan_page(mech=["laplace"], pp="base", target="rmse", dataset="ireland_ed", **query)
+        offered = publish.METHODS[publish.WLS] in at.radio(key="publish_method").options
+        told = any("WLS is not offered" in c.value for c in at.caption)
+        assert offered != told and offered == ("areas" in query), query

@@ -134,3 +134,21 @@ def test_wrapped_tables_show_uploaded_names_as_text_not_markdown():
     assert header == safe.markdown("commute [x](http://evil.example)")
     assert re.fullmatch(r"(\\[^\w\s]|[\w \u200b])*", cell)   # every punctuation mark escaped
     assert count.replace("\\", "") == "1,234"
+
+
+def test_long_labels_wrap_escaped_and_end_in_an_ellipsis_when_cut():
+    """Issue 42: plotly never wraps, so a legend entry ran past a phone's figure."""
+    label = charts.wrap("Generalised randomised response (direct encoding) (95 % interval: "
+                        "normal approx.)", 30)
+    lines = charts.lines_of(label)
+    assert len(lines) == 3 and all(len(line) <= 30 for line in lines)
+    assert " ".join(lines) == ("Generalised randomised response (direct encoding) (95 % "
+                               "interval: normal approx.)")
+    cut = charts.lines_of(charts.wrap("<b>x</b> " + "word " * 40, 20, lines=2))
+    assert cut[0] == "&lt;b&gt;x&lt;/b&gt; word word" and cut[1].endswith("…")
+    assert len(cut) == 2 and len(cut[1]) == 20
+    assert charts.lines_of(charts.wrap("A" * 50, 20)) == ["A" * 19 + "…"]
+    # a legend's rows count the lines of its tallest entry
+    assert charts._legend_rows([{"name": "a<br>b<br>c"}, {"name": "d"}]) == 3
+    assert charts.wrap_title("Commute (origin → destination), by true rank") == (
+        "Commute (origin → destination), by<br>true rank")

@@ -966,3 +966,11 @@ def test_a_report_field_nested_100000_deep_is_rejected_in_a_sentence(store):
         send(store, code, {"y": deep})
     assert problem.value.reason == "malformed"
     assert store.snapshot(code).rejected == {"malformed": 1}
+
+
+def test_the_printable_join_codes_escape_what_the_teacher_typed():
+    page = admission.join_codes_page("ABCD-EFGH", "<script>alert(1)</script> \u202eevil",
+                                     "http://h/?room=A&b=<", ["K7P2QX", "M3R8TW"])
+    assert "<script>" not in page and "&lt;script&gt;" in page and "\u202e" not in page
+    assert "\\u202e" in page and "room=A&amp;b=&lt;" in page
+    assert page.count('<p class="code">') == 2 and "break-inside: avoid" in page

@@ -205,6 +205,12 @@ def test_tables_for_download_and_for_the_lists(od):
     assert table["shown_as"].value_counts()["line"] == len(selection.lines)
     within = selection.listing(flows.WITHIN)
     assert within["commute"].tolist() == selection.within["origin_label"].tolist()
+    # Without the rings layer (the page's default) the within-zone flows are listed, not drawn.
+    assert table["shown_as"].value_counts()["circle (within one zone)"] == len(selection.within)
+    listed = selection.table(rings=False)["shown_as"]
+    assert listed.value_counts()["listed (within one zone)"] == len(selection.within) > 0
+    assert listed.value_counts()["line"] == len(selection.lines)
+    assert "circle" not in " ".join(listed)
     assert selection.listing(flows.LINES)["commute"].iloc[0] == "Bb → Aa"  # 30.5, the largest
 
 

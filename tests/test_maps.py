@@ -259,3 +259,14 @@ def test_ensure_copies_leaflet_once_and_repairs_changed_files(tmp_path):
     assert leaflet_assets.ensure(tmp_path) == [leaflet_assets.JS_FILE]
     assert b"Leaflet" in (tmp_path / leaflet_assets.JS_FILE).read_bytes()[:2000]
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+def test_the_within_zone_rings_are_a_layer_of_their_own(rng):
+    """Issue 42: the page draws the lines between zones by default, the rings on request."""
+    od, true, released = county_release(rng)
+    selection, with_rings = build(od, true, released, view=flows.TRUE, top_k=50)
+    _, without = build(od, true, released, view=flows.TRUE, top_k=50, rings=False)
+    assert len(geojson(with_rings.map, "Within zones")["features"]) == len(selection.within) > 0
+    assert not any(isinstance(child, folium.GeoJson) and child.layer_name == "Within zones"
+                   for child in without.map._children.values())
+    assert without.flow_layers == with_rings.flow_layers > 0   # the same lines either way

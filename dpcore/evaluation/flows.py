@@ -278,13 +278,17 @@ class FlowSelection:
         return pd.DataFrame({"commute": commute, "true": frame["true"],
                              "released": frame["released"]})
 
-    def table(self) -> pd.DataFrame:
+    def table(self, rings: bool = True) -> pd.DataFrame:
         """Every flow shown, in any of the three forms, as a readable table (for download).
 
         Columns: origin and destination ids and names, true, released, difference, what the
-        release did (the status in words) and how the map shows the flow.
+        release did (the status in words) and how the map shows the flow. ``rings``: whether
+        the map draws the within-zone flows (a layer of their own, off by default on the page:
+        where zones are many, the largest flows are nearly all within one zone and their rings
+        cover the lines between zones); if not, they are listed beside it.
         """
-        forms = {LINES: "line", WITHIN: "circle (within one zone)",
+        forms = {LINES: "line",
+                 WITHIN: "circle (within one zone)" if rings else "listed (within one zone)",
                  UNPLACED: "listed (a zone has no position)"}
         parts = [getattr(self, group).assign(shown_as=form) for group, form in forms.items()]
         frame = pd.concat(parts, ignore_index=True)

@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from dpcore.text import visible
 
 #: The admission modes, as stored, with what the teacher reads.
 ADMISSIONS = {"open": "Open: one report per browser session and round",
@@ -233,3 +236,34 @@ def new_join_codes(count: int, alphabet: str) -> list[str]:
     while len(codes) < count:
         codes.add("".join(secrets.choice(alphabet) for _ in range(JOIN_CODE_LENGTH)))
     return sorted(codes)
+
+
+#: The printable page of join codes: one card per code, two columns, dashed lines to cut along;
+#: on paper the screen's hint disappears and no card is split over two sheets.
+_CARDS_STYLE = """
+body { font-family: "Liberation Sans", Arial, sans-serif; margin: 1.5rem; color: #000; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(15rem, 1fr)); gap: 0; }
+.card { border: 1px dashed #555; padding: 0.9rem 1rem; break-inside: avoid; }
+.card p { margin: 0.2rem 0; overflow-wrap: anywhere; }
+.code { font: bold 1.6rem "Liberation Mono", monospace; letter-spacing: 0.15em; }
+@media print { .hint { display: none; } body { margin: 0; }
+  .cards { grid-template-columns: 1fr 1fr; } }
+"""
+
+
+def join_codes_page(room: str, question: str, link: str, codes: list[str]) -> str:
+    """A standalone HTML page of the room's join codes to print and cut out, one card per code
+    with the room, the question and the link (a Streamlit table draws on a canvas: it cannot be
+    printed or copied). Every text is HTML-escaped with its control characters made visible
+    (the teacher typed the question)."""
+    def text(value) -> str:
+        return html.escape(visible(value), quote=True)
+    cards = "".join(
+        f'<div class="card"><p>Room <strong>{text(room)}</strong>: {text(question)}</p>'
+        f'<p>Open {text(link)}</p><p>Your join code:</p><p class="code">{text(code)}</p></div>'
+        for code in codes)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>Join codes, room {text(room)}</title><style>{_CARDS_STYLE}</style></head>"
+            f'<body><p class="hint">{len(codes)} join codes: print this page (Ctrl+P) and cut '
+            "along the dashed lines. Each code admits one report per round; hand one to each "
+            f'student.</p><div class="cards">{cards}</div></body></html>')

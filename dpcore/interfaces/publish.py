@@ -597,6 +597,23 @@ METHODS = {FLAT: "Flat: one level, OpenDP noise on every cell",
            WLS: "WLS: this level and its parent, weighted least squares, rounded within parents",
            TOPDOWN: "TopDown (InfTDA): every level, discrete Gaussian, integer Chebyshev fit "
                     "parent by parent"}
+
+
+def wls_unavailable(od: ODMatrix) -> str | None:
+    """Why WLS is not offered for ``od`` (None when it is): it publishes a level together with
+    its parent level, and a table whose zones name no parent (the county data, an ED table
+    rolled up to counties, an upload without a parent column) has none to build it from. The
+    bundled data carry no grouping of counties (provinces, regions) to invent one from."""
+    if od.has_parent_level:
+        return None
+    return (f"WLS is not offered here: it publishes a level together with its parent level "
+            f"(EDs with their counties) and makes the two agree, and {od.name} has no parent "
+            "level — its zones are not grouped into larger zones. For WLS, load data whose "
+            "zones name a parent at its finest level (the electoral divisions, not rolled up; "
+            "or an upload whose zones file has a parent column). Flat and TopDown publish this "
+            "one level.")
+
+
 #: Threads drawing OpenDP's noise for a TopDown publish (the machine's two cores).
 TOPDOWN_WORKERS = 2
 #: δ of a Gaussian publish when none is given: the page's default (the sidebar's δ).

@@ -6,6 +6,8 @@ measured that way; :func:`grids_off_screen` finds the grids whose columns run pa
 (the ledger's ε and δ were off-screen at 1,400 px), the part of a grid's readability the DOM
 shows; HTML tables (``charts.wrapped_table``) are held to the same, besides their cells."""
 
+import re
+
 from playwright.sync_api import Page
 
 CUT = """(selector) => [...document.querySelectorAll(selector)]
@@ -40,3 +42,12 @@ def grids_off_screen(page: Page) -> list[str]:
     """Every visible ``st.dataframe`` or HTML table whose columns are wider than its frame."""
     return [f"{text!r}: {scroll} > {client} px" for text, scroll, client in page.evaluate(GRIDS)
             if scroll > client + 1]
+
+
+def legend_text(name: str) -> re.Pattern:
+    """A plotly legend entry that reads ``name`` whole, alone or with Explore's " (95 % interval:
+    …)". A long entry is wrapped (``charts.wrap``) into lines whose text joins without the space
+    at the break, so every space may be missing."""
+    def spaced(text: str) -> str:
+        return re.escape(text).replace("\\ ", " ?")
+    return re.compile(f"^{spaced(name)}( ?{spaced('(95 % interval:')}[^)]*\\))?$")

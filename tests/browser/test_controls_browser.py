@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
+from tests.browser.readable import legend_text
 from ui.components.controls import DEFAULT_MECHANISMS, mechanism_label
 
 pytestmark = pytest.mark.browser
@@ -37,9 +38,10 @@ def test_three_x_clicks_remove_three_mechanisms(page: Page, app_url, network):
     assert [tags.nth(i).get_attribute("aria-label") for i in range(len(remaining))] == \
         [mechanism_label(key) for key in remaining]
     legend = page.locator(".js-plotly-plot .legendtext")
-    expect(legend.filter(has_text=mechanisms.get(remaining[0]).name).first).to_be_visible(
-        timeout=SLOW)
-    expect(legend.filter(has_text=mechanisms.get("laplace").name)).to_have_count(0, timeout=SLOW)
+    expect(legend.filter(has_text=legend_text(mechanisms.get(remaining[0]).name)).first
+           ).to_be_visible(timeout=SLOW)
+    expect(legend.filter(has_text=legend_text(mechanisms.get("laplace").name))).to_have_count(
+        0, timeout=SLOW)
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
 

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
+from tests.browser.readable import legend_text
 
 pytestmark = pytest.mark.browser
 
@@ -21,9 +22,8 @@ def chart_title(page: Page, text: str):
 
 def legend_entry(page: Page, text: str):
     """A legend entry whose whole text is ``text`` (Explore's bars add how the release's 95 %
-    interval was obtained: "Laplace (95 % interval: exact)")."""
-    return page.locator(".js-plotly-plot .legendtext", has_text=re.compile(
-        f"^{re.escape(text)}( \\(95 % interval: [^)]*\\))?$")).first
+    interval was obtained: "Laplace (95 % interval: exact)", wrapped if long)."""
+    return page.locator(".js-plotly-plot .legendtext", has_text=legend_text(text)).first
 
 
 def no_traceback(page: Page) -> None:

@@ -19,6 +19,7 @@ from playwright.sync_api import Frame, Page, expect
 from dpcore.data import datasets
 from dpcore.evaluation import flows
 from tests.browser.conftest import SCREENSHOTS
+from tests.browser.readable import cut_short, grids_off_screen
 from ui.maps import layers as maps
 
 pytestmark = pytest.mark.browser
@@ -156,3 +157,37 @@ def test_side_by_side_ed_rolled_up_and_standalone_download(page: Page, app_url, 
     assert drawn["painted"] > 0.01
     standalone.screenshot(path=str(SCREENSHOTS / "flowmap-standalone-download.png"))
     standalone.close()
+
+
+WITHIN_RINGS = """() => window.L === undefined || !window.map ? null
+    : Object.values(window.map._layers).filter(l => l instanceof L.CircleMarker && l.options.fillOpacity === 0.06).length"""
+
+
+def rings_drawn(page: Page, expected: int) -> None:
+    """Wait until the map's iframe holds ``expected`` within-zone rings (a rerun replaces it)."""
+    deadline, seen = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        try:
+            frame = map_frame(page)
+            seen = frame.evaluate(WITHIN_RINGS) if frame else None
+        except PlaywrightError:
+            seen = None
+        if seen == expected:
+            return
+        page.wait_for_timeout(250)
+    pytest.fail(f"expected {expected} within-zone rings, last seen {seen}")
+
+
+def test_the_map_draws_lines_and_the_rings_on_request_beside_lists_that_wrap(page: Page,
+                                                                            app_url):
+    """Issue 42: the rings are a layer the toggle adds; the lists beside the map wrap long
+    names ("Kildare → No fixed place of worl" was cut without an ellipsis) at 1,400 px."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{app_url}/Flow_map?dataset=ireland_county&mech=laplace&eps=1&seed=0")
+    check_drawn(page, flows.TRUE)
+    rings_drawn(page, 0)
+    expect(page.get_by_text("Limerick City and County → No fixed place of work")).to_be_visible()
+    assert cut_short(page, required=()) == [] and grids_off_screen(page) == []
+    page.get_by_text("Rings: flows within one zone").click()
+    rings_drawn(page, 31)
+    expect(page.get_by_text(re.compile(r"Within one zone \(rings on the map\)"))).to_be_visible()

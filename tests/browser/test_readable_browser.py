@@ -149,3 +149,63 @@ def test_axe_finds_nothing_serious_in_any_explore_tab_or_on_tradeoffs(page: Page
     settled(page)
     found["Tradeoffs"] = audit(page)
     assert {tab: lines for tab, lines in found.items() if lines} == {}
+
+
+#: The bars figure's parts, as page rectangles: the figure, its title, x axis title, legend
+#: entries and tick labels (issue 42: at 390 px the legend entries and the x axis title ran
+#: past the figure's right edge and the toolbar covered the title).
+BARS_PARTS = """(chart) => {
+    const box = e => { const r = e.getBoundingClientRect();
+                       return [r.left, r.top, r.right, r.bottom]; };
+    const all = s => [...chart.querySelectorAll(s)].map(box);
+    return {figure: box(chart.querySelector(".main-svg")),
+            title: box(chart.querySelector(".gtitle")),
+            xtitle: box(chart.querySelector(".g-xtitle")), entries: all(".legend .traces"),
+            ticks: all(".xtick text"), tick_text: [...chart.querySelectorAll(".xtick text")]
+                .map(e => e.textContent), toolbar: all(".modebar-group")}; }"""
+
+
+def inside(part, frame) -> bool:
+    return (part[0] >= frame[0] - 1 and part[2] <= frame[2] + 1
+            and part[1] >= frame[1] - 1 and part[3] <= frame[3] + 1)
+
+
+def overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("width", (390, 1400))
+def test_the_bars_read_whole_on_a_phone_and_a_laptop(page: Page, app_url, width):
+    """The legend under the bars, every entry, tick label and title inside the figure, the
+    toolbar clear of the title; long commute names end in an ellipsis, never mid-word."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{app_url}/Explore?dataset=ireland_county")
+    chart = plotly_chart(page, "busiest commutes")
+    expect(chart).to_be_visible(timeout=120_000)
+    settled(page)
+    chart.scroll_into_view_if_needed()
+    chart.hover()                                     # plotly shows its toolbar on hover
+    page.wait_for_timeout(300)
+    parts = chart.evaluate(BARS_PARTS)
+    figure = parts["figure"]
+    assert len(parts["entries"]) == 7                 # the truth and six mechanisms
+    for name in ("title", "xtitle"):
+        assert inside(parts[name], figure), (name, parts[name], figure)
+    assert all(inside(entry, figure) for entry in parts["entries"]), parts["entries"]
+    assert min(e[1] for e in parts["entries"]) >= max(t[3] for t in parts["ticks"])  # below
+    assert parts["ticks"] and all(inside(t, figure) for t in parts["ticks"])
+    assert any(text.endswith("…") for text in parts["tick_text"]) or width == 390
+    assert all(len(text) <= 44 for text in parts["tick_text"])
+    assert parts["toolbar"] and not any(overlaps(group, parts["title"])
+                                        for group in parts["toolbar"])
+    if width == 1400:   # the Scores tab: metric and tab labels whole (wrapped, not "…")
+        page.get_by_role("tab", name="Scores").click()
+        expect(page.get_by_test_id("stMetric").first).to_be_visible(timeout=120_000)
+        settled(page)
+        labels = page.evaluate(
+            CUT, '[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"]')
+        assert any(text == "Released commutes invented" for text, _, _ in labels)
+        assert [text for text, scroll, client in labels if scroll > client + 1] == []
+        tabs = page.evaluate("""() => [...document.querySelectorAll('[role="tablist"]')]
+            .map(e => [e.scrollWidth, e.clientWidth])""")
+        assert tabs and all(scroll <= client + 1 for scroll, client in tabs)

@@ -259,7 +259,7 @@ def teacher(code: str) -> None:
     elif room.is_open():
         controls(room, key)
         if room.admission == "codes":
-            join_codes(room, key)
+            join_codes(room, key, link)
     live_view(room.code, key if room.is_open() else None)
 
 
@@ -272,15 +272,25 @@ def admission_caption(room: classroom.Room) -> str:
             "a new session).")
 
 
-def join_codes(room: classroom.Room, key: str) -> None:
-    """The room's join codes to hand out, with the round each was last used in."""
+def join_codes(room: classroom.Room, key: str, link: str) -> None:
+    """The room's join codes to hand out, with the round each was last used in: a plain table
+    (its text can be selected and copied), a page of cards to print and cut, and a CSV."""
     codes = store().join_codes(room.code, key)
+    table = pd.DataFrame({"join code": [c for c, _ in codes],
+                          "last used in round": [str(u or "") for _, u in codes]})
+    name = classroom.format_code(room.code)
     with st.expander(f"Join codes ({len(codes)}): hand one to each student"):
-        st.caption("Each code admits one report per round. Print or read them out one by one; "
-                   "do not show this list on the projector.")
-        st.dataframe(pd.DataFrame({"join code": [c for c, _ in codes],
-                                   "last used in round": [u or "" for _, u in codes]}),
-                     hide_index=True)
+        st.caption("Each code admits one report per round. Print the cards or read the codes "
+                   "out one by one; do not show this list on the projector.")
+        row = st.container(horizontal=True)
+        charts.download_button(
+            row, "Cards to print (HTML)",
+            lambda: admission.join_codes_page(name, room.question.title, link,
+                                              table["join code"].tolist()).encode("utf-8"),
+            f"join-codes-{name}.html", "text/html", "classroom_codes_html")
+        charts.download_button(row, "Join codes (CSV)", lambda: export.safe_csv(table),
+                               f"join-codes-{name}.csv", "text/csv", "classroom_codes_csv")
+        charts.wrapped_table(table)
 
 
 def unlock(code: str) -> None:
@@ -449,7 +459,8 @@ def _live_view(code: str) -> None:
                 f"the {expected} students you expect, a commute nobody takes will read "
                 f"{band_text(band)} 95 % of the time: the grey band below. "
                 f"{safe.markdown(proposal(expected, question.d).expectation())}")
-        st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart")
+        st.plotly_chart(estimate_chart(None, band, 0), key="classroom_chart",
+                        config=charts.CONFIG)
         return
     band = shown_band(band, estimate.n)
     table = estimate_table(question, estimate, snap.reveals)
@@ -462,7 +473,8 @@ def _live_view(code: str) -> None:
                 f"{classroom_stats.percent(what.empty_chance)}. Estimates below 0 or above the "
                 "number of reports are impossible: they are shown at 0 or at that number and "
                 "marked *clipped*.")
-    st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart")
+    st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart",
+                    config=charts.CONFIG)
     st.markdown("**Top commutes (estimated)**")
     st.dataframe(table.head(5), hide_index=True)
     if snap.reveals is not None:

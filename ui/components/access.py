@@ -5,10 +5,11 @@
   after Streamlit's own "Skip to main content", that jumps to :func:`epsilon_anchor` just above
   the ε slider; it is visible only while it has the keyboard focus (WCAG 2.4.1, bypass blocks).
 * **No truncation.** Streamlit cuts multiselect chips ("Generalised rando…") and narrow button
-  labels ("Ne…") with an ellipsis; :data:`CSS` lets them wrap instead, so every chip and button
-  reads whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks rather than
-  spills. (A select's value is a one-line input that cannot wrap: the dataset picker has short
-  labels, :data:`ui.components.widgets.PICKER_LABELS`.)
+  labels ("Ne…"), metric labels ("Released commutes inv…") with an ellipsis, and scrolls tab
+  labels out of sight; :data:`CSS` lets them wrap instead, so every chip, button, metric and
+  tab reads whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks
+  rather than spills. (A select's value is a one-line input that cannot wrap: the dataset
+  picker has short labels, :data:`ui.components.widgets.PICKER_LABELS`.)
 * **Contrast.** Inline code in a caption is drawn in the text colour (see :data:`CSS`).
 """
 
@@ -29,6 +30,12 @@ CSS = """<style>
 .stButton button div[data-testid="stMarkdownContainer"] p,
 .stButton button div[data-testid="stMarkdownContainer"] { white-space: normal;
   overflow: visible; text-overflow: clip; }
+/* Metric labels ("Released commutes invented") and tab labels wrap instead of ending in "…"
+   or scrolling out of sight behind an arrow. */
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p { white-space: normal;
+  overflow: visible; text-overflow: clip; }
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; }
 /* Cells of a wrapped table (charts.wrapped_table) break long unspaced text (a manifest id)
    rather than spill out of their column. */
 [data-testid="stTable"] td, [data-testid="stTable"] th { overflow-wrap: anywhere; }

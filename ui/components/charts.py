@@ -117,13 +117,53 @@ def short(text, length: int = 40) -> str:
     return text if len(text) <= length else text[:length - 1] + "…"
 
 
+def _lines(text, width: int) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word
+    stays whole on its own line)."""
+    out: list[str] = []
+    for word in str(text).split():
+        if out and len(out[-1]) + 1 + len(word) <= width:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out
+
+
+def wrap(text, width: int = 36, lines: int = 3) -> str:
+    """Untrusted plain ``text`` broken at spaces into at most ``lines`` lines of about ``width``
+    characters, escaped and joined by plotly's ``<br>``: a long legend entry or tick label
+    wraps instead of running past a phone's 390 px (plotly never wraps text itself). A word
+    longer than ``width``, or text beyond the last line, is cut with an ellipsis."""
+    out = _lines(text, width)
+    if len(out) > lines:
+        out = out[:lines - 1] + [short(" ".join(out[lines - 1:]), width)]
+    return "<br>".join(escape(short(line, width)) for line in out)
+
+
+#: Axis titles longer than this many characters wrap (a 390 px phone's plot is ~250 px wide).
+AXIS_TITLE_WIDTH = 34
+
+
+def wrap_title(title: str, width: int = AXIS_TITLE_WIDTH) -> str:
+    """Our own axis title (already safe markup, never cut) broken at spaces with ``<br>``."""
+    return "<br>".join(_lines(title, width))
+
+
+def lines_of(label: str) -> list[str]:
+    """The lines of a label made by :func:`wrap`."""
+    return label.split("<br>")
+
+
 #: Legend above the plot, left-aligned: the plot keeps the page's full width.
 LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
 
 
 #: Assumed drawing width (px) when estimating how many rows the legend wraps into.
 LEGEND_WIDTH = 620
-TITLE_SPACE, LEGEND_ROW = 45, 22
+#: The title starts below plotly's toolbar (a strip about 30 px high at the figure's top right,
+#: shown on hover), so the toolbar never covers the title, however narrow the figure.
+TITLE_PAD = 34
+TITLE_SPACE, LEGEND_ROW = 45 + TITLE_PAD - 12, 22
 
 
 def from_spec(data: list[dict], layout: dict) -> go.Figure:
@@ -160,16 +200,19 @@ def axes(layout: dict, letter: str) -> list[dict]:
 
 
 def _legend_rows(traces: list[dict]) -> int:
-    """Rows a horizontal legend needs: entries (≈ 40 px + 7 px per character) packed greedily."""
-    rows, used = 1, 0
+    """Lines a horizontal legend needs: entries (≈ 45 px + 7.5 px per character of their longest
+    line) packed greedily into rows, each row as tall as its entry of most lines (:func:`wrap`)."""
+    heights, used = [1], 0
     for trace in traces:
         if trace.get("showlegend") is False or not trace.get("name"):
             continue
-        width = 45 + 7.5 * len(trace["name"])
+        lines = lines_of(trace["name"])
+        width = 45 + 7.5 * max(map(len, lines))
         if used and used + width > LEGEND_WIDTH:
-            rows, used = rows + 1, 0
+            heights, used = heights + [1], 0
         used += width
-    return rows
+        heights[-1] = max(heights[-1], len(lines))
+    return sum(heights)
 
 
 def heading(traces: list[dict], title: str, plot_height: int, bottom: int, gap: int = 0) -> dict:
@@ -180,9 +223,33 @@ def heading(traces: list[dict], title: str, plot_height: int, bottom: int, gap: 
     """
     top = TITLE_SPACE + LEGEND_ROW * _legend_rows(traces) + 10 + gap
     return dict(title=dict(text=title, x=0, xanchor="left", yref="container", y=1,
-                           yanchor="top", pad=dict(t=12)),
+                           yanchor="top", pad=dict(t=TITLE_PAD)),
                 legend=LEGEND | dict(y=1.02 + gap / plot_height),
                 height=plot_height + top + bottom, margin=dict(t=top))
+
+
+#: Height of one line of a legend below the plot (13 px text), and its characters per line.
+LEGEND_LINE, LEGEND_BELOW_WIDTH = 19, 30
+
+
+def legend_below(spec: dict, traces: list[dict], plot_height: int, bottom: int) -> dict:
+    """``spec`` (a :func:`house_layout`) with its legend moved under the plot, one entry per row
+    from the plot's left edge: its height then does not depend on the width, so a phone's
+    narrow figure neither cuts an entry nor pushes the legend over the title. For legends of
+    long entries (names wrapped by :func:`wrap` to :data:`LEGEND_BELOW_WIDTH`, which fit the
+    ~270 px plot of a 390 px phone); ``bottom`` is the room for the x axis."""
+    lines = sum(len(lines_of(t["name"])) for t in traces
+                if t.get("showlegend") is not False and t.get("name"))
+    below = LEGEND_LINE * lines + 16
+    top = TITLE_SPACE + 10
+    return spec | dict(
+        # x in the plot's frame: plotly misplaces the y axis title of a legend in the figure's.
+        legend=dict(orientation="v", x=0, xanchor="left", yref="container", y=0,
+                    yanchor="bottom", traceorder="normal"),
+        height=plot_height + top + bottom + below,
+        # The margins are all set here: a legend would push them (plotly reserves its width at
+        # the left, leaving a phone's plot 100 px wide).
+        margin=spec["margin"] | dict(t=top, b=bottom + below, autoexpand=False))
 
 
 def numbers_table(frame: pd.DataFrame, number_format: str, first: int = 1) -> None:
@@ -241,7 +308,7 @@ def house_layout(traces: list[dict], title: str, x_title: str, y_title: str, *,
     """The house style of a single-panel figure as layout entries: font, margins, axis titles
     (with units), log axes, title and legend above the plot."""
     def axis(letter: str, title_text: str, log: bool) -> dict:
-        entries = dict(title=dict(text=title_text))
+        entries = dict(title=dict(text=wrap_title(title_text) if letter == "x" else title_text))
         if log:
             entries.update(log_axis(*(trace.get(letter) for trace in traces)))
         return entries
@@ -331,6 +398,10 @@ def top_bars_caption(frame: pd.DataFrame, how: dict[str, str], log_y: bool) -> s
     return " ".join(lines)
 
 
+#: Room under the bars for upright tick labels of 40 characters and the axis title.
+BARS_BOTTOM = 330
+
+
 def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
              how: dict[str, str] | None = None) -> go.Figure:
     """Grouped bars: the true count and each mechanism's release for the true top-k commutes,
@@ -345,6 +416,9 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
     """
     how = how or {}
     first = frame.drop_duplicates("rank")
+    # Upright one-line ticks (a second line would overlap the next tick; a slanted one reaches
+    # left of its bar, past a phone's figure), cut with an ellipsis; the bars' hover names the
+    # commute whole.
     ticks = [f"{rank}. {escape(short(commute))}"
              for rank, commute in zip(first["rank"], first["commute"])]
     names = [escape(c) for c in first["commute"]]
@@ -367,8 +441,9 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
                  for commute, true, value, lo, hi in zip(names, rows["true"], released, low,
                                                          high)]
         data.append(dict(
-            type="bar", x=ticks, y=y, name=f"{label} (95 % interval: "
-                                           f"{intervals.short_how(how.get(key, 'none'))})",
+            type="bar", x=ticks, y=y,
+            name=wrap(f"{name(key)} (95 % interval: {intervals.short_how(how.get(key, 'none'))})",
+                      LEGEND_BELOW_WIDTH, lines=4),
             marker=dict(color=colour(key), pattern=dict(shape=pattern(key))),
             error_y=dict(type="data", symmetric=False, visible=True, thickness=1.2, width=2,
                          color="#222222",
@@ -382,12 +457,10 @@ def top_bars(frame: pd.DataFrame, title: str, log_y: bool = False,
             hovertext=hover, hovertemplate=f"%{{hovertext}}<extra>{label}</extra>"))
     spec = house_layout(data, title, "Commute (origin → destination), by true rank",
                         "Commuters (count)" + (", log scale" if log_y else ""), log_y=log_y,
-                        height=330, bottom=200)
-    spec["xaxis"].update(tickangle=-45, automargin=True)
+                        height=330, bottom=BARS_BOTTOM)
+    spec = legend_below(spec, data, 330, BARS_BOTTOM)
+    spec["xaxis"].update(tickangle=-90)
     spec["yaxis"].update(range=axis.plotly_range(), autorange=False)
-    # The first tick label, slanted, reaches left of the plot by about 5 px a character: room
-    # for it, so it is not cut at the figure's edge (plotly's automargin only grows the bottom).
-    spec["margin"]["l"] = max(spec["margin"]["l"], 5 * len(ticks[0]) - 10) if ticks else 70
     return from_spec(data, spec | dict(barmode="group", bargap=0.15))
 
 
@@ -630,15 +703,19 @@ def table_download(frame: pd.DataFrame, stem: str, key: str, label: str = "Table
 DATA_BEHIND = "Data behind this chart"
 
 
+#: Plotly's options for every chart: no logo, and no tips (its "Double-click on legend to isolate
+#: one trace" toast is white on light grey, 2.6:1, below the 4.5:1 contrast text needs).
+CONFIG = {"displaylogo": False, "showTips": False}
+
+
 def show(fig: go.Figure, frame: pd.DataFrame, stem: str, key: str, private: bool = False,
          figure_private: bool | None = None) -> None:
     """Draw a chart with its downloads (a PNG comes from the chart's camera button) and its text
     alternative: the data behind it as a table behind a toggle, for screen readers and for
     anyone who wants the numbers (zone names stay plain text in the table). The table is only
     sent to the browser when asked for."""
-    st.plotly_chart(fig, key=key, config={"displaylogo": False,
-                                          "toImageButtonOptions": {"filename": stem,
-                                                                   "scale": 2}})
+    st.plotly_chart(fig, key=key, config=CONFIG | {"toImageButtonOptions": {"filename": stem,
+                                                                          "scale": 2}})
     if st.toggle(DATA_BEHIND, key=f"{key}_data"):
         st.dataframe(frame, hide_index=True, width="stretch",
                      height=min(35 * (len(frame) + 1) + 3, 320))

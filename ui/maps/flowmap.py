@@ -27,6 +27,7 @@ RULE, TOP_K, MIN_COUNT = "flowmap_rule", "flowmap_top_k", "flowmap_min_count"
 ZONE, DIRECTION, SIZE_BY = "flowmap_zone", "flowmap_direction", "flowmap_size_by"
 ROLL_UP, MORE_LINES, CAP, BASEMAP = ("flowmap_roll_up", "flowmap_more_lines", "flowmap_cap",
                                      "flowmap_basemap")
+RINGS = "flowmap_rings"
 MAP = "flowmap_map"
 ALL_ZONES = ""
 #: Only a click on an object reruns the page: panning and zooming stay in the browser.
@@ -53,6 +54,8 @@ class Options:
     size_by: str
     cap: int
     basemap: bool
+    #: Draw the flows within one zone as rings (off by default: see ``FlowSelection.table``).
+    rings: bool = False
 
     @property
     def shown(self) -> list[str]:
@@ -107,6 +110,11 @@ def view_options(od: ODMatrix, truth, released) -> Options:
     size_by = top[3].radio("Size zones by", list(layers.SIZE_BY), key=SIZE_BY, horizontal=True,
                            format_func=lambda k: k.capitalize(),
                            help=" ".join(layers.SIZE_BY.values()))
+    rings = top[3].toggle("Rings: flows within one zone", key=RINGS,
+                          help="Commuters who live and work in the same zone, drawn as rings "
+                               "around it. Off by default: where zones are many, the largest "
+                               "flows are nearly all within one zone, and their rings would cover "
+                               "the lines between zones. Listed beside the map either way.")
     with st.expander("More lines, basemap"):
         cap = flows.DEFAULT_LINE_CAP
         if st.checkbox(f"Draw more than {cap:,} lines (slower)", key=MORE_LINES):
@@ -116,7 +124,7 @@ def view_options(od: ODMatrix, truth, released) -> Options:
         basemap = st.checkbox("OpenStreetMap basemap (needs internet; your browser then "
                               "requests map tiles from tile.openstreetmap.org)", key=BASEMAP)
     return Options(od, truth, released, view, top_k, min_count, zone, names, direction,
-                   size_by, cap, basemap)
+                   size_by, cap, basemap, rings)
 
 
 def selections(options: Options) -> dict[str, flows.FlowSelection]:
@@ -136,7 +144,7 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
     colours = {flows.TRUE: charts.TRUE_COLOUR, flows.RELEASED: charts.colour(mechanism)}
     map_options = {"size_by": options.size_by, "selected": options.zone,
                    "parent_outlines": layers.outlines(data.current().matrix.origins),
-                   "basemap": options.basemap, **extra}
+                   "basemap": options.basemap, "rings": options.rings, **extra}
 
     def build(v: str, frame, legends_inside: bool = True) -> layers.FlowMap:
         return layers.flow_map(chosen[v], frame, breaks, colour=colours.get(v),
@@ -189,21 +197,40 @@ def side_tables(options: Options, selection: flows.FlowSelection, places) -> Non
                                            options.released).to_frame(),
                          hide_index=True, width="stretch", column_config=NUMBERS)
     lists = [(flows.UNPLACED, "To or from places without a position"),
-             (flows.WITHIN, "Within one zone (rings on the map)")]
+             (flows.WITHIN, "Within one zone (rings on the map)" if options.rings else
+              "Within one zone (not drawn: turn on “Rings” to draw them)")]
     for place, (group, title) in zip(rest or [first, first], lists):
         with place:
             left_out = selection.truncated(group)
-            st.markdown(f"**{title}**: {len(getattr(selection, group)):,}"
+            listing = selection.listing(group)
+            st.markdown(f"**{title}**: {len(listing):,}"
                         + (f" (the largest; {left_out:,} more beyond the limit)"
                            if left_out else ""))
-            st.dataframe(selection.listing(group), hide_index=True, width="stretch",
-                         column_config=NUMBERS)
+            _wrapped_list(listing)
 
 
-def flows_table(selection: flows.FlowSelection, side_by_side: bool) -> None:
+#: Rows of a list beside the map (the table of flows shown below has them all).
+LISTED = 15
+
+
+def _wrapped_list(listing: pd.DataFrame) -> None:
+    """The first :data:`LISTED` flows of a list as an HTML table whose names wrap (a grid cut
+    "Kildare → No fixed place of worl" without an ellipsis and pushed the released column off
+    its narrow column)."""
+    shown = listing.head(LISTED).assign(
+        true=listing["true"].head(LISTED).map("{:,.0f}".format),
+        released=listing["released"].head(LISTED).map(
+            lambda v: charts.NOTHING if pd.isna(v) else f"{v:,.1f}"))
+    charts.wrapped_table(shown)   # not in a scrolling box: one the keyboard cannot reach
+    if len(listing) > LISTED:
+        st.caption(f"The largest {LISTED} of {len(listing):,}: all of them are in “The flows "
+                   "shown” below and its CSV.")
+
+
+def flows_table(selection: flows.FlowSelection, side_by_side: bool, rings: bool) -> None:
     """Every flow shown, as a table and a formula-safe CSV."""
     st.header("The flows shown" + (" on the released map" if side_by_side else ""))
-    table = selection.table()
+    table = selection.table(rings)
     if table["released"].notna().any():  # the map's classes (fitted to the flows drawn)
         bounds = layers.difference_bounds(pd.concat([selection.lines, selection.within]))
         labels = flows.status_labels(*bounds)

@@ -474,7 +474,7 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
              size_by: str = "residents", selected: str | None = None,
              parent_outlines: list[tuple[str, np.ndarray]] = (), basemap: bool = False,
              colour: str | None = None, areas=None, legends_inside: bool = True,
-             schematic: bool = False) -> FlowMap:
+             schematic: bool = False, rings: bool = True) -> FlowMap:
     """The whole map of one view: background, within-zone rings, flow lines, zones, legend.
 
     ``zone_frame`` is :func:`dpcore.evaluation.flows.zones`; ``breaks`` the width classes
@@ -485,6 +485,8 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
     map's corners (a standalone file) or, without ``legends_inside``, left to the page
     (``FlowMap.legends``), so that they cover none of the map. ``schematic``: the zones are at a
     schematic layout (:mod:`dpcore.data.schematic`), drawn without geography and labelled so.
+    ``rings``: draw the flows within one zone as rings (their own layer); without, only the
+    lines between zones are drawn and the page lists the rest.
     """
     if size_by not in SIZE_BY:
         raise ValueError(f"size_by must be one of {', '.join(SIZE_BY)}; got {size_by!r}")
@@ -505,6 +507,8 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
                                                             close, far))
                          for frame in (lines, within))
         labels = flows.status_labels(close, far)
+    if not rings:
+        within = within.iloc[:0]
     _add_within(m, within, selection.view, shrink, colour)
     reference_lat = (bounds[0][0] + bounds[1][0]) / 2
     extent = math.hypot(bounds[1][0] - bounds[0][0],

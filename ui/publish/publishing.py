@@ -290,6 +290,9 @@ def section(settings: RunSettings) -> None:
     method = st.radio("Method", methods, key="publish_method", horizontal=True,
                       index=methods.index(publish.FLAT), on_change=_reset_postprocess,
                       format_func=publish.METHODS.__getitem__)
+    why_not_wls = publish.wls_unavailable(od)
+    if why_not_wls:
+        st.caption(safe.markdown(why_not_wls))  # an upload names the table
     left, middle, right = st.columns(3)
     mechanism = (publish.GAUSSIAN if method == publish.TOPDOWN else
                  left.selectbox("Mechanism", list(publish.MECHANISMS), key="publish_mechanism",
