@@ -6,13 +6,12 @@ Home page: pick a dataset and see how exposed its small cells are. The app start
 
 import streamlit as st
 
-from ui.components import access, navigation, state, widgets
+from ui.components import access, controls, navigation, widgets
 
 st.set_page_config(page_title="Commuting Privacy Lab", page_icon="🚌",
                    layout="wide")
-navigation.menu()
+navigation.menu(controls.keep())
 access.styles()
-state.init()
 
 st.title("Commuting Privacy Lab")
 st.markdown(
