@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_pages import run_page
 from ui.components import state
-from ui.components.controls import EPSILON_TYPED, FROM_URL_DONE, KEYS, nearest_step
+from ui.components.controls import (DEFAULT_MECHANISMS, EPSILON_TYPED, FROM_URL_DONE, KEYS,
+                                    nearest_step)
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -89,9 +90,14 @@ def test_learn_draws_the_shared_epsilon():
     assert at.session_state[KEYS["epsilon"].value] == 4.0 and linked(at, "eps") == ["4"]
 
 
-def test_a_setting_missing_from_the_session_falls_back_to_its_default_and_says_so():
-    session = {k: v for k, v in CHOSEN.items() if k != KEYS["epsilon"].value}
+@pytest.mark.parametrize("name, said, drawn", [
+    ("epsilon", "“ε” was missing from this session; using its default (1)",
+     {"slider": 1.0, "typed": 1.0}),
+    ("mechanisms", "“mechanisms” was missing from this session; using its default "
+                   f"({', '.join(DEFAULT_MECHANISMS)})", {"mechanisms": DEFAULT_MECHANISMS})])
+def test_a_setting_missing_from_the_session_falls_back_to_its_default_and_says_so(name, said,
+                                                                                   drawn):
+    session = {k: v for k, v in CHOSEN.items() if k != KEYS[name].value}
     at = run_page(str(ROOT / "pages" / "2_Explore.py"), {}, None, session)
-    assert shown(at)["slider"] == 1.0 and shown(at)["typed"] == 1.0
-    assert any("“epsilon” was missing from this session; using its default (1)" in c.value
-               for c in at.caption)
+    assert {k: shown(at)[k] for k in drawn} == drawn
+    assert any(said in c.value for c in at.caption), [c.value for c in at.caption]

@@ -1,22 +1,25 @@
 """The shared run controls: what to release and how, kept across pages and mirrored in the URL.
 
-A page that runs mechanisms (Explore, Tradeoffs, Flow map) draws the controls once and gets back a
-frozen :class:`RunSettings`::
+Every page first calls :func:`keep` (its result goes to the menu's links); a page that runs
+mechanisms (Explore, Tradeoffs, Flow map, Plan & publish) then draws the controls once and gets
+back a frozen :class:`RunSettings`::
 
-    from ui.components import controls, runs, state
+    from ui.components import controls, navigation, runs
 
-    state.init()
+    navigation.menu(controls.keep())
     settings = controls.run_controls()              # sidebar; several mechanisms
     settings = controls.run_controls(multi=False)   # one mechanism (the first of the selection)
     matrix = runs.view(settings)                    # the chosen level/subset of the dataset
     result = runs.release_of(settings, settings.mechanisms[0])   # see ui.components.runs
 
-Settings survive page changes: each value lives under a plain session-state key of :data:`KEYS`
-(Streamlit deletes a *widget's* state when a page does not draw it, so widgets have their own keys
-and copy into the plain ones through callbacks). They are written to ``st.query_params`` on every
-run, and a new session that opens such a URL starts from it, so a view can be shared by its link.
-An invalid URL value is not used (the default is kept), never an error, and a one-line notice says
-so (:func:`ui.components.viewstate.parsed`).
+One state shared by every page (issue 42): each value lives under a plain session-state key of
+:data:`KEYS` (Streamlit deletes a *widget's* state when a page does not draw it, and gives a
+widget a new identity on every page, so widgets have their own keys, copy into the plain ones
+through callbacks and are given their value again on each page by
+:func:`ui.components.viewstate.restore`). Every page writes them to ``st.query_params`` — pages
+without run controls too — and the first page a session opens reads them from its URL, so a view
+can be shared by its link. An invalid URL value is not used (the default is kept), never an
+error, and a one-line notice says so (:func:`ui.components.viewstate.parsed`).
 
 Only the dataset itself belongs to :mod:`ui.components.state` (``CURRENT_DATASET``, shared with the home
 page); everything else is defined here, in :data:`KEYS`.
@@ -81,6 +84,21 @@ def _defaults() -> dict:
             "postprocess": DEFAULT_POSTPROCESS, "seed": 0}
 
 
+#: Each setting's name in a sentence.
+LABELS = {"level": "level", "areas": "areas", "mechanisms": "mechanisms", "epsilon": "ε",
+          "delta": "δ", "neighbours": "neighbouring datasets",
+          "options": "mechanism parameters", "postprocess": "post-processing", "seed": "seed"}
+
+
+def _as_text(value) -> str:
+    """A setting's value in a sentence: 1e-06, "laplace, grr", "none", "each one's default"."""
+    if isinstance(value, float):
+        return viewstate.number_text(value)
+    if isinstance(value, (tuple, list)):
+        return ", ".join(value) or "none"
+    return "each one's default" if isinstance(value, dict) else str(value)
+
+
 def _param(key: str, name: str):
     return next(p for p in mechanisms.get(key).params if p.name == name)
 
@@ -102,9 +120,7 @@ def _from_url() -> dict:
     defaults = _defaults()
 
     def parsed(name: str, parse, valid: str):
-        default = defaults[name]
-        used = viewstate.number_text(default) if isinstance(default, float) else str(default)
-        return viewstate.parsed(KEYS[name].url, parse, valid, used)
+        return viewstate.parsed(KEYS[name].url, parse, valid, _as_text(defaults[name]))
 
     found = {
         "level": parsed("level", viewstate.one_of(views.LEVELS),
@@ -212,9 +228,8 @@ def init() -> None:
             data.select(dataset)
     for name, value in _defaults().items():
         if not first and KEYS[name].value not in st.session_state:
-            shown = viewstate.number_text(value) if isinstance(value, float) else value
-            st.caption(f"The run setting “{name}” was missing from this session; using its "
-                       f"default ({shown}).")
+            st.caption(f"The run setting “{LABELS[name]}” was missing from this session; using "
+                       f"its default ({_as_text(value)}).")
         st.session_state.setdefault(KEYS[name].value, from_url.get(name, value))
 
 
