@@ -10,7 +10,8 @@ from ui.components import access, controls, navigation, widgets
 
 st.set_page_config(page_title="Commuting Privacy Lab", page_icon="🚌",
                    layout="wide")
-navigation.menu(controls.keep())
+shared = controls.keep()   # the settings every page shares, for the links
+navigation.menu(shared)
 access.styles()
 
 st.title("Commuting Privacy Lab")
@@ -26,4 +27,4 @@ st.header("Top 10 commutes")
 widgets.top_flows(current.matrix, k=10)
 
 st.header("Where next")
-widgets.page_links()
+widgets.page_links(shared)

@@ -74,6 +74,11 @@ def test_a_page_without_run_controls_keeps_the_shared_settings_in_its_url(page):
     assert linked(at, "mech") == ["grr", "laplace"]
     assert linked(at, "eps") == ["2.7"] and linked(at, "dataset") == ["toy_town"]
     assert "hm.t=auto" not in linked(at, "opt")  # only the chosen mechanisms'
+    # The menu's links (and Home's "Where next") carry them: a link opened in a new tab keeps them.
+    links = at.get("page_link")
+    assert len(links) >= 8
+    assert all("mech=grr&mech=laplace" in link.proto.query_string and
+               "eps=2.7" in link.proto.query_string for link in links)
 
 
 def test_the_home_page_honours_the_dataset_in_its_link():
