@@ -191,3 +191,15 @@ def test_every_menu_click_keeps_the_settings(page: Page, app_url, network, datas
                                  f"{error}") from error
     expect(page.get_by_test_id("stException")).to_have_count(0)
     print(f"\n{dataset}: set up and 56 menu clicks in {time.monotonic() - started:.0f} s")
+
+
+def test_home_opens_on_the_dataset_its_link_names(page: Page, app_url, network):
+    """``/?dataset=ireland_ed`` showed the counties on Home (issue 42)."""
+    page.goto(f"{app_url}/?dataset=ireland_ed")
+    picker = page.get_by_role("combobox", name="Dataset")
+    expect(picker).to_have_value(widgets.PICKER_LABELS["ireland_ed"], timeout=WAIT)
+    click_menu(page, "Data")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('dataset') === "
+                           "'ireland_ed'", timeout=WAIT)
+    click_menu(page, "Home")
+    expect(picker).to_have_value(widgets.PICKER_LABELS["ireland_ed"], timeout=WAIT)
