@@ -6,13 +6,13 @@ Home page: pick a dataset and see how exposed its small cells are. The app start
 
 import streamlit as st
 
-from ui.components import access, navigation, state, widgets
+from ui.components import access, controls, navigation, widgets
 
 st.set_page_config(page_title="Commuting Privacy Lab", page_icon="🚌",
                    layout="wide")
-navigation.menu()
+shared = controls.keep()   # the settings every page shares, for the links
+navigation.menu(shared)
 access.styles()
-state.init()
 
 st.title("Commuting Privacy Lab")
 st.markdown(
@@ -27,4 +27,4 @@ st.header("Top 10 commutes")
 widgets.top_flows(current.matrix, k=10)
 
 st.header("Where next")
-widgets.page_links()
+widgets.page_links(shared)

@@ -6,13 +6,12 @@ Thin page: the import flow and the examples are drawn by :mod:`ui.upload.flow`.
 import streamlit as st
 
 from dpcore.data import importers
-from ui.components import huge, navigation, state
+from ui.components import controls, huge, navigation, state
 from ui.upload import flow
 
 st.set_page_config(page_title="Data · Commuting Privacy Lab", page_icon="📄",
                    layout="wide")
-navigation.menu()
-state.init()
+navigation.menu(controls.keep())
 
 st.title("Your data")
 st.markdown(

@@ -16,7 +16,7 @@ from ui.components.viewstate import kept
 
 st.set_page_config(page_title="Explore · Commuting Privacy Lab", page_icon="🔍",
                    layout="wide")
-navigation.menu()
+navigation.menu(controls.keep())
 settings = controls.run_controls()
 st.title("Explore a release")
 od = panels.view_or_stop(settings)

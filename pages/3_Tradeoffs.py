@@ -19,7 +19,7 @@ from ui.components.viewstate import kept
 
 st.set_page_config(page_title="Tradeoffs · Commuting Privacy Lab",
                    page_icon="📈", layout="wide")
-navigation.menu()
+navigation.menu(controls.keep())
 settings = controls.run_controls()
 st.title("Privacy–utility tradeoffs")
 sections.scheduler_note()

@@ -13,7 +13,7 @@ from ui.maps import choropleth, flowmap, layers, leaflet_assets
 
 st.set_page_config(page_title="Flow map · Commuting Privacy Lab", page_icon="🗺️",
                    layout="wide")
-navigation.menu()
+navigation.menu(controls.keep())
 try:
     leaflet_assets.ensure()
 except leaflet_assets.LeafletMissingError as error:

@@ -6,22 +6,21 @@ URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in 
 
 import streamlit as st
 
-from ui.components import access, data, navigation, safe, state, widgets
+from ui.components import access, controls, data, navigation, safe, widgets
 from ui.learn import lessons
 from ui.components.viewstate import kept
 
 st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon="🎓",
                    layout="wide")
-navigation.menu()
+navigation.menu(controls.keep())
 access.styles()
-state.init()
 current = data.current()
 st.title("Learn: what differential privacy does to commuting data")
 
 lesson = kept(st.segmented_control, "Lesson", "learn_lesson", "why", url="lesson",
               options=list(lessons.LESSONS), format_func=lessons.LESSONS.__getitem__,
               required=True)
-epsilon = lessons.epsilon_picker()
+epsilon = controls.epsilon_inputs("Privacy budget ε")   # the ε every page shares
 st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commuters, "
            f"{current.matrix.domain_size:,} possible commutes). Choose another dataset on the "
            "home page.")

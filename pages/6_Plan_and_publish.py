@@ -15,7 +15,7 @@ from ui.publish import planner, publishing
 
 st.set_page_config(page_title="Plan & publish · Commuting Privacy Lab", page_icon="🎯",
                    layout="wide")
-navigation.menu()
+navigation.menu(controls.keep())
 settings = controls.run_controls()
 st.title("Plan & publish")
 st.caption("Set the accuracy your table must keep; the planner finds, per mechanism, the "

@@ -15,10 +15,11 @@ from dpcore.theory import accuracy, learn, privacy_theory
 from tests.app_pages import run_page, shown_table, text
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
+from ui.components.controls import KEYS
 from ui.learn import lessons
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
-EPSILON = "kept_widget_learn_epsilon"
+EPSILON = KEYS["epsilon"].widget   # the ε every page shares
 
 
 def learn_page(lesson: str, dataset: str = "ireland_county", **session) -> AppTest:

@@ -143,9 +143,11 @@ def test_no_product_module_cites_a_file_the_repository_lacks():
 
 def test_every_page_draws_the_apps_menu_first():
     """Streamlit runs a deep-linked page without app.py until some session has run st.navigation,
-    so the menu is drawn by each page (ui/components/navigation.py), right after its page config."""
+    so the menu is drawn by each page (ui/components/navigation.py), right after its page config,
+    its links carrying the settings every page shares (controls.keep, issue 42)."""
     for path in sorted((ROOT / "pages").glob("*.py")):
         calls = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
                  if line.startswith(("st.", "navigation."))]
         assert calls[0].startswith("st.set_page_config("), path.name
-        assert "navigation.menu()" in calls[:2], path.name
+        assert calls[1] in ("navigation.menu(controls.keep())", "navigation.menu(shared)"), \
+            path.name

@@ -4,9 +4,10 @@ Each test takes one dataset into one browser session — a bundled one picked on
 synthetic dataset made on the Data page (generated on first use, then shared through the cache
 folder), or an upload through the Data page: a POWSCAR file alone (no coordinates), a LODES file
 at block level (no coordinates), a long file with a zones file — then walks every page through
-the sidebar (an upload lives in its session: a new URL would lose it). On each page it waits for
-the defaults to finish, does the page's main interaction, and checks there is no exception box
-and no traceback text. The failures of one dataset are collected and reported together, page by
+the sidebar's menu (an upload lives in its session: a new URL would lose it; the one typed URL
+is the app's root). On each page it waits for the defaults to finish, does the page's main
+interaction, and checks there is no exception box and no traceback text; after Explore's new
+ε, every later page must still have it (in its URL, and in the typed box where drawn). The failures of one dataset are collected and reported together, page by
 page, so one broken page does not hide another.
 
 The national case also checks what issue 21 found wrong there: on Explore, every released rank in
@@ -70,17 +71,34 @@ def chart_title(page: Page, text: str):
     return page.locator(".js-plotly-plot .gtitle", has_text=text).first
 
 
-def go(page: Page, name: str) -> None:
-    """Open a page through the sidebar (keeps the session and its upload)."""
+def go(page: Page, name: str, epsilon: str | None = None) -> None:
+    """Open a page through the sidebar's menu (keeps the session and its upload); with
+    ``epsilon``, check that the page still has the ε the user typed: in its URL and, where it
+    draws it, in the typed box (issue 42: the menu used to reset it to 1e-06)."""
     page.locator(".st-key-app_menu").get_by_role("link", name=LINKS[name]).click()
     expect(page.get_by_role("heading", name=HEADINGS[name]).first).to_be_visible(timeout=60_000)
+    if epsilon is not None:
+        page.wait_for_function("eps => new URLSearchParams(location.search).get('eps') === eps",
+                               arg=epsilon, timeout=60_000)
+        if name in ("Explore", "Tradeoffs", "Flow map", "Learn", "Plan & publish"):
+            expect(page.get_by_role("spinbutton", name="ε, typed", exact=True)).to_have_value(
+                epsilon, timeout=60_000)
+
+
+def open_app(page: Page, app_url: str, name: str = "Home") -> None:
+    """Open the app at its root — the one typed URL of a journey — then page ``name`` through
+    the menu."""
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name=HEADINGS["Home"])).to_be_visible()
+    if name != "Home":
+        settled(page)
+        go(page, name)
 
 
 # ----------------------------------------------------------------------- getting the data in
 def pick_bundled(key: str):
     def start(page: Page, app_url: str) -> None:
-        page.goto(app_url)
-        expect(page.get_by_role("heading", name=HEADINGS["Home"])).to_be_visible()
+        open_app(page, app_url)
         settled(page)
         choose(page, "Dataset", widgets.picker_label(key))
         settled(page)
@@ -90,8 +108,7 @@ def pick_bundled(key: str):
 
 
 def make_national(page: Page, app_url: str) -> None:
-    page.goto(f"{app_url}/Data")
-    expect(page.get_by_role("heading", name="Your data")).to_be_visible()
+    open_app(page, app_url, "Data")
     page.get_by_role("button", name="Use the national synthetic dataset").click()
     expect(page.get_by_text("is now the current dataset")).to_be_visible(timeout=SLOW)
     settled(page)
@@ -99,8 +116,7 @@ def make_national(page: Page, app_url: str) -> None:
 
 def upload(name: str, file_format: str, level: str | None = None, zones: str | None = None):
     def start(page: Page, app_url: str) -> None:
-        page.goto(f"{app_url}/Data")
-        expect(page.get_by_role("heading", name="Your data")).to_be_visible()
+        open_app(page, app_url, "Data")
         choose(page, "Format", importers.FORMATS[file_format])
         if level is not None:
             choose(page, "Level", level)
@@ -290,11 +306,14 @@ def test_every_page_opens_and_does_its_main_interaction(page: Page, app_url, dat
     DATASETS[dataset](page, app_url)
     clean(page)
     failures = []
+    epsilon = None   # the ε typed on Explore, which every later page must keep
     for name, interaction in INTERACTIONS.items():
         try:
-            go(page, name)
+            go(page, name, epsilon)
             interaction(page, dataset)
             clean(page)
+            if interaction is explore:
+                epsilon = "2"
         except (AssertionError, PlaywrightError) as error:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             slug = re.sub(r"\W+", "-", name.lower())

@@ -1,7 +1,8 @@
 """Every page opened first through its deep link, on a server where no session has run yet, shows
 the app's own menu and nothing else: Streamlit's automatic list of ``pages/`` (which it serves to
 such a first visit until some session has run ``st.navigation``) is turned off in config.toml, and
-``app.py`` draws the menu with ``st.page_link`` (ui/components/navigation.py)."""
+``app.py`` draws the menu with ``st.page_link`` (ui/components/navigation.py), the current page's
+link marked with ``aria-current="page"``."""
 
 import pytest
 from playwright.sync_api import Browser, expect
@@ -36,14 +37,16 @@ def test_a_first_visit_through_a_deep_link_shows_the_apps_menu_only(browser: Bro
         # Streamlit's own page list (automatic for pages/, or st.navigation's) is not drawn.
         expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
         expect(page.get_by_test_id("stSidebar").get_by_role("link", name="app")).to_have_count(0)
-        # The page asked for is the one shown, and its link alone is marked (Streamlit draws the
-        # current page's link label in bold; it sets no aria-current).
+        # The page asked for is the one shown, and its link alone is marked: in bold (Streamlit)
+        # and with aria-current="page" (navigation.MARK_CURRENT), which screen readers announce.
         expect(page).to_have_title(f"{info.title} · Commuting Privacy Lab"
                                    if info is not navigation.HOME else "Commuting Privacy Lab")
         weights = menu.get_by_role("link").evaluate_all(
             "links => links.map(a => Number(getComputedStyle(a.querySelector('p')).fontWeight))")
         here = navigation.PAGES.index(info)
         assert weights[here] > max(w for i, w in enumerate(weights) if i != here), weights
+        expect(menu.locator("[aria-current]")).to_have_count(1)
+        expect(menu.get_by_role("link").nth(here)).to_have_attribute("aria-current", "page")
         expect(page.get_by_test_id("stException")).to_have_count(0)
     finally:
         context.close()

@@ -1,22 +1,25 @@
 """The shared run controls: what to release and how, kept across pages and mirrored in the URL.
 
-A page that runs mechanisms (Explore, Tradeoffs, Flow map) draws the controls once and gets back a
-frozen :class:`RunSettings`::
+Every page first calls :func:`keep` (its result goes to the menu's links); a page that runs
+mechanisms (Explore, Tradeoffs, Flow map, Plan & publish) then draws the controls once and gets
+back a frozen :class:`RunSettings`::
 
-    from ui.components import controls, runs, state
+    from ui.components import controls, navigation, runs
 
-    state.init()
+    navigation.menu(controls.keep())
     settings = controls.run_controls()              # sidebar; several mechanisms
     settings = controls.run_controls(multi=False)   # one mechanism (the first of the selection)
     matrix = runs.view(settings)                    # the chosen level/subset of the dataset
     result = runs.release_of(settings, settings.mechanisms[0])   # see ui.components.runs
 
-Settings survive page changes: each value lives under a plain session-state key of :data:`KEYS`
-(Streamlit deletes a *widget's* state when a page does not draw it, so widgets have their own keys
-and copy into the plain ones through callbacks). They are written to ``st.query_params`` on every
-run, and a new session that opens such a URL starts from it, so a view can be shared by its link.
-An invalid URL value is not used (the default is kept), never an error, and a one-line notice says
-so (:func:`ui.components.viewstate.parsed`).
+One state shared by every page (issue 42): each value lives under a plain session-state key of
+:data:`KEYS` (Streamlit deletes a *widget's* state when a page does not draw it, and gives a
+widget a new identity on every page, so widgets have their own keys, copy into the plain ones
+through callbacks and are given their value again on each page by
+:func:`ui.components.viewstate.restore`). Every page writes them to ``st.query_params`` — pages
+without run controls too — and the first page a session opens reads them from its URL, so a view
+can be shared by its link. An invalid URL value is not used (the default is kept), never an
+error, and a one-line notice says so (:func:`ui.components.viewstate.parsed`).
 
 Only the dataset itself belongs to :mod:`ui.components.state` (``CURRENT_DATASET``, shared with the home
 page); everything else is defined here, in :data:`KEYS`.
@@ -82,6 +85,21 @@ def _defaults() -> dict:
             "postprocess": DEFAULT_POSTPROCESS, "seed": 0}
 
 
+#: Each setting's name in a sentence.
+LABELS = {"level": "level", "areas": "areas", "mechanisms": "mechanisms", "epsilon": "ε",
+          "delta": "δ", "neighbours": "neighbouring datasets",
+          "options": "mechanism parameters", "postprocess": "post-processing", "seed": "seed"}
+
+
+def _as_text(value) -> str:
+    """A setting's value in a sentence: 1e-06, "laplace, grr", "none", "each one's default"."""
+    if isinstance(value, float):
+        return viewstate.number_text(value)
+    if isinstance(value, (tuple, list)):
+        return ", ".join(value) or "none"
+    return "each one's default" if isinstance(value, dict) else str(value)
+
+
 def _param(key: str, name: str):
     return next(p for p in mechanisms.get(key).params if p.name == name)
 
@@ -103,9 +121,7 @@ def _from_url() -> dict:
     defaults = _defaults()
 
     def parsed(name: str, parse, valid: str):
-        default = defaults[name]
-        used = viewstate.number_text(default) if isinstance(default, float) else str(default)
-        return viewstate.parsed(KEYS[name].url, parse, valid, used)
+        return viewstate.parsed(KEYS[name].url, parse, valid, _as_text(defaults[name]))
 
     found = {
         "level": parsed("level", viewstate.one_of(views.LEVELS),
@@ -162,16 +178,40 @@ def _ignored_option(item: str) -> None:
     viewstate.ignored(KEYS["options"].url, item, f"{target} {valid}", f"{target}={param.default}")
 
 
-def _to_url(settings: RunSettings) -> dict[str, str | list[str]]:
-    options = [f"{key}.{name}={value}"
-               for key, values in settings.options for name, value in values]
-    return {DATASET_URL: settings.dataset, KEYS["level"].url: settings.level,
-            KEYS["areas"].url: list(settings.areas),
-            KEYS["mechanisms"].url: list(settings.mechanisms),
-            KEYS["epsilon"].url: viewstate.number_text(settings.epsilon),
-            KEYS["delta"].url: viewstate.number_text(settings.delta),
-            KEYS["neighbours"].url: settings.neighbours, KEYS["options"].url: options,
-            KEYS["postprocess"].url: settings.postprocess, KEYS["seed"].url: str(settings.seed)}
+def own_options(keys, stored: dict) -> dict:
+    """Each mechanism's own parameters (not ε, δ, neighbours): the value the user set, else the
+    declared default — what the pages draw and what the URL carries."""
+    return {key: {p.name: stored.get(key, {}).get(p.name, p.default)
+                  for p in mechanisms.get(key).params if p.name not in SHARED_PARAMS}
+            for key in keys}
+
+
+def shared_query() -> dict[str, str | list[str]]:
+    """The settings every page shares, as URL parameters: what the menu's links carry and every
+    page's URL holds, so a link — even one opened from a page that draws no run controls, or
+    from the Flow map, which uses only the first mechanism — reproduces all of them."""
+    init()
+    value = {name: st.session_state[KEYS[name].value] for name in KEYS}
+    chosen = [k for k in value["mechanisms"] if k in mechanisms.names()]
+    options = [f"{key}.{name}={text}" for key, own in own_options(chosen, value["options"]).items()
+               for name, text in own.items()]
+    return {DATASET_URL: st.session_state[state.CURRENT_DATASET],
+            KEYS["level"].url: value["level"], KEYS["areas"].url: list(value["areas"]),
+            KEYS["mechanisms"].url: chosen,
+            KEYS["epsilon"].url: viewstate.number_text(value["epsilon"]),
+            KEYS["delta"].url: viewstate.number_text(value["delta"]),
+            KEYS["neighbours"].url: value["neighbours"], KEYS["options"].url: options,
+            KEYS["postprocess"].url: value["postprocess"], KEYS["seed"].url: str(value["seed"])}
+
+
+def keep() -> dict[str, str | list[str]]:
+    """On every page, first: the shared settings (from this session, or from the URL on the
+    session's first page) written into the page's URL, also where no run controls are drawn.
+    Returns them as URL parameters, for the menu's links (:func:`ui.components.navigation.menu`)."""
+    query = shared_query()
+    for name, value in query.items():
+        viewstate.write(name, value)
+    return query
 
 
 def init() -> None:
@@ -188,6 +228,9 @@ def init() -> None:
         if dataset is not None:
             data.select(dataset)
     for name, value in _defaults().items():
+        if not first and KEYS[name].value not in st.session_state:
+            st.caption(f"The run setting “{LABELS[name]}” was missing from this session; using "
+                       f"its default ({_as_text(value)}).")
         st.session_state.setdefault(KEYS[name].value, from_url.get(name, value))
 
 
@@ -325,11 +368,14 @@ def _approximation_notes(chosen: tuple[str, ...]) -> None:
                        "private**: the ε below does not affect it.")
 
 
-def _epsilon_inputs() -> float:
+def epsilon_inputs(label: str = "ε (privacy budget, log scale)") -> float:
+    """The shared ε: a log-scale slider and a box for any value (the Learn page draws them too,
+    so that one ε serves every page)."""
+    init()
     value = st.session_state[KEYS["epsilon"].value]
     viewstate.restore(KEYS["epsilon"].widget, nearest_step(value))
     viewstate.restore(EPSILON_TYPED, value)
-    st.select_slider("ε (privacy budget, log scale)", EPSILON_STEPS, key=KEYS["epsilon"].widget,
+    st.select_slider(label, EPSILON_STEPS, key=KEYS["epsilon"].widget,
                      on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
     st.number_input("ε, typed", min_value=float(EPSILON.low), max_value=float(EPSILON.high),
@@ -340,15 +386,13 @@ def _epsilon_inputs() -> float:
 
 def _mechanism_options(chosen: tuple[str, ...]) -> dict:
     """Inputs for each chosen mechanism's own parameters, from their declarations."""
-    stored = st.session_state[KEYS["options"].value]
     options = {}
-    for key in chosen:
-        own = [p for p in mechanisms.get(key).params if p.name not in SHARED_PARAMS]
-        if not own:
+    for key, values in own_options(chosen, st.session_state[KEYS["options"].value]).items():
+        if not values:
             continue
         st.caption(mechanisms.get(key).name)
-        for param in own:
-            value = stored.get(key, {}).get(param.name, param.default)
+        for param in (_param(key, name) for name in values):
+            value = values[param.name]
             widget = option_widget(key, param.name)
             viewstate.restore(widget, value)
             common = dict(key=widget, on_change=_store_option, args=(key, param.name),
@@ -380,7 +424,7 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         chosen = _mechanism_picker(multi, huge=current.matrix if huge else None)
         _approximation_notes(chosen)
         access.epsilon_anchor()
-        epsilon = _epsilon_inputs()
+        epsilon = epsilon_inputs()
         if any(mechanisms.get(k).uses_delta for k in chosen):
             _restore("delta")
             st.number_input("δ", min_value=DELTA.low, max_value=DELTA.high, format="%.2e",
@@ -417,11 +461,5 @@ def run_controls(multi: bool = True, where=None) -> RunSettings:
         options=tuple(sorted((k, tuple(sorted(v.items()))) for k, v in options.items())),
         postprocess=st.session_state[KEYS["postprocess"].value],
         seed=int(st.session_state[KEYS["seed"].value]))
-    _mirror_to_url(settings)
+    keep()
     return settings
-
-
-def _mirror_to_url(settings: RunSettings) -> None:
-    """Write the settings into the page URL (only what changed, to avoid needless updates)."""
-    for name, value in _to_url(settings).items():
-        viewstate.write(name, value)

@@ -13,6 +13,7 @@ current page marked by Streamlit as the active link, on every visit, first or no
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,18 +49,55 @@ def pages() -> list[st.Page]:
                     default=info is HOME) for info in PAGES]
 
 
-def menu() -> None:
-    """The sidebar menu, drawn by every page first: one link per page in :data:`PAGES` order.
+#: Marks the current page's menu link with ``aria-current="page"`` (Streamlit shows it in bold
+#: only, which a screen reader does not announce). Streamlit redraws the links as it likes, so
+#: an observer marks them again after every change of the page's elements; each page's run
+#: names its own title (``__TITLE__``), which also makes the script run again on a page change.
+MARK_CURRENT = """<style>.st-key-app_menu .stElementContainer:has(.stHtml) { display: none; }</style>
+<script>(() => {
+  window.dpcoreMenuCurrent = __TITLE__;
+  const mark = () => document.querySelectorAll(
+      ".st-key-app_menu [data-testid='stPageLink-NavLink']").forEach(link => {
+    const here = link.textContent.trim() === window.dpcoreMenuCurrent;
+    if (here && link.getAttribute("aria-current") !== "page") link.setAttribute("aria-current", "page");
+    if (!here && link.hasAttribute("aria-current")) link.removeAttribute("aria-current");
+  });
+  mark();
+  if (!window.dpcoreMenuObserver) {
+    window.dpcoreMenuObserver = new MutationObserver(mark);
+    window.dpcoreMenuObserver.observe(document.body, {childList: true, subtree: true});
+  }
+})();</script>"""
+
+
+def menu(query: dict | None = None) -> None:
+    """The sidebar menu, drawn by every page first: one link per page in :data:`PAGES` order,
+    each carrying ``query`` — the settings every page shares
+    (:func:`ui.components.controls.keep`) — so a link opened in a new tab reproduces them too.
 
     Each page draws it (not ``app.py``) because until some session has run ``st.navigation``,
     Streamlit runs a page reached through a deep link directly, without ``app.py``; the links
-    name the pages' files, which both ways of running resolve to the same URL paths, and
-    Streamlit marks the current page's link. A page run on its own (an ``AppTest`` of one page
-    file) has no app around it and so no menu.
+    name the pages' files, which both ways of running resolve to the same URL paths. Streamlit
+    shows the current page's link in bold; :data:`MARK_CURRENT` gives it ``aria-current="page"``.
+    A page run on its own (an ``AppTest`` of one page file) has no app around it and so no menu.
     """
     context = get_script_run_ctx()
     if context is None or Path(context.main_script_path).resolve() != APP:
         return
     with st.sidebar.container(key="app_menu"):
         for info in PAGES:
-            st.page_link(info.path, label=info.title)
+            st.page_link(info.path, label=info.title, query_params=query or None)
+        here = _current(context)
+        if here is not None:
+            st.html(MARK_CURRENT.replace("__TITLE__", json.dumps(here.title)),
+                    unsafe_allow_javascript=True)
+
+
+def _current(context) -> PageInfo | None:
+    """The page this run draws: Streamlit's page registry names its file, routed by ``app.py``
+    or run directly (a first deep link, see the module docstring)."""
+    script = context.pages_manager.get_pages().get(context.page_script_hash, {}).get("script_path")
+    if script is None:
+        return None
+    return next((info for info in PAGES if (APP.parent / info.path).resolve()
+                 == Path(script).resolve()), None)

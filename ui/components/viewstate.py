@@ -14,6 +14,7 @@ would be valid and what is used instead (:func:`ignored`).
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dpcore.text import plain_number
 from ui.components import safe
@@ -22,6 +23,8 @@ from ui.components import safe
 QUOTED = 40
 #: Options listed by name in a notice; longer lists are cut with their count.
 LISTED = 8
+#: Session key: widget key → the page (script hash) that last drew it (:func:`restore`).
+DRAWN_ON = "viewstate_drawn_on"
 
 
 def number_text(value: float) -> str:
@@ -131,16 +134,35 @@ def _to_text(value) -> str | list[str]:
     return number_text(value) if isinstance(value, float) else str(value)
 
 
-def restore(widget_key: str, value) -> None:
-    """Give a widget ``value`` before it is drawn (after a page change deleted its state, or when
-    another control changed the setting), and only then.
+def _page() -> str:
+    """The page this run draws (its script hash; "" outside a script run)."""
+    context = get_script_run_ctx()
+    return context.page_script_hash if context is not None else ""
 
-    Assigning a widget's key makes Streamlit send the value to the browser as a new one
-    (``set_value``), replacing the widget's state there; done on every rerun, that reset the
-    multiselect while the user was still removing options (issue 24: after one ×, further × clicks
-    did nothing until the page was clicked elsewhere).
+
+def restore(widget_key: str, value) -> None:
+    """Give a widget ``value`` before it is drawn: when this page has not drawn it yet (the
+    first draw, or a page change), when its state was deleted, or when another control changed
+    the setting — and only then.
+
+    Streamlit gives a widget a new identity on every page (its element id includes the page), but
+    until the widget is drawn there, ``st.session_state[widget_key]`` still reads the value of its
+    twin on the page the user came from. Skipping the assignment because that value was already
+    right left the new page's widget at its own default — the multiselect empty, ε at the
+    slider's first step, 1e-06 (issue 42, on every menu click between two pages that draw the
+    same control). So a widget is always given its value on the first draw on a page
+    (:data:`DRAWN_ON` records the page each widget key was last drawn on).
+
+    Assigning a widget's key on *every* rerun is wrong too: Streamlit sends the value to the
+    browser as a new one (``set_value``), replacing the widget's state there, and that reset the
+    multiselect while the user was still removing options (issue 24: after one ×, further ×
+    clicks did nothing until the page was clicked elsewhere).
     """
-    if widget_key not in st.session_state or st.session_state[widget_key] != value:
+    page = _page()
+    drawn_on = st.session_state.setdefault(DRAWN_ON, {})
+    moved = drawn_on.get(widget_key) != page
+    drawn_on[widget_key] = page
+    if moved or widget_key not in st.session_state or st.session_state[widget_key] != value:
         st.session_state[widget_key] = value
 
 

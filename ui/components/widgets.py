@@ -112,12 +112,13 @@ def _page_summary(path: Path, title: str) -> str:
     return summary
 
 
-def page_links() -> None:
-    """A link to every page but the home page, with the page's own one-line description."""
+def page_links(query: dict | None = None) -> None:
+    """A link to every page but the home page, with the page's own one-line description; like
+    the menu's, each carries ``query``, the settings every page shares."""
     for info in navigation.PAGES:
         if info is navigation.HOME:
             continue
-        st.page_link(info.path, label=info.title)
+        st.page_link(info.path, label=info.title, query_params=query or None)
         summary = _page_summary(ROOT / info.path, info.title)
         if summary:
             st.caption(summary)

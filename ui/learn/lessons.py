@@ -34,7 +34,6 @@ from ui.components import charts, data, runs, safe, state
 from ui.learn import figures
 from ui.components import heavy_hitters as hh
 from ui.components.charts import NOTHING
-from ui.components.controls import EPSILON_STEPS
 from ui.components.viewstate import kept
 
 LESSONS = {
@@ -96,14 +95,6 @@ def _times(factor: float) -> str:
 def _label(od: ODMatrix):
     """Cell index → its "Origin → Destination" name, escaped for Markdown."""
     return lambda cell: f"**{safe.markdown(od.cell_labels([cell])[0])}**"
-
-
-def epsilon_picker() -> float:
-    """The page's privacy budget (log steps 0.1–10, as on the other pages)."""
-    return kept(st.select_slider, "Privacy budget ε", "learn_epsilon", 1.0, url="eps",
-                options=EPSILON_STEPS, format_func=lambda e: f"{e:g}",
-                help="Natural-log privacy loss bound: smaller is more private. Every lesson "
-                     "uses it.")
 
 
 # ----------------------------------------------------------------------------------- lesson 1
