@@ -59,7 +59,7 @@ def declared(key: str, values: dict) -> dict:
 
 
 # Importing the modules registers their mechanisms (order = display order).
-from dpcore.mechanisms import baselines, central, hadamard, local, sketches  # noqa: E402,F401
+from dpcore.mechanisms import baselines, central, hadamard, local, onthemap, sketches  # noqa: E402,F401,I001
 
 __all__ = ["ADD_REMOVE", "BASELINE", "CENTRAL", "LOCAL", "NOT_DP", "SHUFFLED", "SUBSTITUTION",
            "CentralMechanism", "LocalMechanism", "Mechanism", "Param", "build", "declared", "get",
