@@ -94,24 +94,25 @@ def add_force(commands: argparse._SubParsersAction) -> None:
 def prepare(args: argparse.Namespace) -> None:
     """Checks that need the whole command line, before any work: ``--out`` would overwrite
     something (without ``--force``), ``--jobs`` above the cores (capped, and said on stderr)."""
-    out = getattr(args, "out", None)
-    if out is not None and not getattr(args, "force", False):
-        _refuse_overwrite(Path(out))
+    for flag in ("out", "lodes_out"):
+        out = getattr(args, flag, None)
+        if out is not None and not getattr(args, "force", False):
+            _refuse_overwrite(Path(out), "--" + flag.replace("_", "-"))
     if getattr(args, "jobs", None) is not None:
         args.jobs, note = workers(args.jobs, "--jobs")
         if note:
             print(f"note: {note}", file=sys.stderr)
 
 
-def _refuse_overwrite(path: Path) -> None:
+def _refuse_overwrite(path: Path, flag: str = "--out") -> None:
     """ValueError when ``path`` holds earlier results (a file, or a folder that is not empty)."""
     if path.is_dir():
         if any(path.iterdir()):
-            raise ValueError(f"--out {path} is a folder that already holds files (earlier "
+            raise ValueError(f"{flag} {path} is a folder that already holds files (earlier "
                              "results?); add --force to write into it anyway, or choose a new "
                              "folder.")
     elif path.exists():
-        raise ValueError(f"--out {path} already exists; add --force to overwrite it, or choose "
+        raise ValueError(f"{flag} {path} already exists; add --force to overwrite it, or choose "
                          "another name.")
 
 
