@@ -73,6 +73,12 @@ TOTAL_SHARE = Param("total_share", "Share of ε for the noisy totals", 0.1, floa
                                     "rest for the residences.")
 
 PDP = "(ε, δ)-probabilistic DP"
+CAVEAT = ("With prior 'test' its guarantee is (ε, δ)-probabilistic DP, which is not DP: with "
+          "probability up to δ the synthetic table can reveal a worker's residence with no bound "
+          "at all. With m = n(d) (totals 'exact', as deployed) every workplace's number of "
+          "workers is published exactly, which OnTheMap protects separately by noise infusion "
+          "(not modelled here); totals 'noisy' with prior 'epsilon_dp' make the whole release "
+          "ε-DP.")
 PLAIN_PDP = ("Probabilistic DP is not DP: with probability up to δ the synthetic table can reveal "
              "a worker's residence with no bound at all.")
 PLAIN_TOTALS = ("With m = n(d) every workplace's number of workers is published exactly; OnTheMap "
@@ -194,6 +200,7 @@ class OnTheMapSynthesizer(CentralMechanism):
     name = "OnTheMap synthesizer"
     uses_delta = True
     params = (EPSILON, DELTA, PRIOR, TOTAL, TOTAL_SHARE)
+    caveat = CAVEAT
     references = ("Machanavajjhala, Kifer, Abowd, Gehrke, Vilhuber. Privacy: theory meets "
                   "practice on the map. ICDE 2008, pp. 277–286.",)
     destinations = 1
