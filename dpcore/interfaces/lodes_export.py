@@ -17,8 +17,8 @@ non-negative integers) in that layout:
   (e.g. an Irish ED) is written as it is: the layout, but not GEOIDs, which the product's LODES
   importer refuses (read such a file as the long format).
 
-Zone ids come from uploaded files: write the table with :func:`dpcore.interfaces.export.write_safe_csv`
-(formula-safe), as ``release --lodes-out`` does.
+Zone ids come from uploaded files: write the table with
+:func:`dpcore.interfaces.export.write_safe_csv` (formula-safe), as ``release --lodes-out`` does.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def lodes_table(od: ODMatrix, released, createdate: str | None = None) -> pd.Dat
         cell = int(np.flatnonzero(bad)[0])
         raise ValueError(f"LODES records are whole commuters, but released cell {cell} is "
                          f"{values[cell]:g}; choose a post-processing that gives non-negative "
-                         f"whole numbers (the post-processing 'round') or the OnTheMap synthesizer.")
+                         f"whole numbers ('round') or the OnTheMap synthesizer.")
     cells = np.flatnonzero(values)
     date = createdate or datetime.date.today().strftime("%Y%m%d")
     frame = pd.DataFrame({
