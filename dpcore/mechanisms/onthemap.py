@@ -23,8 +23,12 @@ force on small domains (tests/mechanisms/test_onthemap.py), not copied from the 
 * **ε-DP** (:func:`max_ratio`, :func:`pure_alpha`): the worst ratio over all tables, outputs and
   neighbours is exactly ``1 + m/α`` (s_j = m, n'_j = 0), so the synthesis is ε-DP iff
   ``α ≥ m/(e^ε − 1)`` — the prior must outweigh the whole workplace (WAVE5_FACTS, unconfirmed
-  there; confirmed here by brute force). Adding or removing one worker changes the ratio by at
-  most the same factor, so with a DP total (``total="noisy"``) the whole release is ε-DP.
+  there; confirmed here by brute force). Adding or removing one worker (m fixed) changes it by
+  at most max((1 + m/α)·A/(A + m), (A + m)/A), A = n + kα: less (brute force too), so with DP totals (``total="noisy"``) the whole release
+  is ε-DP: under add/remove the totals get ε·share and the one histogram that changes the rest;
+  under substitution (a worker's home and workplace replaced) two totals and two histograms
+  change, so each gets half of its share. With exact totals the relation has no effect: the
+  guarantee covers a home changing within a workplace.
 * **(ε, δ)-probabilistic DP** (:func:`pdp_delta`, :func:`smallest_alpha`): the release is
   (ε, δ)-pDP if, for every table, the outputs whose likelihood ratio against some neighbour
   exceeds e^ε have probability ≤ δ. Such an output has some cell i with
@@ -52,8 +56,15 @@ import numpy as np
 from scipy import special
 
 from dpcore.mechanisms import register
-from dpcore.mechanisms.base import DELTA, EPSILON, CentralMechanism, Param
-from dpcore.mechanisms.central import _as_counts
+from dpcore.mechanisms.base import (
+    DELTA,
+    EPSILON,
+    NEIGHBOURS,
+    SUBSTITUTION,
+    CentralMechanism,
+    Param,
+)
+from dpcore.mechanisms.central import _as_counts, l1_sensitivity
 
 EPSILON_DP, TEST = "epsilon_dp", "test"
 EXACT, NOISY = "exact", "noisy"
@@ -199,7 +210,7 @@ class OnTheMapSynthesizer(CentralMechanism):
     key = "onthemap"
     name = "OnTheMap synthesizer"
     uses_delta = True
-    params = (EPSILON, DELTA, PRIOR, TOTAL, TOTAL_SHARE)
+    params = (EPSILON, DELTA, NEIGHBOURS, PRIOR, TOTAL, TOTAL_SHARE)
     caveat = CAVEAT
     references = ("Machanavajjhala, Kifer, Abowd, Gehrke, Vilhuber. Privacy: theory meets "
                   "practice on the map. ICDE 2008, pp. 277–286.",)
@@ -220,8 +231,12 @@ class OnTheMapSynthesizer(CentralMechanism):
 
     @property
     def synthesis_epsilon(self) -> float:
-        """The ε left for the residences (all of it unless the totals are noisy)."""
-        return self.epsilon * (1 - self.total_share) if self.total == NOISY else self.epsilon
+        """The ε of each destination's synthesis: all of ε with exact totals (one worker's home
+        moves within a workplace); with noisy totals what the totals leave, halved under
+        substitution, where a worker leaves one workplace's histogram and joins another's."""
+        if self.total == EXACT:
+            return self.epsilon
+        return self.epsilon * (1 - self.total_share) / l1_sensitivity(self.neighbours)
 
     @property
     def guarantee(self) -> str:
@@ -260,7 +275,8 @@ class OnTheMapSynthesizer(CentralMechanism):
         table = self._table(counts)
         totals = table.sum(axis=1)
         if self.total == NOISY:
-            rate = self.epsilon * self.total_share   # add/remove one worker: one total moves by 1
+            # one total moves by 1 (add/remove) or two do (substitution)
+            rate = self.epsilon * self.total_share / l1_sensitivity(self.neighbours)
             noise = (np.floor(rng.standard_exponential(totals.size) / rate)
                      - np.floor(rng.standard_exponential(totals.size) / rate))
             m = np.maximum(totals + noise, 0).astype(np.int64)
@@ -281,10 +297,14 @@ class OnTheMapSynthesizer(CentralMechanism):
         else:
             prior = (f"The prior is the smallest α passing the privacy test for {PDP} at "
                      f"ε = {self.epsilon:g}, δ = {self.delta:g}. " + PLAIN_PDP)
+        relation = ("one worker is added or removed" if self.neighbours != SUBSTITUTION
+                    else "one worker's commute (home and workplace) is replaced")
         totals = (f"The number of workers per workplace is a discrete-Laplace count with "
                   f"ε·{self.total_share:g}, so the whole release is ε-DP with ε = "
-                  f"{self.epsilon:g} when one worker is added or removed."
-                  if self.total == NOISY else PLAIN_TOTALS)
+                  f"{self.epsilon:g} when {relation}."
+                  if self.total == NOISY else
+                  PLAIN_TOTALS + " So the guarantee covers a worker's home changing while the "
+                  "workplace stays the same, whichever neighbouring relation is chosen.")
         return (
             "**OnTheMap synthesizer (US Census Bureau, LODES).** For each workplace d, the "
             "origins of its workers are replaced by m synthetic ones:\n\n"

@@ -65,15 +65,22 @@ def test_every_destination_keeps_its_total(rng):
     assert (released >= 0).all() and (released == np.rint(released)).all()
 
 
-def test_noisy_totals_are_non_negative_whole_numbers_near_the_truth(rng):
+@pytest.mark.parametrize("neighbours, rate", [("add_remove", 0.5), ("substitution", 0.25)])
+def test_noisy_totals_are_non_negative_whole_numbers_near_the_truth(neighbours, rate, rng):
+    """Discrete Laplace with ε·share (add/remove: one total moves) or half of it (substitution:
+    two totals move); mean and variance 2a/(1−a)², a = e^−rate, per destination (totals far from
+    0, so no clipping)."""
     table = rng.integers(0, 30, size=(40, 7))
-    mech = build("onthemap", epsilon=1.0, total="noisy", total_share=0.5).for_destinations(7)
+    mech = build("onthemap", epsilon=1.0, total="noisy", total_share=0.5,
+                 neighbours=neighbours).for_destinations(7)
     totals = np.stack([mech.release(table.ravel(), rng).reshape(40, 7).sum(axis=0)
-                       for _ in range(400)])
-    assert (totals >= 0).all()
-    # discrete Laplace with ε = 0.5: variance 2a/(1−a)², a = e^−0.5; far from 0, so no clipping
-    a = math.exp(-0.5)
+                       for _ in range(1000)])
+    assert (totals >= 0).all() and (totals == np.rint(totals)).all()
+    a = math.exp(-rate)
     assert_unbiased(totals, table.sum(axis=0), np.full(7, 2 * a / (1 - a) ** 2))
+    assert_variance_any_law(totals, np.full(7, 2 * a / (1 - a) ** 2))
+    expected = 1.0 * 0.5 / (2 if neighbours == "substitution" else 1)
+    assert mech.synthesis_epsilon == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("alpha_mode", [otm.EPSILON_DP, otm.TEST])
@@ -144,6 +151,26 @@ def test_worst_ratio_over_all_tables_is_one_plus_m_over_alpha(k, n):
     for alpha in (0.05, 0.7, 3.0, 40.0):
         worst = max(worst_log_ratio(table, outputs, alpha).max() for table in compositions(n, k))
         assert worst == pytest.approx(math.log(otm.max_ratio(alpha, n)), rel=1e-10)
+
+
+@pytest.mark.parametrize("k, n", TINY)
+def test_adding_or_removing_a_worker_changes_the_ratio_by_at_most_one_plus_m_over_alpha(k, n):
+    """The synthesis of m workers (m fixed: a noisy total, already released) from a table of n
+    and from that table with one more worker: the worst ratio is exactly
+    max((1 + m/α)·A/(A + m), (A + m)/A), A = n + kα, so below 1 + m/α (sufficient, not tight)."""
+    outputs = compositions(n, k)
+    for alpha in (0.05, 0.7, 3.0):
+        worst = 0.0
+        for table in compositions(n, k):
+            here = dm_logpmf(outputs, table, alpha)
+            for j in range(k):
+                grown = table + np.eye(k, dtype=np.int64)[j]
+                worst = max(worst, np.abs(here - dm_logpmf(outputs, grown, alpha)).max())
+        total = n + k * alpha
+        exact = max(math.log(otm.max_ratio(alpha, n) * total / (total + n)),
+                    math.log((total + n) / total))
+        assert worst == pytest.approx(exact, rel=1e-10)
+        assert worst < math.log(otm.max_ratio(alpha, n))
 
 
 @pytest.mark.parametrize("k, n", TINY)
