@@ -24,8 +24,8 @@ force on small domains (tests/mechanisms/test_onthemap.py), not copied from the 
   neighbours is exactly ``1 + m/α`` (s_j = m, n'_j = 0), so the synthesis is ε-DP iff
   ``α ≥ m/(e^ε − 1)`` — the prior must outweigh the whole workplace (WAVE5_FACTS, unconfirmed
   there; confirmed here by brute force). Adding or removing one worker (m fixed) changes it by
-  at most max((1 + m/α)·A/(A + m), (A + m)/A), A = n + kα: less (brute force too), so with DP totals (``total="noisy"``) the whole release
-  is ε-DP: under add/remove the totals get ε·share and the one histogram that changes the rest;
+  at most max((1 + m/α)·A/(A + m), (A + m)/A), A = n + kα: less (brute force too). So with DP
+  totals (``total="noisy"``) the whole release is ε-DP: under add/remove the totals get ε·share and the one histogram that changes the rest;
   under substitution (a worker's home and workplace replaced) two totals and two histograms
   change, so each gets half of its share. With exact totals the relation has no effect: the
   guarantee covers a home changing within a workplace.
@@ -35,7 +35,7 @@ force on small domains (tests/mechanisms/test_onthemap.py), not copied from the 
   ``s_i > (e^ε − 1)(α + max(n_i − 1, 0))``; the marginal of s_i is
   Beta-binomial(m; n_i + α, n − n_i + (k − 1)α), so k times the largest such tail over
   n_i = 0…n bounds δ for every table. This is an upper bound (a union bound), sound but not
-  tight; the brute-force test measures how far.
+  tight: the brute force checks that the exact δ never exceeds it.
 
 Probabilistic DP is not DP: with probability up to δ the output reveals more than e^ε, without
 limit (an output can even rule a neighbour out). The exact test costs O(m²) per destination size,
