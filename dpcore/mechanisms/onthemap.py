@@ -27,8 +27,9 @@ force on small domains (tests/mechanisms/test_onthemap.py), not copied from the 
   at most max((1 + m/α)·A/(A + m), (A + m)/A), A = n + kα: less (brute force too). So with DP
   totals (``total="noisy"``) the whole release is ε-DP: under add/remove the totals get ε·share
   and the one histogram that changes the rest; under substitution (a worker's home and
-  workplace replaced) two totals and two histograms change, so each gets half of its share. With exact totals the relation has no effect: the
-  guarantee covers a home changing within a workplace.
+  workplace replaced) two totals and two histograms change, so each gets half of its share.
+  With exact totals the relation has no effect: the guarantee covers a home changing within a
+  workplace.
 * **(ε, δ)-probabilistic DP** (:func:`pdp_delta`, :func:`smallest_alpha`): the release is
   (ε, δ)-pDP if, for every table, the outputs whose likelihood ratio against some neighbour
   exceeds e^ε have probability ≤ δ. Such an output has some cell i with
