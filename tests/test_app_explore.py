@@ -321,6 +321,21 @@ def test_approximate_fast_releases_are_labelled():
                                                                            notes))
 
 
+def test_onthemap_is_picked_with_its_guarantee_and_synthesized_per_workplace():
+    """Its caveat (probabilistic DP is not DP; totals published exactly) is shown where it is
+    picked, and the bars are the pipeline's release, bound to the table's destinations (so every
+    workplace keeps its total), not the one-destination draw of the bare mechanism."""
+    at = explore_page(mech=["onthemap"], pp="base")
+    (note,) = [c.value for c in at.sidebar.caption if "does not promise" in c.value]
+    assert mechanisms.get("onthemap").caveat in note and "not DP" in note
+    od = datasets.load("ireland_county")
+    bound = mechanisms.build("onthemap").for_destinations(od.n_destinations)
+    released = bound.release(od.to_dense(), seeding.generator(0, "release", "onthemap", 1.0, 0))
+    np.testing.assert_array_equal(bar_values(at, "onthemap"), released[top_cells(30)])
+    totals = released.reshape(od.n_origins, od.n_destinations).sum(axis=0)
+    np.testing.assert_array_equal(totals, od.destination_totals())
+
+
 def test_view_settings_come_from_and_go_to_the_url():
     at = explore_page(mech=["laplace"], k="12", log_bars="true", scope="1000")
     assert len(values(figure(at, BARS)["data"][0]["y"])) == 12

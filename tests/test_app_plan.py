@@ -61,6 +61,9 @@ def test_your_epsilon_and_the_target_are_drawn_where_they_are_on_the_log_axes():
     ruler = figure(at, "ε ruler")
     (line,) = ruler["layout"]["shapes"]
     assert ruler["layout"]["xaxis"]["type"] == "log" and line["x0"] == 2
+    (onthemap,) = [h for t in ruler["data"] for h in (t.get("hovertext") or [])
+                   if "OnTheMap" in h]      # its guarantee named, and that it is not DP
+    assert "(ε, δ)-probabilistic DP — not DP" in onthemap and "totals published exactly" in onthemap
 
 
 def test_search_runs_behind_find_and_names_the_answer():

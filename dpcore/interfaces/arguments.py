@@ -115,32 +115,33 @@ MAY_BE_EMPTY = ("label",)
 def prepare(args: argparse.Namespace) -> None:
     """Checks that need the whole command line, before any work: an empty value (``--audit ""``
     wrote no audit record, ``--domain-codes ""`` fell back to another domain, as if the option
-    were not given), ``--out`` would overwrite something (without ``--force``), ``--jobs`` above
-    the cores (capped, and said on stderr)."""
+    were not given), ``--out`` or ``--lodes-out`` would overwrite something (without
+    ``--force``), ``--jobs`` above the cores (capped, and said on stderr)."""
     for name, value in vars(args).items():
         values = value if isinstance(value, list) else [value]
         if name not in MAY_BE_EMPTY and any(isinstance(v, str) and not v.strip() for v in values):
             option = "--" + name.replace("_", "-")
             raise ValueError(f"{option} is empty: give it a value (or leave {option} out if "
                              "it is optional: its default is in --help)")
-    out = getattr(args, "out", None)
-    if out is not None and not getattr(args, "force", False):
-        _refuse_overwrite(Path(out))
+    for flag in ("out", "lodes_out"):
+        out = getattr(args, flag, None)
+        if out is not None and not getattr(args, "force", False):
+            _refuse_overwrite(Path(out), "--" + flag.replace("_", "-"))
     if getattr(args, "jobs", None) is not None:
         args.jobs, note = workers(args.jobs, "--jobs")
         if note:
             print(f"note: {note}", file=sys.stderr)
 
 
-def _refuse_overwrite(path: Path) -> None:
+def _refuse_overwrite(path: Path, flag: str = "--out") -> None:
     """ValueError when ``path`` holds earlier results (a file, or a folder that is not empty)."""
     if path.is_dir():
         if any(path.iterdir()):
-            raise ValueError(f"--out {path} is a folder that already holds files (earlier "
+            raise ValueError(f"{flag} {path} is a folder that already holds files (earlier "
                              "results?); add --force to write into it anyway, or choose a new "
                              "folder.")
     elif path.exists():
-        raise ValueError(f"--out {path} already exists; add --force to overwrite it, or choose "
+        raise ValueError(f"{flag} {path} already exists; add --force to overwrite it, or choose "
                          "another name.")
 
 

@@ -50,6 +50,7 @@ from dpcore.evaluation import experiment, planner
 from dpcore.interfaces import (
     arguments,
     ledger,
+    lodes_export,
     publish,
     publish_compare,
     published_domain,
@@ -276,6 +277,7 @@ def _cmd_release(args) -> int:
     od = views.select(_load(args), _view(args))
     true = release.true_values(od)
     result = release.run(od, spec, true_counts=true, score=False)
+    records = (lodes_export.lodes_table(od, result.released) if args.lodes_out else None)
     frame = release.release_table(od, true, result.released, args.only_nonzero)
     confidential.write_csv(frame, args.out)  # true_count beside released_count
     written = (f"; written: {release.SPARSE_TABLE_NOTE.format(top=release.SPARSE_TOP)}"
@@ -283,6 +285,9 @@ def _cmd_release(args) -> int:
     _say(f"{args.mechanism} eps={args.epsilon:g}: released {od.domain_size} cells in "
          f"{_duration(result.seconds)} (seed {seed}, {args.postprocess}; {len(frame)} rows → "
          f"{args.out}{written}; {PRIVATE_NOTE})")
+    if records is not None:   # checked before anything was written
+        export.write_safe_csv(records, args.lodes_out)
+        _say(f"{len(records)} LODES records → {args.lodes_out} (released counts only)")
     return 0
 
 
@@ -631,6 +636,9 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("--only-nonzero", action="store_true",
                          help="write only cells whose true or rounded released count is not 0")
     release.add_argument("--out", required=True, metavar="OUT.csv")
+    release.add_argument("--lodes-out", metavar="OD.csv",
+                         help="also write the release as synthetic commuter records in the LODES "
+                              "OD layout (needs non-negative whole numbers; see docs/ONTHEMAP.md)")
     release.set_defaults(handler=_cmd_release)
 
     sweep = commands.add_parser("sweep", help="run the experiment runner over a grid")

@@ -59,7 +59,14 @@ def declared(key: str, values: dict) -> dict:
 
 
 # Importing the modules registers their mechanisms (order = display order).
-from dpcore.mechanisms import baselines, central, hadamard, local, sketches  # noqa: E402,F401
+from dpcore.mechanisms import (  # noqa: E402,F401
+    baselines,
+    central,
+    hadamard,
+    local,
+    onthemap,
+    sketches,
+)
 
 __all__ = ["ADD_REMOVE", "BASELINE", "CENTRAL", "LOCAL", "NOT_DP", "SHUFFLED", "SUBSTITUTION",
            "CentralMechanism", "LocalMechanism", "Mechanism", "Param", "build", "declared", "get",

@@ -208,6 +208,9 @@ class Mechanism(ABC):
     params: ClassVar[tuple[Param, ...]] = (EPSILON,)
     #: None when ``release`` is exact in distribution; otherwise a sentence saying what is not.
     approximation: ClassVar[str | None] = None
+    #: None, or what the guarantee does not promise, in plain words: shown wherever the
+    #: mechanism is picked (a guarantee other than DP's, totals published exactly).
+    caveat: ClassVar[str | None] = None
     references: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **values):

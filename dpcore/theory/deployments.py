@@ -38,7 +38,9 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
                "person", "whole release (zCDP ρ ≈ 2.56, converted)", "central", False),
     Deployment("US 2020 Census, redistricting data (housing units)", "Census housing", 2.47,
                1e-10, "housing unit", "whole release", "central", False),
-    Deployment("US LEHD OnTheMap / LODES residences", "OnTheMap", 8.6, 1e-5, "worker",
+    Deployment("US LEHD OnTheMap / LODES residences, (ε, δ)-probabilistic DP — not DP: with "
+               "probability up to δ no bound; workplace totals published exactly (noise "
+               "infusion, not DP)", "OnTheMap (pDP)", 8.6, 1e-5, "worker",
                "one annual release", "central", False),
     Deployment("Google COVID-19 mobility reports", "Google metric-day", 0.44, None,
                "user, one metric of one day", "per metric per day", "central", False),

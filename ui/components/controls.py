@@ -357,12 +357,14 @@ def _mechanism_picker(multi: bool, huge=None) -> tuple[str, ...]:
 
 
 def _approximation_notes(chosen: tuple[str, ...]) -> None:
-    """Say which chosen mechanisms' fast releases are not exact in distribution, and how, and
-    which are baselines that ignore ε (not DP)."""
+    """Say which chosen mechanisms' fast releases are not exact in distribution, and how, what
+    a guarantee does not promise (``caveat``), and which are baselines that ignore ε (not DP)."""
     for key in chosen:
         cls = mechanisms.get(key)
         if cls.approximation:
             st.caption(f"⚠ **{cls.name}: approximate fast release.** {cls.approximation}")
+        if cls.caveat:
+            st.caption(f"⚠ **{cls.name}: what its guarantee does not promise.** {cls.caveat}")
         if not cls.uses_epsilon:
             st.caption(f"⚠ **{cls.name}** is today's disclosure control, **not differentially "
                        "private**: the ε below does not affect it.")
