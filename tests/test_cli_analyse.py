@@ -1,0 +1,72 @@
+"""``python -m dpcore analyse``: one row per answer, marked not for publication, and clear
+messages for what cannot be answered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dpcore.data import datasets
+from dpcore.interfaces import cli, confidential
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def read(path: Path) -> pd.DataFrame:
+    assert path.read_bytes().startswith(confidential.CSV_LINE)   # true values inside
+    return pd.read_csv(path, comment="#", keep_default_na=False, na_values=[""])
+
+
+def test_default_answers_flows_of_every_zone(capsys, tmp_path):
+    out = tmp_path / "a.csv"
+    code, said, _ = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "laplace",
+                        "--epsilon", "1", "--seed", "4", "--out", out)
+    assert code == 0 and "NOT FOR PUBLICATION" in said
+    frame = read(out)
+    od = datasets.load("toy_town")
+    zones = set(od.origins.ids) | set(od.destinations.ids)
+    assert list(frame.columns) == ["analysis", "selection", "part", "rank", "true", "released",
+                                   "low", "high", "cells", "method"]
+    assert sorted(frame.analysis.unique()) == ["inflow", "live_and_work", "outflow"]
+    assert set(frame.part) == zones and len(frame) == 3 * len(zones)
+    placed = frame[frame.cells > 0]
+    assert (placed.low < placed.released).all() and (placed.released < placed.high).all()
+    assert frame.method.str.startswith("closed form").all()
+    dense = od.to_dense().reshape(od.n_origins, od.n_destinations)
+    harbour = frame[(frame.part == "Harbour") & (frame.analysis == "outflow")].iloc[0]
+    o = od.origins.index_of(["Harbour"])[0]
+    d = od.destinations.index_of(["Harbour"])[0]
+    assert harbour.true == dense[o].sum() - dense[o, d]
+
+
+def test_selected_analyses_and_the_true_table(capsys, tmp_path):
+    out = tmp_path / "b.csv"
+    code, _, _ = run(capsys, "analyse", "--dataset", "ireland_ed", "--analysis", "flows",
+                     "--analysis", "paired", "--parent", "Dublin City", "--to", "Meath 001",
+                     "--analysis", "destination", "--top", "3", "--side", "home", "--out", out)
+    assert code == 0
+    frame = read(out)
+    assert (frame.true == frame.released).all() and (frame.low == frame.high).all()
+    assert frame[frame.analysis == "destination_home"]["rank"].tolist() == [1, 2, 3]
+    assert (frame.method == "the true table: exact, no interval").all()
+
+
+def test_what_cannot_be_answered_is_said(capsys, tmp_path):
+    out = tmp_path / "c.csv"
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
+                       "--out", out)
+    assert code == 2 and "needs one selection" in err and not out.exists()
+    code, _, err = run(capsys, "analyse", "--file", FIXTURES / "matrix.csv", "--analysis",
+                       "distance", "--zone", "Dublin City", "--out", out)
+    assert code == 2 and "needs the zones' positions" in err
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "hr",
+                       "--analysis", "flows", "--zone", "Harbour", "--out", out)
+    assert code == 0
+    assert read(out).method.str.startswith("no interval").all()
