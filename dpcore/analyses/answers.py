@@ -86,10 +86,10 @@ def _block(od: ODMatrix, chosen: sel.Selection, side: str):
     return _where(chosen.origins), np.arange(od.n_destinations)
 
 
-def _geometry(od: ODMatrix, rows, cols):
+def _ends(od: ODMatrix, rows, cols) -> tuple:
+    """Home and work positions of the block's cells, broadcast as (rows, 1) and (1, cols)."""
     o, d = od.origins, od.destinations
-    args = (o.lat[rows][:, None], o.lon[rows][:, None], d.lat[cols][None, :], d.lon[cols][None, :])
-    return sel.distance_km(*args), sel.bearing_degrees(*args)
+    return o.lat[rows][:, None], o.lon[rows][:, None], d.lat[cols][None, :], d.lon[cols][None, :]
 
 
 def distance(od: ODMatrix, chosen: sel.Selection, side: str = "work",
@@ -100,7 +100,7 @@ def distance(od: ODMatrix, chosen: sel.Selection, side: str = "work",
     edges = np.asarray(bands, dtype=float)
     if edges.size == 0 or edges[0] != 0 or np.any(np.diff(edges) <= 0):
         raise ValueError("distance bands must start at 0 km and increase")
-    km, _ = _geometry(od, rows, cols)
+    km = sel.distance_km(*_ends(od, rows, cols))
     labels = np.where(np.isnan(km), edges.size, np.searchsorted(edges, km, side="right") - 1)
     parts = tuple(f"{a:g}–{b:g} km" for a, b in zip(edges[:-1], edges[1:])) \
         + (f"{edges[-1]:g}+ km", NO_POSITION)
@@ -112,11 +112,13 @@ def direction(od: ODMatrix, chosen: sel.Selection, side: str = "work") -> list[Q
     """Commutes of the selection by 8 compass sectors: the direction of the other end as seen
     from the selection (work side: where the workers come from; home side: where residents go)."""
     rows, cols = _block(od, chosen, side)
-    km, bearing = _geometry(od, rows, cols)
+    ends = _ends(od, rows, cols)
+    bearing = sel.bearing_degrees(*ends)
+    same = (ends[0] == ends[2]) & (ends[1] == ends[3])
     if side == "work":   # bearing from the workplace towards the home
         bearing = (bearing + 180.0) % 360.0
     sector = np.floor(np.nan_to_num((bearing + 22.5) % 360.0) / 45.0).astype(np.int64)
-    labels = np.where(np.isnan(km), 9, np.where(km < 1e-9, 8, sector))
+    labels = np.where(np.isnan(bearing), 9, np.where(same, 8, sector))
     parts = COMPASS + (SAME_PLACE, NO_POSITION)
     return [Query(f"direction_{side}", chosen.name, parts,
                   lambda values: group_sums(values, od, rows, cols, labels, len(parts)))]

@@ -14,6 +14,8 @@ release holds (true counts: those cells are exactly 0).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from dpcore.data.od import ODMatrix
@@ -53,13 +55,25 @@ def empty_mean(values: SparseVector) -> float:
     return (zeros.total() - float(known[~explicit].sum())) / rest if rest else 0.0
 
 
+#: Per SparseVector (weakly held: dropped with it): its named cells' origins, destinations and
+#: values and the empty-cell mean, computed once for the many sums of one set of analyses.
+_NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _named(values: SparseVector, n_destinations: int) -> tuple:
+    if values not in _NAMED:
+        flat, known = values.known()
+        _NAMED[values] = (*np.divmod(flat, n_destinations), known, empty_mean(values))
+    return _NAMED[values]
+
+
 def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """The single cells (rows[i], cols[i])."""
     flat = rows * od.n_destinations + cols
     if isinstance(values, SparseVector):
         out = values.at(flat)
-        return np.where(np.isnan(out), empty_mean(values), out)
-    return np.asarray(values, dtype=float)[flat]
+        return np.where(np.isnan(out), _named(values, od.n_destinations)[3], out)
+    return np.asarray(values)[flat].astype(float)
 
 
 def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = None
@@ -73,8 +87,7 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
     if isinstance(by, str) and by == "pairs":
         return _pairs(values, od, rows, cols), cells
     if isinstance(values, SparseVector):
-        flat, known = values.known()
-        o, d = np.divmod(flat, od.n_destinations)
+        o, d, known, mean = _named(values, od.n_destinations)
         row_at = np.full(od.n_origins, -1, dtype=np.int64)
         row_at[rows] = np.arange(rows.size)
         col_at = np.full(od.n_destinations, -1, dtype=np.int64)
@@ -86,12 +99,18 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
         label = label[keep]
         sums = np.bincount(label, weights=known[inside][keep], minlength=size)
         named = np.bincount(label, minlength=size)
-        return sums + (cells - named) * empty_mean(values), cells
-    grid = np.asarray(values, dtype=float).reshape(od.n_origins, od.n_destinations)
-    block = grid[np.ix_(rows, cols)]
+        return sums + (cells - named) * mean, cells
+    grid = np.asarray(values).reshape(od.n_origins, od.n_destinations)   # no float copy
+    every_row, every_col = rows.size == od.n_origins, cols.size == od.n_destinations
+    if every_row and every_col and np.array_equal(rows, np.arange(rows.size)) \
+            and np.array_equal(cols, np.arange(cols.size)):
+        block = grid
+    else:
+        block = grid[np.ix_(rows, cols)]
     if isinstance(by, str):
-        sums = {"all": lambda: np.array([block.sum()]), "row": lambda: block.sum(axis=1),
-                "col": lambda: block.sum(axis=0)}[by]()
+        sums = {"all": lambda: np.array([block.sum(dtype=float)]),
+                "row": lambda: block.sum(axis=1, dtype=float),
+                "col": lambda: block.sum(axis=0, dtype=float)}[by]()
         return sums, cells
     labels = np.asarray(by)
     keep = labels >= 0
