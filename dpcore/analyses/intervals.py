@@ -25,8 +25,19 @@ A sparse release's answer replaces the empty cells it does not name by their mea
 (:mod:`dpcore.analyses.sums`), the expected sum given the release: its error variance is at most
 the dense one (Rao–Blackwell), so the same interval is conservative there.
 
-Not covered (no interval, and the method says why): post-processed releases other than Base
-(clipping, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
+**Base-Pos on central noise** (Laplace, discrete Laplace, Gaussian): a clipped cell
+max(c + Z, 0) lies between c + Z and c + Z⁺ (Z⁺ = max(Z, 0), as c ≥ 0), so the clipped sum's
+error lies between ΣZ and ΣZ⁺ whatever the table. Hence t_S ≤ answer − ΣZ and t_S ≥ answer − ΣZ⁺:
+the upper end is the Base interval's (a one-sided 97.5 % bound on −ΣZ), the lower end subtracts
+the 97.5 % quantile of ΣZ⁺ over m cells — a law of public parameters only: simulated with a fixed
+public seed (:data:`SIMULATION_DRAWS` draws, an upper 99.9 % confidence bound on the quantile,
+:func:`dpcore.interfaces.margins.upper_quantile`) up to :data:`SIMULATED_UP_TO` cells, beyond
+that m·E Z⁺ + 2.12·sd(Z⁺)·√m (central limit theorem, Laplace's z for margin). Both ends hold
+with 97.5 %, so the interval covers with at least 95 % (union bound), and is conservative
+(it allows every cell in S the largest bias an empty cell can get); the lower end is at least 0.
+
+Not covered (no interval, and the method says why): other post-processings (clipping of local
+estimates, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
 confidential table), the baselines (not unbiased), and the mechanisms whose estimates are coupled
 beyond these laws or whose fast release has exact marginals only (HR, HM, dBitFlip, subset
 selection, CMS/HCMS, stability histogram, top-k).
@@ -35,14 +46,25 @@ selection, CMS/HCMS, stability histogram, top-k).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
+
+from dpcore.interfaces.margins import upper_quantile
 
 Z_NORMAL = 1.959963984540054
 Z_LAPLACE = math.log(20) / math.sqrt(2)
 INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "sue", "oue", "blh", "olh")
 CORRELATED = ("grr",)
 COVERED = INDEPENDENT + CORRELATED
+#: Mechanisms whose Base-Pos sums get the bound interval (module docstring).
+CLIPPED = ("laplace", "discrete_laplace", "gaussian")
+#: The attribute holding each clipped mechanism's noise scale (b, α, σ).
+NOISE_SCALE = {"laplace": "scale", "discrete_laplace": "alpha", "gaussian": "sigma"}
+SIMULATED_UP_TO = 256
+SIMULATION_DRAWS = 20_000
+#: The seed of the clipped-noise simulation: public (it draws no privacy noise).
+SIMULATION_SEED = 20_261_129
 
 METHOD_TRUE = "the true table: exact, no interval"
 METHOD_INDEPENDENT = ("closed form: independent cells, Var = Σ per-cell variance at the released "
@@ -50,6 +72,10 @@ METHOD_INDEPENDENT = ("closed form: independent cells, Var = Σ per-cell varianc
 METHOD_GRR = ("closed form: GRR's one report per person makes cells negatively correlated; Var "
               "of the sum from each person's chance of reporting into the set, at the released "
               "answer (clipped to [0, n]); ±1.96 sd")
+METHOD_CLIPPED = ("bound: Base-Pos moves a sum's error between ΣZ and ΣZ⁺ (noise Z, its positive "
+                  "part Z⁺); high = answer + the Base half-width (±{z:.2f} sd), low = answer − "
+                  "the 97.5 % quantile of ΣZ⁺ (simulated with a public seed up to "
+                  f"{SIMULATED_UP_TO} cells, normal beyond), at least 0; conservative")
 SPARSE_NOTE = "; sparse release: unnamed empty cells at their mean value (conservative)"
 NOT_COVERED_POST = ("no interval: post-processing '{post}' biases a sum by an amount that depends "
                     "on the confidential table, and no closed form is implemented here")
@@ -65,6 +91,8 @@ class Interval:
         self.key, self.mechanism, self.n, self.d = key, mechanism, float(n), int(d)
         if key is None:
             self.method = METHOD_TRUE
+        elif postprocess == "base_pos" and key in CLIPPED:
+            self.method = METHOD_CLIPPED.format(z=self.z)
         elif postprocess != "base":
             self.method = NOT_COVERED_POST.format(post=postprocess)
         elif key not in COVERED:
@@ -73,7 +101,8 @@ class Interval:
             self.method = METHOD_GRR
         else:
             self.method = METHOD_INDEPENDENT.format(z=self.z)
-        self.covered = key in COVERED and postprocess == "base"
+        self.clipped = postprocess == "base_pos" and key in CLIPPED
+        self.covered = key in COVERED and postprocess == "base" or self.clipped
         if self.covered and sparse:
             self.method += SPARSE_NOTE
         if self.covered and key in INDEPENDENT:
@@ -105,4 +134,47 @@ class Interval:
         half = self.z * np.sqrt(np.maximum(self.variance(cells, answers), 0.0))
         if self.key == "discrete_laplace":
             half = half + 1.0
+        if self.clipped:
+            lift = np.array([_positive_part_quantile(self.key, self._noise_scale(), int(m))
+                             for m in np.asarray(cells).ravel()]).reshape(np.shape(answers))
+            return np.maximum(answers - lift, 0.0), answers + half
         return answers - half, answers + half
+
+    def _noise_scale(self) -> float:
+        return float(getattr(self.mechanism, NOISE_SCALE[self.key]))
+
+
+def _positive_part_draws(key: str, scale: float, rng, size) -> np.ndarray:
+    """Draws of Z⁺ = max(Z, 0) for the mechanism's noise (``scale``: b, α or σ)."""
+    if key == "laplace":
+        z = rng.laplace(0.0, scale, size)
+    elif key == "gaussian":
+        z = rng.normal(0.0, scale, size)
+    else:   # two-sided geometric: difference of two geometric counts of failures
+        p = 1.0 - scale
+        z = (rng.geometric(p, size) - rng.geometric(p, size)).astype(float)
+    return np.maximum(z, 0.0)
+
+
+def _positive_part_moments(key: str, scale: float) -> tuple[float, float]:
+    """E Z⁺ and Var Z⁺ (Laplace b: b/2, 3b²/4; Gaussian σ: σ/√(2π), σ²(1/2 − 1/(2π));
+    discrete Laplace α: α/((1+α)(1−α)), α/(1−α)² − (E Z⁺)²)."""
+    if key == "laplace":
+        return scale / 2, 0.75 * scale ** 2
+    if key == "gaussian":
+        return scale / math.sqrt(2 * math.pi), scale ** 2 * (0.5 - 1 / (2 * math.pi))
+    mean = scale / ((1 + scale) * (1 - scale))
+    return mean, scale / (1 - scale) ** 2 - mean ** 2
+
+
+@lru_cache(maxsize=4096)
+def _positive_part_quantile(key: str, scale: float, cells: int) -> float:
+    """The 97.5 % quantile of ΣZ⁺ over ``cells`` cells (module docstring)."""
+    if cells == 0:
+        return 0.0
+    if cells > SIMULATED_UP_TO:
+        mean, var = _positive_part_moments(key, scale)
+        return cells * mean + Z_LAPLACE * math.sqrt(cells * var)
+    rng = np.random.default_rng([SIMULATION_SEED, cells])
+    sums = _positive_part_draws(key, scale, rng, (SIMULATION_DRAWS, cells)).sum(axis=1)
+    return upper_quantile(sums, 0.975)
