@@ -12,28 +12,12 @@ from scipy import stats
 from dpcore import mechanisms, release
 from dpcore.analyses import answers, intervals, selection as sel
 from dpcore.analyses.sums import group_sums
-from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.sparse_vector import SparseVector
 
 RELEASES = 400
 EPSILON = 1.0
-
-
-@pytest.fixture(scope="module")
-def county():
-    return datasets.load("ireland_county")
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return datasets.load("toy_town")
-
-
-@pytest.fixture(scope="module")
-def ed():
-    return datasets.load("ireland_ed")
 
 
 def _queries(od: ODMatrix, home: str, work: str) -> list[answers.Query]:
