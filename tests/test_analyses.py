@@ -10,9 +10,10 @@ import pytest
 from scipy import stats
 
 from dpcore import mechanisms, release
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.analyses import answers, intervals, published, selection as sel
 from dpcore.analyses.sums import group_sums
 from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.interfaces import margins
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.sparse_vector import SparseVector
 
@@ -234,3 +235,36 @@ def test_not_covered_says_so(county):
         frame = answers.evaluate(answers.flows(county, chosen), truth, truth, rule)
         assert frame.low.isna().all() and frame.high.isna().all()
         assert frame.method.str.startswith("no interval").all()
+
+
+# ------------------------------------------------------------------------- published folders
+def _opendp_like(key: str, scale: float, size: int, rng) -> np.ndarray:
+    """Noise of the law a flat publish states (OpenDP's discrete Laplace or Gaussian), seeded."""
+    if key == "discrete_gaussian":
+        return margins.discrete_gaussian(rng, scale, size).astype(float)
+    p = 1.0 - math.exp(-1.0 / scale)
+    return (rng.geometric(p, size) - rng.geometric(p, size)).astype(float)
+
+
+@pytest.mark.parametrize("key,scale", [("discrete_laplace", 2.0), ("discrete_gaussian", 3.0),
+                                       ("discrete_gaussian", 0.6)])
+@pytest.mark.parametrize("post", ["base", "base_pos"])
+def test_coverage_of_a_published_folders_noise(leitrim, key, scale, post):
+    """The rule a published folder's answers get (from its manifest alone) covers at ≥ 95 % on
+    releases drawn with the law the manifest states (seeded here; OpenDP's own are not)."""
+    truth = leitrim.to_dense().astype(float)
+    variance = (2 * math.exp(-1 / scale) / (1 - math.exp(-1 / scale)) ** 2
+                if key == "discrete_laplace" else float(np.var(_opendp_like(
+                    key, scale, 400_000, np.random.default_rng(0)))))
+    rule = intervals.Interval(key, published.PublishedNoise(key, scale, variance), post,
+                              n=leitrim.n, d=leitrim.domain_size)
+    queries = _queries(leitrim, leitrim.origins.ids[0], leitrim.destinations.ids[1])
+    true = np.concatenate([q.compute(truth)[0] for q in queries])
+    cells = np.concatenate([q.compute(truth)[1] for q in queries])
+    lows, highs = [], []
+    for seed in range(RELEASES):
+        vector = truth + _opendp_like(key, scale, truth.size, np.random.default_rng(seed))
+        vector = postprocess.apply(post, vector, leitrim.n)
+        low, high = rule.bounds(np.concatenate([q.compute(vector)[0] for q in queries]), cells)
+        lows.append(low), highs.append(high)
+    _check_coverage(true, cells, np.array(lows), np.array(highs))

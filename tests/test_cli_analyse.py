@@ -70,3 +70,50 @@ def test_what_cannot_be_answered_is_said(capsys, tmp_path):
                        "--analysis", "flows", "--zone", "Harbour", "--out", out)
     assert code == 0
     assert read(out).method.str.startswith("no interval").all()
+
+
+def _publish(capsys, tmp_path, name, *options):
+    folder = tmp_path / name
+    code, _, err = run(capsys, "publish", "--dataset", "toy_town", "--method", "flat",
+                       "--epsilon", "1", "--domain-dataset", "toy_town", *options,
+                       "--out", folder)
+    assert code == 0, err
+    return folder
+
+
+def test_a_published_folder_alone(capsys, tmp_path):
+    """Answers from release.csv + manifest.json only: a public file without true values,
+    whose answers are the sums of the published counts."""
+    folder = _publish(capsys, tmp_path, "pub", "--mechanism", "discrete_laplace")
+    out = tmp_path / "f.csv"
+    code, said, _ = run(capsys, "analyse", "--release", folder, "--analysis", "flows",
+                        "--zone", "Harbour", "--out", out)
+    assert code == 0 and "public" in said
+    assert not out.read_bytes().startswith(confidential.CSV_LINE)
+    frame = pd.read_csv(out)
+    assert frame["true"].isna().all()
+    rows = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+    rows["count"] = rows["count"].astype(float)
+    home, work = rows.origin == "Harbour", rows.destination == "Harbour"
+    value = dict(zip(frame.analysis, frame.released))
+    assert value["outflow"] == rows["count"][home & ~work].sum()
+    assert value["inflow"] == rows["count"][~home & work].sum()
+    assert frame.method.str.startswith("bound: Base-Pos").all()   # publish's default post
+    assert ((frame.low <= frame.released) & (frame.released <= frame.high)).all()
+    gaussian = _publish(capsys, tmp_path, "gauss", "--mechanism", "gaussian",
+                        "--postprocess", "base")
+    code, _, _ = run(capsys, "analyse", "--release", gaussian, "--out", tmp_path / "g.csv")
+    methods = pd.read_csv(tmp_path / "g.csv").method
+    assert code == 0 and methods.str.startswith("closed form: independent").all()
+
+
+def test_a_folder_that_cannot_be_analysed_is_said(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "pub", "--mechanism", "discrete_laplace")
+    manifest = folder / "manifest.json"
+    manifest.write_text(manifest.read_text().replace("Discrete Laplace (OpenDP",
+                                                     "TopDown (OpenDP"))
+    code, _, err = run(capsys, "analyse", "--release", folder, "--out", tmp_path / "x.csv")
+    assert code == 2 and "support flat publishes" in err
+    code, _, err = run(capsys, "analyse", "--release", folder, "--mechanism", "oue",
+                       "--out", tmp_path / "x.csv")
+    assert code == 2 and "leave --mechanism out" in err

@@ -19,7 +19,8 @@ t_S is not public, so the variance is taken at the released answer clipped to [0
 the coverage tests measure what that costs. The interval is answer ± z·sd with z = 1.96 (Gaussian
 noise; local mechanisms, whose estimates are sums over n people) or z = ln 20/√2 ≈ 2.12 for the
 Laplace family: the 95 % quantile of one Laplace over its sd, the heaviest-tailed case (a sum of
-several is closer to normal); discrete Laplace adds 1 for its whole-number steps.
+several is closer to normal); the whole-number noises (discrete Laplace, and OpenDP's discrete
+Gaussian of a published folder) add 1 for their steps.
 
 A sparse release's answer replaces the empty cells it does not name by their mean released value
 (:mod:`dpcore.analyses.sums`), the expected sum given the release: its error variance is at most
@@ -50,17 +51,22 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpcore.interfaces.margins import upper_quantile
+from dpcore.interfaces.margins import discrete_gaussian, upper_quantile
 
 Z_NORMAL = 1.959963984540054
 Z_LAPLACE = math.log(20) / math.sqrt(2)
-INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "sue", "oue", "blh", "olh")
+#: "discrete_gaussian" is OpenDP's noise in a published folder (:mod:`dpcore.analyses.published`).
+INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "sue", "oue", "blh",
+               "olh")
+#: Whole-number noises: the half-width gains 1 for their steps.
+DISCRETE = ("discrete_laplace", "discrete_gaussian")
 CORRELATED = ("grr",)
 COVERED = INDEPENDENT + CORRELATED
 #: Mechanisms whose Base-Pos sums get the bound interval (module docstring).
-CLIPPED = ("laplace", "discrete_laplace", "gaussian")
+CLIPPED = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 #: The attribute holding each clipped mechanism's noise scale (b, α, σ).
-NOISE_SCALE = {"laplace": "scale", "discrete_laplace": "alpha", "gaussian": "sigma"}
+NOISE_SCALE = {"laplace": "scale", "discrete_laplace": "alpha", "gaussian": "sigma",
+               "discrete_gaussian": "sigma"}
 SIMULATED_UP_TO = 256
 SIMULATION_DRAWS = 20_000
 #: The seed of the clipped-noise simulation: public (it draws no privacy noise).
@@ -132,7 +138,7 @@ class Interval:
             nan = np.full(answers.shape, np.nan)
             return (answers.copy(), answers.copy()) if self.key is None else (nan, nan.copy())
         half = self.z * np.sqrt(np.maximum(self.variance(cells, answers), 0.0))
-        if self.key == "discrete_laplace":
+        if self.key in DISCRETE:
             half = half + 1.0
         if self.clipped:
             lift = np.array([_positive_part_quantile(self.key, self._noise_scale(), int(m))
@@ -150,6 +156,8 @@ def _positive_part_draws(key: str, scale: float, rng, size) -> np.ndarray:
         z = rng.laplace(0.0, scale, size)
     elif key == "gaussian":
         z = rng.normal(0.0, scale, size)
+    elif key == "discrete_gaussian":
+        z = discrete_gaussian(rng, scale, int(np.prod(size))).reshape(size).astype(float)
     else:   # two-sided geometric: difference of two geometric counts of failures
         p = 1.0 - scale
         z = (rng.geometric(p, size) - rng.geometric(p, size)).astype(float)
@@ -158,11 +166,17 @@ def _positive_part_draws(key: str, scale: float, rng, size) -> np.ndarray:
 
 def _positive_part_moments(key: str, scale: float) -> tuple[float, float]:
     """E Z⁺ and Var Z⁺ (Laplace b: b/2, 3b²/4; Gaussian σ: σ/√(2π), σ²(1/2 − 1/(2π));
-    discrete Laplace α: α/((1+α)(1−α)), α/(1−α)² − (E Z⁺)²)."""
+    discrete Laplace α: α/((1+α)(1−α)), α/(1−α)² − (E Z⁺)²; discrete Gaussian: numerically)."""
     if key == "laplace":
         return scale / 2, 0.75 * scale ** 2
     if key == "gaussian":
         return scale / math.sqrt(2 * math.pi), scale ** 2 * (0.5 - 1 / (2 * math.pi))
+    if key == "discrete_gaussian":   # from its mass function over |z| ≤ 12σ + 2
+        support = np.arange(0, math.ceil(12 * scale) + 3, dtype=float)
+        mass = np.exp(-support ** 2 / (2 * scale ** 2))
+        mass /= 2 * mass.sum() - mass[0]
+        mean = float((support * mass).sum())
+        return mean, float((support ** 2 * mass).sum()) - mean ** 2
     mean = scale / ((1 + scale) * (1 - scale))
     return mean, scale / (1 - scale) ** 2 - mean ** 2
 

@@ -2,8 +2,10 @@
 answer with its 95 % interval and how it was obtained (:mod:`dpcore.analyses`).
 
 The parser and the command body live here so that :mod:`dpcore.interfaces.cli` only registers
-them. The CSV holds the true values beside the released ones, so it carries the
-not-for-publication line (:func:`dpcore.interfaces.confidential.write_csv`, formula-safe).
+them. On --dataset/--file the CSV holds the true values beside the released ones, so it carries
+the not-for-publication line (:func:`dpcore.interfaces.confidential.write_csv`, formula-safe);
+on --release DIR (a published folder alone, :mod:`dpcore.analyses.published`) it holds only the
+release's own answers and intervals: public, formula-safe, no true column values.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import argparse
 
 from dpcore import release
-from dpcore.analyses import answers, intervals, selection as sel
-from dpcore.interfaces import arguments, confidential
+from dpcore.analyses import answers, intervals, published, selection as sel
+from dpcore.interfaces import arguments, confidential, export
 from dpcore.limits import EPSILON, SEED
 from dpcore.mechanisms import postprocess
 
@@ -24,7 +26,10 @@ def add(commands: argparse._SubParsersAction, add_input, load) -> None:
     parser = commands.add_parser(
         "analyse", help="OnTheMap's analyses (inflow/outflow, destinations, distance, direction, "
                         "paired areas, area comparison), true vs a release, with 95 % intervals")
-    add_input(parser, required=True)
+    add_input(parser, required=False)
+    parser.add_argument("--release", metavar="DIR",
+                        help="a published folder (release.csv + manifest.json) instead of "
+                             "--dataset/--file: its answers and intervals alone, no true values")
     parser.add_argument("--mechanism", help="a key from `mechanisms` (default: the true table "
                                             "alone)")
     parser.add_argument("--epsilon", type=arguments.number(EPSILON, "--epsilon"), default=1.0)
@@ -95,7 +100,27 @@ def queries(args, od) -> list[answers.Query]:
     return out
 
 
+def _run_folder(args) -> int:
+    """A published folder alone: its answers and intervals, a public file."""
+    if args.mechanism:
+        raise ValueError("--mechanism draws a release from a table; a published folder is "
+                         "already one: leave --mechanism out with --release")
+    folder = published.load(args.release)
+    frame = answers.evaluate(queries(args, folder.od), None, folder.values, folder.interval,
+                             limit=args.top)
+    export.write_safe_csv(frame, args.out)
+    print(f"{len(frame)} answers from the published folder {args.release} → {args.out} "
+          f"(public: the release's own answers and intervals); intervals: "
+          f"{folder.interval.method}")
+    return 0
+
+
 def run(args, load) -> int:
+    sources = [bool(args.dataset), bool(args.file), bool(args.release)]
+    if sum(sources) != 1:
+        raise ValueError("give one input: --dataset, --file or --release DIR")
+    if args.release:
+        return _run_folder(args)
     if args.postprocess not in postprocess.METHODS:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
