@@ -18,6 +18,9 @@ from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.sparse_vector import SparseVector
 
 RELEASES = 400
+#: The registry's mechanisms with an interval (the published folders' laws are tested apart).
+COVERED = [key for key in intervals.COVERED if key not in intervals.PUBLISHED_ONLY]
+CLIPPED = [key for key in intervals.CLIPPED if key not in intervals.PUBLISHED_ONLY]
 EPSILON = 1.0
 
 
@@ -142,14 +145,14 @@ def _check_coverage(true, cells, low, high):
     return pooled
 
 
-@pytest.mark.parametrize("key", intervals.COVERED)
+@pytest.mark.parametrize("key", COVERED)
 def test_coverage_county(county, key):
     true, cells, _, low, high, _ = _draws(county, key,
                                           _queries(county, "Meath", "Dublin City"))
     _check_coverage(true, cells, low, high)
 
 
-@pytest.mark.parametrize("key", intervals.COVERED)
+@pytest.mark.parametrize("key", COVERED)
 def test_coverage_small_table(toy, key):
     true, cells, _, low, high, _ = _draws(toy, key, _queries(toy, "Harbour", "Station"))
     _check_coverage(true, cells, low, high)
@@ -169,7 +172,7 @@ def leitrim(ed):
     return ed.subset_by_parent(["Leitrim"])
 
 
-@pytest.mark.parametrize("key", intervals.CLIPPED)
+@pytest.mark.parametrize("key", CLIPPED)
 @pytest.mark.parametrize("table", ["county", "toy", "leitrim"])
 def test_coverage_base_pos(request, key, table):
     """Base-Pos (negatives → 0) on central noise: the bound interval covers at ≥ 95 %, on a

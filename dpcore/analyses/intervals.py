@@ -58,6 +58,8 @@ Z_LAPLACE = math.log(20) / math.sqrt(2)
 #: "discrete_gaussian" is OpenDP's noise in a published folder (:mod:`dpcore.analyses.published`).
 INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "sue", "oue", "blh",
                "olh")
+#: Noise laws of published folders only (not a mechanism of the registry).
+PUBLISHED_ONLY = ("discrete_gaussian",)
 #: Whole-number noises: the half-width gains 1 for their steps.
 DISCRETE = ("discrete_laplace", "discrete_gaussian")
 CORRELATED = ("grr",)
