@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -271,3 +272,15 @@ def test_coverage_of_a_published_folders_noise(leitrim, key, scale, post):
         low, high = rule.bounds(np.concatenate([q.compute(vector)[0] for q in queries]), cells)
         lows.append(low), highs.append(high)
     _check_coverage(true, cells, np.array(lows), np.array(highs))
+
+
+def test_parent_comparison_equals_the_parent_table(county, ed):
+    """The ED data adds up exactly to the county data: comparing the EDs' parent areas gives
+    the county table's own inflow, outflow and live-and-work, zone by zone."""
+    by_parent = answers.evaluate(answers.comparison(ed, "parents"), ed.to_dense())
+    by_zone = answers.evaluate(answers.comparison(county, "zones"), county.to_dense())
+    parents = by_parent.set_index(["analysis", "selection"]).true
+    zones = by_zone[by_zone.part.isin(county.origins.ids)].set_index(["analysis", "part"]).true
+    zones.index.names = parents.index.names
+    assert len(parents) == 3 * 31
+    pd.testing.assert_series_equal(parents.sort_index(), zones.sort_index(), check_names=False)

@@ -117,3 +117,24 @@ def test_a_folder_that_cannot_be_analysed_is_said(capsys, tmp_path):
     code, _, err = run(capsys, "analyse", "--release", folder, "--mechanism", "oue",
                        "--out", tmp_path / "x.csv")
     assert code == 2 and "leave --mechanism out" in err
+
+
+def test_radius_and_point_selections(capsys, tmp_path):
+    """A radius of 0 km around a zone selects that zone alone (and its own position as a
+    point does too): the same answers as --zone."""
+    od = datasets.load("toy_town")
+    i = int(od.origins.index_of(["Harbour"])[0])
+    frames = []
+    for name, selection in (("z", ["--zone", "Harbour"]), ("r", ["--radius", "0", "--around",
+                                                                 "Harbour"]),
+                            ("p", ["--radius", "0", "--point",
+                                   f"{float(od.origins.lat[i])!r},{float(od.origins.lon[i])!r}"])):
+        out = tmp_path / f"{name}.csv"
+        code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
+                           *selection, "--out", out)
+        assert code == 0, err
+        frames.append(read(out))
+    assert frames[0].true.tolist() == frames[1].true.tolist() == frames[2].true.tolist()
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
+                       "--radius", "5", "--point", "north", "--out", tmp_path / "x.csv")
+    assert code == 2 and "--point must be LAT,LON" in err

@@ -47,7 +47,8 @@ def add(commands: argparse._SubParsersAction, add_input, load) -> None:
     parser.add_argument("--radius", type=float, metavar="KM",
                         help="select the zones within KM of --around or --point")
     parser.add_argument("--around", metavar="ID", help="the zone at the centre of --radius")
-    parser.add_argument("--point", metavar="LAT,LON", help="the point at the centre of --radius")
+    parser.add_argument("--point", metavar="LAT,LON", help="the point at the centre of --radius (write --point=LAT,LON when LAT "
+                             "is negative)")
     parser.add_argument("--to", action="append", default=[], metavar="ID",
                         help="paired: the work area B (the selection is the home area A)")
     parser.add_argument("--compare", choices=("zones", "parents"), default="zones",
