@@ -77,13 +77,24 @@ def destinations(od: ODMatrix, chosen: sel.Selection, side: str = "work") -> lis
                   lambda values: group_sums(values, od, rows, cols, by), ranked=True)]
 
 
+#: Most cells whose distances one distance or direction analysis computes (8 bytes each, a few
+#: arrays at once): a selection of 588 zones out of 85,000 national tracts.
+GEOMETRY_CELL_LIMIT = 50_000_000
+
+
 def _block(od: ODMatrix, chosen: sel.Selection, side: str):
     """The selection's commutes: all homes × its workplaces, or its homes × all workplaces."""
     _check_side(side)
     sel.require_positions(od)
     if side == "work":
-        return np.arange(od.n_origins), _where(chosen.destinations)
-    return _where(chosen.origins), np.arange(od.n_destinations)
+        rows, cols = np.arange(od.n_origins), _where(chosen.destinations)
+    else:
+        rows, cols = _where(chosen.origins), np.arange(od.n_destinations)
+    if rows.size * cols.size > GEOMETRY_CELL_LIMIT:
+        raise ValueError(f"the selection {chosen.name!r} spans {rows.size * cols.size:,} commutes, "
+                         f"more than the {GEOMETRY_CELL_LIMIT:,} whose distances one analysis "
+                         "computes: select a smaller area for distance and direction")
+    return rows, cols
 
 
 def _ends(od: ODMatrix, rows, cols) -> tuple:
@@ -149,10 +160,11 @@ def comparison(od: ODMatrix, level: str = "zones") -> list[Query]:
     pair_d = np.array([d_at[z] for z in both], dtype=np.int64)
     every_o, every_d = np.arange(od.n_origins), np.arange(od.n_destinations)
 
+    has = np.array([z in o_at and z in d_at for z in ids], dtype=bool)
+
     def per_zone(kind):
         def compute(values):
             within = np.zeros(ids.size)
-            has = np.isin(ids, both)
             within[has] = group_sums(values, od, pair_o, pair_d, "pairs")[0]
             if kind == "live_and_work":
                 return within, has.astype(np.int64)

@@ -50,21 +50,47 @@ def empty_mean(values: SparseVector) -> float:
     named_empty = known.size - values.flat.size
     if named_empty == 0:
         return zeros.total() / zeros.count if zeros.count else 0.0
-    explicit = np.isin(flat, values.flat, assume_unique=True)
     rest = zeros.count - named_empty
-    return (zeros.total() - float(known[~explicit].sum())) / rest if rest else 0.0
+    named_empty_sum = float(known.sum()) - float(values.values.sum())   # known = flat ∪ top
+    return (zeros.total() - named_empty_sum) / rest if rest else 0.0
 
 
 #: Per SparseVector (weakly held: dropped with it): its named cells' origins, destinations and
-#: values and the empty-cell mean, computed once for the many sums of one set of analyses.
+#: values, the empty-cell mean, and where each origin's cells start (the named cells are in flat
+#: order, so an origin's cells are contiguous), computed once for the many sums of one set of
+#: analyses.
 _NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _named(values: SparseVector, n_destinations: int) -> tuple:
+def _named(values: SparseVector, od: ODMatrix) -> dict:
     if values not in _NAMED:
         flat, known = values.known()
-        _NAMED[values] = (*np.divmod(flat, n_destinations), known, empty_mean(values))
+        o, d = np.divmod(flat, od.n_destinations)
+        _NAMED[values] = {"o": o, "d": d, "known": known, "mean": empty_mean(values),
+                          "row_start": np.searchsorted(o, np.arange(od.n_origins + 1))}
     return _NAMED[values]
+
+
+def _slices(start: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The positions start[w] … start[w + 1] − 1 for every w in ``which``, concatenated."""
+    begin, length = start[which], start[which + 1] - start[which]
+    offsets = np.repeat(begin - np.concatenate([[0], np.cumsum(length)[:-1]]), length)
+    return offsets + np.arange(int(length.sum()))
+
+
+def _candidates(named: dict, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Positions of the named cells that can lie in the block: those of its rows when they hold
+    at most a quarter of the cells, else those of its columns when they are at most a quarter
+    of the columns, else every cell."""
+    total = named["o"].size
+    row_start = named["row_start"]
+    if int((row_start[rows + 1] - row_start[rows]).sum()) <= total // 4:
+        return _slices(row_start, rows)
+    if cols.size <= od.n_destinations // 4:
+        wanted = np.zeros(od.n_destinations, dtype=bool)
+        wanted[cols] = True
+        return np.flatnonzero(wanted[named["d"]])   # one pass of bytes, no sort
+    return np.arange(total)
 
 
 def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -72,7 +98,7 @@ def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
     flat = rows * od.n_destinations + cols
     if isinstance(values, SparseVector):
         out = values.at(flat)
-        return np.where(np.isnan(out), _named(values, od.n_destinations)[3], out)
+        return np.where(np.isnan(out), _named(values, od)["mean"], out)
     return np.asarray(values)[flat].astype(float)
 
 
@@ -87,19 +113,20 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
     if isinstance(by, str) and by == "pairs":
         return _pairs(values, od, rows, cols), cells
     if isinstance(values, SparseVector):
-        o, d, known, mean = _named(values, od.n_destinations)
+        named = _named(values, od)
+        where = _candidates(named, od, rows, cols)
         row_at = np.full(od.n_origins, -1, dtype=np.int64)
         row_at[rows] = np.arange(rows.size)
         col_at = np.full(od.n_destinations, -1, dtype=np.int64)
         col_at[cols] = np.arange(cols.size)
-        r, c = row_at[o], col_at[d]
+        r, c = row_at[named["o"][where]], col_at[named["d"][where]]
         inside = (r >= 0) & (c >= 0)
         label = _label(by, r[inside], c[inside])
         keep = label >= 0
         label = label[keep]
-        sums = np.bincount(label, weights=known[inside][keep], minlength=size)
-        named = np.bincount(label, minlength=size)
-        return sums + (cells - named) * mean, cells
+        sums = np.bincount(label, weights=named["known"][where][inside][keep], minlength=size)
+        counted = np.bincount(label, minlength=size)
+        return sums + (cells - counted) * named["mean"], cells
     grid = np.asarray(values).reshape(od.n_origins, od.n_destinations)   # no float copy
     every_row, every_col = rows.size == od.n_origins, cols.size == od.n_destinations
     if every_row and every_col and np.array_equal(rows, np.arange(rows.size)) \
