@@ -284,3 +284,11 @@ def test_parent_comparison_equals_the_parent_table(county, ed):
     zones.index.names = parents.index.names
     assert len(parents) == 3 * 31
     pd.testing.assert_series_equal(parents.sort_index(), zones.sort_index(), check_names=False)
+
+
+def test_too_large_a_distance_block_is_refused(county, monkeypatch):
+    monkeypatch.setattr(answers, "GEOMETRY_CELL_LIMIT", 100)
+    chosen = sel.zones(county, ["Dublin City", "Meath", "Kildare", "Wicklow"])
+    with pytest.raises(ValueError, match="select a smaller area for distance and direction"):
+        answers.distance(county, chosen)
+    assert answers.distance(county, sel.zones(county, ["Dublin City"]))   # 31 × 1: fine
