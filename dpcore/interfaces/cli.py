@@ -48,6 +48,7 @@ from dpcore.data.importing.reading import check_size
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, planner
 from dpcore.interfaces import (
+    analyse,
     arguments,
     ledger,
     lodes_export,
@@ -801,6 +802,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_scheduler(thesis)
     thesis.add_argument("--out", required=True, metavar="DIR")
     thesis.set_defaults(handler=_cmd_reproduce_thesis)
+    analyse.add(commands, _add_input, _load)
     arguments.add_force(commands)
     return parser
 

@@ -1,0 +1,140 @@
+"""``python -m dpcore analyse``: one row per answer, marked not for publication, and clear
+messages for what cannot be answered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dpcore.data import datasets
+from dpcore.interfaces import cli, confidential
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def read(path: Path) -> pd.DataFrame:
+    assert path.read_bytes().startswith(confidential.CSV_LINE)   # true values inside
+    return pd.read_csv(path, comment="#", keep_default_na=False, na_values=[""])
+
+
+def test_default_answers_flows_of_every_zone(capsys, tmp_path):
+    out = tmp_path / "a.csv"
+    code, said, _ = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "laplace",
+                        "--epsilon", "1", "--seed", "4", "--out", out)
+    assert code == 0 and "NOT FOR PUBLICATION" in said
+    frame = read(out)
+    od = datasets.load("toy_town")
+    zones = set(od.origins.ids) | set(od.destinations.ids)
+    assert list(frame.columns) == ["analysis", "selection", "part", "rank", "true", "released",
+                                   "low", "high", "cells", "method"]
+    assert sorted(frame.analysis.unique()) == ["inflow", "live_and_work", "outflow"]
+    assert set(frame.part) == zones and len(frame) == 3 * len(zones)
+    placed = frame[frame.cells > 0]
+    assert (placed.low < placed.released).all() and (placed.released < placed.high).all()
+    assert frame.method.str.startswith("closed form").all()
+    dense = od.to_dense().reshape(od.n_origins, od.n_destinations)
+    harbour = frame[(frame.part == "Harbour") & (frame.analysis == "outflow")].iloc[0]
+    o = od.origins.index_of(["Harbour"])[0]
+    d = od.destinations.index_of(["Harbour"])[0]
+    assert harbour.true == dense[o].sum() - dense[o, d]
+
+
+def test_selected_analyses_and_the_true_table(capsys, tmp_path):
+    out = tmp_path / "b.csv"
+    code, _, _ = run(capsys, "analyse", "--dataset", "ireland_ed", "--analysis", "flows",
+                     "--analysis", "paired", "--parent", "Dublin City", "--to", "Meath 001",
+                     "--analysis", "destination", "--top", "3", "--side", "home", "--out", out)
+    assert code == 0
+    frame = read(out)
+    assert (frame.true == frame.released).all() and (frame.low == frame.high).all()
+    assert frame[frame.analysis == "destination_home"]["rank"].tolist() == [1, 2, 3]
+    assert (frame.method == "the true table: exact, no interval").all()
+
+
+def test_what_cannot_be_answered_is_said(capsys, tmp_path):
+    out = tmp_path / "c.csv"
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
+                       "--out", out)
+    assert code == 2 and "needs one selection" in err and not out.exists()
+    code, _, err = run(capsys, "analyse", "--file", FIXTURES / "matrix.csv", "--analysis",
+                       "distance", "--zone", "Dublin City", "--out", out)
+    assert code == 2 and "needs the zones' positions" in err
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "hr",
+                       "--analysis", "flows", "--zone", "Harbour", "--out", out)
+    assert code == 0
+    assert read(out).method.str.startswith("no interval").all()
+
+
+def _publish(capsys, tmp_path, name, *options):
+    folder = tmp_path / name
+    code, _, err = run(capsys, "publish", "--dataset", "toy_town", "--method", "flat",
+                       "--epsilon", "1", "--domain-dataset", "toy_town", *options,
+                       "--out", folder)
+    assert code == 0, err
+    return folder
+
+
+def test_a_published_folder_alone(capsys, tmp_path):
+    """Answers from release.csv + manifest.json only: a public file without true values,
+    whose answers are the sums of the published counts."""
+    folder = _publish(capsys, tmp_path, "pub", "--mechanism", "discrete_laplace")
+    out = tmp_path / "f.csv"
+    code, said, _ = run(capsys, "analyse", "--release", folder, "--analysis", "flows",
+                        "--zone", "Harbour", "--out", out)
+    assert code == 0 and "public" in said
+    assert not out.read_bytes().startswith(confidential.CSV_LINE)
+    frame = pd.read_csv(out)
+    assert frame["true"].isna().all()
+    rows = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+    rows["count"] = rows["count"].astype(float)
+    home, work = rows.origin == "Harbour", rows.destination == "Harbour"
+    value = dict(zip(frame.analysis, frame.released))
+    assert value["outflow"] == rows["count"][home & ~work].sum()
+    assert value["inflow"] == rows["count"][~home & work].sum()
+    assert frame.method.str.startswith("bound: Base-Pos").all()   # publish's default post
+    assert ((frame.low <= frame.released) & (frame.released <= frame.high)).all()
+    gaussian = _publish(capsys, tmp_path, "gauss", "--mechanism", "gaussian",
+                        "--postprocess", "base")
+    code, _, _ = run(capsys, "analyse", "--release", gaussian, "--out", tmp_path / "g.csv")
+    methods = pd.read_csv(tmp_path / "g.csv").method
+    assert code == 0 and methods.str.startswith("closed form: independent").all()
+
+
+def test_a_folder_that_cannot_be_analysed_is_said(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "pub", "--mechanism", "discrete_laplace")
+    manifest = folder / "manifest.json"
+    manifest.write_text(manifest.read_text().replace("Discrete Laplace (OpenDP",
+                                                     "TopDown (OpenDP"))
+    code, _, err = run(capsys, "analyse", "--release", folder, "--out", tmp_path / "x.csv")
+    assert code == 2 and "support flat publishes" in err
+    code, _, err = run(capsys, "analyse", "--release", folder, "--mechanism", "oue",
+                       "--out", tmp_path / "x.csv")
+    assert code == 2 and "leave --mechanism out" in err
+
+
+def test_radius_and_point_selections(capsys, tmp_path):
+    """A radius of 0 km around a zone selects that zone alone (and its own position as a
+    point does too): the same answers as --zone."""
+    od = datasets.load("toy_town")
+    i = int(od.origins.index_of(["Harbour"])[0])
+    frames = []
+    for name, selection in (("z", ["--zone", "Harbour"]), ("r", ["--radius", "0", "--around",
+                                                                 "Harbour"]),
+                            ("p", ["--radius", "0", "--point",
+                                   f"{float(od.origins.lat[i])!r},{float(od.origins.lon[i])!r}"])):
+        out = tmp_path / f"{name}.csv"
+        code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
+                           *selection, "--out", out)
+        assert code == 0, err
+        frames.append(read(out))
+    assert frames[0].true.tolist() == frames[1].true.tolist() == frames[2].true.tolist()
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
+                       "--radius", "5", "--point", "north", "--out", tmp_path / "x.csv")
+    assert code == 2 and "--point must be LAT,LON" in err
