@@ -11,10 +11,11 @@ import pytest
 from scipy import stats
 
 from dpcore import mechanisms, release
-from dpcore.analyses import answers, intervals, published, selection as sel
+from dpcore.analyses import answers, intervals, selection as sel
 from dpcore.analyses.sums import group_sums
 from dpcore.data.od import ODMatrix, ZoneSet
-from dpcore.interfaces import margins
+from dpcore.evaluation import margins
+from dpcore.interfaces import published_analyses as published
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.sparse_vector import SparseVector
 

@@ -12,7 +12,8 @@ from dpcore import export
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import planner
-from dpcore.interfaces import ledger, margins, publish, published_domain
+from dpcore.evaluation import margins
+from dpcore.interfaces import ledger, publish, published_domain
 from tests.app_pages import open_page, shown_table
 from tests.plotly_spec import figure, traces, values
 from ui.components import state

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from dpcore.data import datasets
-from dpcore.interfaces import cli, confidential
+from dpcore import confidential
+from dpcore.interfaces import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -28,6 +28,8 @@ LAYERS = (
     ("evaluation", ("dpcore.evaluation",)),
     # privacy theory and the Learn page's computations (which use the heavy-hitter protocols)
     ("theory", ("dpcore.theory",)),
+    # the planner's questions about places (inflow, distance, A → B) with their margins of error
+    ("analyses", ("dpcore.analyses",)),
     # the thesis report drawn (plotly), for the command line and the page
     ("report", ("report",)),
     # the command line, publishing and its methods compared, the classroom store
@@ -111,9 +113,10 @@ def upward_imports(module: str, path: Path) -> list[str]:
 
 def test_imports_point_down():
     """Layers, lowest first: base (dpcore.text, seeding, export, confidential) → data →
-    mechanisms → settings (limits, grids) → scoring → release → evaluation → theory → report →
-    interfaces → ui → pages and app.py. The release pipeline scores with ``dpcore.scoring`` below
-    it, which the pages reach too; the CSVs' marks and typed grids sit below everything that
+    mechanisms → settings (limits, grids) → scoring → release → evaluation (with the published
+    releases' margins of error) → theory → analyses → report → interfaces → ui → pages and
+    app.py. The release pipeline scores with ``dpcore.scoring`` below it, which the pages reach
+    too; the CSVs' marks and typed grids sit below everything that
     writes or parses them; the comparison of publishing methods sits beside publishing; the
     report is drawn from evaluation's data and used by the command line and the pages. An import
     from a lower layer to a higher one (lazy ones inside functions included) fails here."""

@@ -1,4 +1,4 @@
-"""The 95 % margin of error in release.csv (dpcore.interfaces.margins): the stated coverage holds
+"""The 95 % margin of error in release.csv (dpcore.evaluation.margins): the stated coverage holds
 (exact law for flat publishes, simulation of the method for WLS), and the column depends on
 nothing confidential (the same for neighbouring tables)."""
 
@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from dpcore.data import datasets, views
-from dpcore.interfaces import margins, publish, published_domain
+from dpcore.evaluation import margins
+from dpcore.interfaces import publish, published_domain
 from dpcore.mechanisms import topdown
 
 SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})

@@ -2,7 +2,8 @@
 
 Every analysis answer is a sum Σ_S ĉ_v over a set S of m cells whose true total is t_S. For an
 unbiased release its variance is Σ_S Var ĉ_v + Σ_{u≠v∈S} Cov(ĉ_u, ĉ_v), and for the mechanisms
-covered here it has a closed form in (m, t_S, n, d) (reference: MECHANISMS.md §2–§4):
+covered here it has a closed form in (m, t_S, n, d) (each mechanism's variance from the papers its
+class cites; the sections below are those of docs/ANALYSES.md's reference):
 
 * **Independent cells** — Laplace, discrete Laplace, Gaussian (independent noise per cell,
   §2.1–2.3); SUE and OUE (a report's bits are independent across cells, Cov = 0, §3.2–3.3 and
@@ -32,7 +33,7 @@ error lies between ΣZ and ΣZ⁺ whatever the table. Hence t_S ≤ answer − �
 the upper end is the Base interval's (a one-sided 97.5 % bound on −ΣZ), the lower end subtracts
 the 97.5 % quantile of ΣZ⁺ over m cells — a law of public parameters only: simulated with a fixed
 public seed (:data:`SIMULATION_DRAWS` draws, an upper 99.9 % confidence bound on the quantile,
-:func:`dpcore.interfaces.margins.upper_quantile`) up to :data:`SIMULATED_UP_TO` cells, beyond
+:func:`dpcore.evaluation.margins.upper_quantile`) up to :data:`SIMULATED_UP_TO` cells, beyond
 that m·E Z⁺ + 2.12·sd(Z⁺)·√m (central limit theorem, Laplace's z for margin). Both ends hold
 with 97.5 %, so the interval covers with at least 95 % (union bound), and is conservative
 (it allows every cell in S the largest bias an empty cell can get); the lower end is at least 0.
@@ -51,11 +52,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpcore.interfaces.margins import discrete_gaussian, upper_quantile
+from dpcore.evaluation.margins import discrete_gaussian, upper_quantile
 
 Z_NORMAL = 1.959963984540054
 Z_LAPLACE = math.log(20) / math.sqrt(2)
-#: "discrete_gaussian" is OpenDP's noise in a published folder (:mod:`dpcore.analyses.published`).
+#: "discrete_gaussian" is OpenDP's noise in a published folder (:mod:`dpcore.interfaces.published_analyses`).
 INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "sue", "oue", "blh",
                "olh")
 #: Noise laws of published folders only (not a mechanism of the registry).

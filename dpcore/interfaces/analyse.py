@@ -3,8 +3,8 @@ answer with its 95 % interval and how it was obtained (:mod:`dpcore.analyses`).
 
 The parser and the command body live here so that :mod:`dpcore.interfaces.cli` only registers
 them. On --dataset/--file the CSV holds the true values beside the released ones, so it carries
-the not-for-publication line (:func:`dpcore.interfaces.confidential.write_csv`, formula-safe);
-on --release DIR (a published folder alone, :mod:`dpcore.analyses.published`) it holds only the
+the not-for-publication line (:func:`dpcore.confidential.write_csv`, formula-safe);
+on --release DIR (a published folder alone, :mod:`dpcore.interfaces.published_analyses`) it holds only the
 release's own answers and intervals: public, formula-safe, no true column values.
 """
 
@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 
 from dpcore import release
-from dpcore.analyses import answers, intervals, published, selection as sel
-from dpcore.interfaces import arguments, confidential, export
+from dpcore.analyses import answers, intervals, selection as sel
+from dpcore import confidential, export
+from dpcore.interfaces import arguments, published_analyses as published
 from dpcore.limits import EPSILON, SEED
 from dpcore.mechanisms import postprocess
 

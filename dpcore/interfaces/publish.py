@@ -60,7 +60,7 @@ The manifest (``manifest.json``; this is its one description):
   says so at publish time); under add/remove neighbours it publishes no exact total;
 * ``consistency`` (consistent levels only) and ``release_file``;
 * ``margin_of_error``: the column of release.csv holding each count's 95 % margin of error, what
-  it means and how it was computed (:mod:`dpcore.interfaces.margins`); each level's margin is in
+  it means and how it was computed (:mod:`dpcore.evaluation.margins`); each level's margin is in
   ``levels`` too (for WLS by the number of fine cells in the parent).
 * ``id`` (random) and ``ledger_entry`` (the ledger's entry number and its MAC, a keyed digest of
   the ledger's own fields), added when the publication is recorded
@@ -90,7 +90,7 @@ import pandas as pd
 from dpcore import export
 from dpcore.data import views
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
-from dpcore.interfaces import margins
+from dpcore.evaluation import margins
 from dpcore.interfaces.ledger import UNLABELLED, role_names
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
@@ -326,7 +326,7 @@ class Published:
 def _table(od: ODMatrix, released: np.ndarray, margin, level: str | None = None
            ) -> pd.DataFrame:
     """Published cells that are not 0 (a 0 cell is implied), zone ids, the count and its margin
-    of error (:mod:`dpcore.interfaces.margins`: one number for the level, or one per cell)."""
+    of error (:mod:`dpcore.evaluation.margins`: one number for the level, or one per cell)."""
     cells = np.flatnonzero(released != 0)
     frame = pd.DataFrame({
         "origin": pd.Categorical.from_codes(cells // od.n_destinations, od.origins.ids),

@@ -32,7 +32,7 @@ import pandas as pd
 
 from dpcore import release as pipeline
 from dpcore.interfaces import publish
-from dpcore.interfaces.margins import discrete_gaussian
+from dpcore.evaluation.margins import discrete_gaussian
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import SUBSTITUTION
 

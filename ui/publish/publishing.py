@@ -28,7 +28,8 @@ import streamlit as st
 
 from dpcore import confidential, export
 from dpcore.data import datasets, importers, views
-from dpcore.interfaces import ledger, margins, publish, publish_compare, published_domain
+from dpcore.evaluation import margins
+from dpcore.interfaces import ledger, publish, publish_compare, published_domain
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.limits import DELTA, EPSILON, FINE_SHARE
 from dpcore.mechanisms import postprocess as postprocessing

@@ -4,7 +4,7 @@ alone: no true table, no confidential input.
 The folder gives the published counts of the cells it lists (every other cell of the domain is
 published as 0), the domain's size and the noise's law (mechanism, scale, post-processing) in the
 manifest, so every answer's interval comes from public facts, as the folder's own margins do
-(:mod:`dpcore.interfaces.margins`). Supported: a flat publish (one level) with OpenDP's discrete
+(:mod:`dpcore.evaluation.margins`). Supported: a flat publish (one level) with OpenDP's discrete
 Laplace or discrete Gaussian, post-processed with Base or Base-Pos. WLS and TopDown folders are
 refused with a message (their fitted cells have no interval here yet).
 
