@@ -225,6 +225,33 @@ def test_hadamard_response_ranks_by_symbol_have_the_law_of_the_release_by_cell()
             assert stats.ttest_ind(x, y, equal_var=False)[1] > 1e-3, rounded
 
 
+@pytest.mark.parametrize("role", ["grr", "oue", "olh", "hm"])
+def test_the_timed_original_operations_compute_the_as_run_estimates(role):
+    """The loops the running times time (the original's per-person operations: list scan,
+    per-bit random calls, pure-LDP's clients and servers) release what the protocol as run
+    releases: the same mean per cell (Welch's t), integers where the original int()-read."""
+    import random
+
+    counts = np.array([60, 30, 0, 10])
+    d, epsilon, reps = counts.size, 2.0, 150
+    items = np.repeat(np.arange(d), counts)
+    random.seed(1)
+    np.random.seed(1)
+    rng = np.random.default_rng(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loop = np.array([as_run.per_person(role, items, d, epsilon, rng) for _ in range(reps)])
+    fast = np.array([as_run.release(role, counts, items, epsilon, rng) if role != "oue" else
+                     mechanisms.build("oue", epsilon=epsilon).release(counts, rng)
+                     for _ in range(reps)])
+    for cell in range(d):
+        assert stats.ttest_ind(loop[:, cell], fast[:, cell], equal_var=False)[1] > 1e-3, cell
+    if role in ("olh", "hm"):
+        assert np.array_equal(loop, np.trunc(loop))
+    if role == "olh":  # cell 0's 60 people lost, as the original lost them
+        assert abs(loop[:, 0].mean()) < 4 * loop[:, 0].std() / math.sqrt(reps)
+
+
 def test_stability_as_run_uses_the_thesis_s_threshold_and_rounds():
     counts = np.array([0, 3, 7, 100, 2000])
     out = as_run.stability_as_run(counts, 5.0, np.random.default_rng(0))

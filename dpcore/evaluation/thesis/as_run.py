@@ -8,7 +8,7 @@ figure:
 
 * ``hadamard_response`` — "Hadamard" in chapter 5 is Hadamard Response [Acharya, Sun, Zhang,
   AISTATS 2019] as pure-LDP 1.2 implements it (our ``hr``), not chapter 3's Hadamard mechanism
-  with t = 1.
+  with t = 1; its estimates ``int()``-truncated (towards 0), as the thesis's code read them.
 * ``rr_duplicate_report`` — **a defect of the original code**: a truthful person also sends the
   latest liar's false value (the people in cell order), the client fails when its first person
   tells the truth, and the server debiases the n + (number of truthful reports) reports with n.
@@ -52,7 +52,7 @@ class Difference:
 DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
     Difference("hadamard_response", "Hadamard Response for \"Hadamard\"", ("hm",),
                "chapter 5's \"Hadamard\" is pure-LDP's Hadamard Response [ASZ19] (our hr), not "
-               "chapter 3's Hadamard mechanism with t = 1"),
+               "chapter 3's Hadamard mechanism with t = 1; estimates int()-truncated"),
     Difference("rr_duplicate_report", "RR client's duplicate false report", ("grr",),
                "defect of the original code: after each truthful report the client also sends "
                "the latest liar's false value (the data sorted by cell), and fails when its first "
