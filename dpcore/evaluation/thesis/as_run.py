@@ -135,7 +135,9 @@ def rr_as_run(counts: np.ndarray, items: np.ndarray, epsilon: float,
     """
     counts = np.asarray(counts, dtype=np.int64)
     d = counts.size
-    people = np.sort(np.asarray(items, dtype=np.int64))
+    people = np.asarray(items, dtype=np.int64)
+    if not (people[1:] >= people[:-1]).all():  # the people in cell order (to_items() is)
+        people = np.sort(people)
     n = people.size
     p, q = grr_probabilities(epsilon, d)
     if n == 0:
