@@ -8,10 +8,10 @@ figure:
 
 * ``hadamard_response`` — "Hadamard" in chapter 5 is Hadamard Response [Acharya, Sun, Zhang,
   AISTATS 2019] as pure-LDP 1.2 implements it (our ``hr``), not chapter 3's Hadamard mechanism
-  with t = 1.
-* ``rr_duplicate_report`` — **a defect of the original code**: after each truthful report the
-  randomised-response client also sends the last false value it drew, and the server debiases
-  the n + (number of truthful reports) reports with n.
+  with t = 1; its estimates ``int()``-truncated (towards 0), as the thesis's code read them.
+* ``rr_duplicate_report`` — **a defect of the original code**: a truthful person also sends the
+  latest liar's false value (the people in cell order), the client fails when its first person
+  tells the truth, and the server debiases the n + (number of truthful reports) reports with n.
 * ``olh_lost_cell_0`` — **a defect of the original code**: pure-LDP's local-hashing client and
   server were given items 0 … d − 1 while their default index mapper is x ↦ x − 1, so cell 0 is
   never credited and is read from an empty slot; estimates were ``int()``-truncated.
@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from dpcore import mechanisms
 from dpcore.mechanisms import postprocess
@@ -51,10 +52,12 @@ class Difference:
 DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
     Difference("hadamard_response", "Hadamard Response for \"Hadamard\"", ("hm",),
                "chapter 5's \"Hadamard\" is pure-LDP's Hadamard Response [ASZ19] (our hr), not "
-               "chapter 3's Hadamard mechanism with t = 1"),
+               "chapter 3's Hadamard mechanism with t = 1; estimates int()-truncated"),
     Difference("rr_duplicate_report", "RR client's duplicate false report", ("grr",),
                "defect of the original code: after each truthful report the client also sends "
-               "the last false value it drew; the server debiases with n", defect=True),
+               "the latest liar's false value (the data sorted by cell), and fails when its first "
+               "person tells the truth (probability e^ε/(e^ε + d − 1)); the server debiases "
+               "with n", defect=True),
     Difference("olh_lost_cell_0", "OLH's lost cell 0", ("olh",),
                "defect of the original code: items 0…d−1 fed to pure-LDP's local hashing whose "
                "index mapper is x ↦ x − 1, so cell 0 is never credited and read from an empty "
@@ -102,27 +105,51 @@ def grr_probabilities(epsilon: float, d: int) -> tuple[float, float]:
     return e / (e + d - 1), 1 / (e + d - 1)
 
 
+def rr_failure_probability(epsilon: float, d: int) -> float:
+    """The chance that one run of the original randomised-response client fails: its first
+    person (in cell order) tells the truth, so the false value it sends was never drawn
+    (``UnboundLocalError``). That is p = e^ε/(e^ε + d − 1); a failed run made no figure, so
+    :func:`rr_as_run` samples the runs that did not fail."""
+    return grr_probabilities(epsilon, d)[0]
+
+
 def rr_as_run(counts: np.ndarray, items: np.ndarray, epsilon: float,
               rng: np.random.Generator) -> np.ndarray:
     """Randomised response as the thesis's client and server ran it (a defect, see above).
 
-    Each person draws a false value F uniform over the d − 1 cells other than their own x and
-    reports F; with probability p = e^ε/(e^ε + d − 1) they also report x. So every person sends
-    exactly one uniform-other value whatever the coin says, and the support counts are
-    ``C = T + M``: ``T_x ~ Bin(n_x, p)`` independently per cell, and ``M`` the histogram of n
-    independent uniform-other draws (independent of T). The server returns (C − nq)/(p − q) with
-    q = 1/(e^ε + d − 1): E[C_x] = p·n_x + (n − n_x)/(d − 1), so each cell is biased by
-    ((n − n_x)/(d − 1) − q·(n − n_x))/(p − q) ≈ n/(d − 1) · e^ε/(e^ε − 1) when n_x ≪ n (≈ +2,550
-    per county cell at ε = 5).
-    Sampled per person in one vectorised draw (O(n)), exact in distribution.
+    The people go in cell order (the data sorted by cell). Each tells the truth with probability
+    p = e^ε/(e^ε + d − 1) and then sends x; a liar draws a false value F uniform over the d − 1
+    cells other than its own. The line sending F sits outside the ``else``, so *everyone* sends
+    the latest liar's F: a liar its own, a truthful person the one carried over from the last
+    liar before it (possibly of another cell — even its own cell — across a cell boundary).
+    When the first person is truthful there is no F yet and the client fails
+    (:func:`rr_failure_probability`); this samples the runs that did not fail (the first person
+    lies: its coin is independent of the others', so conditioning just sets it).
+    The server returns (C − nq)/(p − q) with q = 1/(e^ε + d − 1) over the n + (number of
+    truthful) reports C. A liar's F is sent by it and by the run of truthful people after it, so
+    the false reports come in clusters of geometric size: the mean is as for independent
+    draws (≈ n/(d − 1) · e^ε/(e^ε − 1) per empty cell, ≈ +2,550 at county level, ε = 5), the
+    variance of a small cell ≈ (1 + p)/(1 − p) times theirs.
+    Sampled in O(n): the liars' draws, each counted once per person it reaches (one bincount
+    weighted by the gaps between consecutive liars). Exact in distribution.
     """
     counts = np.asarray(counts, dtype=np.int64)
-    d, n = counts.size, int(counts.sum())
+    d = counts.size
+    people = np.asarray(items, dtype=np.int64)
+    if not (people[1:] >= people[:-1]).all():  # the people in cell order (to_items() is)
+        people = np.sort(people)
+    n = people.size
     p, q = grr_probabilities(epsilon, d)
-    truthful = rng.binomial(counts, p)
-    false = rng.integers(0, d - 1, size=items.size)
-    false += false >= items  # skip the person's own cell: uniform over the other d − 1
-    support = truthful + np.bincount(false, minlength=d)
+    if n == 0:
+        return np.zeros(d)
+    truthful = rng.random(n) < p
+    truthful[0] = False  # the runs that did not fail
+    liars = np.flatnonzero(~truthful)
+    false = rng.integers(0, d - 1, size=liars.size)
+    false += false >= people[liars]  # skip the liar's own cell: uniform over the other d − 1
+    reach = np.diff(np.append(liars, n))  # the liar and the truthful people up to the next liar
+    support = (np.bincount(people[truthful], minlength=d)
+               + np.bincount(false, weights=reach, minlength=d))
     return (support - n * q) / (p - q)
 
 
@@ -182,8 +209,8 @@ def release(role: str, counts: np.ndarray, items: np.ndarray, epsilon: float,
         return laplace_as_run(counts, epsilon, rng)
     if role == "stability_histogram":
         return stability_as_run(counts, epsilon, rng)
-    if role == "hm":
-        return mechanisms.build("hr", epsilon=epsilon).release(counts, rng, permutation)
+    if role == "hm":  # int()-truncated, as the original read its estimates
+        return np.trunc(mechanisms.build("hr", epsilon=epsilon).release(counts, rng, permutation))
     raise ValueError(f"the thesis's code ran no other release for {role!r}")
 
 
@@ -198,74 +225,73 @@ def base_cut(estimates: np.ndarray, n: int, rounded: bool) -> np.ndarray:
     return postprocess.base_cut(base_pro(estimates, rounded), n)
 
 
-# ------------------------------------------------------------------ the thesis's per-person loop
+# --------------------------------------------------------- the thesis's per-person operations
 def per_person(role: str, items: np.ndarray, d: int, epsilon: float,
                rng: np.random.Generator) -> np.ndarray:
-    """What the thesis timed: a Python loop over the people, each one's report made and
-    aggregated on its own (client + server, the original code's structure), then the estimates.
+    """What the thesis timed, operation for operation: a Python loop over the people doing what
+    its code did for each one (client, then server), then the estimates (those of the protocol
+    as run). Randomised response — its own client: the ``categories.index`` list scan, one
+    ``random.random()``, a false value picked from the other categories and sent whatever the
+    coin (a first truthful person, where the original fails, sends nothing), the reports counted
+    by pandas ``value_counts``. Unary encoding — its own client: one ``random.random()`` per bit,
+    the bit list added to the server's NumPy sums. Local hashing and Hadamard Response —
+    pure-LDP 1.2's own clients and servers (xxhash, its server's loop over the d cells; Hadamard
+    Response's ``k2k_hadamard`` encoder and decoder), items fed and estimates ``int()``-read as
+    the thesis's code did. Central: every row counted, then released. ``rng`` draws only the
+    central releases: the loops use the libraries' own (``random``, NumPy's global) generators.
 
-    Randomised response: its own client (as run, with the duplicate false report). Unary
-    encoding: its own client, d bits per person drawn as one NumPy vector. Local hashing:
-    pure-LDP's server, which loops in Python over all d cells hashing each under the person's
-    seed (here CRC-32 seeded with it stands in for xxhash, same loop). Hadamard Response: one
-    report per person (a uniform output, or a uniform +1 entry of its row drawn by rejection),
-    counted, then one transform. Central: every row counted, then released.
-    For timing: the estimates are those of the respective protocol as run.
+    Not reproduced: the thesis's cells were labelled by strings (an origin–destination pair),
+    here by ints — the list scan compares ints; the machine and Python version.
     """
     import random
-    import zlib
 
     n = len(items)
     if role == "grr":
         p, q = grr_probabilities(epsilon, d)
-        support = [0] * d
-        for x in items.tolist():
-            false = random.randrange(d - 1)
-            false += false >= x
-            support[false] += 1
+        categories = list(range(d))
+        reports, false = [], None
+        for x in np.sort(items).tolist():
+            own = categories.index(x)
             if random.random() < p:
-                support[x] += 1
-        return (np.array(support) - n * q) / (p - q)
+                reports.append(x)
+            else:
+                other = random.randrange(d - 1)
+                false = categories[other + (other >= own)]
+            reports.append(false)
+        support = pd.Series(reports).value_counts().reindex(categories, fill_value=0)
+        return (support.to_numpy() - n * q) / (p - q)
     if role == "oue":
         q = 1 / (math.exp(epsilon) + 1)
         support = np.zeros(d)
         for x in items.tolist():
-            bits = rng.random(d) < q
-            bits[x] = rng.random() < 0.5
-            support += bits
+            support += [random.random() < (0.5 if i == x else q) for i in range(d)]
         return (support - n * q) / (0.5 - q)
-    if role == "olh":
-        g = int(round(math.exp(epsilon))) + 1
-        p = math.exp(epsilon) / (math.exp(epsilon) + g - 1)
-        support = [0] * d
-        for x in items.tolist():
-            seed = random.getrandbits(32)
-            y = zlib.crc32(str(x - 1).encode(), seed) % g
-            if random.random() > p - 1 / g:
-                y = random.randrange(g)
-            for i in range(d):
-                if zlib.crc32(str(i).encode(), seed) % g == y:
-                    support[i] += 1
-        return np.trunc((g * np.array(support) - n) / (p * g - 1))
-    if role == "hm":
-        hr = mechanisms.build("hr", epsilon=epsilon)
-        lay, uniform, _ = hr.constants(d)
-        permutation = hr.draw_permutation(d, rng)
-        symbols = (items if permutation is None else permutation[items]).tolist()
-        histogram = [0] * lay.outputs
-        per_block = lay.items_per_block
-        for s in symbols:  # one person's report at a time: uniform, or a +1 entry of its row
-            if random.random() < uniform:
-                y = random.randrange(lay.outputs)
-            else:
-                block, row = divmod(s, per_block)
-                offset = random.randrange(lay.block_size)
-                while ((row + 1) & offset).bit_count() % 2:
-                    offset = random.randrange(lay.block_size)
-                y = block * lay.block_size + offset
-            histogram[y] += 1
-        return hr.estimate(np.array(histogram), n, d, permutation)
+    if role in ("olh", "hm"):
+        return _pure_ldp_loop(role, items, d, epsilon)
     counts = [0] * d
     for x in items.tolist():
         counts[x] += 1
     return release(role, np.array(counts), items, epsilon, rng)
+
+
+def _pure_ldp_loop(role: str, items: np.ndarray, d: int, epsilon: float) -> np.ndarray:
+    """pure-LDP's client and server for each person, as the thesis's code called them: local
+    hashing fed items 0…d−1 (its index mapper x ↦ x − 1 loses cell 0), Hadamard Response fed
+    x + 1 and read back at x + 1; every estimate ``int()``-truncated."""
+    import warnings
+
+    from pure_ldp.frequency_oracles.hadamard_response import (HadamardResponseClient,
+                                                              HadamardResponseServer)
+    from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
+
+    shift = 1 if role == "hm" else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pure-LDP warns on every estimate read
+        if role == "olh":
+            client, server = LHClient(epsilon, d, use_olh=True), LHServer(epsilon, d, use_olh=True)
+        else:
+            server = HadamardResponseServer(epsilon, d)
+            client = HadamardResponseClient(epsilon, d, server.get_hash_funcs())
+        for x in items.tolist():
+            server.aggregate(client.privatise(x + shift))
+        return np.array([int(server.estimate(i + shift)) for i in range(d)], dtype=float)

@@ -192,12 +192,15 @@ def _support_law(role: str, variant: str, epsilon: float, d: int):
 
 
 def _local(role: str, variant: str, truth, below: float):
-    """The cells, n, d and threshold a local release is read with: local hashing as run reads
-    cell 0 from an empty slot and int()-truncates its estimates (0 means estimate < 1)."""
+    """The cells, n, d and threshold a local release is read with: local hashing and Hadamard
+    Response as run int()-truncate their estimates (0 means estimate < 1), and local hashing
+    reads cell 0 from an empty slot."""
     truth = np.asarray(truth, dtype=float)
     n = float(truth.sum())  # every person reports, cell 0's too
+    if role in ("olh", "hm") and variant == "run":
+        below = max(below, 1.0)
     if role == "olh" and variant == "run":
-        truth, below = truth.copy(), max(below, 1.0)
+        truth = truth.copy()
         truth[0] = 0.0
     return truth, n, truth.size, below
 
