@@ -1,5 +1,5 @@
-"""The Learn page's worked example of OnTheMap's probabilistic DP (``dpcore.theory.probabilistic_dp``):
-its numbers are :mod:`dpcore.mechanisms.onthemap`'s own, recomputed here from the table."""
+"""The Learn page's worked example of OnTheMap's probabilistic DP
+(``dpcore.theory.probabilistic_dp``): its numbers are :mod:`dpcore.mechanisms.onthemap`'s own, recomputed here from the table."""
 
 from __future__ import annotations
 

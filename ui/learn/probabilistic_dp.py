@@ -105,6 +105,7 @@ def lesson(current: data.Current, epsilon: float) -> None:
         "Expected shares E[s_i]/m = (n_i + α)/(n + kα) "
         + (f"for the workplace scaled to {example.test_workers:,} workers. " if example.scaled
            else ". ")
-        + f"Distance from the real shares (total variation: half the sum of the absolute differences): ε-DP prior "
+        + "Distance from the real shares (total variation: half the sum of the absolute "
+        f"differences): ε-DP prior "
         f"{example.distance('epsilon_dp'):.1%}, probabilistic-DP prior "
         f"{example.distance('test'):.1%}.")
