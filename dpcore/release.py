@@ -214,7 +214,8 @@ def check(spec: ReleaseSpec, od: ODMatrix) -> mechanisms.Mechanism:
     if postprocess.NEEDS_VARIANCE.intersection(spec.postprocess):
         _empty_cell_variance(mechanism, spec, od)
     if hasattr(mechanism, "for_destinations"):     # synthesizes per destination (column)
-        mechanism = mechanism.for_destinations(od.n_destinations)
+        mechanism = mechanism.for_destinations(od.n_destinations, od.origins.parent,
+                                               od.destinations.parent)
     return mechanism
 
 

@@ -216,3 +216,35 @@ def test_uploaded_names_stay_inert_and_results_stay_in_the_session(lesson):
     if lesson == "models":
         entries = at.session_state["run_session_memo"]["entries"]
         assert any(name == "learn_trust" for name, _ in entries)
+
+
+def test_the_probabilistic_dp_lesson_states_onthemaps_numbers_for_a_county():
+    """Issue 37: the worked example's sentences and chart are dpcore's numbers for the county
+    with the fewest workers (scaled to 1,000 workers for the test, which says so)."""
+    from dpcore.mechanisms import onthemap as otm
+    from dpcore.theory import probabilistic_dp
+    from ui.learn import probabilistic_dp as page_lesson
+    at = learn_page("pdp")
+    at.select_slider(key=EPSILON).set_value(2.0).run()
+    assert not at.exception and not at.warning and not at.error
+    od = datasets.load("ireland_county")
+    d = probabilistic_dp.smallest_workplace(od)
+    ex = probabilistic_dp.worked_example(od, d, 2.0, 1e-5)
+    shown = text(at)
+    assert f"m/(e^ε − 1) = **{ex.pure_alpha:,.4g}** per origin" in shown
+    assert f"**{ex.prior_weight:,.3g} times** the data" in shown
+    assert f"scaled down to {otm.TEST_MAX_WORKERS:,} workers" in shown
+    assert f"allows **α = {ex.test_alpha:,.4g}**" in shown
+    assert otm.PLAIN_PDP in shown and otm.PLAIN_TOTALS in shown
+    assert f"a privacy loss of {ex.worst_epsilon:.3g} instead of ε = 2" in shown
+    assert f"exactly {ex.workers:,} workers" in shown
+    fig = figure(at, "Where the synthetic workers of")
+    assert fig["layout"]["xaxis"]["title"]["text"] and fig["layout"]["yaxis"]["title"]["text"]
+    shares = ex.shares
+    for column, name in page_lesson.SERIES.items():
+        (bars,) = [t for t in fig["data"] if t["name"].startswith(name)]
+        want = list(shares[column].head(page_lesson.SHOWN_ORIGINS))
+        want.append(shares[column].iloc[page_lesson.SHOWN_ORIGINS:].sum())
+        np.testing.assert_allclose(values(bars["y"]), want)
+    (test_bars,) = [t for t in fig["data"] if t["name"].startswith(page_lesson.SERIES["test"])]
+    assert f"α = {ex.test_alpha:.3g}" in test_bars["name"]

@@ -3,9 +3,11 @@ product's own LODES importer to the same counts, and ``release --lodes-out`` on 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpcore import export, release
@@ -87,3 +89,72 @@ def test_release_lodes_out_writes_records_and_refuses_to_overwrite(tmp_path, cap
     out.unlink()
     assert cli.main([str(a) for a in argv]) != 0      # --lodes-out exists, --out does not
     assert not out.exists() and f"--lodes-out {records} already exists" in capsys.readouterr().err
+
+
+def published_folder(tmp_path, *extra) -> Path:
+    """The tract-level fixture published (OpenDP noise, negatives to 0) into a new folder."""
+    folder = tmp_path / "published"
+    argv = ["publish", "--file", FIXTURE, "--format", "lodes", "--level", "tract",
+            "--domain-from-data", "--mechanism", "discrete_laplace", "--epsilon", "1",
+            "--postprocess", "base_pos", *extra, "--out", folder]
+    assert cli.main([str(a) for a in argv]) == 0
+    return folder
+
+
+def published_counts(folder: Path, level: str | None = None) -> dict:
+    table = pd.read_csv(folder / "release.csv", dtype={"origin": str, "destination": str})
+    if level is not None:
+        table = table[table["level"] == level]
+    return {(o, d): int(c) for o, d, c in zip(table["origin"], table["destination"],
+                                               table["count"]) if c}
+
+
+def reimported_counts(records: Path) -> dict:
+    back = importers.import_od(records.read_bytes(), "od.csv", format="lodes",
+                               level="tract").matrix.to_frame()
+    pad = lodes_export.PADDING[11]
+    return {(o.removesuffix(pad), d.removesuffix(pad)): int(c)
+            for o, d, c in zip(back["origin"], back["destination"], back["count"]) if c}
+
+
+def test_a_published_folder_is_written_as_records_beside_its_manifest(tmp_path, capsys):
+    folder = published_folder(tmp_path)
+    out = tmp_path / "lodes"
+    assert cli.main(["lodes-records", str(folder), "--out", str(out)]) == 0
+    assert (out / "manifest.json").read_bytes() == (folder / "manifest.json").read_bytes()
+    assert reimported_counts(out / "od.csv") == published_counts(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    dates = pd.read_csv(out / "od.csv", dtype=str)["createdate"]
+    assert (dates == manifest["date"][:10].replace("-", "")).all()
+    assert "LODES records →" in capsys.readouterr().out
+    assert cli.main(["lodes-records", str(folder), "--out", str(out)]) != 0   # no overwrite
+    assert "already holds files" in capsys.readouterr().err
+
+
+def test_consistent_levels_are_written_at_the_fine_level(tmp_path, capsys):
+    folder = published_folder(tmp_path, "--levels")
+    out = tmp_path / "lodes"
+    assert cli.main(["lodes-records", str(folder), "--out", str(out)]) == 0
+    assert "the fine level" in capsys.readouterr().out
+    assert reimported_counts(out / "od.csv") == published_counts(folder, "fine level")
+
+
+@pytest.mark.parametrize("bad, shown", [(-2, "-2"), (1.5, "1.5")])
+def test_counts_that_are_not_whole_commuters_are_refused_with_a_message(tmp_path, capsys, bad,
+                                                                       shown):
+    folder = published_folder(tmp_path)
+    table = pd.read_csv(folder / "release.csv", dtype={"origin": str, "destination": str})
+    table["count"] = table["count"].astype(float)
+    table.loc[1, "count"] = bad
+    table.to_csv(folder / "release.csv", index=False)
+    out = tmp_path / "lodes"
+    assert cli.main(["lodes-records", str(folder), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert (f"{table['origin'][1]} → {table['destination'][1]} is {shown}" in err
+            and "base_pos or round" in err and "Traceback" not in err)
+    assert not (out / "od.csv").exists()
+
+
+def test_a_folder_that_is_not_a_publication_is_refused_with_a_message(tmp_path, capsys):
+    assert cli.main(["lodes-records", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "is not a published folder: manifest.json is missing" in capsys.readouterr().err

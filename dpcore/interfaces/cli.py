@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,heavy-hitters,plan,publish,ledger,reproduce-thesis} …``.
+"""Command line: ``python -m dpcore {datasets,mechanisms,release,sweep,heavy-hitters,plan,publish,lodes-records,ledger,reproduce-thesis} …``.
 
 Parsing and printing only; the work is done by :mod:`dpcore.data.datasets`, :mod:`dpcore.data.importers`,
 :mod:`dpcore.mechanisms`, :mod:`dpcore.mechanisms.postprocess`, :mod:`dpcore.evaluation.experiment` and
@@ -24,6 +24,7 @@ Examples::
     python -m dpcore publish --file flows.csv --domain-zones zones.csv \\
         --mechanism discrete_laplace --epsilon 1 --label "Kildare 2016" --out published/ \\
         --audit private/audit.json --compare 5 --compare-out private/comparison.csv
+    python -m dpcore lodes-records published/ --out lodes/
     python -m dpcore ledger --verify published/
     python -m dpcore ledger --migrate                  # once, after upgrading an unkeyed ledger
     python -m dpcore sweep … --scheduler local          # or --scheduler tcp://host:8786
@@ -541,6 +542,22 @@ def _compare(args, od: ODMatrix, epsilons: list[float], delta: float) -> None:
           f"{args.compare} releases per method and ε → {path}")
 
 
+def _cmd_lodes_records(args) -> int:
+    """Write a published folder as LODES OD records beside an unchanged copy of its manifest
+    (the guarantee and settings of the counts the records hold)."""
+    records, _, level = lodes_export.published_records(args.folder)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    export.write_safe_csv(records, out / "od.csv")
+    source, copy = Path(args.folder) / "manifest.json", out / "manifest.json"
+    if source.resolve() != copy.resolve():
+        copy.write_bytes(source.read_bytes())
+    which = f" (the {level}; the other levels are its sums)" if level else ""
+    _say(f"{len(records):,} LODES records{which} → {out / 'od.csv'}, manifest → {copy}; the "
+         "age, earnings and industry columns are empty (see docs/ONTHEMAP.md)")
+    return 0
+
+
 def _cmd_ledger(args) -> int:
     store = ledger.LedgerStore(args.folder)
     if args.migrate:
@@ -765,6 +782,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="also write a private audit record (SHA-256 of the input, number of "
                           "commuters) here, outside --out: NOT FOR PUBLICATION")
     out.set_defaults(handler=_cmd_publish)
+
+    records = commands.add_parser("lodes-records", help="a published folder's release as LODES "
+                                                         "OD records, with its manifest")
+    records.add_argument("folder", metavar="PUBLISHED_DIR",
+                         help="a folder written by publish (release.csv and manifest.json)")
+    records.add_argument("--out", required=True, metavar="DIR",
+                         help="directory for od.csv (LODES OD layout) and a copy of manifest.json")
+    records.set_defaults(handler=_cmd_lodes_records)
 
     book = commands.add_parser("ledger", help="every publication recorded in the budget ledger, "
                                               "the totals per label and the keyed chain's check "

@@ -24,11 +24,15 @@ Zone ids come from uploaded files: write the table with
 from __future__ import annotations
 
 import datetime
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpcore.data.od import ODMatrix
+from dpcore.interfaces.ledger import role_names
+from dpcore.text import visible
 
 BREAKDOWNS = ("SA01", "SA02", "SA03", "SE01", "SE02", "SE03", "SI01", "SI02", "SI03")
 COLUMNS = ("w_geocode", "h_geocode", "S000", *BREAKDOWNS, "createdate")
@@ -64,13 +68,56 @@ def lodes_table(od: ODMatrix, released, createdate: str | None = None) -> pd.Dat
                          f"{values[cell]:g}; choose a post-processing that gives non-negative "
                          f"whole numbers ('round') or the OnTheMap synthesizer.")
     cells = np.flatnonzero(values)
-    date = createdate or datetime.date.today().strftime("%Y%m%d")
-    frame = pd.DataFrame({
-        "w_geocode": _geocodes(od.destinations.ids)[cells % od.n_destinations],
-        "h_geocode": _geocodes(od.origins.ids)[cells // od.n_destinations],
-        "S000": values[cells].astype(np.int64)})
+    return _records(_geocodes(od.destinations.ids)[cells % od.n_destinations],
+                    _geocodes(od.origins.ids)[cells // od.n_destinations],
+                    values[cells].astype(np.int64), createdate)
+
+
+def _records(workplaces, homes, counts, createdate: str | None) -> pd.DataFrame:
+    """The LODES OD table of these (workplace, home, count) rows, breakdowns empty."""
+    frame = pd.DataFrame({"w_geocode": workplaces, "h_geocode": homes, "S000": counts})
     for column in BREAKDOWNS:
         frame[column] = ""
-    frame["createdate"] = date
+    frame["createdate"] = createdate or datetime.date.today().strftime("%Y%m%d")
     return frame.sort_values(["w_geocode", "h_geocode"], kind="stable").reset_index(drop=True)
 
+
+def published_records(folder) -> tuple[pd.DataFrame, dict, str | None]:
+    """A published folder (``release.csv`` + ``manifest.json``, :mod:`dpcore.interfaces.publish`)
+    as LODES OD records: the table, the manifest (unchanged, to be kept beside the records) and
+    the level written (None for a one-level publication). With several levels only the fine
+    level is written (the others are its sums); ``createdate`` is the manifest's date. A count
+    that is negative or not whole (post-processing ``base`` keeps negative noise) is refused
+    (ValueError naming its row): publish with ``base_pos`` or ``round`` to write records."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        table = pd.read_csv(folder / "release.csv", dtype={"origin": str, "destination": str,
+                                                           "level": str}, keep_default_na=False)
+    except FileNotFoundError as error:
+        raise ValueError(f"{folder} is not a published folder: {Path(error.filename).name} is "
+                         "missing (a publish writes release.csv and manifest.json).") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise ValueError(f"{folder} is not a readable published folder: {error}") from None
+    if not isinstance(manifest, dict) or not {"origin", "destination", "count"} <= set(table):
+        raise ValueError(f"{folder} is not a published folder: release.csv needs the columns "
+                         "origin, destination and count, manifest.json an object.")
+    level = None
+    if "level" in table:
+        level = role_names(1, top_first=False)[0]
+        table = table[table["level"] == level]
+    counts = pd.to_numeric(table["count"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(counts) | (counts < 0) | (counts != np.rint(counts))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"LODES records are whole commuters, but the published count of "
+            f"{visible(table['origin'].iloc[row])} → {visible(table['destination'].iloc[row])} "
+            f"is {counts[row]:g}; only a publication post-processed to non-negative "
+            f"whole numbers (base_pos or round) can be written as records.")
+    date = str(manifest.get("date", ""))[:10].replace("-", "")
+    keep = counts > 0
+    records = _records(_geocodes(table["destination"].to_numpy())[keep],
+                       _geocodes(table["origin"].to_numpy())[keep],
+                       counts[keep].astype(np.int64), date if date.isdigit() else None)
+    return records, manifest, level

@@ -69,6 +69,7 @@ from dpcore.mechanisms.central import _as_counts, l1_sensitivity
 
 EPSILON_DP, TEST = "epsilon_dp", "test"
 EXACT, NOISY = "exact", "noisy"
+ALL, PARENT = "all", "parent"
 #: The exact probabilistic test sums Beta-binomial tails for every cell count up to m: O(m²) per
 #: distinct destination size, about a second at this size.
 TEST_MAX_WORKERS = 1000
@@ -83,6 +84,11 @@ TOTAL = Param("total", "Workers per destination (m)", EXACT, str, choices=(EXACT
 TOTAL_SHARE = Param("total_share", "Share of ε for the noisy totals", 0.1, float, low=0.01,
                     high=0.99, help="Used only with noisy totals: ε·share for the totals, the "
                                     "rest for the residences.")
+CANDIDATES = Param("candidates", "Candidate origins", ALL, str, choices=(ALL, PARENT),
+                   help="all: every origin. parent: a workplace's homes are drawn among the "
+                        "origins in its own parent area (e.g. county), and those of its workers "
+                        "from elsewhere among the other origins; the split is published exactly. "
+                        "Needs a table with a parent level and exact totals.")
 
 PDP = "(ε, δ)-probabilistic DP"
 CAVEAT = ("With prior 'test' its guarantee is (ε, δ)-probabilistic DP, which is not DP: with "
@@ -95,6 +101,9 @@ PLAIN_PDP = ("Probabilistic DP is not DP: with probability up to δ the syntheti
              "a worker's residence with no bound at all.")
 PLAIN_TOTALS = ("With m = n(d) every workplace's number of workers is published exactly; OnTheMap "
                 "protects those totals separately (noise infusion), which is not modelled here.")
+PLAIN_SHRUNK = ("With candidates 'parent' the number of a workplace's workers who live in its own "
+                "parent area is published exactly too, and the guarantee covers a home moving "
+                "within that area or within the rest, not between them.")
 
 
 # ---------------------------------------------------------------------------- privacy analysis
@@ -211,11 +220,14 @@ class OnTheMapSynthesizer(CentralMechanism):
     key = "onthemap"
     name = "OnTheMap synthesizer"
     uses_delta = True
-    params = (EPSILON, DELTA, NEIGHBOURS, PRIOR, TOTAL, TOTAL_SHARE)
+    params = (EPSILON, DELTA, NEIGHBOURS, PRIOR, TOTAL, TOTAL_SHARE, CANDIDATES)
     caveat = CAVEAT
     references = ("Machanavajjhala, Kifer, Abowd, Gehrke, Vilhuber. Privacy: theory meets "
                   "practice on the map. ICDE 2008, pp. 277–286.",)
     destinations = 1
+    #: Each origin's and each destination's parent area (public geography), for candidates
+    #: 'parent'; None: unknown.
+    areas: tuple[np.ndarray, np.ndarray] | None = None
 
     def __init__(self, **values):
         super().__init__(**values)
@@ -223,11 +235,20 @@ class OnTheMapSynthesizer(CentralMechanism):
             raise ValueError("The 'prior' parameter of OnTheMapSynthesizer cannot be 'test' with "
                              "noisy totals: the probabilistic test needs each destination's true "
                              "size; use prior 'epsilon_dp' (the whole release is then ε-DP).")
+        if self.candidates == PARENT and self.total == NOISY:
+            raise ValueError("The 'candidates' parameter of OnTheMapSynthesizer cannot be "
+                             "'parent' with noisy totals: the number of workers from each "
+                             "workplace's own area would be published exactly, so the release "
+                             "would not be ε-DP; use candidates 'all'.")
 
-    def for_destinations(self, destinations: int) -> OnTheMapSynthesizer:
-        """This synthesizer for a table with ``destinations`` destinations (columns)."""
+    def for_destinations(self, destinations: int, origin_areas=None,
+                         destination_areas=None) -> OnTheMapSynthesizer:
+        """This synthesizer for a table with ``destinations`` destinations (columns), and the
+        parent area of each origin and destination where the table has them."""
         bound = type(self)(**self.settings)
         bound.destinations = int(destinations)
+        if origin_areas is not None and destination_areas is not None:
+            bound.areas = (np.asarray(origin_areas), np.asarray(destination_areas))
         return bound
 
     @property
@@ -243,8 +264,9 @@ class OnTheMapSynthesizer(CentralMechanism):
     def guarantee(self) -> str:
         if self.total == NOISY:
             return "ε-DP"
-        return ("ε-DP residences, exact totals" if self.prior == EPSILON_DP
-                else f"{PDP}, exact totals")
+        totals = "exact totals" if self.candidates == ALL else "exact totals and in-area counts"
+        return (f"ε-DP residences, {totals}" if self.prior == EPSILON_DP
+                else f"{PDP}, {totals}")
 
     def prior_for(self, m: np.ndarray, k: int) -> np.ndarray:
         """α(d) for destinations of m workers over k origins (one test per distinct size)."""
@@ -283,9 +305,33 @@ class OnTheMapSynthesizer(CentralMechanism):
             m = np.maximum(totals + noise, 0).astype(np.int64)
         else:
             m = totals
+        if self.candidates == PARENT:
+            return self._shrunk(table, rng).T.ravel().astype(np.float64)
         alpha = self.prior_for(m, table.shape[1])
         drawn = dirichlet_multinomial(table, alpha, m, rng)
         return drawn.T.ravel().astype(np.float64)
+
+    def _shrunk(self, table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Domain shrinking by the parent area: per group of workplaces in one area, the workers
+        from inside the area are synthesized over its origins only (the prior spread over
+        fewer cells), those from outside over the other origins; each part keeps its size."""
+        if self.areas is None or self.areas[0].size != table.shape[1] \
+                or self.areas[1].size != table.shape[0]:
+            raise ValueError("The 'candidates' parameter of OnTheMapSynthesizer is 'parent', "
+                             "which needs a table whose zones name their parent area (e.g. EDs "
+                             "in counties); choose candidates 'all' for this table.")
+        origin_areas, destination_areas = self.areas
+        out = np.zeros_like(table)
+        for area in np.unique(destination_areas):
+            rows = np.flatnonzero(destination_areas == area)
+            inside = origin_areas == area
+            for cols in (np.flatnonzero(inside), np.flatnonzero(~inside)):
+                if cols.size:
+                    part = table[np.ix_(rows, cols)]
+                    m = part.sum(axis=1)
+                    out[np.ix_(rows, cols)] = dirichlet_multinomial(
+                        part, self.prior_for(m, cols.size), m, rng)
+        return out
 
     def explain(self):
         eps = self.synthesis_epsilon
@@ -306,6 +352,9 @@ class OnTheMapSynthesizer(CentralMechanism):
                   if self.total == NOISY else
                   PLAIN_TOTALS + " So the guarantee covers a worker's home changing while the "
                   "workplace stays the same, whichever neighbouring relation is chosen.")
+        if self.candidates == PARENT:
+            totals += (" Each workplace's candidate origins are those of its own parent area "
+                       "(domain shrinking: the prior spreads over fewer cells). " + PLAIN_SHRUNK)
         return (
             "**OnTheMap synthesizer (US Census Bureau, LODES).** For each workplace d, the "
             "origins of its workers are replaced by m synthetic ones:\n\n"

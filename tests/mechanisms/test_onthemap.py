@@ -245,3 +245,83 @@ def test_labels_name_the_guarantee_and_what_it_does_not_promise():
     assert build("onthemap", prior="test").guarantee == "(ε, δ)-probabilistic DP, exact totals"
     assert build("onthemap", total="noisy").guarantee == "ε-DP"
     assert "(ε, δ)-probabilistic DP" in build("onthemap", prior="test").describe()
+
+
+# ------------------------------------------------------------------------- domain shrinking
+AREAS_OF_ORIGINS = np.array(["a", "a", "b", "b", "b", "c"])
+AREAS_OF_DESTINATIONS = np.array(["a", "b", "b", "c"])
+
+
+def shrunk(**settings):
+    return build("onthemap", candidates="parent", **settings).for_destinations(
+        4, AREAS_OF_ORIGINS, AREAS_OF_DESTINATIONS)
+
+
+def test_shrinking_keeps_each_workplaces_total_and_its_in_area_count(rng):
+    table = rng.integers(0, 30, size=(6, 4))                  # origins × destinations
+    released = shrunk(epsilon=1.0).release(table.ravel(), rng).reshape(6, 4)
+    np.testing.assert_array_equal(released.sum(axis=0), table.sum(axis=0))
+    inside = AREAS_OF_ORIGINS[:, None] == AREAS_OF_DESTINATIONS[None, :]
+    np.testing.assert_array_equal((released * inside).sum(axis=0), (table * inside).sum(axis=0))
+
+
+def test_shrinking_spreads_the_prior_over_the_area_only(seed):
+    """E[s_i] = m_in (n_i + α)/(n_in + k_in α), α = m_in/(e^ε − 1), over the k_in origins of the
+    workplace's area (and the same over the other origins with their own m and k), per cell (z
+    with the Dirichlet–multinomial variance, Bonferroni, false-failure rate 1e-4)."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 25, size=(6, 4))
+    samples = np.stack([shrunk(epsilon=2.0).release(table.ravel(), rng) for _ in range(3000)])
+    expected, variance = np.empty((6, 4)), np.empty((6, 4))
+    for d in range(4):
+        for part in (AREAS_OF_ORIGINS == AREAS_OF_DESTINATIONS[d],
+                     AREAS_OF_ORIGINS != AREAS_OF_DESTINATIONS[d]):
+            counts, m = table[part, d], table[part, d].sum()
+            alpha = otm.pure_alpha(m, 2.0)
+            expected[part, d] = m * (counts + alpha) / (m + part.sum() * alpha)
+            variance[part, d] = otm.destination_variance(counts, alpha, m)
+    assert_unbiased(samples, expected.ravel(), variance.ravel())
+
+
+def test_shrinking_follows_the_exact_dirichlet_multinomial_per_part(seed):
+    """One workplace in area a (origins a, a, b, b): 2 workers from a over its 2 origins, 1 from
+    b over the other 2; every joint output against the product of the two exact pmfs
+    (chi-square, false-failure rate 1e-4)."""
+    mech = build("onthemap", epsilon=1.0, candidates="parent").for_destinations(
+        1, np.array(["a", "a", "b", "b"]), np.array(["a"]))
+    counts = np.array([1, 1, 0, 1])
+    rng = np.random.default_rng(seed)
+    draws = np.stack([mech.release(counts, rng) for _ in range(20000)]).astype(np.int64)
+    inside, outside = compositions(2, 2), compositions(1, 2)
+    joint = np.exp(dm_logpmf(inside, counts[:2], otm.pure_alpha(2, 1.0))[:, None]
+                   + dm_logpmf(outside, counts[2:], otm.pure_alpha(1, 1.0))[None, :]).ravel()
+    assert joint.sum() == pytest.approx(1.0)
+    codes = [np.array([np.flatnonzero((s == draw).all(axis=1))[0] for draw in part])
+             for s, part in ((inside, draws[:, :2]), (outside, draws[:, 2:]))]
+    assert_fits(codes[0] * len(outside) + codes[1], joint)
+
+
+def test_shrinking_needs_areas_and_exact_totals(rng):
+    with pytest.raises(ValueError, match="needs a table whose zones name their parent area"):
+        build("onthemap", candidates="parent").for_destinations(2).release(np.ones(6), rng)
+    with pytest.raises(ValueError, match="cannot be 'parent' with noisy totals"):
+        build("onthemap", candidates="parent", total="noisy")
+    mech = build("onthemap", candidates="parent")
+    assert mech.guarantee == "ε-DP residences, exact totals and in-area counts"
+    assert otm.PLAIN_SHRUNK in mech.explain()
+
+
+def test_a_release_of_a_table_with_a_parent_level_shrinks_by_it(ed):
+    """Through ``release.run`` on the ED table restricted to two counties: the areas come from
+    the table's own geography, so no synthetic worker of a workplace crosses between its county
+    and the rest, in either direction, more than the real ones did."""
+    from dpcore import release
+    keep = ed.origins.ids[np.isin(ed.origins.parent, ["Carlow", "Laois"])]
+    od = ed.subset(origins=keep, destinations=keep)
+    spec = release.ReleaseSpec("onthemap", 1.0, {"candidates": "parent"}, ("base",), 3)
+    released = release.run(od, spec, score=False).released.reshape(od.n_origins,
+                                                                   od.n_destinations)
+    true = od.to_dense().reshape(od.n_origins, od.n_destinations)
+    inside = od.origins.parent[:, None] == od.destinations.parent[None, :]
+    np.testing.assert_array_equal((released * inside).sum(axis=0), (true * inside).sum(axis=0))
+    np.testing.assert_array_equal(released.sum(axis=0), true.sum(axis=0))

@@ -31,7 +31,7 @@ from dpcore.theory import (
     privacy_theory,
 )
 from ui.components import charts, data, runs, safe, state
-from ui.learn import figures
+from ui.learn import figures, probabilistic_dp
 from ui.components import heavy_hitters as hh
 from ui.components.charts import NOTHING
 from ui.components.viewstate import kept
@@ -532,3 +532,6 @@ def heavy(current: data.Current, epsilon: float) -> None:
 
 SECTIONS = {"why": why, "phone": phone, "epsilon": epsilon_meaning, "budgets": budgets,
             "models": models, "choose": choose, "heavy": heavy}
+
+LESSONS[probabilistic_dp.KEY] = probabilistic_dp.TITLE       # issue 37's lesson, own module
+SECTIONS[probabilistic_dp.KEY] = probabilistic_dp.lesson
