@@ -22,9 +22,12 @@ X_TITLES = {"flows": "Flow", "destination": "Zone", "distance": "Distance from h
 
 
 def _x(frame: pd.DataFrame) -> list[str]:
-    """The category of each row: its part (a zone, band or sector), else its analysis."""
-    return [charts.escape(charts.short(part if part else analysis.replace("_", " ")))
-            for part, analysis in zip(frame["part"], frame["analysis"])]
+    """The category of each row: its part (a zone, band or sector), else its analysis (flows),
+    else its selection (A → B)."""
+    return [charts.escape(charts.short(part or (selection if analysis == "paired"
+                                                else analysis.replace("_", " "))))
+            for part, analysis, selection in zip(frame["part"], frame["analysis"],
+                                                 frame["selection"])]
 
 
 def legend_name(mechanism: str, method: str) -> str:

@@ -147,6 +147,8 @@ def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult]
                                  interval_rule(settings, key, od, result))
         frames.append(frame.assign(mechanism=charts.name(key), key=key))
     found = pd.concat(frames, ignore_index=True)
+    if choice.analysis == "comparison":   # parent areas: one selection each, one part ""
+        found["part"] = found["part"].where(found["part"] != "", found["selection"])
     error = found["released"] - found["true"]
     with np.errstate(divide="ignore", invalid="ignore"):
         found["relative error (%)"] = np.where(found["true"] > 0, 100 * error / found["true"],
