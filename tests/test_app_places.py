@@ -18,7 +18,7 @@ from tests.test_app_explore import hostile_upload
 from tests.test_app_flowmap import released_like_the_page
 from ui.components import state
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "8_Places.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Places.py")
 
 
 def places(query: dict, dataset="ireland_county", session=None):
