@@ -50,5 +50,9 @@ st.caption("Whiskers: each release's 95 % interval, computed from the mechanism'
 for line in view.verdicts(shown, choice, settings.postprocess):
     st.markdown("- " + line)
 with st.expander("Every answer (ranks and all parts)"):
-    st.dataframe(safe.verbatim(found, "selection", "part"), hide_index=True, width="stretch")
+    if len(found) > view.TABLE_ROWS:
+        st.caption(f"The first {view.TABLE_ROWS:,} of {len(found):,} answers; the download "
+                   "holds them all.")
+    st.dataframe(safe.verbatim(found.head(view.TABLE_ROWS), "selection", "part"),
+                 hide_index=True, width="stretch")
     charts.table_download(found, f"places_{choice.analysis}_all", "places_all", private=True)

@@ -40,6 +40,10 @@ MEASURES = {"inflow": "Inflow (live outside, work in it)",
 SHOWN = ["mechanism", "key", "analysis", "selection", "part", "rank", "true", "released", "low", "high",
          "relative error (%)", "within tolerance", "interval holds the truth", "method"]
 
+#: Rows of the table of every answer drawn on the page (a comparison of every national tract has
+#: hundreds of thousands); the download holds them all.
+TABLE_ROWS = 5_000
+
 
 @dataclass(frozen=True)
 class Choice:
