@@ -88,6 +88,7 @@ def test_distance_histogram_and_direction_rose_on_the_county(monkeypatch):
 
     at = places({"analysis": "direction", "places_sel_zones": ["Meath"], "places_side": "home"})
     (rose,) = [f for f in figures(at) if f["data"][0]["type"] == "barpolar"]
+    assert {t["type"] for t in rose["data"][1:]} == {"scatterpolar"}
     assert list(rose["data"][0]["theta"]) == list(answers.COMPASS)
     assert rose["layout"]["polar"]["radialaxis"]["title"]["text"] == "Commuters (people)"
     assert len(rose["data"]) == 1 + 6   # the truth and the six default mechanisms

@@ -83,22 +83,28 @@ def _keys(found: pd.DataFrame) -> list[str]:
 
 
 def rose(found: pd.DataFrame, title: str) -> go.Figure:
-    """The 8 compass sectors as a rose: the true commuters and each release's, per sector."""
+    """The 8 compass sectors as a rose: the true commuters as bars, each release as a closed
+    line over the sectors (overlaid bars would hide each other)."""
     sectors = found[found["part"].isin(answers.COMPASS)]
     fig = go.Figure()
     first = sectors[sectors["mechanism"] == sectors["mechanism"].iloc[0]]
     fig.add_barpolar(name=TRUE, theta=list(first["part"]), r=first["true"],
-                     marker_color=charts.TRUE_COLOUR, opacity=0.55,
+                     marker_color=charts.TRUE_COLOUR, opacity=0.45,
                      hovertemplate="%{theta}: true %{r:,.0f}<extra></extra>")
     for (mechanism, rows), key in zip(sectors.groupby("mechanism", sort=False), _keys(found)):
-        fig.add_barpolar(name=charts.escape(mechanism), theta=list(rows["part"]),
-                         r=rows["released"].clip(lower=0), marker_color=charts.colour(key),
-                         opacity=0.55, hovertemplate="%{theta}: released %{r:,.0f}"
-                                                     "<extra></extra>")
+        r = rows["released"].clip(lower=0).tolist()
+        fig.add_scatterpolar(name=charts.escape(mechanism), theta=list(rows["part"]) + [
+            rows["part"].iloc[0]], r=r + r[:1], mode="lines+markers",
+            line=dict(color=charts.colour(key)), marker=dict(symbol=charts.symbol(key)),
+            hovertemplate="%{theta}: released %{r:,.0f}<extra></extra>")
+    edge = axis_edge(sectors)
     fig.update_layout(
-        title=dict(text=title), font=charts.FONT, height=460, barmode="overlay",
-        legend=dict(orientation="h", y=-0.1),
+        title=dict(text=title), font=charts.FONT, height=480,
+        legend=dict(orientation="h", y=-0.12),
         polar=dict(angularaxis=dict(direction="clockwise", rotation=90,
                                     categoryorder="array", categoryarray=list(answers.COMPASS)),
-                   radialaxis=dict(title=dict(text="Commuters (people)"))))
+                   # drawn along the border of N and NE, clear of the sectors' labels
+                   radialaxis=dict(angle=67.5, tickangle=67.5,
+                                   title=dict(text="Commuters (people)", font=dict(size=11)),
+                                   **({} if edge is None else {"range": [0, edge]}))))
     return fig
