@@ -2,6 +2,7 @@
 intervals of dpcore.analyses, the verdicts, the charts, the private download, and messages (never
 tracebacks) where the data cannot answer."""
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -94,9 +95,11 @@ def test_distance_histogram_and_direction_rose_on_the_county(monkeypatch):
     assert len(rose["data"]) == 1 + 6   # the truth and the six default mechanisms
 
 
-def test_an_upload_without_positions_gets_messages_and_escaped_names():
+def test_an_upload_without_positions_gets_messages_and_escaped_names(monkeypatch):
     """Distance, direction and a radius need positions: a message, no traceback. The other
-    analyses answer, with zone names escaped in the chart's ticks and hover text."""
+    analyses answer, with zone names escaped in the chart's ticks and hover text, and the table's
+    download is marked not for publication and formula-safe."""
+    downloads = Downloads(monkeypatch)
     session = {state.UPLOADED_MATRIX: hostile_upload(), state.UPLOADED_FILENAME: "h.csv"}
     for query in ({"analysis": "distance"}, {"analysis": "direction"},
                   {"places_sel_how": "radius"}):
@@ -107,6 +110,8 @@ def test_an_upload_without_positions_gets_messages_and_escaped_names():
     spec = str(figures(at))
     assert "<img" not in spec and "&lt;img src=x onerror=alert(1)&gt;" in spec
     assert len(answers_table(at)) == 3
+    table = pd.read_csv(io.BytesIO(private_csv(downloads.by_key(at, "places_all_csv"))))
+    assert "'=HYPERLINK(1)" in set(table["part"]) and "=HYPERLINK(1)" not in set(table["part"])
 
 
 def test_a_parent_on_data_without_parents_is_a_message():
