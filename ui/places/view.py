@@ -37,8 +37,8 @@ MEASURES = {"inflow": "Inflow (live outside, work in it)",
             "live_and_work": "Live and work in it",
             "jobs": "Jobs (work in it)", "employed_residents": "Employed residents (live in it)"}
 #: The true and released answers' table, as shown and downloaded.
-SHOWN = ["mechanism", "key", "analysis", "selection", "part", "rank", "true", "released", "low", "high",
-         "relative error (%)", "within tolerance", "interval holds the truth", "method"]
+SHOWN = ["mechanism", "key", "analysis", "selection", "part", "rank", "true", "released", "low",
+         "high", "relative error (%)", "within tolerance", "interval holds the truth", "method"]
 
 #: Rows of the table of every answer drawn on the page (a comparison of every national tract has
 #: hundreds of thousands); the download holds them all.
@@ -193,7 +193,8 @@ def verdicts(found: pd.DataFrame, choice: Choice, postprocess: str) -> list[str]
             said = (f"its 95 % intervals hold the truth in {held} of {int(has.sum())}. "
                     f"Intervals: {safe.markdown(method)}.")
         else:
-            said = f"it has **no interval** ({safe.markdown(method.removeprefix('no interval: '))})."
+            why = safe.markdown(method.removeprefix("no interval: "))
+            said = f"it has **no interval** ({why})."
             if rows["key"].iloc[0] in intervals.COVERED and postprocess != "base":
                 said += " Choose the post-processing “base” in the sidebar for its intervals."
         lines.append(f"**{safe.markdown(mechanism)}** — within ±{choice.tolerance:g} %: "
