@@ -8,6 +8,7 @@ answers and intervals from :mod:`dpcore.analyses` through :mod:`ui.places.view`,
 
 import streamlit as st
 
+from dpcore.mechanisms import postprocess
 from ui.components import budget, charts, controls, navigation, panels, runs, safe
 from ui.places import figures, view
 
@@ -19,7 +20,8 @@ od = panels.view_or_stop(settings)
 budget.stop_if_too_big(od, len(settings.mechanisms))
 st.caption("OnTheMap's analyses (inflow and outflow, destinations, distance, direction, paired "
            "areas, area comparison) answered on the true table and on each release at "
-           f"ε = {settings.epsilon:g} (seed {settings.seed}, {settings.postprocess}), every "
+           f"ε = {settings.epsilon:g} (seed {settings.seed}, "
+           f"{postprocess.METHODS[settings.postprocess][0]}), every "
            "released answer with its 95 % interval where one holds. The command line gives the "
            "same answers: `python3 -m dpcore analyse` (docs/ANALYSES.md).")
 
