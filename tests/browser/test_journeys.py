@@ -41,6 +41,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 #: Long enough for the national dataset's first release on two loaded cores.
 SLOW = 300_000
 HEADINGS = {"Home": "Commuting Privacy Lab", "Data": "Your data", "Explore": "Explore a release",
+            "Places": "Places: the planner's questions",
             "Tradeoffs": "Privacy–utility tradeoffs", "Flow map": "Flow map",
             "Learn": "Learn: what differential privacy does to commuting data",
             "Plan & publish": "Plan & publish", "Classroom": re.compile(r"^Classroom")}
@@ -80,7 +81,7 @@ def go(page: Page, name: str, epsilon: str | None = None) -> None:
     if epsilon is not None:
         page.wait_for_function("eps => new URLSearchParams(location.search).get('eps') === eps",
                                arg=epsilon, timeout=60_000)
-        if name in ("Explore", "Tradeoffs", "Flow map", "Learn", "Plan & publish"):
+        if name in ("Explore", "Places", "Tradeoffs", "Flow map", "Learn", "Plan & publish"):
             expect(page.get_by_role("spinbutton", name="ε, typed", exact=True)).to_have_value(
                 epsilon, timeout=60_000)
 
@@ -174,6 +175,20 @@ def explore(page: Page, dataset: str) -> None:
         settled(page)
 
 
+def places(page: Page, dataset: str) -> None:
+    """Inflow/outflow of the default zone, then distance bands: a histogram where the zones
+    have positions, the message saying they are needed where they have none."""
+    expect(chart_title(page, "true vs released")).to_be_visible(timeout=SLOW)
+    settled(page)
+    choose(page, "Analysis", "Distance bands")
+    if dataset in SCHEMATIC:
+        expect(page.get_by_text("this analysis needs the zones' positions").first
+               ).to_be_visible(timeout=SLOW)
+    else:
+        expect(chart_title(page, "Distance bands: true vs released")).to_be_visible(timeout=SLOW)
+    settled(page)
+
+
 def tradeoffs(page: Page, dataset: str) -> None:
     """One sweep with the default mechanisms, two ε (one on the national data), one trial."""
     settled(page)
@@ -237,7 +252,8 @@ def classroom(page: Page, dataset: str) -> None:
     settled(page)
 
 
-INTERACTIONS = {"Home": home, "Data": data, "Explore": explore, "Tradeoffs": tradeoffs,
+INTERACTIONS = {"Home": home, "Data": data, "Explore": explore, "Places": places,
+                "Tradeoffs": tradeoffs,
                 "Flow map": flow_map, "Learn": learn, "Plan & publish": plan,
                 "Classroom": classroom}
 

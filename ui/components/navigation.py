@@ -32,6 +32,7 @@ PAGES = (
     PageInfo("pages/0_Home.py", "Home", ""),
     PageInfo("pages/1_Data.py", "Data", "Data"),
     PageInfo("pages/2_Explore.py", "Explore", "Explore"),
+    PageInfo("pages/2_Places.py", "Places", "Places"),
     PageInfo("pages/3_Tradeoffs.py", "Tradeoffs", "Tradeoffs"),
     PageInfo("pages/4_Flow_map.py", "Flow map", "Flow_map"),
     PageInfo("pages/5_Learn.py", "Learn", "Learn"),

@@ -1,0 +1,146 @@
+"""AppTest of the Places page: the planner's analyses true vs each release, with the 95 %
+intervals of dpcore.analyses, the verdicts, the charts, the private download, and messages (never
+tracebacks) where the data cannot answer."""
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore import mechanisms
+from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.data import datasets
+from tests.app_pages import run_page
+from tests.downloads import Downloads, private_csv
+from tests.plotly_spec import figures, values
+from tests.test_app_explore import hostile_upload
+from tests.test_app_flowmap import released_like_the_page
+from ui.components import state
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Places.py")
+
+
+def places(query: dict, dataset="ireland_county", session=None):
+    return run_page(PAGE, query, dataset, session or {})
+
+
+def answers_table(at) -> pd.DataFrame:
+    """The table of every answer (the last dataframe on the page)."""
+    return at.dataframe[-1].value
+
+
+def bar_chart(at) -> dict:
+    (fig,) = [f for f in figures(at) if f["data"][0]["type"] == "bar"]
+    return fig
+
+
+def test_county_flows_are_dpcores_answers_with_their_intervals_and_verdicts():
+    """Inflow/outflow/… of Dublin City at ε = 1 on the Base release: the page's released values
+    and intervals are dpcore.analyses' on the seed's release; HM says it has no interval; the
+    verdict follows the tolerance typed."""
+    at = places({"mech": ["laplace", "grr", "hm"], "pp": "base",
+                 "places_sel_zones": ["Dublin City"], "tolerance": "0.5"})
+    od = datasets.load("ireland_county")
+    table = answers_table(at)
+    queries = answers.flows(od, sel.zones(od, ["Dublin City"]))
+    for key in ("laplace", "grr"):
+        truth, released = released_like_the_page(od, key, post="base")
+        rule = intervals.Interval(key, mechanisms.build(key, epsilon=1.0), "base", n=od.n,
+                                  d=od.domain_size)
+        expected = answers.evaluate(queries, truth, released, rule)
+        shown = table[table["key"] == key].reset_index(drop=True)
+        for column in ("true", "released", "low", "high"):
+            assert np.allclose(shown[column], expected[column]), (key, column)
+        error = (shown["released"] - shown["true"]).abs()
+        assert list(shown["within tolerance"]) == list(
+            np.where(error <= 0.005 * shown["true"], "yes", "no")), key
+        assert np.allclose(shown["relative error (%)"],
+                           100 * (shown["released"] - shown["true"]) / shown["true"])
+    hm = table[table["key"] == "hm"]
+    assert hm["low"].isna().all() and set(hm["interval holds the truth"]) == {"no interval"}
+    text = "\n".join(m.value for m in at.markdown)
+    assert "within ±0.5 %" in text and "no interval" in text
+    fig = bar_chart(at)
+    laplace = next(t for t in fig["data"] if t["name"].startswith("Laplace"))
+    assert "closed form" in laplace["name"]
+    ours = table[table["key"] == "laplace"]
+    assert np.allclose(values(laplace["error_y"]["array"]), ours["high"] - ours["released"])
+    hm_trace = next(t for t in fig["data"] if "no interval" in t["name"])
+    assert np.isnan(values(hm_trace["error_y"]["array"]).astype(float)).all()
+    assert fig["layout"]["yaxis"]["title"]["text"] == "Commuters (people)"
+
+
+def test_distance_histogram_and_direction_rose_on_the_county(monkeypatch):
+    """Distance bands (a bar histogram with km on its axis) add up to the selection's workers;
+    the direction rose draws the 8 sectors; the chart's CSV is marked not for publication."""
+    downloads = Downloads(monkeypatch)
+    at = places({"analysis": "distance", "places_sel_zones": ["Meath"], "pp": "base"})
+    table = answers_table(at)
+    od = datasets.load("ireland_county")
+    jobs = answers.evaluate(answers.flows(od, sel.zones(od, ["Meath"])), od.to_dense())
+    laplace = table[table["key"] == "laplace"]
+    assert laplace["true"].sum() == jobs.set_index("analysis").loc["jobs", "true"]
+    fig = bar_chart(at)
+    assert "km" in fig["layout"]["xaxis"]["title"]["text"]
+    csv = private_csv(downloads.by_key(at, "places_bars_csv"))
+    assert b"0\xe2\x80\x9310 km" in csv   # "0–10 km"
+
+    at = places({"analysis": "direction", "places_sel_zones": ["Meath"], "places_side": "home"})
+    (rose,) = [f for f in figures(at) if f["data"][0]["type"] == "barpolar"]
+    assert {t["type"] for t in rose["data"][1:]} == {"scatterpolar"}
+    assert list(rose["data"][0]["theta"]) == list(answers.COMPASS)
+    assert rose["layout"]["polar"]["radialaxis"]["title"]["text"] == "Commuters (people)"
+    assert len(rose["data"]) == 1 + 6   # the truth and the six default mechanisms
+
+
+def test_an_upload_without_positions_gets_messages_and_escaped_names(monkeypatch):
+    """Distance, direction and a radius need positions: a message, no traceback. The other
+    analyses answer, with zone names escaped in the chart's ticks and hover text, and the table's
+    download is marked not for publication and formula-safe."""
+    downloads = Downloads(monkeypatch)
+    session = {state.UPLOADED_MATRIX: hostile_upload(), state.UPLOADED_FILENAME: "h.csv"}
+    for query in ({"analysis": "distance"}, {"analysis": "direction"},
+                  {"places_sel_how": "radius"}):
+        at = places(query, state.UPLOADED, session)
+        assert any("positions" in w.value for w in at.warning), query
+        assert not at.get("plotly_chart"), query
+    at = places({"analysis": "destination", "mech": ["laplace"]}, state.UPLOADED, session)
+    spec = str(figures(at))
+    assert "<img" not in spec and "&lt;img src=x onerror=alert(1)&gt;" in spec
+    assert len(answers_table(at)) == 3
+    table = pd.read_csv(io.BytesIO(private_csv(downloads.by_key(at, "places_all_csv"))))
+    assert "'=HYPERLINK(1)" in set(table["part"]) and "=HYPERLINK(1)" not in set(table["part"])
+
+
+def test_a_parent_on_data_without_parents_is_a_message():
+    at = places({"places_sel_how": "parent"})
+    assert any("no parent areas" in w.value for w in at.warning)
+
+
+def test_ed_parent_flows_and_comparison_with_sparse_intervals():
+    """The EDs of Leitrim, sparse OUE and dense Laplace releases: every answer has an interval,
+    OUE's says the unnamed empty cells are at their mean; the county comparison draws every
+    county."""
+    at = places({"mech": ["laplace", "oue"], "pp": "base", "places_sel_how": "parent",
+                 "places_sel_parent": "Leitrim"}, "ireland_ed")
+    table = answers_table(at)
+    assert len(table) == 10 and table["low"].notna().all()
+    assert table[table["key"] == "oue"]["method"].str.contains("sparse release").all()
+    assert (table["selection"] == "Leitrim").all()
+    at = places({"mech": ["laplace"], "pp": "base", "analysis": "comparison"}, "ireland_ed")
+    table = answers_table(at)
+    assert table["part"].nunique() == 31 and len(table) == 3 * 31
+    assert len(bar_chart(at)["data"][0]["x"]) == 15   # the "Zones drawn" default
+
+
+def test_paired_areas_answer_the_commute_from_a_to_b():
+    at = places({"analysis": "paired", "places_a_zones": ["Meath"],
+                 "places_b_zones": ["Dublin City"], "mech": ["laplace"]})
+    od = datasets.load("ireland_county")
+    table = answers_table(at)
+    cell = od.to_dense().reshape(od.n_origins, od.n_destinations)[
+        od.origins.index_of(["Meath"])[0], od.destinations.index_of(["Dublin City"])[0]]
+    assert table["true"].tolist() == [cell] and cell > 0
+    assert list(bar_chart(at)["data"][0]["x"]) == ["Meath → Dublin City"]
