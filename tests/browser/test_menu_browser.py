@@ -1,5 +1,5 @@
 """The menu keeps what the user set (issue 42): one browser page clicks the sidebar menu through
-every ordered pair of the eight pages — 56 transitions, one Eulerian circuit of the complete
+every ordered pair of the app's pages (nine: 72 transitions), one Eulerian circuit of the complete
 directed graph, so no page is loaded fresh — on the county data and on an upload, after the user
 changed ε and the mechanisms. After each click it checks what that page shows of the shared
 settings: the sidebar's mechanisms, ε slider and typed ε (Learn draws the same ε in its main
@@ -58,7 +58,7 @@ def circuit(n: int, start: int) -> list[int]:
 def test_the_circuit_takes_every_ordered_pair_once():
     walk = circuit(len(TITLES), TITLES.index(START))
     steps = list(zip(walk, walk[1:]))
-    assert len(steps) == len(set(steps)) == 56
+    assert len(steps) == len(set(steps)) == len(TITLES) * (len(TITLES) - 1)
     assert walk[0] == walk[-1] == TITLES.index(START)
 
 
@@ -75,7 +75,7 @@ def url_holds(page: Page, title: str, dataset: str) -> None:
     page.wait_for_function(
         """([path, expected]) => {
              const query = new URLSearchParams(location.search);
-             const here = path === "/" ? !/\\/(Data|Explore|Tradeoffs|Flow_map|Learn|"""
+             const here = path === "/" ? !/\\/(Data|Explore|Places|Tradeoffs|Flow_map|Learn|"""
         """Plan_and_publish|Classroom)$/.test(location.pathname) : location.pathname.endsWith(path);
              return here && Object.entries(expected).every(
                ([name, values]) => JSON.stringify(query.getAll(name)) === JSON.stringify(values));
@@ -104,16 +104,18 @@ def check(page: Page, title: str, dataset: str, dataset_title: str) -> None:
     menu = page.locator(".st-key-app_menu")
     expect(menu.locator("[aria-current=page]")).to_have_text([title], timeout=WAIT)
     sidebar = page.get_by_test_id("stSidebar")
-    if title in ("Explore", "Tradeoffs", "Flow map", "Plan & publish", "Home"):
+    if title in ("Explore", "Places", "Tradeoffs", "Flow map", "Plan & publish", "Home"):
         expect(sidebar.get_by_role("combobox", name="Dataset") if title != "Home" else
                page.get_by_role("combobox", name="Dataset")).to_have_value(
             widgets.PICKER_LABELS[dataset], timeout=WAIT)
-    if title in ("Explore", "Tradeoffs", "Plan & publish"):
+    if title in ("Explore", "Places", "Tradeoffs", "Plan & publish"):
         mechanisms_shown(page)
         epsilon_shown(sidebar, "ε (privacy budget, log scale)")
         expect(page.get_by_text("Choose at least one mechanism")).to_have_count(0)
     if title == "Explore":
         expect(page.get_by_text(f"ε = {EPSILON:g}, seed 0").first).to_be_visible(timeout=WAIT)
+    if title == "Places":
+        expect(page.get_by_text(f"ε = {EPSILON:g} (seed 0,").first).to_be_visible(timeout=WAIT)
     if title == "Flow map":
         expect(sidebar.get_by_role("combobox", name="Mechanism", exact=True)).to_have_value(
             mechanism_label(CHOSEN[0]), timeout=WAIT)
@@ -190,7 +192,7 @@ def test_every_menu_click_keeps_the_settings(page: Page, app_url, network, datas
             raise AssertionError(f"{TITLES[before]} → {TITLES[after]} on {dataset}: "
                                  f"{error}") from error
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    print(f"\n{dataset}: set up and 56 menu clicks in {time.monotonic() - started:.0f} s")
+    print(f"\n{dataset}: set up and {len(TITLES) * (len(TITLES) - 1)} menu clicks in {time.monotonic() - started:.0f} s")
 
 
 def test_home_opens_on_the_dataset_its_link_names(page: Page, app_url, network):
