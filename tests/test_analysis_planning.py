@@ -9,8 +9,9 @@ import pytest
 
 from dpcore import mechanisms, release
 from dpcore.analyses import intervals, planning
-from dpcore.interfaces import publish, publish_targets
+from dpcore.interfaces import cli, publish, publish_targets
 from dpcore.mechanisms.sparse_vector import SparseVector
+from tests.downloads import read_private_csv
 
 TARGETS = [planning.Target("inflow", 0.02, relative=True), planning.Target("pairs", 50.0),
            planning.Target("live_and_work", 100.0)]
@@ -82,3 +83,26 @@ def test_flat_publish_target(county):
     # the registry's discrete Laplace has the same law (scale 2/ε): the same ε
     (same,) = planning.plan(county, truth, ["discrete_laplace"], target)
     assert found.epsilon == pytest.approx(same.epsilon, rel=2 * publish_targets.PRECISION)
+
+
+def test_cli_plan_answers(tmp_path, capsys):
+    out = tmp_path / "plan.csv"
+    assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace,hr",
+                     "--answers", "pairs", "--within", "50", "--out", str(out)]) == 0
+    frame = read_private_csv(out).set_index("mechanism")
+    assert frame.loc["laplace", "epsilon"] == pytest.approx(2 * math.log(20) / 50,
+                                                            rel=2 * planning.PRECISION)
+    assert math.isnan(frame.loc["hr", "epsilon"])
+    (published,) = [m for m in frame.index if m.startswith("publish: Discrete Laplace")]
+    # whole-number noise: its interval is 1 wider, so a little more ε than Laplace's
+    assert 1 < frame.loc[published, "epsilon"] / frame.loc["laplace", "epsilon"] < 1.05
+    assert "every OD pair's flow within ±50 commuters" in capsys.readouterr().out
+    for bad, message in ((["--within", "2x"], "a percentage"), ([], "needs --within"),
+                         (["--within", "-3"], "above 0")):
+        assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace",
+                         "--answers", "pairs", *bad, "--out", str(tmp_path / "x.csv")]) \
+            == cli.EXIT_USAGE
+        assert message in capsys.readouterr().err
+    assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace",
+                     "--out", str(tmp_path / "y.csv")]) == cli.EXIT_USAGE
+    assert "give a target" in capsys.readouterr().err

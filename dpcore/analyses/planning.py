@@ -65,6 +65,18 @@ class Target:
         return f"{FAMILIES[self.family]} within {margin} at 95 %"
 
 
+def parse_target(family: str, within: str) -> Target:
+    """A target from text: ``within`` in commuters ("50") or a share of each answer ("2%")."""
+    text = str(within).strip()
+    relative = text.endswith("%")
+    try:
+        value = float(text[:-1] if relative else text)
+    except ValueError:
+        raise ValueError(f"the margin must be a number of commuters (50) or a percentage (2%); "
+                         f"got {within!r}") from None
+    return Target(family, value / 100 if relative else value, relative)
+
+
 @dataclass(frozen=True)
 class Answers:
     """The family's answers at the truth: names, true totals and cells summed (one per answer)."""
