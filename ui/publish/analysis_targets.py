@@ -65,10 +65,12 @@ def section(settings: RunSettings) -> None:
         return
     key = (settings.dataset, settings.view, settings.delta, target)
     stored = st.session_state.setdefault(PUBLISHED, {})
-    if key not in stored and st.button("Also for a flat OpenDP publish", key="plan_answers_publish",
-                                       icon=":material/calculate:",
-                                       help="OpenDP calibrates the noise at each ε tried: a few "
-                                            "seconds."):
+    place = st.empty()   # the button, gone once the publish's answers are in
+    if key not in stored and place.button("Also for a flat OpenDP publish",
+                                          key="plan_answers_publish", icon=":material/calculate:",
+                                          help="OpenDP calibrates the noise at each ε tried: a "
+                                               "few seconds."):
+        place.empty()
         found = []
         with st.spinner("Calibrating OpenDP's noise…"):
             for mechanism in publish.MECHANISMS:

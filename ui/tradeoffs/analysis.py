@@ -72,7 +72,8 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
     stored = st.session_state.setdefault(STORED, {})
     truth = release.true_values(od)
     if key not in stored:
-        left, right, status = st.columns([2, 1, 4], vertical_alignment="center")
+        place = st.empty()   # the buttons and progress, cleared once the releases are made
+        left, right, status = place.container().columns([2, 1, 4], vertical_alignment="center")
         status.caption(f"{total:,} releases (Base): {len(specs)} mechanisms × {len(epsilons)} ε "
                        f"× {trials} trials, seed {settings.seed}.")
         if not left.button("Run", key="tradeoffs_answer_run", icon=":material/play_arrow:"):
@@ -86,10 +87,11 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
                 progress=lambda done, n: bar.progress(done / n, f"{done:,} of {n:,} releases")
                 and None)
         except ValueError as error:   # a setting a mechanism cannot run with
+            place.empty()
             st.warning(str(error))
             return
         stored[key] = (tradeoffs.theory(od, truth, query, part, specs, epsilons), table)
-        status.empty()
+        place.empty()
     theory, table = stored[key]
     fig, frame = _figure(theory, tradeoffs.rmse(table), label)
     charts.show(fig, frame, "answer_error_against_epsilon", "tradeoffs_answer", private=True)
