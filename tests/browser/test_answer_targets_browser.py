@@ -6,16 +6,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.test_plan_browser import no_traceback, settled
+
 pytestmark = pytest.mark.browser
-
-
-def settled(page: Page) -> None:
-    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
-
-
-def no_traceback(page: Page) -> None:
-    expect(page.get_by_test_id("stException")).to_have_count(0)
-    assert "Traceback" not in page.content()
 
 
 def test_error_of_one_answer_against_epsilon(page: Page, app_url, network, screenshot):
