@@ -18,7 +18,8 @@ from dpcore.release import RunSettings
 from ui.components import charts, runs
 from ui.components.viewstate import kept
 
-PUBLISHED = "plan_answer_targets_published"   # session key: {settings: plans}
+PLANNED = "plan_answer_targets"   # session keys: {settings: plans}
+PUBLISHED = "plan_answer_targets_published"
 UNITS = {"relative": "% of each true answer", "absolute": "commuters"}
 
 
@@ -58,11 +59,15 @@ def section(settings: RunSettings) -> None:
     od = runs.view(settings)
     truth = release.true_values(od)
     specs = [(k, settings.own_params(k)) for k in settings.mechanisms]
-    try:
-        plans = planning.plan(od, truth, specs, target)
-    except ValueError as error:
-        st.warning(str(error))
-        return
+    planned = st.session_state.setdefault(PLANNED, {})   # every OD pair at ED level: ~1 s
+    mine = (settings.dataset, settings.view, runs.mechanism_specs(settings), target)
+    if mine not in planned:
+        try:
+            planned[mine] = planning.plan(od, truth, specs, target)
+        except ValueError as error:
+            st.warning(str(error))
+            return
+    plans = planned[mine]
     key = (settings.dataset, settings.view, settings.delta, target)
     stored = st.session_state.setdefault(PUBLISHED, {})
     place = st.empty()   # the button, gone once the publish's answers are in

@@ -70,7 +70,6 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
     key = (settings.dataset, settings.view, specs, tuple(epsilons), trials, settings.seed,
            chosen.name, label)
     stored = st.session_state.setdefault(STORED, {})
-    truth = release.true_values(od)
     if key not in stored:
         place = st.empty()   # the buttons and progress, cleared once the releases are made
         left, right, status = place.container().columns([2, 1, 4], vertical_alignment="center")
@@ -78,6 +77,7 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
                        f"× {trials} trials, seed {settings.seed}.")
         if not left.button("Run", key="tradeoffs_answer_run", icon=":material/play_arrow:"):
             return
+        truth = release.true_values(od)
         right.button("Stop", key="tradeoffs_answer_stop", icon=":material/stop:",
                      help="Stops the run (pressing it reruns the page).")
         bar = status.progress(0.0, "Starting…")
