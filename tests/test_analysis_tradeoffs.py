@@ -69,3 +69,15 @@ def test_rmse_interval_is_chi_square():
         value, low, high = tradeoffs.rmse_interval(rng.normal(0, 3.0, 50))
         inside += low <= 3.0 <= high
     assert stats.binom.ppf(0.0005, 400, 0.95) <= inside <= stats.binom.ppf(0.9995, 400, 0.95)
+
+
+def test_sparse_releases_get_an_upper_bound(ed):
+    """On the ED data GRR releases sparsely: its theory is marked a bound, and the releases' RMSE
+    lies below it (χ² lower bound on 20 releases)."""
+    query, part = tradeoffs.choices(ed, sel.zones(ed, [ed.destinations.ids[5]]))[
+        f"inflow — {ed.destinations.ids[5]}"]
+    truth = release.true_values(ed)
+    theory = tradeoffs.theory(ed, truth, query, part, ["grr", "laplace"], [1.0])
+    assert theory.set_index("mechanism")["exact"].to_dict() == {"grr": False, "laplace": True}
+    found = tradeoffs.rmse(tradeoffs.experiment(ed, truth, query, part, ["grr"], [1.0], 20))
+    assert found["high"].iloc[0] < theory["sd"].iloc[0]

@@ -4,7 +4,9 @@
 * **Theory** — the standard deviation of the released answer at the true total, from the
   closed-form variance of a sum (:class:`dpcore.analyses.intervals.Interval`, covariances
   included): for an unbiased release its expected RMSE. Only raw releases of the mechanisms
-  :data:`~dpcore.analyses.intervals.COVERED` have one; the others get none (NaN).
+  :data:`~dpcore.analyses.intervals.COVERED` have one; the others get none. A sparse release
+  (:func:`dpcore.release.sparse_route`) sums its unnamed empty cells at their mean, which can only
+  lower the error variance (Rao–Blackwell): there the sd is an upper bound (``exact`` False).
 * **Experiment** — seeded repeated releases through the one release pipeline
   (:func:`dpcore.release.run`, post-processing Base), the answer computed on each, and its RMSE
   against the true answer with a 95 % chi-square interval: if the errors are normal with sd σ,
@@ -28,7 +30,7 @@ from dpcore.data.od import ODMatrix
 
 FLOWS = {"inflow": "inflow", "outflow": "outflow", "live_and_work": "live and work",
          "jobs": "jobs", "employed_residents": "employed residents"}
-THEORY_COLUMNS = ["mechanism", "epsilon", "true", "sd"]
+THEORY_COLUMNS = ["mechanism", "epsilon", "true", "sd", "exact"]
 RMSE_COLUMNS = ["mechanism", "epsilon", "true", "rmse", "low", "high", "trials"]
 
 
@@ -58,7 +60,8 @@ def has_theory(key: str) -> bool:
 
 def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
            ) -> pd.DataFrame:
-    """sd of the released answer at the true total, per mechanism with a closed form and ε."""
+    """sd of the released answer at the true total, per mechanism with a closed form and ε, and
+    whether it is exact (a dense release) or an upper bound (a sparse one)."""
     total, cells = (np.asarray(x)[part] for x in query.compute(truth))
     rows = []
     for key, params in _specs(specs):
@@ -67,8 +70,11 @@ def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
         for epsilon in epsilons:
             rule = Interval(key, mechanisms.build(key, epsilon=epsilon, **params), n=od.n,
                             d=od.domain_size)
+            sparse = release.sparse_route(od, release.ReleaseSpec(key, epsilon,
+                                                                  tuple(params.items())))
             rows.append({"mechanism": key, "epsilon": float(epsilon), "true": float(total),
-                         "sd": math.sqrt(max(float(rule.variance([cells], [total])[0]), 0.0))})
+                         "sd": math.sqrt(max(float(rule.variance([cells], [total])[0]), 0.0)),
+                         "exact": not sparse})
     return pd.DataFrame(rows, columns=THEORY_COLUMNS)
 
 

@@ -98,10 +98,14 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
     charts.table_download(table, "answer_every_release", "tradeoffs_answer_releases",
                           "Every release's answer (CSV)", private=True)
     without = sorted({k for k, _ in specs} - set(theory["mechanism"]))
+    bounds = sorted(set(theory.loc[~theory["exact"].astype(bool), "mechanism"]))
     st.caption("Solid: the RMSE of the answer over the releases (Base), its band the 95 % "
                "chi-square interval of the error's sd. Dotted: the sd of the released answer "
                "from the mechanism's closed-form variance of a sum at the true answer "
                "(covariances included, as the Analyses intervals use; equal to the expected "
                "RMSE for these unbiased releases)."
                + (" No closed form for: " + safe.markdown(
-                   ", ".join(charts.short_name(k) for k in without)) + "." if without else ""))
+                   ", ".join(charts.short_name(k) for k in without)) + "." if without else "")
+               + (" Released sparsely here (unnamed empty cells summed at their mean, which can "
+                  "only lower the error), so their dotted line is an upper bound: " + safe.markdown(
+                      ", ".join(charts.short_name(k) for k in bounds)) + "." if bounds else ""))
