@@ -13,7 +13,7 @@ from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.base import EPSILON
 from dpcore.scoring import metrics
 from ui.components import budget, controls, huge, navigation, panels, runs
-from ui.tradeoffs import sections
+from ui.tradeoffs import analysis, sections
 from ui.components import heavy_hitters as heavy_hitters_ui
 from ui.components.viewstate import kept
 
@@ -60,6 +60,9 @@ def sweep(scenarios, grid, methods) -> runs.SweepSpec:
 st.header("Error against ε")
 main = sections.epsilon_section(sweep([here], epsilons, [settings.postprocess]),
                                  settings.postprocess, metric, log_y)
+
+st.header("Error against ε on one answer (inflow, distance band)")
+analysis.section(settings, od, epsilons, trials)
 
 st.header("Post-processing compared (thesis figure 5.10)")
 available = huge.postprocess_methods(od)

@@ -19,6 +19,8 @@ Examples::
         --seed 7 --out top20.csv
     python -m dpcore plan --dataset ireland_county --mechanisms laplace,olh --metric rmse \
         --target 5 --out plan.csv
+    python -m dpcore plan --dataset ireland_county --mechanisms laplace,grr --answers inflow \
+        --within 2% --out plan_answers.csv
     python -m dpcore publish --dataset ireland_county --mechanism discrete_laplace \
         --epsilon 1 --out published/
     python -m dpcore publish --file flows.csv --domain-zones zones.csv \\
@@ -46,6 +48,7 @@ from dpcore import confidential, export, mechanisms, release
 from dpcore.data import datasets, importers, national, views
 from dpcore.data.importing.notices import Report
 from dpcore.data.importing.reading import check_size
+from dpcore.analyses import planning
 from dpcore.data.od import DomainTooLargeError, ODMatrix
 from dpcore.evaluation import experiment, planner
 from dpcore.interfaces import (
@@ -55,6 +58,7 @@ from dpcore.interfaces import (
     lodes_export,
     publish,
     publish_compare,
+    publish_targets,
     published_domain,
 )
 from dpcore.limits import (
@@ -410,6 +414,10 @@ def _cmd_plan(args) -> int:
     if args.postprocess not in postprocess.METHODS:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
+    if (args.metric is None) == (args.answers is None):
+        raise ValueError("give a target: --metric (with --target), or --answers with --within")
+    if args.answers is not None:
+        return _plan_answers(args, specs)
     target = planner.Target(args.metric, float("nan") if args.target is None else args.target,
                             args.probability)
     od = views.select(_load(args), _view(args))
@@ -420,6 +428,25 @@ def _cmd_plan(args) -> int:
     print(planner.sentence(answers, lambda key: mechanisms.get(key).name))
     print(f"plan: {len(answers)} mechanism(s) in {_duration(time.perf_counter() - started)} "
           f"→ {args.out} ({PRIVATE_NOTE})")
+    return 0
+
+
+def _plan_answers(args, specs) -> int:
+    """``plan --answers``: the smallest ε per mechanism (raw releases) and for a flat OpenDP
+    publish with discrete Laplace noise at which every answer meets the margin."""
+    if args.within is None:
+        raise ValueError("--answers needs --within: commuters (50) or a percentage (2%)")
+    target = planning.parse_target(args.answers, args.within)
+    od = views.select(_load(args), _view(args))
+    started = time.perf_counter()
+    truth = release.true_values(od)
+    plans = planning.plan(od, truth, specs, target)
+    plans.append(publish_targets.plan(od, truth, publish.DISCRETE_LAPLACE, target))
+    confidential.write_csv(planning.table(plans), args.out)   # ε chosen on the true table
+    for plan in plans:
+        print(f"{plan.mechanism}: ε = {plan.epsilon:.4g} ({plan.method})")
+    print(f"plan: {target.describe()}: {len(plans)} answer(s) in "
+          f"{_duration(time.perf_counter() - started)} → {args.out} ({PRIVATE_NOTE})")
     return 0
 
 
@@ -702,8 +729,14 @@ def _parser() -> argparse.ArgumentParser:
     _add_input(plan, required=True)
     _add_view(plan)
     plan.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
-    plan.add_argument("--metric", required=True, choices=[planner.CHECKS, *metrics.METRICS],
+    plan.add_argument("--metric", choices=[planner.CHECKS, *metrics.METRICS],
                       help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
+    plan.add_argument("--answers", choices=list(planning.FAMILIES),
+                      help="instead of --metric: a family of analysis answers (inflow, outflow, "
+                           "live_and_work of every zone, or every OD pair), each of whose 95 %% "
+                           "intervals must be within --within")
+    plan.add_argument("--within", metavar="MARGIN",
+                      help="with --answers: commuters (50) or a percentage of each answer (2%%)")
     plan.add_argument("--target", type=arguments.real("--target"),
                       help="the metric's threshold (not used with 'checks')")
     plan.add_argument("--probability", type=arguments.number(PASS_PROBABILITY, "--probability"),

@@ -1,0 +1,44 @@
+"""AppTest of Plan & publish's targets on analysis answers: the ε per mechanism at once, equal to
+dpcore's; a flat OpenDP publish's behind its button."""
+
+from pathlib import Path
+
+from dpcore import mechanisms, release
+from dpcore.analyses import planning
+from dpcore.data import datasets
+from tests.app_pages import open_page, shown_table
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
+
+def answers_table(at):
+    (table,) = [shown_table(t) for t in at.table if "Deciding answer" in t.value.columns]
+    return table.set_index("Mechanism / publish")
+
+def test_answer_targets_per_mechanism_and_publish():
+    at = open_page(PAGE, mech=["laplace", "grr", "hr"], pp="base")
+    at.selectbox(key="kept_widget_plan_answers_family").set_value("pairs")
+    at.radio(key="kept_widget_plan_answers_unit").set_value("absolute").run()
+    at.number_input(key="kept_widget_plan_answers_within_absolute").set_value(50.0).run()
+    assert not at.exception, at.exception
+    table = answers_table(at)
+    od = datasets.load("ireland_county")
+    expected = planning.plan(od, release.true_values(od), ["laplace", "grr"],
+                             planning.Target("pairs", 50.0))
+    for plan in expected:
+        assert table.loc[mechanisms.get(plan.mechanism).name, "ε needed"] == \
+            f"{plan.epsilon:.3g}"
+    assert table.loc[mechanisms.get("hr").name, "ε needed"] == "—"
+    assert any("every OD pair's flow within ±50 commuters" in m.value for m in at.markdown)
+
+    at.button(key="plan_answers_publish").click().run()
+    assert not at.exception, at.exception
+    table = answers_table(at)
+    published = [name for name in table.index if name.startswith("publish: Discrete Laplace")]
+    assert len(published) == 1
+    # the same noise law as the registry's discrete Laplace (scale 2/ε): the same ε
+    discrete = planning.plan(od, release.true_values(od), ["discrete_laplace"],
+                             planning.Target("pairs", 50.0))[0].epsilon
+    assert table.loc[published[0], "ε needed"] == f"{discrete:.3g}"
+    labels = [b.label for b in at.get("download_button")]
+    assert any(label.startswith("Answers (CSV)") and "not for publication" in label
+               for label in labels)

@@ -1,0 +1,55 @@
+"""AppTest of the Tradeoffs page's "Error against ε on one answer": nothing runs until asked, and
+the curves are dpcore's numbers (the releases' RMSE and the closed-form sd)."""
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from dpcore import mechanisms, release
+from dpcore.analyses import selection as sel, tradeoffs
+from dpcore.data import datasets
+from tests.plotly_spec import figure, figures, traces, values
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Tradeoffs.py")
+LABEL = "inflow — Dublin City"
+
+
+def test_answer_error_against_epsilon():
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace", "grr", "hr"]
+    at.query_params["seed"] = "101"
+    at.run()
+    at.text_input(key="kept_widget_tradeoffs_grid").set_value("1, 5")
+    at.number_input(key="kept_widget_tradeoffs_trials").set_value(4)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="kept_widget_tradeoffs_answer_zones").value == ["Dublin City"]
+    at.selectbox(key="kept_widget_tradeoffs_answer").set_value(LABEL).run()
+    assert not [f for f in figures(at) if "Error of" in f["layout"]["title"]["text"]]
+    at.button(key="tradeoffs_answer_run").click().run()
+    assert not at.exception, at.exception
+    fig = figure(at, "Error of")
+
+    od = datasets.load("ireland_county")
+    truth = release.true_values(od)
+    query, part = tradeoffs.choices(od, sel.zones(od, ["Dublin City"]))[LABEL]
+    found = tradeoffs.rmse(tradeoffs.experiment(od, truth, query, part,
+                                                ["laplace", "grr", "hr"], (1.0, 5.0), 4, 101))
+    theory = tradeoffs.theory(od, truth, query, part, ["laplace", "grr", "hr"], (1.0, 5.0))
+    names = {key: mechanisms.get(key).name for key in ("laplace", "grr", "hr")}
+    for key, name in names.items():
+        (line,) = [t for t in traces(fig, name) if t.get("mode") == "lines+markers"]
+        expected = found[found.mechanism == key]
+        assert np.allclose(values(line["x"]).astype(float), expected["epsilon"])
+        assert np.allclose(values(line["y"]).astype(float), expected["rmse"])
+    for key in ("laplace", "grr"):
+        name = names[key]
+        (dotted,) = traces(fig, f"{name} · theory (closed-form sd)")
+        assert np.allclose(values(dotted["y"]).astype(float),
+                           theory[theory.mechanism == key]["sd"])
+    assert not traces(fig, f"{names['hr']} · theory (closed-form sd)")   # no closed form: no curve
+    assert fig["layout"]["yaxis"]["title"]["text"] == "RMSE of the answer (commuters)"
+    labels = [b.label for b in at.get("download_button")]
+    assert any(label.startswith("Every release's answer") and "not for publication" in label
+               for label in labels)

@@ -1,0 +1,98 @@
+"""The Plan & publish page's "Targets on the answers" section: a margin on a family of analysis
+answers ("inflow of every zone within ±2 % at 95 %") and the smallest ε per mechanism
+(:mod:`dpcore.analyses.planning`, instant) and, on request, for a flat OpenDP publish
+(:mod:`dpcore.interfaces.publish_targets`, a few seconds: OpenDP calibrates each ε tried).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from dpcore import mechanisms, release
+from dpcore.analyses import planning
+from dpcore.interfaces import publish, publish_targets
+from dpcore.release import RunSettings
+from ui.components import charts, runs
+from ui.components.viewstate import kept
+
+PLANNED = "plan_answer_targets"   # session keys: {settings: plans}
+PUBLISHED = "plan_answer_targets_published"
+UNITS = {"relative": "% of each true answer", "absolute": "commuters"}
+
+
+def target_inputs() -> planning.Target:
+    left, middle, right = st.columns([3, 2, 2])
+    family = kept(left.selectbox, "Answers", "plan_answers_family", "inflow",
+                  options=list(planning.FAMILIES), format_func=planning.FAMILIES.get)
+    unit = kept(right.radio, "Margin in", "plan_answers_unit", "relative", options=list(UNITS),
+                format_func=UNITS.get)
+    value = kept(middle.number_input, "Each within ± (95 % interval)",
+                 f"plan_answers_within_{unit}", 2.0 if unit == "relative" else 50.0,
+                 min_value=0.001, format="%.4g")
+    return planning.Target(family, value / 100 if unit == "relative" else value,
+                           unit == "relative")
+
+
+def _epsilon(plan: planning.Plan) -> str:
+    if math.isnan(plan.epsilon):
+        return "—"
+    return f"> {planning.EPSILON_RANGE[1]:g}" if math.isinf(plan.epsilon) else \
+        f"{plan.epsilon:.3g}"
+
+
+def shown(plans: list[planning.Plan]) -> pd.DataFrame:
+    """One row per mechanism or publishing method, as shown."""
+    return pd.DataFrame([{
+        "Mechanism / publish": (mechanisms.get(p.mechanism).name
+                                if p.mechanism in mechanisms.names() else p.mechanism),
+        "ε needed": _epsilon(p), "Deciding answer": p.worst_answer,
+        "Its 95 % half-width (commuters)": p.worst_half_width, "How": p.method}
+        for p in plans])
+
+
+def section(settings: RunSettings) -> None:
+    """Target inputs, the answers per mechanism at once, a flat publish's on request."""
+    target = target_inputs()
+    od = runs.view(settings)
+    truth = release.true_values(od)
+    specs = [(k, settings.own_params(k)) for k in settings.mechanisms]
+    planned = st.session_state.setdefault(PLANNED, {})   # every OD pair at ED level: ~1 s
+    mine = (settings.dataset, settings.view, runs.mechanism_specs(settings), target)
+    if mine not in planned:
+        try:
+            planned[mine] = planning.plan(od, truth, specs, target)
+        except ValueError as error:
+            st.warning(str(error))
+            return
+    plans = planned[mine]
+    key = (settings.dataset, settings.view, settings.delta, target)
+    stored = st.session_state.setdefault(PUBLISHED, {})
+    place = st.empty()   # the button, gone once the publish's answers are in
+    if key not in stored and place.button("Also for a flat OpenDP publish",
+                                          key="plan_answers_publish", icon=":material/calculate:",
+                                          help="OpenDP calibrates the noise at each ε tried: a "
+                                               "few seconds."):
+        place.empty()
+        found = []
+        with st.spinner("Calibrating OpenDP's noise…"):
+            for mechanism in publish.MECHANISMS:
+                delta = settings.delta if mechanism == publish.GAUSSIAN else 0.0
+                try:
+                    found.append(publish_targets.plan(od, truth, mechanism, target, delta))
+                except ValueError as error:   # e.g. the Gaussian without δ
+                    st.caption(f"{publish.MECHANISMS[mechanism]}: {error}")
+        stored[key] = found
+    plans = plans + stored.get(key, [])
+    st.markdown(f"**Target: {target.describe()}.**")
+    charts.wrapped_table(shown(plans))
+    charts.table_download(planning.table(plans), "plan_answer_targets", "plan_answer_targets",
+                          "Answers (CSV)", private=True)
+    note = (" The sidebar's post-processing is ignored here: these are raw (Base) releases, "
+            "whose sums are unbiased." if settings.postprocess != "base" else "")
+    st.caption("Each answer's 95 % interval is the one the Analyses give it (closed form of the "
+               "sum's variance, covariances included) at its true value; the deciding answer is "
+               "the one furthest from its margin, and bisection on ε finds where it meets it. "
+               "A relative margin leaves out answers whose true value is 0." + note)
