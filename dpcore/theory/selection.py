@@ -1,0 +1,85 @@
+"""Choosing privately: the exponential mechanism beside report-noisy-max, for the Learn page.
+
+The question: which destination do most commuters of one origin go to? Its score is each
+destination's count ``c_v``; one person changes any count by at most 1 (add/remove or
+substitution), so the score's sensitivity is ``Δu = 1``.
+
+* The exponential mechanism [MT07] names ``v`` with ``P[v] ∝ exp(ε c_v / (2Δu))``: ε-DP.
+* Report-noisy-max with Laplace noise [DR14, §3.3] adds ``Lap(2Δu/ε)`` to every count and names
+  the largest: ε-DP for any score of sensitivity Δu (``Lap(Δu/ε)`` suffices for monotone scores).
+  Its probabilities have no closed form; :func:`noisy_max_probabilities` integrates them.
+* Report-noisy-max with *Gumbel* noise of scale ``2Δu/ε`` names ``v`` with exactly the exponential
+  mechanism's probabilities (the Gumbel-max trick), and repeating it without the winners is the
+  product's Gumbel top-k (:class:`dpcore.mechanisms.central.TopK`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from dpcore.theory.privacy_theory import checked_array
+
+#: Half-width of the integration window of :func:`noisy_max_probabilities`, in Laplace scales:
+#: the density there is e^-40 ≈ 4e-18 of its peak.
+WINDOW_SCALES = 40.0
+#: Grid points per window (odd, so the count itself, where the density has its kink, is a node).
+GRID = 8001
+
+
+def exponential_probabilities(scores, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
+    """``P[v] = exp(ε u_v/(2Δu)) / Σ_w exp(ε u_w/(2Δu))``, computed stably (softmax)."""
+    u = checked_array("scores", scores)
+    eps = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
+    du = float(checked_array("sensitivity", sensitivity, low=0.0, low_open=True))
+    return special.softmax(eps * np.atleast_1d(u).astype(float) / (2.0 * du))
+
+
+def _laplace_logcdf(z: np.ndarray, scale: float) -> np.ndarray:
+    return np.where(z < 0, np.log(0.5) + np.minimum(z, 0) / scale,
+                    np.log1p(-0.5 * np.exp(-np.maximum(z, 0) / scale)))
+
+
+def noisy_max_probabilities(scores, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
+    """P[v is named] of report-noisy-max with ``Lap(2Δu/ε)`` noise, by numerical integration.
+
+    ``P[v] = ∫ f(x − u_v) Π_{w≠v} F(x − u_w) dx`` (f, F: the Laplace density and CDF), on a grid
+    of :data:`GRID` points over ``u_v ± 40`` scales; equal scores share one integral. Scores more
+    than 80 scales below the largest get probability 0 (below e^-40 · their count). The result is
+    normalised; the integration error before normalising is returned nowhere but is below 1e-6
+    on the Learn page's inputs (tests/test_selection.py checks it against a simulation).
+    """
+    u = np.atleast_1d(checked_array("scores", scores)).astype(float)
+    eps = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
+    du = float(checked_array("sensitivity", sensitivity, low=0.0, low_open=True))
+    b = 2.0 * du / eps
+    values, inverse, multiplicity = np.unique(u, return_inverse=True, return_counts=True)
+    near = values >= values.max() - 2 * WINDOW_SCALES * b
+    probability = np.zeros(values.size)
+    offsets = np.linspace(-WINDOW_SCALES * b, WINDOW_SCALES * b, GRID)
+    for i in np.flatnonzero(near):
+        x = values[i] + offsets
+        # log Π_w F(x − u_w) over every score (with multiplicity), then one factor of v removed.
+        log_all = (multiplicity[near, None]
+                   * _laplace_logcdf(x[None, :] - values[near, None], b)).sum(axis=0)
+        integrand = (np.exp(log_all - _laplace_logcdf(x - values[i], b))
+                     * np.exp(-np.abs(offsets) / b) / (2 * b))
+        probability[i] = np.trapezoid(integrand, x)
+    per_score = probability[inverse]
+    return per_score / per_score.sum()
+
+
+def noisy_max_frequencies(scores, epsilon: float, draws: int, rng: np.random.Generator,
+                          noise: str = "laplace", sensitivity: float = 1.0) -> np.ndarray:
+    """How often each score is named in ``draws`` runs of report-noisy-max with ``Lap(2Δu/ε)`` or
+    ``Gumbel(2Δu/ε)`` noise: a simulation to set beside the exact probabilities."""
+    u = np.atleast_1d(checked_array("scores", scores)).astype(float)
+    eps = float(checked_array("epsilon", epsilon, low=0.0, low_open=True))
+    b = 2.0 * sensitivity / eps
+    sample = rng.laplace if noise == "laplace" else rng.gumbel
+    counts = np.zeros(u.size)
+    for start in range(0, draws, 1_000):
+        rows = min(1_000, draws - start)
+        winners = np.argmax(u + sample(0.0, b, (rows, u.size)), axis=1)
+        counts += np.bincount(winners, minlength=u.size)
+    return counts / draws

@@ -1,0 +1,186 @@
+"""The computations of the Learn page's "more tools" lessons against the seed texts' formulas
+(files in ../shared/seeds/), and the lessons drawn on the bundled data (AppTest)."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcore import mechanisms
+from dpcore.data import datasets
+from dpcore.mechanisms.central import analytic_gaussian_sigma
+from dpcore.theory import coins, composition, neighbours, privacy_theory, selection
+from tests.app_pages import run_page, text
+from tests.plotly_spec import figure, traces, values
+from ui.learn import tools
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
+SCORES = np.array([10, 9, 8, 5, 5, 0, 0, 0], dtype=float)
+
+
+def _within_binomial(frequencies, probabilities, draws, sds=5.0):
+    """Every frequency within ``sds`` binomial standard deviations of its probability."""
+    sd = np.sqrt(probabilities * (1 - probabilities) / draws)
+    return np.all(np.abs(frequencies - probabilities) <= sds * sd + 1e-12)
+
+
+# ------------------------------------------------------------------------- exponential mechanism
+def test_exponential_mechanism_is_the_source_formula():
+    """001 l.220–266 and 003 l.1948 (exponential mechanism), 000 §2.4: P[v] ∝ exp(ε u_v/(2Δu))."""
+    p = selection.exponential_probabilities(SCORES, 0.7, sensitivity=2.0)
+    weights = np.exp(0.7 * SCORES / 4.0)
+    assert np.allclose(p, weights / weights.sum())
+    # Ratio of any two outcomes' probabilities on neighbouring scores is at most e^ε.
+    moved = SCORES + np.array([1, -1, 0, 1, 0, 0, -1, 0])
+    q = selection.exponential_probabilities(moved, 0.7)
+    assert np.max(np.abs(np.log(selection.exponential_probabilities(SCORES, 0.7) / q))) \
+        <= 0.7 + 1e-12
+
+
+def test_gumbel_max_samples_the_exponential_mechanism():
+    """The product's Gumbel top-1 (TopK.select, add/remove) names each score with the exponential
+    mechanism's probability (Gumbel-max trick): frequencies of 40,000 seeded draws within 5
+    binomial standard deviations; so does the plain Gumbel noisy max."""
+    eps, draws = 0.5, 40_000
+    p = selection.exponential_probabilities(SCORES, eps)
+    topk = mechanisms.build("topk", epsilon=eps, k=1, neighbours="add_remove")
+    assert topk.selection_scale == pytest.approx(2 / eps)
+    rng = np.random.default_rng(38)
+    picks = [int(topk.select(SCORES, rng)[0]) for _ in range(draws)]
+    assert _within_binomial(np.bincount(picks, minlength=SCORES.size) / draws, p, draws)
+    gumbel = selection.noisy_max_frequencies(SCORES, eps, draws, np.random.default_rng(1),
+                                             noise="gumbel")
+    assert _within_binomial(gumbel, p, draws)
+    # …and Laplace noisy max is a different distribution: its top probability differs.
+    assert abs(selection.noisy_max_probabilities(SCORES, eps)[0] - p[0]) > 0.01
+
+
+def test_laplace_noisy_max_integral_matches_simulation_and_two_candidate_closed_form():
+    """Report-noisy-max with Lap(2Δu/ε) (Dwork & Roth §3.3): the integrated probabilities match
+    200,000 seeded draws within 5 binomial SDs, and for two candidates the closed form of
+    P[c₁ + X₁ > c₂ + X₂] for the difference of two Laplace(b) noises:
+    1 − ½ e^{−g/b}(1 + g/(2b)) for a gap g ≥ 0."""
+    eps, draws = 0.5, 200_000
+    exact = selection.noisy_max_probabilities(SCORES, eps)
+    assert exact.sum() == pytest.approx(1.0)
+    simulated = selection.noisy_max_frequencies(SCORES, eps, draws, np.random.default_rng(7))
+    assert _within_binomial(simulated, exact, draws)
+    b, gap = 2 / eps, 3.0
+    two = selection.noisy_max_probabilities([gap, 0.0], eps)
+    assert two[0] == pytest.approx(1 - 0.5 * math.exp(-gap / b) * (1 + gap / (2 * b)),
+                                   abs=1e-6)
+
+
+# ------------------------------------------------------------------------- neighbours
+def test_substitution_doubles_the_histogram_sensitivity_on_a_real_table():
+    """003 l.948–1060: an edit is a removal then an addition (edit neighbours are membership
+    2-neighbours), so membership ε ⇒ edit 2ε; on the county table the L1 distances are 1 and 2 and
+    the product's Laplace scales 1/ε and 2/ε."""
+    od = datasets.load("ireland_county")
+    origin = int(od.rows[np.argmax(od.counts)])
+    row = tools.origin_row(od, origin)
+    first, second = np.argsort(-row, kind="stable")[:2]
+    pair = neighbours.neighbour_rows(od, origin, int(first), int(second))
+    assert (pair.l1(pair.removed), pair.l1(pair.moved)) == (1, 2)
+    assert pair.moved.sum() == pair.counts.sum() == pair.removed.sum() + 1
+    for relation in neighbours.RELATIONS:
+        laplace = mechanisms.build("laplace", epsilon=0.8, neighbours=relation)
+        assert laplace.scale == pytest.approx(neighbours.histogram_l1_sensitivity(relation) / 0.8)
+    rows = {r["release"]: r for r in neighbours.guarantees(0.8)}
+    add = rows["Laplace for add/remove (scale 1/ε)"]
+    assert add["edit"] == pytest.approx(2 * add["membership"])
+    assert math.isinf(rows["Substitution ε-DP table + exact total"]["membership"])
+
+
+# ------------------------------------------------------------------------- zCDP and Gaussians
+def test_zcdp_formulas_and_monthly_composition():
+    """003 l.2344 names Rényi DP / zCDP; formulas from Bun & Steinke (TCC 2016), Prop. 1.3, 1.6,
+    Lemma 1.7: ρ = Δ²/(2σ²), ρ's add, ε = ρ + 2√(ρ ln(1/δ)). Basic and advanced composition are
+    the product's (privacy_theory.advanced_composition)."""
+    assert composition.gaussian_rho(2.0, 3.0) == pytest.approx(9 / 8)
+    assert composition.zcdp_epsilon(0.5, 1e-5) == pytest.approx(
+        0.5 + 2 * math.sqrt(0.5 * math.log(1e5)))
+    table = composition.monthly_gaussian(0.1, 1e-5, months=12)
+    sigma = analytic_gaussian_sigma(0.1, 1e-5)
+    last = table.iloc[-1]
+    assert last["rho"] == pytest.approx(12 / (2 * sigma ** 2))
+    assert last["basic"] == pytest.approx(1.2)
+    advanced, advanced_delta = privacy_theory.advanced_composition(0.1, 12, 1e-5, 1e-6)
+    assert (last["advanced"], last["advanced_delta"]) == pytest.approx((advanced, advanced_delta))
+    assert last["zcdp"] == pytest.approx(last["rho"] + 2 * math.sqrt(
+        last["rho"] * math.log(1 / advanced_delta)))
+    # The zCDP total is a valid (ε, δ) for the composed Gaussian: its exact profile (one
+    # Gaussian of σ/√12) at that ε is at most δ.
+    assert privacy_theory.gaussian_profile(last["zcdp"], sigma / math.sqrt(12)) <= advanced_delta
+
+
+def test_classic_vs_analytic_gaussian():
+    """002 ("σ² = 2s² log(1.25/δ)/ε²", the Gaussian mechanism section) and 003 ≈ l.2087: the
+    classic σ; analytic σ from Balle & Wang 2018 meets the exact condition. The classic is wider
+    below ε = 1 and stops being private past classic_gaussian_limit (≈ 8.42 at δ = 1e-5)."""
+    frame = composition.gaussian_sigmas([0.1, 0.5, 0.9, 2.0, 9.0], 1e-5)
+    assert np.allclose(frame["classic_sigma"] ** 2,
+                       2 * np.log(1.25 / 1e-5) / frame["epsilon"] ** 2)
+    assert list(frame["classic_status"]) == ["proven"] * 3 + ["unproven, private", "not private"]
+    assert (frame.loc[frame["epsilon"] < 1, "ratio"] > 1).all()
+    assert privacy_theory.classic_gaussian_limit(1e-5) == pytest.approx(8.42, abs=0.01)
+    for e, s in zip(frame["epsilon"], frame["analytic_sigma"]):
+        assert privacy_theory.gaussian_profile(e, s) <= 1e-5 * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------------- coins
+def test_two_coins_estimate_and_exact_interval():
+    """003 l.715–741 (two-coin group activity): E[p] = 1/4 + q/2 and q = 2 E[p] − 1/2; ε = ln 3
+    (000 §2.1). Over 2,000 seeded surveys of 400 people with q = 0.3 the estimate is unbiased
+    (within 5 SEs) and the mapped Clopper–Pearson interval covers q at least 95 % − 3 SEs."""
+    assert coins.EPSILON == pytest.approx(math.log(coins.P_YES_IF_YES / coins.P_YES_IF_NO))
+    assert coins.expected_yes(0.3) == pytest.approx(0.25 + 0.15)
+    assert coins.estimate(coins.expected_yes(0.3)) == pytest.approx(0.3)
+    rng = np.random.default_rng(5)
+    runs = [coins.survey(400, 120, rng) for _ in range(2_000)]
+    estimates = np.array([r.estimate for r in runs])
+    se = np.sqrt(4 * 0.4 * 0.6 / 400 / len(runs))
+    assert abs(estimates.mean() - 0.3) < 5 * se
+    covered = np.mean([r.interval[0] <= 0.3 <= r.interval[1] for r in runs])
+    assert covered >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / len(runs))
+    low, high = coins.clopper_pearson(7, 20)
+    assert (low, high) == pytest.approx((stats.beta.ppf(0.025, 7, 14),
+                                         stats.beta.ppf(0.975, 8, 13)))
+
+
+# ------------------------------------------------------------------------- the page
+@pytest.mark.parametrize("lesson", list(tools.LESSONS))
+@pytest.mark.parametrize("dataset", ["toy_town", "ireland_county"])
+def test_every_tool_lesson_draws(lesson, dataset):
+    at = run_page(PAGE, {"lesson": lesson}, dataset, {})
+    assert not at.warning and not at.error
+    assert at.get("button_group")[0].value == lesson
+
+
+def test_selection_lesson_states_the_computed_probabilities():
+    at = run_page(PAGE, {"lesson": "select"}, "toy_town", {})
+    od = datasets.load("toy_town")
+    totals = tools.origin_totals(od)
+    row = tools.origin_row(od, int(np.argmax(totals)))
+    p = selection.exponential_probabilities(row, 1.0)
+    q = selection.noisy_max_probabilities(row, 1.0)
+    best = int(np.argmax(row))
+    assert f"with probability **{p[best]:.1%}**" in text(at)
+    assert f"names it with probability **{q[best]:.1%}**" in text(at)
+    (curve,) = traces(figure(at, "busiest destination is named"),
+                      "Exponential mechanism (= Gumbel noisy max)")
+    eps = values(curve["x"])
+    assert np.allclose(values(curve["y"]),
+                       [selection.exponential_probabilities(row, e)[best] for e in eps])
+
+
+def test_gaussian_lesson_states_the_monthly_totals():
+    at = run_page(PAGE, {"lesson": "gaussian"}, "ireland_county", {})
+    last = composition.monthly_gaussian(0.1, 1e-5).iloc[-1]
+    shown = text(at)
+    assert f"zCDP **{last['zcdp']:.3g}**" in shown and f"advanced **{last['advanced']:.3g}**" \
+        in shown
+    fig = figure(at, "Gaussian noise needed")
+    assert "ε" in fig["layout"]["xaxis"]["title"]["text"]

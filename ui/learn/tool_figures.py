@@ -1,0 +1,108 @@
+"""Plotly figures of the Learn page's "more tools" lessons (:mod:`ui.learn.tools`), in the house
+style of :mod:`ui.components.charts`. Each returns the figure and the table behind it; the numbers
+come from :mod:`dpcore.theory.selection`, :mod:`~dpcore.theory.composition` and
+:mod:`~dpcore.theory.coins`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from dpcore.theory import coins, composition, selection
+from ui.components import charts
+from ui.learn.figures import ACCENT_COLOUR, BOUND_COLOUR, REFERENCE_COLOUR
+
+EPSILON_POINTS = 41
+
+
+def selection_curve(counts: np.ndarray, epsilon: float) -> tuple[go.Figure, pd.DataFrame]:
+    """P[the true busiest is named] against ε for the exponential mechanism and Laplace
+    report-noisy-max, over the ε range where it climbs (from the gap of the two largest counts)."""
+    top = np.sort(counts)[::-1]
+    gap = float(top[0] - top[1]) if top.size > 1 and top[0] > top[1] else 1.0
+    grid = np.unique(np.append(np.logspace(np.log10(0.05 / gap), np.log10(50 / gap),
+                                           EPSILON_POINTS), epsilon))
+    best = int(np.argmax(counts))
+    frame = pd.DataFrame({
+        "epsilon": grid,
+        "exponential": [selection.exponential_probabilities(counts, e)[best] for e in grid],
+        "noisy_max_laplace": [selection.noisy_max_probabilities(counts, e)[best] for e in grid]})
+    fig = go.Figure()
+    for column, label, colour, dash in (
+            ("exponential", "Exponential mechanism (= Gumbel noisy max)", BOUND_COLOUR, "solid"),
+            ("noisy_max_laplace", "Report-noisy-max, Laplace noise", charts.colour("laplace"),
+             "dash")):
+        fig.add_scatter(x=grid, y=frame[column], mode="lines", name=label,
+                        line=dict(color=colour, dash=dash, width=3),
+                        hovertemplate="ε = %{x:.3g}: %{y:.1%}<extra></extra>")
+    fig.add_scatter(x=[epsilon], y=[selection.exponential_probabilities(counts, epsilon)[best]],
+                    mode="markers", name=f"Your ε = {epsilon:g}",
+                    marker=dict(color=ACCENT_COLOUR, size=12, symbol="diamond"))
+    fig.update_yaxes(tickformat=".0%", range=[0, 1.02])
+    return charts.layout(fig, "How often the busiest destination is named",
+                         "ε (log scale)", "P[true busiest named] (%)", log_x=True), frame
+
+
+def gaussian_sigmas(epsilon: float, delta: float) -> tuple[go.Figure, pd.DataFrame]:
+    """σ of the classic and the analytic Gaussian across ε (sensitivity 1), with ε = 1 and the
+    classic σ's last private ε marked."""
+    frame = composition.gaussian_sigmas(np.unique(np.append(np.logspace(-2, 1.3, 60), epsilon)),
+                                        delta)
+    fig = go.Figure()
+    fig.add_scatter(x=frame["epsilon"], y=frame["classic_sigma"], mode="lines",
+                    name="Classic σ = √(2 ln(1.25/δ))/ε", line=dict(color=REFERENCE_COLOUR,
+                                                                    width=3, dash="dash"),
+                    hovertemplate="ε = %{x:.3g}: σ = %{y:.3g}<extra></extra>")
+    fig.add_scatter(x=frame["epsilon"], y=frame["analytic_sigma"], mode="lines",
+                    name="Analytic σ (Balle & Wang 2018)",
+                    line=dict(color=charts.colour("gaussian"), width=3),
+                    hovertemplate="ε = %{x:.3g}: σ = %{y:.3g}<extra></extra>")
+    charts.marker_line(fig, "x", 1.0, True, line=dict(color=BOUND_COLOUR, dash="dot"),
+                       annotation_text="classic proof ends (ε = 1)")
+    fig.add_scatter(x=[epsilon], y=[float(frame.loc[frame["epsilon"] == epsilon,
+                                                    "analytic_sigma"].iloc[0])],
+                    mode="markers", name=f"Your ε = {epsilon:g}",
+                    marker=dict(color=ACCENT_COLOUR, size=12, symbol="diamond"))
+    return charts.layout(fig, f"Gaussian noise needed at δ = {delta:g} (sensitivity 1)",
+                         "ε (log scale)", "Noise σ (commuters, log scale)", log_x=True,
+                         log_y=True), frame
+
+
+def monthly(frame: pd.DataFrame, epsilon: float) -> go.Figure:
+    """Total ε after each monthly Gaussian release under basic, advanced and zCDP accounting."""
+    fig = go.Figure()
+    for column, label, colour, dash in (
+            ("basic", "Basic: kε", REFERENCE_COLOUR, "dot"),
+            ("advanced", "Advanced composition", BOUND_COLOUR, "dash"),
+            ("zcdp", "zCDP: ρ's add, then ε = ρ + 2√(ρ ln(1/δ))", charts.colour("gaussian"),
+             "solid")):
+        fig.add_scatter(x=frame["releases"], y=frame[column], mode="lines+markers", name=label,
+                        line=dict(color=colour, dash=dash, width=3),
+                        hovertemplate="%{x} releases: ε = %{y:.3g}<extra></extra>")
+    return charts.layout(fig, f"Monthly Gaussian releases at ε = {epsilon:g} each",
+                         "Releases so far (months)", "Total ε (natural log)")
+
+
+def coin_crowds(surveys: list[coins.Survey]) -> tuple[go.Figure, pd.DataFrame]:
+    """The two-coin estimate and its exact 95 % interval for crowds of growing size."""
+    frame = pd.DataFrame({"people": [s.n for s in surveys], "truth": [s.truth for s in surveys],
+                          "estimate": [s.estimate for s in surveys],
+                          "low": [s.interval[0] for s in surveys],
+                          "high": [s.interval[1] for s in surveys]})
+    fig = go.Figure()
+    fig.add_scatter(x=frame["people"], y=frame["estimate"], mode="markers",
+                    name="Estimate 2p − 1/2 with exact 95 % interval",
+                    marker=dict(color=BOUND_COLOUR, size=10),
+                    error_y=dict(type="data", symmetric=False,
+                                 array=frame["high"] - frame["estimate"],
+                                 arrayminus=frame["estimate"] - frame["low"]),
+                    hovertemplate="%{x:,} people: %{y:.1%}<extra></extra>")
+    fig.add_scatter(x=frame["people"], y=frame["truth"], mode="lines",
+                    name="True share in the crowd", line=dict(color=charts.TRUE_COLOUR,
+                                                              dash="dot"))
+    fig.update_yaxes(tickformat=".0%")
+    return charts.layout(fig, "Two coins per person: the estimate closes in",
+                         "People asked (log scale)", "Share answering yes truly (%)",
+                         log_x=True), frame

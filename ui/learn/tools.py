@@ -1,0 +1,239 @@
+"""The Learn page's "more tools" lessons: choosing privately, who is protected, Gaussian
+accounting, and the two-coin survey — topics of the seed texts the first lessons do not teach.
+
+Same shape as :mod:`ui.learn.lessons` (one screen each, live numbers, one figure, its formula);
+numbers come from :mod:`dpcore.theory.selection`, :mod:`~dpcore.theory.neighbours`,
+:mod:`~dpcore.theory.composition` and :mod:`~dpcore.theory.coins`. Zone names are escaped
+(:func:`ui.components.safe.markdown`, :func:`ui.components.charts.escape`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dpcore import mechanisms
+from dpcore.data.od import ODMatrix
+from dpcore.theory import coins, composition, neighbours, privacy_theory, selection
+from ui.components import charts, data, safe
+from ui.components.viewstate import kept
+from ui.learn import lessons, tool_figures
+
+LESSONS = {
+    "select": "Choosing privately",
+    "neighbours": "Who is protected",
+    "gaussian": "Gaussian accounting",
+    "coins": "Two coins",
+}
+#: Draws of the product's Gumbel top-1 shown beside the exact probabilities.
+GUMBEL_DRAWS = 2_000
+#: Origins offered for the selection lesson (busiest first).
+ORIGINS_LISTED = 200
+SHOWN = 6
+COIN_CROWDS = (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
+
+
+def origin_totals(od: ODMatrix) -> np.ndarray:
+    return np.bincount(od.rows, weights=od.counts, minlength=od.n_origins)
+
+
+def origin_row(od: ODMatrix, origin: int) -> np.ndarray:
+    row = np.zeros(od.n_destinations)
+    mine = od.rows == origin
+    row[od.cols[mine]] = od.counts[mine]
+    return row
+
+
+def _origin_picker(od: ODMatrix, key: str, place=st) -> int:
+    totals = origin_totals(od)
+    order = [int(i) for i in np.argsort(-totals, kind="stable")[:ORIGINS_LISTED]]
+    return kept(place.selectbox, "Origin", key, order[0], options=order,
+                format_func=lambda o: f"{od.origins.labels[o]} ({totals[o]:,.0f} commuters)")
+
+
+# ----------------------------------------------------------------------------------- selection
+def select(current: data.Current, epsilon: float) -> None:
+    """Name an origin's busiest destination: exponential mechanism, noisy max, Gumbel top-1."""
+    od = current.matrix
+    origin = _origin_picker(od, "learn_select_origin")
+    counts = origin_row(od, origin)
+    exponential = selection.exponential_probabilities(counts, epsilon)
+    noisy = selection.noisy_max_probabilities(counts, epsilon)
+    topk = mechanisms.build("topk", epsilon=epsilon, k=1, neighbours="add_remove")
+    rng = lessons._rng("select", origin)
+    gumbel = np.bincount([int(topk.select(counts, rng)[0]) for _ in range(GUMBEL_DRAWS)],
+                         minlength=counts.size) / GUMBEL_DRAWS
+    shown = np.argsort(-counts, kind="stable")[:SHOWN]
+    best = int(shown[0])
+    name = safe.markdown(od.origins.labels[origin])
+    st.markdown(
+        f"**Which destination do most commuters from {name} go to?** Each destination's score "
+        "is its count; one person changes any count by at most 1, so the score's sensitivity is "
+        f"Δu = 1. At ε = {epsilon:g} the exponential mechanism names the true busiest, "
+        f"**{safe.markdown(od.destinations.labels[best])}**, with probability "
+        f"**{exponential[best]:.1%}**; report-noisy-max with Laplace noise of scale 2/ε = "
+        f"{2 / epsilon:.3g} names it with probability **{noisy[best]:.1%}**. Both are ε-DP and "
+        "publish only a name, never a count.")
+    charts.wrapped_table(pd.DataFrame({
+        "Destination": od.destinations.labels[shown],
+        "Commuters": [f"{c:,.0f}" for c in counts[shown]],
+        "Exponential mechanism": [f"{p:.2%}" for p in exponential[shown]],
+        "Noisy max (Laplace)": [f"{p:.2%}" for p in noisy[shown]],
+        f"Product's Gumbel top-1 ({GUMBEL_DRAWS:,} draws)": [f"{p:.2%}" for p in gumbel[shown]],
+    }))
+    st.caption(f"The {SHOWN} busiest of {od.n_destinations:,} destinations; every destination, "
+               "including empty ones, can be named. Probabilities are exact (the noisy max's by "
+               "numerical integration); the last column is a simulation.")
+    fig, frame = tool_figures.selection_curve(counts, epsilon)
+    charts.show(fig, frame, "exponential_mechanism", "learn_select_curve")
+    st.latex(r"P[v] = \frac{\exp(\varepsilon c_v / 2\Delta u)}"
+             r"{\sum_w \exp(\varepsilon c_w / 2\Delta u)}")
+    st.markdown(
+        "**The product's Gumbel top-k *is* the exponential mechanism, repeated.** Adding "
+        f"Gumbel noise of scale 2Δu/ε = {topk.selection_scale:.3g} to every count and naming the "
+        "largest picks each destination with exactly the probability above (the Gumbel-max "
+        "trick); taking the k largest is k rounds of the exponential mechanism, each removing "
+        "the winner. The product's *Top-k busiest commutes* spends half its ε on these k "
+        "rounds, ε/(2k) each, in the sharper form exp(ε c_v/Δu) that counts allow when every "
+        "count moves the same way (add/remove); at k = 1 that is exactly the distribution "
+        "above, which the last column samples. The other half of its ε publishes the chosen "
+        "counts.")
+    with st.expander("Sources"):
+        st.markdown("- McSherry & Talwar, *Mechanism design via differential privacy*, FOCS "
+                    "2007; Dwork & Roth 2014 §3.3–3.4 (report-noisy-max, exponential "
+                    "mechanism).\n- Durfee & Rogers, NeurIPS 2019 (one-shot Gumbel top-k).")
+
+
+# ----------------------------------------------------------------------------------- neighbours
+def who(current: data.Current, epsilon: float) -> None:
+    """Add/remove vs substitution neighbours on the busiest origin's table."""
+    od = current.matrix
+    origin = _origin_picker(od, "learn_neighbours_origin")
+    counts = origin_row(od, origin)
+    order = np.argsort(-counts, kind="stable")
+    if counts[order[0]] < 1 or od.n_destinations < 2:
+        st.info("This origin has no commuter to take out or move.")
+        return
+    pair = neighbours.neighbour_rows(od, origin, int(order[0]), int(order[1]))
+    there, other = (safe.markdown(od.destinations.labels[i]) for i in (pair.destination,
+                                                                        pair.other))
+    changed = [pair.destination, pair.other]
+    charts.wrapped_table(pd.DataFrame({
+        "Destination": [*od.destinations.labels[changed], "All destinations (total)"],
+        "The table": [*(f"{c:,}" for c in pair.counts[changed]), f"{pair.counts.sum():,}"],
+        "Add/remove neighbour: one commuter left out": [
+            *(f"{c:,}" for c in pair.removed[changed]), f"{pair.removed.sum():,}"],
+        "Substitution neighbour: one commute changed": [
+            *(f"{c:,}" for c in pair.moved[changed]), f"{pair.moved.sum():,}"]}))
+    add = mechanisms.build("laplace", epsilon=epsilon, neighbours="add_remove")
+    sub = mechanisms.build("laplace", epsilon=epsilon, neighbours="substitution")
+    st.markdown(
+        f"- **Add/remove (membership)**: is this commuter in the table at all? Leaving one "
+        f"commuter of {there} out changes one count by 1: L1 distance **{pair.l1(pair.removed)}**"
+        f", so Laplace noise of scale 1/ε = **{add.scale:.3g}** hides them.\n"
+        f"- **Substitution (edit)**: which commute is theirs? Moving them from {there} to "
+        f"{other} changes two counts by 1: L1 distance **{pair.l1(pair.moved)}**, so the same "
+        f"ε needs scale 2/ε = **{sub.scale:.3g}** — the sensitivity doubles. The total "
+        f"({pair.counts.sum():,}) is the same in both tables, so it may be published exactly: "
+        "substitution says nothing about membership.\n"
+        f"- An edit is a removal and then an addition, so a membership guarantee of ε = "
+        f"{epsilon:g} gives **{2 * epsilon:g}** for edits (group privacy of two). Not the "
+        "converse: the exact total is 0-DP under substitution and reveals whether anyone "
+        "joined.")
+    table = pd.DataFrame(neighbours.guarantees(epsilon))
+    charts.wrapped_table(pd.DataFrame({
+        "Release": table["release"], "Laplace scale": [f"{s:.3g}" for s in table["scale"]],
+        "ε, is this person in it?": [_epsilon_text(e) for e in table["membership"]],
+        "ε, which commute is theirs?": [_epsilon_text(e) for e in table["edit"]]}))
+    st.caption("∞: no guarantee at all. The product's default is substitution (the total "
+               "number of commuters is treated as public); choose add/remove on the "
+               "Mechanisms page when membership itself is sensitive. Source: the seeds' "
+               "textbook chapter, 'Membership neighbourhood' and 'Edit neighbourhood'.")
+
+
+def _epsilon_text(value: float) -> str:
+    return "∞ (none)" if math.isinf(value) else f"{value:g}"
+
+
+# ----------------------------------------------------------------------------------- gaussian
+def gaussian(current: data.Current, epsilon: float) -> None:
+    """Classic vs analytic σ across ε, then twelve monthly releases under three accountings."""
+    delta = kept(st.select_slider, "δ", "learn_gauss_delta", 1e-5, options=lessons.DELTAS,
+                 format_func=lambda x: f"{x:g}")
+    fig, frame = tool_figures.gaussian_sigmas(epsilon, delta)
+    charts.show(fig, frame, "classic_vs_analytic_gaussian", "learn_gauss_sigma")
+    row = frame.loc[frame["epsilon"] == epsilon].iloc[0]
+    limit = privacy_theory.classic_gaussian_limit(delta)
+    status = {"proven": "within the classic proof (ε < 1)",
+              "unproven, private": f"beyond the classic proof (ε ≥ 1), yet still private up to "
+                                   f"ε = {limit:.3g}",
+              "not private": f"past ε = {limit:.3g}, where the classic σ is too small to be "
+                             f"({epsilon:g}, {delta:g})-DP at all"}[row["classic_status"]]
+    small = frame[frame["epsilon"] < 1]
+    st.markdown(
+        f"At ε = {epsilon:g}, δ = {delta:g}: classic σ = **{row['classic_sigma']:.3g}**, analytic "
+        f"σ = **{row['analytic_sigma']:.3g}** — the classic is **{row['ratio']:.3g}×** as wide, "
+        f"and {status}. Below ε = 1 the classic is {small['ratio'].min():.3g}–"
+        f"{small['ratio'].max():.3g}× the analytic σ on this grid.")
+    st.latex(r"\sigma_{\text{classic}} = \frac{\Delta_2\sqrt{2\ln(1.25/\delta)}}{\varepsilon}"
+             r"\qquad \sigma_{\text{analytic}}:\ \Phi\Big(\frac{\Delta}{2\sigma} - "
+             r"\frac{\varepsilon\sigma}{\Delta}\Big) - e^\varepsilon \Phi\Big(-\frac{\Delta}"
+             r"{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big) = \delta")
+
+    st.markdown("**Twelve monthly releases: adding up the budget**")
+    monthly = kept(st.select_slider, "ε of each monthly release", "learn_gauss_month", 0.1,
+                   options=(0.01, 0.03, 0.1, 0.3, 1.0), format_func=lambda x: f"{x:g}")
+    table = composition.monthly_gaussian(monthly, delta)
+    last = table.iloc[-1]
+    charts.show(tool_figures.monthly(table, monthly), table, "monthly_gaussian_composition",
+                "learn_gauss_monthly")
+    st.markdown(
+        f"Each month adds Gaussian noise σ = {last['sigma']:.3g} (analytic, ({monthly:g}, "
+        f"{delta:g})), which is ρ = 1/(2σ²) = {last['rho'] / len(table):.3g}-zCDP. After "
+        f"{len(table)} months: basic **{last['basic']:.3g}** (δ = {last['basic_delta']:.2g}), "
+        f"advanced **{last['advanced']:.3g}** and zCDP **{last['zcdp']:.3g}** (both at δ = "
+        f"{last['advanced_delta']:.2g}; ρ = {last['rho']:.3g}).")
+    st.latex(r"\rho = \frac{\Delta^2}{2\sigma^2},\quad \rho_{\text{total}} = \sum_i \rho_i,"
+             r"\quad \varepsilon = \rho + 2\sqrt{\rho\ln(1/\delta)}")
+    st.caption("zCDP (Bun & Steinke, TCC 2016) bounds every Rényi divergence of the outputs, "
+               "so Gaussian releases compose by adding ρ, with no δ spent per release. It applies "
+               "to Gaussian noise; Laplace releases are ε²/2-zCDP, a looser fit.")
+
+
+# ----------------------------------------------------------------------------------- coins
+def two_coins(current: data.Current, epsilon: float) -> None:
+    """Warner's two-coin survey on a yes/no question about the current data."""
+    od = current.matrix
+    totals = np.bincount(od.cols, weights=od.counts, minlength=od.n_destinations)
+    destination = int(np.argmax(totals))
+    place = safe.markdown(od.destinations.labels[destination])
+    truth_yes = int(totals[destination])
+    st.markdown(
+        f"**Do you work or study in {place}?** Every commuter flips a coin: heads, answer "
+        "truthfully; tails, flip again and answer *yes* on heads, *no* on tails. A *yes* is "
+        "3 times as likely from someone whose true answer is yes (3/4) as from someone whose "
+        f"answer is no (1/4): ε = ln 3 = {coins.EPSILON:.4g}, whatever the ε chosen above.")
+    lessons._draw_again("Flip again", "learn_coins_again")
+    sizes = [s for s in COIN_CROWDS if s < od.n] + [od.n]
+    surveys = coins.crowd_surveys(od.n, truth_yes, sizes, lessons._rng("coins", destination))
+    whole = surveys[-1]
+    low, high = whole.interval
+    st.markdown(
+        f"All {whole.n:,} commuters answer: **{whole.share_yes:.2%}** say yes. Expected: 1/4 + "
+        f"q/2 with q the true share, so q̂ = 2p − 1/2 = **{whole.estimate:.2%}** (exact 95 % "
+        f"interval {low:.2%}–{high:.2%}); the truth is {whole.truth:.2%}.")
+    fig, frame = tool_figures.coin_crowds(surveys)
+    charts.show(fig, frame, "two_coin_survey", "learn_coins")
+    st.latex(r"\mathbb{E}[p] = \tfrac14 + \tfrac{q}{2}\ \Rightarrow\ \hat q = 2p - \tfrac12")
+    st.caption("Interval: Clopper–Pearson on the count of yes answers (exact for a binomial), "
+               "mapped through q = 2p − 1/2 and clipped to [0, 1]. Sources: Warner, JASA 1965; "
+               "the seeds' textbook chapter (the drug-use group activity) and thesis draft §2.1.")
+
+
+SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins}
+#: Every lesson of the page, the first ones then these.
+ALL_LESSONS = {**lessons.LESSONS, **LESSONS}
+ALL_SECTIONS = {**lessons.SECTIONS, **SECTIONS}
