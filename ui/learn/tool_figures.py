@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore.theory import coins, composition, selection
+from dpcore.theory import coins, composition, mean_estimation, selection
 from ui.components import charts
 from ui.learn.figures import ACCENT_COLOUR, BOUND_COLOUR, REFERENCE_COLOUR
 
@@ -106,3 +106,31 @@ def coin_crowds(surveys: list[coins.Survey]) -> tuple[go.Figure, pd.DataFrame]:
     return charts.layout(fig, "Two coins per person: the estimate closes in",
                          "People asked (log scale)", "Share answering yes truly (%)",
                          log_x=True), frame
+
+
+def mean_errors(distances: mean_estimation.Distances, epsilon: float
+                ) -> tuple[go.Figure, pd.DataFrame]:
+    """Standard deviation of the mean-distance estimate across ε: local Laplace, Duchi et al.'s
+    one bit, central Laplace."""
+    grid = np.unique(np.append(np.logspace(-1, 1, 41), epsilon))
+    b, n = distances.bound, distances.n
+    frame = pd.DataFrame({
+        "epsilon": grid,
+        "local_laplace_sd": np.sqrt(mean_estimation.local_laplace_variance(b, grid, n)),
+        "local_one_bit_sd": np.sqrt(mean_estimation.one_bit_variance(distances, grid)),
+        "central_laplace_sd": np.sqrt(mean_estimation.central_laplace_variance(b, grid, n))})
+    fig = go.Figure()
+    for column, label, colour, dash in (
+            ("local_laplace_sd", "Local: each phone adds Laplace(B/ε)", charts.colour("laplace"),
+             "dash"),
+            ("local_one_bit_sd", "Local: Duchi et al.'s one bit", charts.colour("grr"), "solid"),
+            ("central_laplace_sd", "Central: the office adds Laplace(B/(εn))", BOUND_COLOUR,
+             "dot")):
+        fig.add_scatter(x=grid, y=frame[column], mode="lines", name=label,
+                        line=dict(color=colour, dash=dash, width=3),
+                        hovertemplate="ε = %{x:.3g}: SD %{y:.3g} km<extra></extra>")
+    charts.marker_line(fig, "x", epsilon, True, line=dict(color=ACCENT_COLOUR),
+                       annotation_text=f"your ε = {epsilon:g}")
+    return charts.layout(fig, "Error of the average commute distance",
+                         "ε (log scale)", "Standard deviation of the estimate (km, log scale)",
+                         log_x=True, log_y=True), frame

@@ -17,7 +17,14 @@ import streamlit as st
 
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
-from dpcore.theory import coins, composition, neighbours, privacy_theory, selection
+from dpcore.theory import (
+    coins,
+    composition,
+    mean_estimation,
+    neighbours,
+    privacy_theory,
+    selection,
+)
 from ui.components import charts, data, safe
 from ui.components.viewstate import kept
 from ui.learn import lessons, tool_figures
@@ -27,6 +34,7 @@ LESSONS = {
     "neighbours": "Who is protected",
     "gaussian": "Gaussian accounting",
     "coins": "Two coins",
+    "mean": "Averages, locally",
 }
 #: Draws of the product's Gumbel top-1 shown beside the exact probabilities.
 GUMBEL_DRAWS = 2_000
@@ -233,7 +241,49 @@ def two_coins(current: data.Current, epsilon: float) -> None:
                "the seeds' textbook chapter (the drug-use group activity) and thesis draft §2.1.")
 
 
-SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins}
+# ----------------------------------------------------------------------------------- mean
+def mean(current: data.Current, epsilon: float) -> None:
+    """Each commuter's distance in km, averaged under local DP (one bit) and centrally."""
+    od = current.matrix
+    distances = mean_estimation.commute_distances(od)
+    if distances is None:
+        st.info("This dataset's zones have no positions, so there is no distance to average: "
+                "choose a bundled dataset (they carry zone centroids) on the home page.")
+        return
+    if distances.left_out:
+        st.caption(f"{distances.left_out:,} commuters go to or from a place without a position "
+                   f"({', '.join(safe.markdown(z) for z in distances.unplaced)}) and are left "
+                   "out. Distances run between zone centres, so a commute within one zone "
+                   "counts as 0 km.")
+    lessons._draw_again("Send again", "learn_mean_again")
+    b, n = distances.bound, distances.n
+    estimate = mean_estimation.one_bit_mean(distances, epsilon, lessons._rng("mean"))
+    one_bit = math.sqrt(mean_estimation.one_bit_variance(distances, epsilon))
+    local = math.sqrt(mean_estimation.local_laplace_variance(b, epsilon, n))
+    central = math.sqrt(mean_estimation.central_laplace_variance(b, epsilon, n))
+    c = mean_estimation.one_bit_constant(epsilon)
+    st.markdown(
+        f"**How far do people commute, on average?** {n:,} commuters, true mean "
+        f"**{distances.mean:.2f} km**; no commute is longer than B = {b:,.1f} km (the widest "
+        "distance between two zones, public). Each phone sends **one bit**: ±C with C = "
+        f"(e^ε + 1)/(e^ε − 1) = {c:.3g}, + with probability 1/2 + t/(2C) for t = 2x/B − 1. "
+        f"The server's average of this draw: **{estimate:.2f} km** (SD {one_bit:.3g} km).\n"
+        f"- Local Laplace (each phone adds Laplace(B/ε)): SD √(2B²/(ε²n)) = **{local:.3g} km**.\n"
+        f"- Central Laplace (the office adds Laplace(B/(εn)) to the true mean): SD "
+        f"√2·B/(εn) = **{central:.3g} km**, {local / central:,.0f}× (= √n) smaller.")
+    fig, frame = tool_figures.mean_errors(distances, epsilon)
+    charts.show(fig, frame, "local_mean_estimation", "learn_mean")
+    st.latex(r"\operatorname{Var}[\hat x]_{	ext{one bit}} = rac{(B/2)^2\,(C^2 - "
+             r"\overline{t^2})}{n},\quad \operatorname{Var}_{	ext{local Laplace}} = "
+             r"rac{2B^2}{arepsilon^2 n},\quad \operatorname{Var}_{	ext{central}} = "
+             r"2\Big(rac{B}{arepsilon n}\Big)^2")
+    st.caption("Sources: the seeds' textbook chapter (the Laplace mechanism for averages, local "
+               "vs central); Duchi, Jordan & Wainwright, JASA 2018 (the one-bit mechanism). The "
+               "local variances fall as 1/n, the central as 1/n².")
+
+
+SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins,
+            "mean": mean}
 #: Every lesson of the page, the first ones then these.
 ALL_LESSONS = {**lessons.LESSONS, **LESSONS}
 ALL_SECTIONS = {**lessons.SECTIONS, **SECTIONS}
