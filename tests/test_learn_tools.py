@@ -16,6 +16,7 @@ from dpcore.theory import (
     coins,
     composition,
     mean_estimation,
+    memoization,
     neighbours,
     privacy_theory,
     selection,
@@ -254,3 +255,36 @@ def test_mean_lesson_states_the_computed_numbers():
     assert f"SD √(2B²/(ε²n)) = **{local:.3g} km**" in shown
     fig = figure(at, "average commute distance")
     assert "km" in fig["layout"]["yaxis"]["title"]["text"]
+
+
+# ------------------------------------------------------------------------- memoization
+def test_fresh_answers_are_averaged_out_and_memoized_ones_are_not():
+    """000 l.243 (permanent memoization for repeated collection) and l.290: fresh randomised
+    response every month spends T·ε and the Bayes attacker's accuracy climbs towards 1;
+    memoized, it stays at one answer's. Simulated on 5,000 people with seed 3, every month's
+    accuracy within 5 binomial SDs of the exact binomial computation; the exact one-answer
+    accuracy is p = e^ε/(1 + e^ε) when one answer outweighs the prior odds, else max(π, 1 − π)."""
+    eps, months, crowd = 1.0, 12, 5_000
+    rng = np.random.default_rng(3)
+    truth = np.zeros(crowd, dtype=bool)
+    truth[:1_500] = True
+    frame = memoization.simulate_attack(truth, eps, months, rng)
+    for mode in ("fresh", "memoized"):
+        exact, simulated = frame[f"{mode}_exact"], frame[f"{mode}_simulated"]
+        assert _within_binomial(simulated.to_numpy(), exact.to_numpy(), crowd)
+    p = math.exp(eps) / (1 + math.exp(eps))
+    assert frame["memoized_exact"].nunique() == 1
+    follows_report = eps >= abs(math.log(0.3 / 0.7))   # one answer outweighs the prior
+    assert frame["memoized_exact"].iloc[0] == pytest.approx(p if follows_report else 0.7)
+    assert frame["fresh_exact"].iloc[-1] > 0.95 > frame["memoized_exact"].iloc[-1]
+    assert list(frame["epsilon_fresh"]) == pytest.approx([t * eps for t in range(1, 13)])
+    assert (frame["epsilon_memoized"] == eps).all()
+
+
+def test_memo_lesson_states_the_simulated_attack():
+    at = run_page(PAGE, {"lesson": "memo"}, "ireland_county", {})
+    shown = text(at)
+    assert "guarantee spent is 12 × ε = **12**" in shown
+    assert "the guarantee at ε = **1**" in shown
+    fig = figure(at, "Averaging a person's monthly answers")
+    assert traces(fig, "Fresh randomness every month (exact)")

@@ -134,3 +134,24 @@ def mean_errors(distances: mean_estimation.Distances, epsilon: float
     return charts.layout(fig, "Error of the average commute distance",
                          "ε (log scale)", "Standard deviation of the estimate (km, log scale)",
                          log_x=True, log_y=True), frame
+
+
+def memo_attack(frame: pd.DataFrame, prior_guess: float) -> go.Figure:
+    """The attacker's accuracy after each month, fresh vs memoized answers (simulated and exact),
+    beside guessing from the prior alone."""
+    fig = go.Figure()
+    for mode, label, colour in (("fresh", "Fresh randomness every month", charts.colour("laplace")),
+                                ("memoized", "Memoized (permanent) answer", charts.colour("grr"))):
+        fig.add_scatter(x=frame["months"], y=frame[f"{mode}_exact"], mode="lines",
+                        name=f"{label} (exact)", line=dict(color=colour, width=3),
+                        hovertemplate="%{x} months: %{y:.1%}<extra></extra>")
+        fig.add_scatter(x=frame["months"], y=frame[f"{mode}_simulated"], mode="markers",
+                        name=f"{label} (simulated crowd)",
+                        marker=dict(color=colour, size=9, symbol="circle-open"),
+                        hovertemplate="%{x} months: %{y:.1%}<extra></extra>")
+    fig.add_scatter(x=frame["months"], y=[prior_guess] * len(frame), mode="lines",
+                    name="Guessing the commoner answer", line=dict(color=REFERENCE_COLOUR,
+                                                                   dash="dot"))
+    fig.update_yaxes(tickformat=".0%", range=[0, 1.02])
+    return charts.layout(fig, "Averaging a person's monthly answers",
+                         "Months answered", "Share of people whose answer the attacker names (%)")

@@ -21,6 +21,7 @@ from dpcore.theory import (
     coins,
     composition,
     mean_estimation,
+    memoization,
     neighbours,
     privacy_theory,
     selection,
@@ -35,6 +36,7 @@ LESSONS = {
     "gaussian": "Gaussian accounting",
     "coins": "Two coins",
     "mean": "Averages, locally",
+    "memo": "Asking every month",
 }
 #: Draws of the product's Gumbel top-1 shown beside the exact probabilities.
 GUMBEL_DRAWS = 2_000
@@ -42,6 +44,8 @@ GUMBEL_DRAWS = 2_000
 ORIGINS_LISTED = 200
 SHOWN = 6
 COIN_CROWDS = (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
+#: Commuters drawn for the averaging attack (each answers every month).
+MEMO_CROWD = 5_000
 
 
 def origin_totals(od: ODMatrix) -> np.ndarray:
@@ -53,6 +57,14 @@ def origin_row(od: ODMatrix, origin: int) -> np.ndarray:
     mine = od.rows == origin
     row[od.cols[mine]] = od.counts[mine]
     return row
+
+
+def busiest_destination(od: ODMatrix) -> tuple[int, int]:
+    """The destination most commuters go to, and how many: the yes/no question of the coin and
+    memoization lessons is "do you work or study there?"."""
+    totals = np.bincount(od.cols, weights=od.counts, minlength=od.n_destinations)
+    destination = int(np.argmax(totals))
+    return destination, int(totals[destination])
 
 
 def _origin_picker(od: ODMatrix, key: str, place=st) -> int:
@@ -215,10 +227,8 @@ def gaussian(current: data.Current, epsilon: float) -> None:
 def two_coins(current: data.Current, epsilon: float) -> None:
     """Warner's two-coin survey on a yes/no question about the current data."""
     od = current.matrix
-    totals = np.bincount(od.cols, weights=od.counts, minlength=od.n_destinations)
-    destination = int(np.argmax(totals))
+    destination, truth_yes = busiest_destination(od)
     place = safe.markdown(od.destinations.labels[destination])
-    truth_yes = int(totals[destination])
     st.markdown(
         f"**Do you work or study in {place}?** Every commuter flips a coin: heads, answer "
         "truthfully; tails, flip again and answer *yes* on heads, *no* on tails. A *yes* is "
@@ -282,8 +292,50 @@ def mean(current: data.Current, epsilon: float) -> None:
                "local variances fall as 1/n, the central as 1/n².")
 
 
+# ----------------------------------------------------------------------------------- memo
+def memo(current: data.Current, epsilon: float) -> None:
+    """The same question every month: fresh randomised response vs a memoized answer."""
+    od = current.matrix
+    destination, truth_yes = busiest_destination(od)
+    place = safe.markdown(od.destinations.labels[destination])
+    months = kept(st.slider, "Months the question is asked", "learn_memo_months", 12,
+                  min_value=1, max_value=36)
+    lessons._draw_again("Draw again", "learn_memo_again")
+    rng = lessons._rng("memo", destination, months)
+    crowd = min(MEMO_CROWD, od.n)
+    yes = int(rng.hypergeometric(truth_yes, od.n - truth_yes, crowd))
+    truth = np.zeros(crowd, dtype=bool)
+    truth[:yes] = True
+    if not 0 < yes < crowd:
+        st.info(f"Every one of the {crowd:,} commuters drawn gives the same answer, so there is "
+                "nothing to attack: draw again or choose a larger dataset.")
+        return
+    frame = memoization.simulate_attack(truth, epsilon, months, rng)
+    last = frame.iloc[-1]
+    p = memoization.keep_probability(epsilon)
+    guess = max(yes, crowd - yes) / crowd
+    st.markdown(
+        f"**Do you work or study in {place}?** asked every month of {crowd:,} commuters drawn "
+        f"from the data ({yes / crowd:.1%} of them truly yes). Each answer is randomised "
+        f"response at ε = {epsilon:g}: the truth with probability {p:.1%}.\n"
+        f"- **Fresh randomness every month**: after {months} months an attacker who sees one "
+        f"person's answers and weighs them (Bayes) names their true answer for "
+        f"**{last['fresh_simulated']:.1%}** of people (exact: {last['fresh_exact']:.1%}); the "
+        f"guarantee spent is {months} × ε = **{last['epsilon_fresh']:g}**.\n"
+        f"- **Memoized**: each phone draws its noisy answer once and resends it; the attacker "
+        f"stays at **{last['memoized_simulated']:.1%}** (exact {last['memoized_exact']:.1%}) "
+        f"and the guarantee at ε = **{last['epsilon_memoized']:g}**. Guessing the commoner "
+        f"answer alone is right for {guess:.1%}.")
+    charts.show(tool_figures.memo_attack(frame, guess), frame, "memoization_attack", "learn_memo")
+    st.caption("Memoization protects the answer, not its changes: a person whose true answer "
+               "changes draws a new permanent answer, and the repeated identical report can "
+               "itself link a person's reports — RAPPOR adds a fresh instantaneous randomisation "
+               "on top for that. Sources: Erlingsson, Pihur, Korolova, CCS 2014 (RAPPOR); Ding, "
+               "Kulkarni, Yekhanin, NeurIPS 2017 (memoization, used in the thesis draft).")
+
+
 SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins,
-            "mean": mean}
+            "mean": mean, "memo": memo}
 #: Every lesson of the page, the first ones then these.
 ALL_LESSONS = {**lessons.LESSONS, **LESSONS}
 ALL_SECTIONS = {**lessons.SECTIONS, **SECTIONS}
