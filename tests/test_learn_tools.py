@@ -13,8 +13,10 @@ from dpcore.data import datasets
 from dpcore.mechanisms.central import analytic_gaussian_sigma
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.theory import (
+    anonymity,
     coins,
     composition,
+    learn,
     mean_estimation,
     memoization,
     neighbours,
@@ -89,7 +91,7 @@ def test_substitution_doubles_the_histogram_sensitivity_on_a_real_table():
     the product's Laplace scales 1/ε and 2/ε."""
     od = datasets.load("ireland_county")
     origin = int(od.rows[np.argmax(od.counts)])
-    row = tools.origin_row(od, origin)
+    row = learn.origin_row(od, origin)
     first, second = np.argsort(-row, kind="stable")[:2]
     pair = neighbours.neighbour_rows(od, origin, int(first), int(second))
     assert (pair.l1(pair.removed), pair.l1(pair.moved)) == (1, 2)
@@ -171,8 +173,8 @@ def test_every_tool_lesson_draws(lesson, dataset):
 def test_selection_lesson_states_the_computed_probabilities():
     at = run_page(PAGE, {"lesson": "select"}, "toy_town", {})
     od = datasets.load("toy_town")
-    totals = tools.origin_totals(od)
-    row = tools.origin_row(od, int(np.argmax(totals)))
+    totals = od.origin_totals()
+    row = learn.origin_row(od, int(np.argmax(totals)))
     p = selection.exponential_probabilities(row, 1.0)
     q = selection.noisy_max_probabilities(row, 1.0)
     best = int(np.argmax(row))
@@ -288,3 +290,55 @@ def test_memo_lesson_states_the_simulated_attack():
     assert "the guarantee at ε = **1**" in shown
     fig = figure(at, "Averaging a person's monthly answers")
     assert traces(fig, "Fresh randomness every month (exact)")
+
+
+# ------------------------------------------------------------------------- k-anonymity, sensitivity
+def test_k_anonymity_suppresses_exactly_the_cells_below_k():
+    """003 l.439–469: k-anonymous when every person shares their quasi-identifiers (origin,
+    destination) with at least k − 1 others: every published cell ≥ k."""
+    od = datasets.load("toy_town")
+    found = anonymity.k_anonymise(od, 5)
+    published = od.counts[od.counts >= 5]
+    assert (published >= 5).all() and found.cells - found.cells_suppressed == published.size
+    assert found.people - found.people_suppressed == published.sum()
+
+
+def test_median_local_sensitivity_by_brute_force():
+    """003 l.1743: local sensitivity at x is max over neighbours x' of |f(x) − f(x')|; checked by
+    replacing each person in turn by 0 and by B on small tables, and the number of replacements
+    needed to move the median by moving people one at a time from the median to B."""
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        values = rng.integers(1, 7, 5).astype(float)   # inside (0, B): moves to 0 or B change it
+        counts = rng.integers(0, 4, 5)
+        if counts.sum() < 3:
+            continue
+        people = np.repeat(values, counts)
+        found = anonymity.median_sensitivity(values, counts, 10.0)
+        lower = lambda xs: float(np.sort(xs)[(xs.size + 1) // 2 - 1])
+        assert found.median == lower(people)
+        moves = [abs(lower(np.where(np.arange(people.size) == i, v, people)) - found.median)
+                 for i in range(people.size) for v in (0.0, 10.0)]
+        assert found.local == pytest.approx(max(moves))
+        needed = []
+        for direction in (0.0, 10.0):   # move median-valued people out one at a time
+            moved, steps = people.copy(), 0
+            while lower(moved) == found.median and steps < people.size:
+                moved[np.flatnonzero(moved == found.median)[0]] = direction
+                steps += 1
+            needed.append(steps)
+        assert min(needed) == found.changes_to_move
+        assert found.global_ == 10.0
+
+
+def test_kanon_lesson_states_the_computed_numbers():
+    at = run_page(PAGE, {"lesson": "kanon"}, "ireland_county", {})
+    od = datasets.load("ireland_county")
+    found = anonymity.k_anonymise(od, 5)
+    distances = mean_estimation.commute_distances(od)
+    median = anonymity.median_sensitivity(distances.km, distances.counts, distances.bound)
+    shown = text(at)
+    assert f"suppresses **{found.cells_suppressed:,}** of {found.cells:,} commutes" in shown
+    assert f"{median.changes_to_move:,} commuters would have to change" in shown
+    fig = figure(at, "What a k-anonymous table hides")
+    assert traces(fig, "Commuters")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.data.od import ODMatrix
+from dpcore.theory import learn
 
 RELATIONS = ("add_remove", "substitution")
 
@@ -46,9 +47,7 @@ def neighbour_rows(od: ODMatrix, origin: int, destination: int, other: int) -> N
     and the row with their destination changed to ``other``."""
     if destination == other:
         raise ValueError("The changed destination must differ from the true one.")
-    row = np.zeros(od.n_destinations, dtype=np.int64)
-    mine = od.rows == origin
-    row[od.cols[mine]] = od.counts[mine]
+    row = learn.origin_row(od, origin)
     if row[destination] < 1:
         raise ValueError("Nobody makes that commute, so nobody can be removed from it.")
     removed, moved = row.copy(), row.copy()

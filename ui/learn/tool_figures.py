@@ -155,3 +155,26 @@ def memo_attack(frame: pd.DataFrame, prior_guess: float) -> go.Figure:
     fig.update_yaxes(tickformat=".0%", range=[0, 1.02])
     return charts.layout(fig, "Averaging a person's monthly answers",
                          "Months answered", "Share of people whose answer the attacker names (%)")
+
+
+def suppression(od_counts: np.ndarray, k: int) -> tuple[go.Figure, pd.DataFrame]:
+    """Share of cells and of commuters a k-anonymous table suppresses, for k = 2…50."""
+    ks = np.arange(2, 51)
+    counts = np.sort(np.asarray(od_counts))
+    below = np.searchsorted(counts, ks)                # cells with count < k
+    people = np.concatenate([[0], np.cumsum(counts)])[below]
+    frame = pd.DataFrame({"k": ks, "cells_suppressed": below / counts.size,
+                          "people_suppressed": people / counts.sum()})
+    fig = go.Figure()
+    fig.add_scatter(x=ks, y=frame["cells_suppressed"], mode="lines", name="Commutes (cells)",
+                    line=dict(color=BOUND_COLOUR, width=3),
+                    hovertemplate="k = %{x}: %{y:.1%} of cells<extra></extra>")
+    fig.add_scatter(x=ks, y=frame["people_suppressed"], mode="lines", name="Commuters",
+                    line=dict(color=charts.colour("suppression"), width=3, dash="dash"),
+                    hovertemplate="k = %{x}: %{y:.2%} of commuters<extra></extra>")
+    charts.marker_line(fig, "x", k, False, line=dict(color=ACCENT_COLOUR),
+                       annotation_text=f"k = {k}")
+    fig.update_yaxes(tickformat=".0%")
+    return charts.layout(fig, "What a k-anonymous table hides",
+                         "k (smallest cell published, commuters)",
+                         "Share suppressed (%)"), frame

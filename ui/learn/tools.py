@@ -18,7 +18,9 @@ import streamlit as st
 from dpcore import mechanisms
 from dpcore.data.od import ODMatrix
 from dpcore.theory import (
+    anonymity,
     coins,
+    learn,
     composition,
     mean_estimation,
     memoization,
@@ -37,6 +39,7 @@ LESSONS = {
     "coins": "Two coins",
     "mean": "Averages, locally",
     "memo": "Asking every month",
+    "kanon": "k-anonymity, sensitivity",
 }
 #: Draws of the product's Gumbel top-1 shown beside the exact probabilities.
 GUMBEL_DRAWS = 2_000
@@ -48,27 +51,16 @@ COIN_CROWDS = (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_0
 MEMO_CROWD = 5_000
 
 
-def origin_totals(od: ODMatrix) -> np.ndarray:
-    return np.bincount(od.rows, weights=od.counts, minlength=od.n_origins)
-
-
-def origin_row(od: ODMatrix, origin: int) -> np.ndarray:
-    row = np.zeros(od.n_destinations)
-    mine = od.rows == origin
-    row[od.cols[mine]] = od.counts[mine]
-    return row
-
-
 def busiest_destination(od: ODMatrix) -> tuple[int, int]:
     """The destination most commuters go to, and how many: the yes/no question of the coin and
     memoization lessons is "do you work or study there?"."""
-    totals = np.bincount(od.cols, weights=od.counts, minlength=od.n_destinations)
+    totals = od.destination_totals()
     destination = int(np.argmax(totals))
     return destination, int(totals[destination])
 
 
 def _origin_picker(od: ODMatrix, key: str, place=st) -> int:
-    totals = origin_totals(od)
+    totals = od.origin_totals()
     order = [int(i) for i in np.argsort(-totals, kind="stable")[:ORIGINS_LISTED]]
     return kept(place.selectbox, "Origin", key, order[0], options=order,
                 format_func=lambda o: f"{od.origins.labels[o]} ({totals[o]:,.0f} commuters)")
@@ -79,7 +71,7 @@ def select(current: data.Current, epsilon: float) -> None:
     """Name an origin's busiest destination: exponential mechanism, noisy max, Gumbel top-1."""
     od = current.matrix
     origin = _origin_picker(od, "learn_select_origin")
-    counts = origin_row(od, origin)
+    counts = learn.origin_row(od, origin).astype(float)
     exponential = selection.exponential_probabilities(counts, epsilon)
     noisy = selection.noisy_max_probabilities(counts, epsilon)
     topk = mechanisms.build("topk", epsilon=epsilon, k=1, neighbours="add_remove")
@@ -132,7 +124,7 @@ def who(current: data.Current, epsilon: float) -> None:
     """Add/remove vs substitution neighbours on the busiest origin's table."""
     od = current.matrix
     origin = _origin_picker(od, "learn_neighbours_origin")
-    counts = origin_row(od, origin)
+    counts = learn.origin_row(od, origin).astype(float)
     order = np.argsort(-counts, kind="stable")
     if counts[order[0]] < 1 or od.n_destinations < 2:
         st.info("This origin has no commuter to take out or move.")
@@ -334,8 +326,46 @@ def memo(current: data.Current, epsilon: float) -> None:
                "Kulkarni, Yekhanin, NeurIPS 2017 (memoization, used in the thesis draft).")
 
 
+# ----------------------------------------------------------------------------------- kanon
+def kanon(current: data.Current, epsilon: float) -> None:
+    """k-anonymity by suppression beside DP, then local vs global sensitivity of a median."""
+    od = current.matrix
+    k = kept(st.slider, "k", "learn_kanon_k", 5, min_value=2, max_value=50)
+    found = anonymity.k_anonymise(od, k)
+    st.markdown(
+        f"**k-anonymity** treats origin and destination as quasi-identifiers: every published "
+        f"commute must be shared by at least k = {k} commuters. Here that suppresses "
+        f"**{found.cells_suppressed:,}** of {found.cells:,} commutes, "
+        f"**{found.people_suppressed:,}** of {found.people:,} commuters "
+        f"({found.people_suppressed / max(found.people, 1):.2%}). Every other count is "
+        "published exactly — so next month's table minus this month's still finds a newcomer "
+        "whose commute was already published (the first lesson's differencing attack). "
+        "k-anonymity describes one output; DP bounds what every output, and any combination of "
+        f"them, can reveal (ε = {epsilon:g} per release, adding up).")
+    if od.nonzero:
+        fig, frame = tool_figures.suppression(od.counts, k)
+        charts.show(fig, frame, "k_anonymity_suppression", "learn_kanon")
+    distances = mean_estimation.commute_distances(od)
+    if distances is None:
+        st.info("This dataset's zones have no positions, so the sensitivity example (the median "
+                "commute distance) cannot be computed.")
+        return
+    median = anonymity.median_sensitivity(distances.km, distances.counts, distances.bound)
+    st.markdown(
+        f"**Local vs global sensitivity: the median commute distance**, {median.median:.2f} km "
+        f"here. Replacing one commuter moves it by at most **{median.local:.3g} km** on this "
+        f"table (its *local* sensitivity); on the worst table, by up to B = "
+        f"**{median.global_:,.1f} km** (the *global* sensitivity, which DP noise must use). "
+        f"{median.changes_to_move:,} commuters would have to change before this median moved "
+        "at all. Noise scaled to the local sensitivity is not private: its size depends on the "
+        "data, so it tells whether a table is near a jump — which is why smooth sensitivity "
+        "and propose-test-release exist.")
+    st.caption("Sources: the seeds' textbook chapter (k-anonymity, 003 l.439–469; sensitivity "
+               "versus local sensitivity, l.1743); Nissim, Raskhodnikova, Smith, STOC 2007.")
+
+
 SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins,
-            "mean": mean, "memo": memo}
+            "mean": mean, "memo": memo, "kanon": kanon}
 #: Every lesson of the page, the first ones then these.
 ALL_LESSONS = {**lessons.LESSONS, **LESSONS}
 ALL_SECTIONS = {**lessons.SECTIONS, **SECTIONS}
