@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore.theory import coins, composition, mean_estimation, selection
+from dpcore.theory import coins, composition, mean_estimation, multi_message, selection
 from ui.components import charts
 from ui.learn.figures import ACCENT_COLOUR, BOUND_COLOUR, REFERENCE_COLOUR
 
@@ -178,3 +178,26 @@ def suppression(od_counts: np.ndarray, k: int) -> tuple[go.Figure, pd.DataFrame]
     return charts.layout(fig, "What a k-anonymous table hides",
                          "k (smallest cell published, commuters)",
                          "Share suppressed (%)"), frame
+
+
+def messages(n: int, d: int, epsilon: float, delta: float) -> tuple[go.Figure, pd.DataFrame]:
+    """RMSE per cell against the domain size: one GRR message vs one bit per cell (shuffled),
+    and the central Laplace mechanism, at this n, ε and δ."""
+    domains = np.unique(np.append(np.logspace(1, 8, 36).astype(np.int64), d))
+    frame = multi_message.across_domains(n, epsilon, delta, domains)
+    frame["central_rmse"] = float(multi_message.compare(n, d, epsilon, delta)["rmse"].iloc[-1])
+    fig = go.Figure()
+    for column, label, colour, dash in (
+            ("single_message_rmse", "Shuffled, one message per phone (GRR)", charts.colour("grr"),
+             "solid"),
+            ("one_bit_per_cell_rmse", "Shuffled, one bit per cell (d messages per phone)",
+             charts.colour("oue"), "dash"),
+            ("central_rmse", "Central Laplace (trusted office)", charts.colour("laplace"), "dot")):
+        fig.add_scatter(x=frame["domain"], y=frame[column], mode="lines", name=label,
+                        line=dict(color=colour, dash=dash, width=3),
+                        hovertemplate="d = %{x:,}: RMSE %{y:.3g} commuters<extra></extra>")
+    charts.marker_line(fig, "x", d, True, line=dict(color=ACCENT_COLOUR),
+                       annotation_text=f"this table: d = {d:,}")
+    return charts.layout(fig, f"Error per cell at central ε = {epsilon:g}, δ = {delta:g}",
+                         "Possible commutes d (log scale)",
+                         "RMSE per cell (commuters, log scale)", log_x=True, log_y=True), frame

@@ -24,6 +24,7 @@ from dpcore.theory import (
     composition,
     mean_estimation,
     memoization,
+    multi_message,
     neighbours,
     privacy_theory,
     selection,
@@ -40,6 +41,7 @@ LESSONS = {
     "mean": "Averages, locally",
     "memo": "Asking every month",
     "kanon": "k-anonymity, sensitivity",
+    "messages": "Many messages per phone",
 }
 #: Draws of the product's Gumbel top-1 shown beside the exact probabilities.
 GUMBEL_DRAWS = 2_000
@@ -364,8 +366,41 @@ def kanon(current: data.Current, epsilon: float) -> None:
                "versus local sensitivity, l.1743); Nissim, Raskhodnikova, Smith, STOC 2007.")
 
 
+# ----------------------------------------------------------------------------------- messages
+def many_messages(current: data.Current, epsilon: float) -> None:
+    """Single-message vs one-bit-per-cell shuffling at the same central (ε, δ)."""
+    od = current.matrix
+    delta = kept(st.select_slider, "δ", "learn_messages_delta", 1e-6, options=lessons.DELTAS,
+                 format_func=lambda x: f"{x:g}")
+    n, d = od.n, od.domain_size
+    table = multi_message.compare(n, d, epsilon, delta)
+    single, bits, central = (table.iloc[i] for i in range(3))
+    better = "one bit per cell" if bits["rmse"] < single["rmse"] else "the single message"
+    st.markdown(
+        f"A shuffler mixes **all** messages of all {n:,} phones. With **one message** each "
+        f"(GRR over the d = {d:,} commutes at ε₀ = {single['epsilon0']:.3g}) the error per "
+        f"cell is **{single['rmse']:,.1f}** commuters, and it grows with d. With **one bit per "
+        f"cell** ({d:,} messages per phone, each a randomised yes/no for one commute at ε₀′ = "
+        f"{bits['epsilon0']:.3g}) it is **{bits['rmse']:,.1f}**, whatever d; the trusted office "
+        f"errs by {central['rmse']:.3g}. Here {better} is more accurate.")
+    fig, frame = tool_figures.messages(n, d, epsilon, delta)
+    charts.show(fig, frame, "multi_message_shuffling", "learn_messages")
+    st.markdown(
+        f"Ghazi, Golowich, Kumar, Pagh and Velingker (*On the power of multiple anonymous "
+        f"messages*, EUROCRYPT 2021, arXiv 1908.11358 — the seeds' shuffle-model cheat sheet) "
+        f"prove that **no** single-message protocol can err by less than about min(n^¼, √d) "
+        f"(= min({n ** 0.25:,.1f}, {math.sqrt(d):,.1f}) here, up to constants and log factors), "
+        f"while several messages per phone reach error polylogarithmic in d, with only "
+        f"poly(log d, log n) bits per phone — far fewer than the one-bit-per-cell protocol's "
+        f"{d:,} messages.")
+    st.caption("Both shuffled protocols use the product's numerical clone bound (Feldman, "
+               "McMillan, Talwar) with GRR's clone probability; one bit per cell gives each "
+               "cell (ε/2, δ/2), since replacing one commute changes two cells' bits. Substitution "
+               "neighbours throughout.")
+
+
 SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins,
-            "mean": mean, "memo": memo, "kanon": kanon}
+            "mean": mean, "memo": memo, "kanon": kanon, "messages": many_messages}
 #: Every lesson of the page, the first ones then these.
 ALL_LESSONS = {**lessons.LESSONS, **LESSONS}
 ALL_SECTIONS = {**lessons.SECTIONS, **SECTIONS}
