@@ -1,8 +1,8 @@
 """Learn: classroom demonstrations of what the mechanisms do and what ε means, on live data.
 
 Thin page: one lesson at a time (each fits a projector screen), chosen at the top and kept in the
-URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in :mod:`ui.learn.lessons`
-and :mod:`ui.learn.tools`.
+URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in
+:mod:`ui.learn.lessons` and :mod:`ui.learn.tools`.
 """
 
 import streamlit as st

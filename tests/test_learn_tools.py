@@ -173,20 +173,33 @@ def test_every_tool_lesson_draws(lesson, dataset):
 
 
 def test_selection_lesson_states_the_computed_probabilities():
+    """Default: the home zone left out (it wins by far); the numbers are dpcore's on the rest."""
     at = run_page(PAGE, {"lesson": "select"}, "toy_town", {})
     od = datasets.load("toy_town")
-    totals = od.origin_totals()
-    row = learn.origin_row(od, int(np.argmax(totals)))
+    origin = int(np.argmax(od.origin_totals()))
+    away = od.destinations.ids != od.origins.ids[origin]
+    row = learn.origin_row(od, origin)[away]
     p = selection.exponential_probabilities(row, 1.0)
     q = selection.noisy_max_probabilities(row, 1.0)
     best = int(np.argmax(row))
-    assert f"with probability **{p[best]:.1%}**" in text(at)
-    assert f"names it with probability **{q[best]:.1%}**" in text(at)
+    shown = text(at)
+    assert f"with probability **{p[best]:.1%}**" in shown
+    assert f"names it with probability **{q[best]:.1%}**" in shown
+    assert f"from ε = **{selection.epsilon_for(row, 0.9):.3g}**" in shown
     (curve,) = traces(figure(at, "busiest destination is named"),
                       "Exponential mechanism (= Gumbel noisy max)")
     eps = values(curve["x"])
     assert np.allclose(values(curve["y"]),
                        [selection.exponential_probabilities(row, e)[best] for e in eps])
+
+
+def test_epsilon_for_inverts_the_exponential_mechanism():
+    scores = np.array([100.0, 90.0, 5.0, 0.0])
+    for target in (0.5, 0.9, 0.999):
+        eps = selection.epsilon_for(scores, target)
+        assert selection.exponential_probabilities(scores, eps)[0] == pytest.approx(target)
+    with pytest.raises(ValueError, match="tied"):
+        selection.epsilon_for([3.0, 3.0, 1.0], 0.9)
 
 
 def test_gaussian_lesson_states_the_monthly_totals():

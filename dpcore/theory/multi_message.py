@@ -12,7 +12,8 @@ The comparison computed on the current table, both at central (ε, δ) under sub
 
 * **single message**: each phone sends one GRR report over the d cells at the ε₀ the product's
   numerical clone bound allows (:func:`dpcore.theory.learn.shuffled_local_epsilon`); an empty
-  cell's estimate has variance ``n q(1 − q)/(p − q)²``, p = e^ε₀/(e^ε₀ + d − 1), q = 1/(e^ε₀ + d − 1);
+  cell's estimate has variance ``n q(1 − q)/(p − q)²``, p = e^ε₀/(e^ε₀ + d − 1),
+  q = 1/(e^ε₀ + d − 1);
 * **one bit per cell** (d messages per phone, message j = (j, bit)): bit j is binary randomised
   response of "my commute is cell j". The shuffled messages of cell j are n shuffled binary
   reports, and replacing one person's commute changes two cells' bits, so each cell's protocol

@@ -16,7 +16,7 @@ substitution), so the score's sensitivity is ``Δu = 1``.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 
 from dpcore.theory.privacy_theory import checked_array
 
@@ -83,3 +83,21 @@ def noisy_max_frequencies(scores, epsilon: float, draws: int, rng: np.random.Gen
         winners = np.argmax(u + sample(0.0, b, (rows, u.size)), axis=1)
         counts += np.bincount(winners, minlength=u.size)
     return counts / draws
+
+
+def epsilon_for(scores, probability: float, sensitivity: float = 1.0) -> float:
+    """The ε at which the exponential mechanism names the (unique) top score with the given
+    probability: P[top] rises from 1/|scores| at ε → 0 to 1, so the root is unique."""
+    u = np.atleast_1d(checked_array("scores", scores)).astype(float)
+    target = float(checked_array("probability", probability, low=1.0 / u.size, high=1.0,
+                                 low_open=True, high_open=True))
+    top = int(np.argmax(u))
+    if np.sum(u == u[top]) > 1:
+        raise ValueError("The largest score is tied: no ε names one of them for sure.")
+    gap = u[top] - np.sort(u)[-2]
+
+    def excess(log_eps):
+        return exponential_probabilities(u, np.exp(log_eps), sensitivity)[top] - target
+    # P[top] ≥ target once exp(ε·gap/2Δu) ≥ target·(|u| − 1)/(1 − target): bracket around it.
+    high = np.log(2 * sensitivity * np.log(target * u.size / (1 - target)) / gap) + 1.0
+    return float(np.exp(optimize.brentq(excess, high - 40.0, high, xtol=1e-12)))

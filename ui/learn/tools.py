@@ -72,33 +72,54 @@ def _origin_picker(od: ODMatrix, key: str, place=st) -> int:
 def select(current: data.Current, epsilon: float) -> None:
     """Name an origin's busiest destination: exponential mechanism, noisy max, Gumbel top-1."""
     od = current.matrix
-    origin = _origin_picker(od, "learn_select_origin")
-    counts = learn.origin_row(od, origin).astype(float)
+    left, right = st.columns([3, 2])
+    origin = _origin_picker(od, "learn_select_origin", left)
+    with right:
+        st.write("")
+        away = kept(st.toggle, "Only those who leave their home zone", "learn_select_away", True,
+                    help="Leave out the destination that is the origin itself, which usually "
+                         "wins by far.")
+    candidates = np.arange(od.n_destinations)
+    if away:
+        candidates = candidates[od.destinations.ids != od.origins.ids[origin]]
+    counts = learn.origin_row(od, origin)[candidates].astype(float)
+    if counts.size < 2:
+        st.info("There is only one destination to choose from.")
+        return
     exponential = selection.exponential_probabilities(counts, epsilon)
     noisy = selection.noisy_max_probabilities(counts, epsilon)
     topk = mechanisms.build("topk", epsilon=epsilon, k=1, neighbours="add_remove")
-    rng = lessons._rng("select", origin)
+    rng = lessons._rng("select", origin, away)
     gumbel = np.bincount([int(topk.select(counts, rng)[0]) for _ in range(GUMBEL_DRAWS)],
                          minlength=counts.size) / GUMBEL_DRAWS
     shown = np.argsort(-counts, kind="stable")[:SHOWN]
     best = int(shown[0])
+    labels = od.destinations.labels[candidates]
     name = safe.markdown(od.origins.labels[origin])
+    top_two = counts[shown[:2]]
+    certain = ("" if top_two[0] == top_two[1] else
+               f" It names it with 90 % probability from ε = "
+               f"**{selection.epsilon_for(counts, 0.9):.3g}**: the top two counts "
+               f"({top_two[0]:,.0f} and {top_two[1]:,.0f}) differ by "
+               f"{top_two[0] - top_two[1]:,.0f}, and the probabilities are far from certain only "
+               "while ε times that gap is a few units at most.")
     st.markdown(
-        f"**Which destination do most commuters from {name} go to?** Each destination's score "
+        f"**Which destination do most commuters from {name} go to"
+        + (" when they leave it" if away else "") + "?** Each destination's score "
         "is its count; one person changes any count by at most 1, so the score's sensitivity is "
         f"Δu = 1. At ε = {epsilon:g} the exponential mechanism names the true busiest, "
-        f"**{safe.markdown(od.destinations.labels[best])}**, with probability "
+        f"**{safe.markdown(labels[best])}**, with probability "
         f"**{exponential[best]:.1%}**; report-noisy-max with Laplace noise of scale 2/ε = "
         f"{2 / epsilon:.3g} names it with probability **{noisy[best]:.1%}**. Both are ε-DP and "
-        "publish only a name, never a count.")
+        "publish only a name, never a count." + certain)
     charts.wrapped_table(pd.DataFrame({
-        "Destination": od.destinations.labels[shown],
+        "Destination": labels[shown],
         "Commuters": [f"{c:,.0f}" for c in counts[shown]],
         "Exponential mechanism": [f"{p:.2%}" for p in exponential[shown]],
         "Noisy max (Laplace)": [f"{p:.2%}" for p in noisy[shown]],
         f"Product's Gumbel top-1 ({GUMBEL_DRAWS:,} draws)": [f"{p:.2%}" for p in gumbel[shown]],
     }))
-    st.caption(f"The {SHOWN} busiest of {od.n_destinations:,} destinations; every destination, "
+    st.caption(f"The {SHOWN} busiest of {counts.size:,} destinations; every destination, "
                "including empty ones, can be named. Probabilities are exact (the noisy max's by "
                "numerical integration); the last column is a simulation.")
     fig, frame = tool_figures.selection_curve(counts, epsilon)
