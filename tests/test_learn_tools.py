@@ -282,20 +282,22 @@ def test_fresh_answers_are_averaged_out_and_memoized_ones_are_not():
     accuracy within 5 binomial SDs of the exact binomial computation; the exact one-answer
     accuracy is p = e^ε/(1 + e^ε) when one answer outweighs the prior odds, else max(π, 1 − π)."""
     eps, months, crowd = 1.0, 12, 5_000
-    rng = np.random.default_rng(3)
-    truth = np.zeros(crowd, dtype=bool)
-    truth[:1_500] = True
-    frame = memoization.simulate_attack(truth, eps, months, rng)
-    for mode in ("fresh", "memoized"):
-        exact, simulated = frame[f"{mode}_exact"], frame[f"{mode}_simulated"]
-        assert _within_binomial(simulated.to_numpy(), exact.to_numpy(), crowd)
-    p = math.exp(eps) / (1 + math.exp(eps))
-    assert frame["memoized_exact"].nunique() == 1
-    follows_report = eps >= abs(math.log(0.3 / 0.7))   # one answer outweighs the prior
-    assert frame["memoized_exact"].iloc[0] == pytest.approx(p if follows_report else 0.7)
-    assert frame["fresh_exact"].iloc[-1] > 0.95 > frame["memoized_exact"].iloc[-1]
-    assert list(frame["epsilon_fresh"]) == pytest.approx([t * eps for t in range(1, 13)])
-    assert (frame["epsilon_memoized"] == eps).all()
+    for share in (0.3, 0.15):   # one answer outweighs the prior odds at 0.3, not at 0.15
+        rng = np.random.default_rng(3)
+        truth = np.zeros(crowd, dtype=bool)
+        truth[:int(share * crowd)] = True
+        frame = memoization.simulate_attack(truth, eps, months, rng)
+        for mode in ("fresh", "memoized"):
+            exact, simulated = frame[f"{mode}_exact"], frame[f"{mode}_simulated"]
+            assert _within_binomial(simulated.to_numpy(), exact.to_numpy(), crowd)
+        p = math.exp(eps) / (1 + math.exp(eps))
+        follows_report = eps >= abs(math.log(share / (1 - share)))
+        assert frame["memoized_exact"].nunique() == 1
+        assert frame["memoized_exact"].iloc[0] == pytest.approx(
+            p if follows_report else 1 - share)
+        assert frame["fresh_exact"].iloc[-1] > 0.95 > frame["memoized_exact"].iloc[-1]
+        assert list(frame["epsilon_fresh"]) == pytest.approx([t * eps for t in range(1, 13)])
+        assert (frame["epsilon_memoized"] == eps).all()
 
 
 def test_memo_lesson_states_the_simulated_attack():

@@ -67,7 +67,8 @@ def simulate_attack(truth: np.ndarray, epsilon: float, months: int,
     rows = []
     for t in range(1, months + 1):
         fresh_right = _guesses_yes(fresh_yes[:, t - 1], t, prior, epsilon) == truth
-        memo_right = _guesses_yes(first * t, t, prior, epsilon) == truth
+        # The attacker knows the answers are memoized: t copies weigh as one.
+        memo_right = _guesses_yes(first.astype(int), 1, prior, epsilon) == truth
         rows.append({"months": t, "fresh_simulated": fresh_right.mean(),
                      "fresh_exact": attack_accuracy(prior, epsilon, t, False),
                      "memoized_simulated": memo_right.mean(),
