@@ -2,6 +2,7 @@
 (files in ../shared/seeds/), and the lessons drawn on the bundled data (AppTest)."""
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +171,10 @@ def test_every_tool_lesson_draws(lesson, dataset):
     at = run_page(PAGE, {"lesson": lesson}, dataset, {})
     assert not at.warning and not at.error
     assert at.get("button_group")[0].value == lesson
+    # Formulas and sentences carry no control characters (a "\f" in a non-raw string once
+    # turned \frac into a form feed).
+    for element in [*at.markdown, *at.latex, *at.caption]:
+        assert not re.search(r"[\x00-\x08\x0b-\x1f]", element.value), element.value
 
 
 def test_selection_lesson_states_the_computed_probabilities():

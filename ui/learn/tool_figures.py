@@ -131,6 +131,7 @@ def mean_errors(distances: mean_estimation.Distances, epsilon: float
                         hovertemplate="ε = %{x:.3g}: SD %{y:.3g} km<extra></extra>")
     charts.marker_line(fig, "x", epsilon, True, line=dict(color=ACCENT_COLOUR),
                        annotation_text=f"your ε = {epsilon:g}")
+    fig.update_yaxes(exponentformat="power")   # 10⁻⁵ km, not plotly's SI "10µ"
     return charts.layout(fig, "Error of the average commute distance",
                          "ε (log scale)", "Standard deviation of the estimate (km, log scale)",
                          log_x=True, log_y=True), frame

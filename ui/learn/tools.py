@@ -298,10 +298,10 @@ def mean(current: data.Current, epsilon: float) -> None:
         f"√2·B/(εn) = **{central:.3g} km**, {local / central:,.0f}× (= √n) smaller.")
     fig, frame = tool_figures.mean_errors(distances, epsilon)
     charts.show(fig, frame, "local_mean_estimation", "learn_mean")
-    st.latex(r"\operatorname{Var}[\hat x]_{	ext{one bit}} = rac{(B/2)^2\,(C^2 - "
-             r"\overline{t^2})}{n},\quad \operatorname{Var}_{	ext{local Laplace}} = "
-             r"rac{2B^2}{arepsilon^2 n},\quad \operatorname{Var}_{	ext{central}} = "
-             r"2\Big(rac{B}{arepsilon n}\Big)^2")
+    st.latex(r"\operatorname{Var}[\hat x]_{\text{one bit}} = \frac{(B/2)^2\,(C^2 - "
+             r"\overline{t^2})}{n},\quad \operatorname{Var}_{\text{local Laplace}} = "
+             r"\frac{2B^2}{\varepsilon^2 n},\quad \operatorname{Var}_{\text{central}} = "
+             r"2\Big(\frac{B}{\varepsilon n}\Big)^2")
     st.caption("Sources: the seeds' textbook chapter (the Laplace mechanism for averages, local "
                "vs central); Duchi, Jordan & Wainwright, JASA 2018 (the one-bit mechanism). The "
                "local variances fall as 1/n, the central as 1/n².")
