@@ -213,10 +213,11 @@ def gaussian(current: data.Current, epsilon: float) -> None:
         f"σ = **{row['analytic_sigma']:.3g}** — the classic is **{row['ratio']:.3g}×** as wide, "
         f"and {status}. Below ε = 1 the classic is {small['ratio'].min():.3g}–"
         f"{small['ratio'].max():.3g}× the analytic σ on this grid.")
-    st.latex(r"\sigma_{\text{classic}} = \frac{\Delta_2\sqrt{2\ln(1.25/\delta)}}{\varepsilon}"
-             r"\qquad \sigma_{\text{analytic}}:\ \Phi\Big(\frac{\Delta}{2\sigma} - "
-             r"\frac{\varepsilon\sigma}{\Delta}\Big) - e^\varepsilon \Phi\Big(-\frac{\Delta}"
-             r"{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big) = \delta")
+    # Two lines: one would overflow a 1,280 px screen into a scrolling box.
+    st.latex(r"\sigma_{\text{classic}} = \frac{\Delta_2\sqrt{2\ln(1.25/\delta)}}{\varepsilon}")
+    st.latex(r"\sigma_{\text{analytic}} = \Delta/\mu:\ \Phi\big(\tfrac{\mu}{2} - "
+             r"\tfrac{\varepsilon}{\mu}\big) - e^\varepsilon\,\Phi\big(-\tfrac{\mu}{2} - "
+             r"\tfrac{\varepsilon}{\mu}\big) = \delta")
 
     st.markdown("**Twelve monthly releases: adding up the budget**")
     monthly = kept(st.select_slider, "ε of each monthly release", "learn_gauss_month", 0.1,
@@ -231,8 +232,8 @@ def gaussian(current: data.Current, epsilon: float) -> None:
         f"{len(table)} months: basic **{last['basic']:.3g}** (δ = {last['basic_delta']:.2g}), "
         f"advanced **{last['advanced']:.3g}** and zCDP **{last['zcdp']:.3g}** (both at δ = "
         f"{last['advanced_delta']:.2g}; ρ = {last['rho']:.3g}).")
-    st.latex(r"\rho = \frac{\Delta^2}{2\sigma^2},\quad \rho_{\text{total}} = \sum_i \rho_i,"
-             r"\quad \varepsilon = \rho + 2\sqrt{\rho\ln(1/\delta)}")
+    st.latex(r"\rho = \frac{\Delta^2}{2\sigma^2},\qquad \rho_{\text{total}} = "
+             r"\rho_1 + \dots + \rho_k,\qquad \varepsilon = \rho + 2\,\sqrt{\rho\,\ln(1/\delta)}\;")
     st.caption("zCDP (Bun & Steinke, TCC 2016) bounds every Rényi divergence of the outputs, "
                "so Gaussian releases compose by adding ρ, with no δ spent per release. It applies "
                "to Gaussian noise; Laplace releases are ε²/2-zCDP, a looser fit.")
