@@ -1,13 +1,14 @@
 """Learn: classroom demonstrations of what the mechanisms do and what ε means, on live data.
 
 Thin page: one lesson at a time (each fits a projector screen), chosen at the top and kept in the
-URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in :mod:`ui.learn.lessons`.
+URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in
+:mod:`ui.learn.lessons` and :mod:`ui.learn.tools`.
 """
 
 import streamlit as st
 
 from ui.components import access, controls, data, navigation, safe, widgets
-from ui.learn import lessons
+from ui.learn import tools
 from ui.components.viewstate import kept
 
 st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon="🎓",
@@ -18,7 +19,7 @@ current = data.current()
 st.title("Learn: what differential privacy does to commuting data")
 
 lesson = kept(st.segmented_control, "Lesson", "learn_lesson", "why", url="lesson",
-              options=list(lessons.LESSONS), format_func=lessons.LESSONS.__getitem__,
+              options=list(tools.ALL_LESSONS), format_func=tools.ALL_LESSONS.__getitem__,
               required=True)
 epsilon = controls.epsilon_inputs("Privacy budget ε")   # the ε every page shares
 st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commuters, "
@@ -27,4 +28,4 @@ st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commute
 if current.synthetic:
     widgets.provenance(current)
 
-lessons.SECTIONS[lesson](current, epsilon)
+tools.ALL_SECTIONS[lesson](current, epsilon)
