@@ -13,10 +13,11 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.interfaces import classroom, classroom_stats
+from dpcore.interfaces.classroom import repeated as repeated_rounds
 from dpcore.theory import learn
 from tests.app_pages import run_page, shown_table, text
 from tests.downloads import Downloads
-from tests.plotly_spec import figure
+from tests.plotly_spec import figure, values
 from ui.classroom import view as classroom_view
 from ui.components import safe
 
@@ -507,3 +508,53 @@ def test_sessions_are_grouped_by_address_with_a_bulk_discard(store):
     assert not at.exception
     assert any("4 session(s), 4 report(s) deleted" in s.value for s in at.success)
     assert len(store.snapshot(code).reports) == 3
+
+
+# ------------------------------------------------------------------ repeated rounds (issue 38)
+def test_the_teacher_repeats_a_memoized_round_and_sees_each_students_total_epsilon(store):
+    code, key, _ = room_with_reports(store, epsilon=1.0, n=8, memoize=True)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert "has spent ε = 1 in this room" in text(at)
+    for _ in range(2):
+        at.button(key="classroom_repeat").click().run()
+        assert not at.exception and not at.error
+    assert [(r.mechanism, r.epsilon, r.memoize) for r in store.rounds(code)] == \
+        [("grr", 1.0, True)] * 3
+    assert "all 3 rounds has spent ε = 1 in this room" in text(at)
+    at.checkbox(key="memo-round").uncheck()
+    at.button(key=NEW_ROUND).click().run()                           # the same, drawn fresh
+    assert [r.memoize for r in store.rounds(code)] == [True, True, True, False]
+    assert "all 4 rounds has spent ε = 2 in this room" in text(at)
+    at.button(key="classroom_repeat").click().run()
+    assert "all 5 rounds has spent ε = 3 in this room" in text(at)   # T·ε for the fresh ones
+
+
+def test_the_simulated_averaging_attack_is_what_dpcore_computes(store):
+    code, key, question = room_with_reports(store, epsilon=1.0, n=4, students=30)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    result = repeated_rounds.averaging_attack(store.current_round(code), question.d, 30,
+                                              classroom_view.repeated.SIMULATED_ROUNDS, seed=0)
+    shown = text(at)
+    assert f"they name **{100 * result.fresh[-1]:.0f} %** of the class" in shown
+    assert f"with memoization, **{100 * result.memoized[-1]:.0f} %**" in shown
+    assert result.fresh[-1] > result.memoized[-1]
+    chart = figure(at, "attack names")
+    assert [t["name"] for t in chart["data"]] == ["fresh randomness every round",
+                                                  "memoized (first report reused)"]
+    assert np.allclose(values(chart["data"][1]["y"]), 100 * result.memoized)
+
+
+def test_an_olh_round_cannot_be_memoized_and_the_teacher_is_told_why(store):
+    code, key, _ = room_with_reports(store, n=3)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    at.selectbox(key="mech-round").set_value("olh")
+    at.checkbox(key="memo-round").check()
+    at.button(key=NEW_ROUND).click().run()
+    assert any("OLH cannot be memoized" in e.value for e in at.error)
+    assert len(store.rounds(code)) == 1
+
+
+def test_the_student_page_says_a_round_is_memoized(store):
+    code, _, _ = room_with_reports(store, n=2, memoize=True)
+    at = page({"room": code})
+    assert "memoized: your phone resends its first report" in text(at)

@@ -27,7 +27,7 @@ from dpcore import export, mechanisms
 from dpcore.interfaces import classroom, classroom_admission as admission, classroom_stats
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
-from ui.classroom import component
+from ui.classroom import component, repeated
 from ui.components import charts, data, safe
 
 #: Seconds between refreshes of the teacher's live view.
@@ -158,6 +158,7 @@ def create_form() -> None:
                                           key=f"create-{students}-{d}")
     reveal = st.checkbox("Let students also send their true answer, separately and "
                          "optionally (NOT private), to compare at the end")
+    memoize = memoize_input("create")
     mode, cap, codes = admission_inputs(students)
     hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
     limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
@@ -168,7 +169,7 @@ def create_form() -> None:
             code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
                                             hours=float(hours), max_reports=int(limit),
                                             students=students, admission=mode, cap=cap,
-                                            codes=codes)
+                                            codes=codes, memoize=memoize)
         except classroom.ClassroomError as problem:
             st.error(safe.markdown(problem))
             return
@@ -199,6 +200,16 @@ def admission_inputs(students: int) -> tuple[str, int, int]:
                                     admission.MAX_CODES, min(students, admission.MAX_CODES),
                                     key="classroom_codes"))
     return mode, cap or admission.DEFAULT_CAP, codes
+
+
+def memoize_input(key: str, value: bool = False) -> bool:
+    return st.checkbox("Memoize: in repeated rounds each phone resends its first report",
+                       value=value, key=f"memo-{key}",
+                       help="With memoization a student who answers the same question again "
+                            "(same mechanism and ε) sends the report their phone drew the first "
+                            "time, so linking their rounds reveals nothing more and they spend ε "
+                            "once. Without it every round is a fresh draw and costs ε again. "
+                            "Not for OLH, whose hash seed changes every round.")
 
 
 def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
@@ -309,24 +320,37 @@ def controls(room: classroom.Room, key: str) -> None:
                      f"ε = {current.epsilon:g} — change mechanism or ε (opens a new round)"):
         with st.form("classroom_round"):
             mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon, "round")
+            memoize = memoize_input("round", current.memoize)
             if st.form_submit_button("Open a new round with these settings"):
-                if (mechanism, epsilon) == (current.mechanism, current.epsilon):
-                    st.info("These are the current round's settings; nothing changed.")
+                if (mechanism, epsilon, memoize) == (current.mechanism, current.epsilon,
+                                                     current.memoize):
+                    st.info("These are the current round's settings; nothing changed. To ask "
+                            "the same again, use \"Ask this round again\".")
                 else:
-                    try:
-                        store().new_round(room.code, key, mechanism, epsilon)
-                    except classroom.ClassroomError as problem:
-                        st.error(safe.markdown(problem))
-                        return
-                    st.session_state.pop(VIEWED_ROUND, None)
-                    st.rerun()
+                    open_round(room, key, mechanism, epsilon, memoize)
+        if st.button("Ask this round again (same question, mechanism and ε)",
+                     key="classroom_repeat"):
+            open_round(room, key, current.mechanism, current.epsilon, current.memoize)
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
+    repeated.panel(room, store().rounds(room.code))
     with st.expander("Teacher key (do not open on the projector)"):
         st.caption("Whoever has this key can change or close the room: it lets you take control "
                    "from another browser.")
         st.code(key, language=None)
+
+
+def open_round(room: classroom.Room, key: str, mechanism: str, epsilon: float,
+               memoize: bool) -> None:
+    """Open the next round (showing the store's refusal, if any) and show it."""
+    try:
+        store().new_round(room.code, key, mechanism, epsilon, memoize=memoize)
+    except classroom.ClassroomError as problem:
+        st.error(safe.markdown(problem))
+        return
+    st.session_state.pop(VIEWED_ROUND, None)
+    st.rerun()
 
 
 def discard(room: classroom.Room, key: str) -> None:
@@ -433,7 +457,8 @@ def _live_view(code: str) -> None:
     if st.session_state.get(VIEWED_ROUND) not in numbers:
         st.session_state[VIEWED_ROUND] = numbers[-1]
     described = {r.number: f"Round {r.number}: {r.mechanism.upper()}, ε = {r.epsilon:g}"
-                 + ("" if r.closed else " (open)") for r in rounds}
+                 + (", memoized" if r.memoize else "") + ("" if r.closed else " (open)")
+                 for r in rounds}
     number = st.selectbox("Show", numbers, key=VIEWED_ROUND, format_func=described.__getitem__)
     snap = store().snapshot(code, number)
     question = snap.room.question
@@ -597,7 +622,8 @@ def student(code: str) -> None:
         return
     question = room.question
     st.markdown(f"Room **{classroom.format_code(room.code)}** · round {current.number} · "
-                f"{mechanisms.get(current.mechanism).name}, ε = {current.epsilon:g}")
+                f"{mechanisms.get(current.mechanism).name}, ε = {current.epsilon:g}"
+                + (" · memoized: your phone resends its first report" if current.memoize else ""))
     if not room.is_open():
         st.warning("This room is closed: the teacher closed it or it expired.")
         return

@@ -23,7 +23,8 @@ admits one report per one-time join code and round. Estimates and their exact in
 
 The package's rooms: :mod:`.questions` (the question and its cells), :mod:`.reports` (rounds, the
 phone's spec, parsing and plausibility of reports), :mod:`.records` (rooms, tickets, snapshots and
-what the teacher sees of sessions), :mod:`.rooms` (the schema and :class:`RoomStore`); this module
+what the teacher sees of sessions), :mod:`.rooms` (the schema and :class:`RoomStore`), :mod:`.repeated`
+(a student's ε over repeated rounds, the averaging attack, memoization); this module
 holds the limits, room codes and errors, and re-exports every public name.
 
 Room codes: :data:`CODE_LENGTH` characters drawn by :mod:`secrets` from :data:`CODE_ALPHABET` (no

@@ -27,6 +27,7 @@ class Round:
     permutation: tuple[int, ...] | None
     opened: float
     closed: float | None
+    memoize: bool = False         # phones reuse their first report (classroom.repeated)
 
     @property
     def is_open(self) -> bool:
@@ -46,7 +47,7 @@ def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> d
     For OLH, ``seed`` is the hash seed (a, b) the page issued this phone (its :class:`Ticket`)."""
     mech = round_.build()
     spec = {"mechanism": round_.mechanism, "epsilon": round_.epsilon, "d": d,
-            "round": round_.number}
+            "round": round_.number, "memoize": round_.memoize}
     if isinstance(mech, HadamardResponse):
         lay, uniform, _ = mech.constants(d)
         spec.update(outputs=lay.outputs, blocks=lay.blocks, blockSize=lay.block_size,

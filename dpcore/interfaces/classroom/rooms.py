@@ -16,7 +16,10 @@ Schema::
           admission TEXT, cap INTEGER)  -- "open", "address" (cap per address) or "codes"
     rounds(room, number, mechanism, epsilon,
            permutation TEXT,            -- JSON list: Hadamard response's public permutation, or NULL
-           opened REAL, closed REAL, PRIMARY KEY (room, number))
+           opened REAL, closed REAL,
+           memoize INTEGER,             -- 1: phones reuse their first report of this question,
+                                        -- mechanism and ε (classroom.repeated)
+           PRIMARY KEY (room, number))
     reports(id INTEGER PRIMARY KEY, room, round, received REAL,
             report TEXT,                -- JSON in the mechanism's ``perturb`` format, one person
             nonce TEXT,                 -- the ticket's 128 random bits, used once
@@ -111,7 +114,7 @@ CREATE TABLE IF NOT EXISTS rooms(code TEXT PRIMARY KEY, teacher_hash TEXT NOT NU
     admission TEXT NOT NULL, cap INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     mechanism TEXT NOT NULL, epsilon REAL NOT NULL, permutation TEXT, opened REAL NOT NULL,
-    closed REAL, PRIMARY KEY (room, number));
+    closed REAL, memoize INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, number));
 CREATE TABLE IF NOT EXISTS reports(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
     round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT NOT NULL,
     session TEXT NOT NULL, UNIQUE (room, nonce), UNIQUE (room, round, session));
@@ -131,7 +134,7 @@ CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
 _TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
            "join_attempts", "rounds", "rooms")
 #: A column each table of the current layout has and the layouts before it lacked.
-_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address"}
+_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address", "rounds": "memoize"}
 
 
 def _drop_older_layout(db: sqlite3.Connection) -> None:
@@ -162,12 +165,13 @@ class RoomStore:
                     reveal: bool = False, hours: float = ROOM_HOURS,
                     max_reports: int = MAX_REPORTS, students: int = 25,
                     admission: str = "open", cap: int = DEFAULT_CAP, codes: int = 0,
-                    now: float | None = None) -> tuple[str, str]:
+                    memoize: bool = False, now: float | None = None) -> tuple[str, str]:
         """A new room with its first round open: (code, teacher key). Expired rooms are purged.
 
         ``admission`` (:data:`~dpcore.interfaces.classroom_admission.ADMISSIONS`): "open", "address"
         (at most ``cap`` reports per network address and round) or "codes" (``codes`` one-time
-        join codes, each admitting one report per round)."""
+        join codes, each admitting one report per round). ``memoize``: the first round's phones
+        keep their report for later rounds of the same mechanism and ε (:mod:`.repeated`)."""
         now = time.time() if now is None else now
         if admission not in ADMISSIONS:
             raise ClassroomError(f"Unknown admission mode {admission!r}; choose one of "
@@ -205,14 +209,18 @@ class RoomStore:
             if admission == "codes":
                 db.executemany("INSERT INTO join_codes(room, code) VALUES (?,?)",
                                [(code, c) for c in new_join_codes(int(codes), CODE_ALPHABET)])
-            self._open_round(db, code, question.d, mechanism, epsilon, now)
+            self._open_round(db, code, question.d, mechanism, epsilon, now, memoize)
         return code, key
 
     @staticmethod
-    def _open_round(db, code, d, mechanism, epsilon, now) -> int:
+    def _open_round(db, code, d, mechanism, epsilon, now, memoize=False) -> int:
         if mechanism not in MECHANISMS:
             raise ClassroomError(f"Unknown classroom mechanism {mechanism!r}; choose one of "
                                  f"{', '.join(MECHANISMS)}.")
+        if memoize and mechanism == "olh":
+            raise ClassroomError("OLH cannot be memoized: the page issues a fresh hash seed to "
+                                 "each phone in each round. Choose GRR, OUE or Hadamard "
+                                 "response for memoized rounds.")
         if not EPSILON_RANGE[0] <= float(epsilon) <= EPSILON_RANGE[1]:
             raise ClassroomError(f"ε must be between {EPSILON_RANGE[0]} and {EPSILON_RANGE[1]}.")
         number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rounds WHERE room=?",
@@ -221,12 +229,18 @@ class RoomStore:
             raise ClassroomError(f"A room holds at most {MAX_ROUNDS} rounds; open a new room.")
         mech = mechanisms.build(mechanism, epsilon=float(epsilon))
         permutation = None
-        if isinstance(mech, HadamardResponse) and mech.blocked:   # public, drawn once per round
-            rng = np.random.default_rng(secrets.randbits(128))
+        if memoize:      # a kept report means the same cell only under the same permutation
+            earlier = db.execute("SELECT permutation FROM rounds WHERE room=? AND mechanism=? "
+                                 "AND epsilon=? AND memoize=1 ORDER BY number LIMIT 1",
+                                 (code, mechanism, float(epsilon))).fetchone()
+            permutation = earlier[0] if earlier else None
+        if isinstance(mech, HadamardResponse) and mech.blocked and permutation is None:
+            rng = np.random.default_rng(secrets.randbits(128))   # public, drawn once per round
             permutation = json.dumps(uniform_permutation(d, rng).tolist())
         db.execute("UPDATE rounds SET closed=? WHERE room=? AND closed IS NULL", (now, code))
-        db.execute("INSERT INTO rounds VALUES (?,?,?,?,?,?,NULL)",
-                   (code, number, mechanism, float(epsilon), permutation, now))
+        db.execute("INSERT INTO rounds(room, number, mechanism, epsilon, permutation, opened, "
+                   "closed, memoize) VALUES (?,?,?,?,?,?,NULL,?)",
+                   (code, number, mechanism, float(epsilon), permutation, now, int(bool(memoize))))
         return number
 
     def _check_teacher(self, db, code: str, key: str) -> Room:
@@ -238,14 +252,17 @@ class RoomStore:
         return room
 
     def new_round(self, code: str, key: str, mechanism: str, epsilon: float,
-                  now: float | None = None) -> int:
-        """Close the open round and open the next with this mechanism and ε; its number."""
+                  now: float | None = None, memoize: bool = False) -> int:
+        """Close the open round and open the next with this mechanism and ε (``memoize``: phones
+        reuse their report of an earlier memoized round of the same mechanism and ε); its
+        number."""
         now = time.time() if now is None else now
         with self.db.write() as db:
             room = self._check_teacher(db, code, key)
             if not room.is_open(now):
                 raise ClassroomError("This room is closed; open a new room to start another round.")
-            return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now)
+            return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now,
+                                    memoize)
 
     def close_room(self, code: str, key: str, now: float | None = None) -> None:
         now = time.time() if now is None else now
@@ -343,7 +360,8 @@ class RoomStore:
 
     @staticmethod
     def _round(db, code: str, number: int | None = None) -> Round:
-        sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed FROM rounds "
+        sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed, memoize "
+               "FROM rounds "
                "WHERE room=? " + ("AND number=?" if number is not None else "")
                + " ORDER BY number DESC LIMIT 1")
         if number is not None and (isinstance(number, bool) or not isinstance(number, int)
@@ -353,7 +371,7 @@ class RoomStore:
         if row is None:
             raise ClassroomError(f"Room {format_code(code)} has no round {number}.")
         permutation = tuple(json.loads(row[4])) if row[4] else None
-        return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6])
+        return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6], bool(row[7]))
 
     def room(self, code: str) -> Room:
         with self.db.read() as db:

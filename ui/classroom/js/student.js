@@ -35,6 +35,32 @@ function dpRemember(data) {
   }
 }
 
+// Memoization (classroom/repeated.py): in a memoized round the phone keeps the first report it
+// draws for this room, mechanism and ε (the room fixes the question) and sends that same report
+// in every later memoized round of them, so linking the rounds reveals nothing more. Only the
+// report is kept, never the commute.
+function dpMemoKey(data) {
+  const spec = data.spec;
+  return `dp-classroom-memo:${data.room}:${spec.mechanism}:${spec.epsilon}:${spec.d}`;
+}
+
+function dpRecalled(data) {
+  try {
+    const kept = window.localStorage.getItem(dpMemoKey(data));
+    return kept === null ? null : JSON.parse(kept);
+  } catch (error) {
+    return null; // storage blocked or damaged: draw afresh (the round then spends ε again)
+  }
+}
+
+function dpKeep(data, report) {
+  try {
+    window.localStorage.setItem(dpMemoKey(data), JSON.stringify(report));
+  } catch (error) {
+    // nothing to do: see dpRecalled
+  }
+}
+
 function dpSelect(label, names, testId) {
   const wrapper = dpElement("label", "dp-field", label);
   const select = dpElement("select");
@@ -79,14 +105,22 @@ function dpBuild(root, data, setTriggerValue) {
     const listed = Number(home.value) >= 0 && Number(work.value) >= 0;
     item = listed ? Number(home.value) * data.destinations.length + Number(work.value)
       : spec.d - 1;
-    report = dpRandomisers[spec.mechanism](spec, item);
+    const kept = spec.memoize ? dpRecalled(data) : null;
+    report = kept || dpRandomisers[spec.mechanism](spec, item);
+    if (spec.memoize && !kept) dpKeep(data, report);
     const commute = listed
       ? `${data.origins[home.value]} → ${data.destinations[work.value]}` : data.noneLabel;
+    const outcome = kept
+      ? "Memoized round: your phone sends the SAME report it drew in an earlier round (kept " +
+        "in this browser), not a new draw — repeating it tells nothing new about you."
+      : dpOutcome(spec, item, report) + (spec.memoize
+        ? " This phone keeps this report and sends it again in later memoized rounds." : "");
     steps.replaceChildren(
       dpElement("li", null, `Your commute: ${commute} (cell #${item} of ${spec.d}). ` +
         "It stays on this phone."),
-      dpElement("li", null, dpOutcome(spec, item, report)),
+      dpElement("li", null, outcome),
       dpElement("li", null, "Your phone will send exactly this, and nothing else:"));
+    steps.dataset.memoized = kept ? "reused" : (spec.memoize ? "kept" : "fresh");
     sent.textContent = JSON.stringify(report);
     home.disabled = work.disabled = draw.disabled = true;
     sent.hidden = send.hidden = false;

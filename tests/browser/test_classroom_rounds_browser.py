@@ -1,0 +1,57 @@
+"""Repeated rounds in Chromium, a phone at 390 px: with memoization the phone resends the report
+it drew in the first round (kept in its browser storage) and the teacher's screen says each
+student's total ε; a round drawn fresh draws again."""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.test_classroom_browser import PHONE, metric, no_traceback, open_room, settled
+
+pytestmark = pytest.mark.browser
+
+
+def answer(phone: Page, number: int) -> str:
+    """Randomise and send on the phone in round ``number``; the report it sent, as shown."""
+    expect(phone.get_by_text(re.compile(rf"round {number} · "))).to_be_visible(timeout=30_000)
+    phone.get_by_role("button", name="Randomise on this phone").click()
+    sent = phone.locator("pre.dp-sent")
+    expect(sent).to_be_visible()
+    report = sent.inner_text()
+    phone.get_by_role("button", name="Send this report").click()
+    expect(phone.get_by_text("Sent: report number 1").first).to_be_visible()
+    return report
+
+
+def test_a_memoized_phone_resends_its_first_report_and_a_fresh_round_draws_again(
+        page: Page, app_url, browser):
+    page.goto(f"{app_url}/Classroom")
+    page.get_by_text("Memoize: in repeated rounds each phone resends its first report").click()
+    code = open_room(page)
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room={code}")
+    expect(phone.get_by_text("memoized: your phone resends its first report")).to_be_visible()
+    first = answer(phone, 1)
+    expect(phone.get_by_text("This phone keeps this report")).to_be_visible()
+
+    page.get_by_text("change mechanism or ε (opens a new round)").click()
+    page.get_by_role("button", name="Ask this round again").click()
+    expect(page.get_by_text(re.compile(r"all 2 rounds has spent ε = [\d.]+ in this room: 2 "
+                                       r"memoized rounds count once"))).to_be_visible()
+    second = answer(phone, 2)
+    expect(phone.get_by_text("Memoized round: your phone sends the SAME report")).to_be_visible()
+    assert second == first
+    expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
+
+    page.get_by_text("change mechanism or ε (opens a new round)").click()   # round 2's
+    page.get_by_text("Memoize: in repeated rounds each phone resends its first report").click()
+    page.get_by_role("button", name="Open a new round with these settings").click()
+    expect(page.get_by_text(re.compile(r"all 3 rounds has spent ε = "))).to_be_visible()
+    answer(phone, 3)
+    expect(phone.get_by_text("Memoized round")).to_have_count(0)
+    settled(phone)
+    no_traceback(phone)
+    no_traceback(page)
+    context.close()
