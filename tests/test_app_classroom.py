@@ -13,12 +13,12 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.interfaces import classroom, classroom_stats
-from dpcore.interfaces.classroom import repeated as repeated_rounds
+from dpcore.interfaces.classroom import coins, numbers, repeated as repeated_rounds
 from dpcore.theory import learn
 from tests.app_pages import run_page, shown_table, text
 from tests.downloads import Downloads
 from tests.plotly_spec import figure, values
-from ui.classroom import view as classroom_view
+from ui.classroom import coins as coins_view, numbers as numbers_view, view as classroom_view
 from ui.components import safe
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "7_Classroom.py")
@@ -558,3 +558,50 @@ def test_the_student_page_says_a_round_is_memoized(store):
     code, _, _ = room_with_reports(store, n=2, memoize=True)
     at = page({"room": code})
     assert "memoized: your phone resends its first report" in text(at)
+
+
+def test_a_coins_round_shows_the_share_of_yes_with_its_exact_interval(store):
+    code, key, _ = room_with_reports(store, n=3)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    [prompt] = [t for t in at.text_input if t.label == "Yes/no question"]
+    prompt.set_value("Did you <b>cycle</b> today?")
+    at.button(key="FormSubmitter:classroom_coins-Open a coins round").click().run()
+    assert not at.exception and not at.error
+    round_ = store.current_round(code)
+    assert (round_.mechanism, round_.prompt) == ("coins", "Did you <b>cycle</b> today?")
+    assert "No taps yet" in at.info[0].value
+    for answer in [1] * 14 + [0] * 6:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": answer})
+    at.run()
+    result = coins.estimate(14, 20)
+    assert f"**{100 * result.shown:.0f} %** (exact 95 % interval {100 * result.low:.0f} %–" \
+           f"{100 * result.high:.0f} %)" in at.success[0].value
+    assert "Did you \\<b\\>cycle" in text(at)                 # the teacher's text stays text
+    assert "has spent ε = 3.1 in this room" in text(at)    # GRR 2 + ln 3
+    student = page({"room": code})
+    assert not student.exception and not student.error
+    shown = text(student)
+    assert "Two coins (Warner's randomised response)" in shown
+    assert all(step in shown for step in coins_view.STEPS)
+
+
+def test_a_number_round_shows_the_class_average_with_its_exact_interval(store):
+    code, key, _ = room_with_reports(store, n=3)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    [bound] = [n for n in at.number_input if n.label.startswith("Largest answer B")]
+    bound.set_value(60)
+    at.button(key="FormSubmitter:classroom_number-Open a number round").click().run()
+    assert not at.exception and not at.error
+    round_ = store.current_round(code)
+    assert (round_.mechanism, round_.bound, round_.epsilon) == ("number", 60.0, 1.0)
+    assert round_.prompt == numbers_view.DEFAULT_PROMPT
+    for bit in [1] * 12 + [0] * 8:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": bit})
+    at.run()
+    result = numbers.estimate(12, 20, 60.0, 1.0)
+    assert (f"Estimated class average: **{result.shown:.1f}** (exact 95 % interval "
+            f"{result.low:.1f}–{result.high:.1f})") in at.success[0].value
+    student = page({"room": code})
+    assert not student.exception and not student.error
+    assert all(step in text(student) for step in numbers_view.STEPS)
+    assert "One bit (Duchi et al.'s mean estimation)" in text(student)

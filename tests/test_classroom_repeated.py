@@ -66,11 +66,13 @@ def test_memoized_rounds_are_stored_and_told_to_the_phone(tmp_path):
         store.new_round(code, key, "olh", 1.0, memoize=True)
 
 
-def test_rooms_of_the_layout_before_memoization_are_dropped(tmp_path):
+def test_rooms_of_the_layout_before_these_round_kinds_are_dropped(tmp_path):
+    """The newest column of rounds (a number round's bound) missing: an older layout."""
     store = RoomStore(tmp_path)
     code, _ = store.create_room(QUESTION, "grr", 1.0)
     with sqlite3.connect(store.path) as db:
-        db.execute("ALTER TABLE rounds DROP COLUMN memoize")
+        for column in ("bound", "prompt", "memoize"):
+            db.execute(f"ALTER TABLE rounds DROP COLUMN {column}")
     fresh = RoomStore(tmp_path)
     with pytest.raises(ClassroomError, match="no room"):
         fresh.room(code)

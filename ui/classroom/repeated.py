@@ -32,7 +32,7 @@ def spend_sentence(rounds: list[classroom.Round]) -> str:
                      f"once per mechanism and ε ({groups} such group{'s' if groups != 1 else ''}"
                      ": the phone resends its first report)")
     return (f"Each student who answered all {len(rounds)} round{'s' if len(rounds) != 1 else ''} "
-            f"has spent ε = {total:g} in this room: " + "; ".join(parts) + ".")
+            f"has spent ε = {total:.3g} in this room: " + "; ".join(parts) + ".")
 
 
 def attack_chart(result: repeated.Attack) -> go.Figure:
@@ -56,6 +56,8 @@ def panel(room: classroom.Room, rounds: list[classroom.Round]) -> None:
     this class at the latest round's mechanism and ε."""
     st.markdown(f"**{spend_sentence(rounds)}**")
     current = rounds[-1]
+    if current.mechanism in (classroom.coins.COINS, classroom.numbers.NUMBER):
+        return                                          # no commute to name
     with st.expander("Repeated rounds: what averaging a student's answers reveals"):
         result = attack(current, room.question.d, room.students)
         last = SIMULATED_ROUNDS - 1

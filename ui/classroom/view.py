@@ -27,7 +27,7 @@ from dpcore import export, mechanisms
 from dpcore.interfaces import classroom, classroom_admission as admission, classroom_stats
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
-from ui.classroom import component, repeated
+from ui.classroom import coins as coins_view, component, numbers as numbers_view, repeated
 from ui.components import charts, data, safe
 
 #: Seconds between refreshes of the teacher's live view.
@@ -215,7 +215,8 @@ def memoize_input(key: str, value: bool = False) -> bool:
 def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
     """Mechanism and ε pickers, starting at the given values (a new ``key`` resets them)."""
     keys = list(classroom.MECHANISMS)
-    chosen = st.selectbox("Local mechanism", keys, index=keys.index(mechanism),
+    chosen = st.selectbox("Local mechanism", keys,
+                          index=keys.index(mechanism) if mechanism in keys else 0,
                           format_func=lambda k: mechanisms.get(k).name, key=f"mech-{key}")
     value = min(classroom.EPSILONS, key=lambda e: abs(e - epsilon))
     eps = st.select_slider("Privacy budget ε", classroom.EPSILONS, value=value, key=f"eps-{key}")
@@ -316,7 +317,7 @@ def unlock(code: str) -> None:
 
 def controls(room: classroom.Room, key: str) -> None:
     current = store().current_round(room.code)
-    with st.expander(f"Round {current.number}: {mechanisms.get(current.mechanism).name}, "
+    with st.expander(f"Round {current.number}: {coins_view.name(current)}, "
                      f"ε = {current.epsilon:g} — change mechanism or ε (opens a new round)"):
         with st.form("classroom_round"):
             mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon, "round")
@@ -330,7 +331,15 @@ def controls(room: classroom.Room, key: str) -> None:
                     open_round(room, key, mechanism, epsilon, memoize)
         if st.button("Ask this round again (same question, mechanism and ε)",
                      key="classroom_repeat"):
-            open_round(room, key, current.mechanism, current.epsilon, current.memoize)
+            open_round(room, key, current.mechanism, current.epsilon, current.memoize,
+                       current.prompt, current.bound)
+        prompt = coins_view.form()
+        if prompt is not None:
+            open_round(room, key, classroom.coins.COINS, classroom.coins.EPSILON, False, prompt)
+        number = numbers_view.form()
+        if number is not None:
+            open_round(room, key, classroom.numbers.NUMBER, number[2], False, number[0],
+                       number[1])
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
@@ -342,10 +351,11 @@ def controls(room: classroom.Room, key: str) -> None:
 
 
 def open_round(room: classroom.Room, key: str, mechanism: str, epsilon: float,
-               memoize: bool) -> None:
+               memoize: bool, prompt: str | None = None, bound: float | None = None) -> None:
     """Open the next round (showing the store's refusal, if any) and show it."""
     try:
-        store().new_round(room.code, key, mechanism, epsilon, memoize=memoize)
+        store().new_round(room.code, key, mechanism, epsilon, memoize=memoize, prompt=prompt,
+                          bound=bound)
     except classroom.ClassroomError as problem:
         st.error(safe.markdown(problem))
         return
@@ -461,6 +471,12 @@ def _live_view(code: str) -> None:
                  for r in rounds}
     number = st.selectbox("Show", numbers, key=VIEWED_ROUND, format_func=described.__getitem__)
     snap = store().snapshot(code, number)
+    if snap.round.mechanism == classroom.coins.COINS:
+        coins_view.live(snap)
+        return
+    if snap.round.mechanism == classroom.numbers.NUMBER:
+        numbers_view.live(snap)
+        return
     question = snap.room.question
     estimate = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
     if estimate is None:
@@ -622,12 +638,14 @@ def student(code: str) -> None:
         return
     question = room.question
     st.markdown(f"Room **{classroom.format_code(room.code)}** · round {current.number} · "
-                f"{mechanisms.get(current.mechanism).name}, ε = {current.epsilon:g}"
+                f"{coins_view.name(current)}, ε = {current.epsilon:g}"
                 + (" · memoized: your phone resends its first report" if current.memoize else ""))
     if not room.is_open():
         st.warning("This room is closed: the teacher closed it or it expired.")
         return
-    st.header(safe.markdown(question.title))
+    asks_a_commute = current.mechanism not in (classroom.coins.COINS, classroom.numbers.NUMBER)
+    if asks_a_commute:
+        st.header(safe.markdown(question.title))
     round_key = f"{room.code}:{current.number}"
     typed = None
     if room.admission == "codes":
@@ -638,21 +656,20 @@ def student(code: str) -> None:
     if ticket is None or ticket.join_code != (typed and classroom.normalise_code(typed)[:16]):
         ticket = store().ticket(room.code, st.session_state[SESSION], connection_address(), typed)
         st.session_state[TICKETS][round_key] = ticket
-    mech = current.build()
-    with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
-        for number, step in enumerate(learn.device_rules(mech, question.d), start=1):
+    if asks_a_commute:
+        device_rules(current, question.d)
+    else:
+        st.subheader(safe.markdown(current.prompt))
+        steps = coins_view.STEPS if current.mechanism == classroom.coins.COINS else \
+            numbers_view.STEPS
+        for number, step in enumerate(steps, start=1):
             st.markdown(f"{number}. {step}")
-        st.caption("Your choice below is randomised by this page in your own browser; only the "
-                   "report is sent.")
-    st.caption(f"Not listed? Choose \"none of these\" in either list: your answer then counts "
-               f"in the extra commute \"{classroom.NONE_OF_THESE}\", so the listed commutes are "
-               f"estimated only from those who take them ({question.d} possible answers in all).")
     data_for_phone = {"room": room.code, "nonce": ticket.nonce,
                       "spec": classroom.client_spec(current, question.d, ticket.seed),
                       "origins": list(question.origins),
                       "destinations": list(question.destinations),
                       "noneLabel": classroom.NONE_OF_THESE,
-                      "reveal": room.reveal,
+                      "reveal": room.reveal and asks_a_commute,
                       "alreadySent": bool(st.session_state[SENT].get(round_key, {}).get("ok")),
                       "sent": st.session_state[SENT].get(round_key),
                       "revealed": st.session_state[REVEALED].get(round_key)}
@@ -667,6 +684,18 @@ def student(code: str) -> None:
     st.caption("One report per round from this browser session: the server refuses a second "
                "one from the same session, and the phone remembers sent rounds in this browser's "
                f"storage. {admission_caption(room)}")
+
+
+def device_rules(current: classroom.Round, d: int) -> None:
+    """What the phone does with the commute in this round's mechanism, and the extra cell."""
+    with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
+        for number, step in enumerate(learn.device_rules(current.build(), d), start=1):
+            st.markdown(f"{number}. {step}")
+        st.caption("Your choice below is randomised by this page in your own browser; only the "
+                   "report is sent.")
+    st.caption(f"Not listed? Choose \"none of these\" in either list: your answer then counts "
+               f"in the extra commute \"{classroom.NONE_OF_THESE}\", so the listed commutes are "
+               f"estimated only from those who take them ({d} possible answers in all).")
 
 
 def connection_address() -> str:

@@ -13,6 +13,9 @@ import numpy as np
 
 from dpcore import mechanisms
 from dpcore.interfaces.classroom import FALSE_REJECTION, MAX_ROUNDS, ReportRejected
+from dpcore.interfaces.classroom import numbers
+from dpcore.interfaces.classroom.coins import COINS
+from dpcore.interfaces.classroom.numbers import NUMBER
 from dpcore.mechanisms.base import LocalMechanism
 from dpcore.mechanisms.hadamard import HadamardResponse
 from dpcore.mechanisms.local import GRR, HASH_PRIME, OLH, OUE
@@ -28,6 +31,8 @@ class Round:
     opened: float
     closed: float | None
     memoize: bool = False         # phones reuse their first report (classroom.repeated)
+    prompt: str | None = None     # a coins or number round's question (classroom.coins, .numbers)
+    bound: float | None = None    # a number round's largest answer B
 
     @property
     def is_open(self) -> bool:
@@ -45,9 +50,14 @@ def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> d
     """Everything a phone needs to randomise in this round — numbers only, derived from the
     mechanism's own ``support_probabilities``/``constants`` so the browser and the server agree.
     For OLH, ``seed`` is the hash seed (a, b) the page issued this phone (its :class:`Ticket`)."""
-    mech = round_.build()
     spec = {"mechanism": round_.mechanism, "epsilon": round_.epsilon, "d": d,
             "round": round_.number, "memoize": round_.memoize}
+    if round_.mechanism == COINS:        # two real coins: nothing to compute on the phone
+        return spec | {"prompt": round_.prompt}
+    if round_.mechanism == NUMBER:       # one bit, P(1) = 1/2 + (2v/B − 1)·slope
+        return spec | {"prompt": round_.prompt, "bound": round_.bound,
+                       "slope": numbers.slope(round_.epsilon)}
+    mech = round_.build()
     if isinstance(mech, HadamardResponse):
         lay, uniform, _ = mech.constants(d)
         spec.update(outputs=lay.outputs, blocks=lay.blocks, blockSize=lay.block_size,
@@ -109,13 +119,19 @@ def parse_report(round_: Round, d: int, payload) -> dict:
     """The report as stored (JSON-able, ``perturb``'s fields), or ReportRejected saying why.
 
     Formats (one person; the fields and meanings of the mechanisms' ``perturb``):
-    GRR ``{"y": cell}``; OUE ``{"bits": "0110…"}`` (d characters); OLH ``{"a", "b", "y"}`` with
+    GRR ``{"y": cell}``; coins and number ``{"y": 0 or 1}`` (:mod:`.coins`, :mod:`.numbers`); OUE ``{"bits": "0110…"}`` (d characters); OLH ``{"a", "b", "y"}`` with
     1 ≤ a < P, 0 ≤ b < P, 0 ≤ y < g; HR ``{"y": output}`` with 0 ≤ y < K. A well-formed forged
     report cannot be told from an honest one (that is the point of local DP); it shifts the
     estimate by at most one report's worth.
     """
     if not isinstance(payload, dict):
         raise ReportRejected("The report must be an object of named fields.", "malformed")
+    if round_.mechanism in (COINS, NUMBER):
+        if set(payload) != {"y"}:
+            raise ReportRejected(f"A {round_.mechanism} report has the field ['y']; got "
+                                 f"{sorted(map(str, payload))[:6]}.", "wrong fields")
+        return {"y": _whole(payload["y"], 0, 2, "yes/no answer" if round_.mechanism == COINS
+                            else "bit")}
     mech = round_.build()
     fields = {GRR: {"y"}, OUE: {"bits"}, OLH: {"a", "b", "y"}, HadamardResponse: {"y"}}
     wanted = next(f for kind, f in fields.items() if isinstance(mech, kind))

@@ -19,6 +19,8 @@ Schema::
            opened REAL, closed REAL,
            memoize INTEGER,             -- 1: phones reuse their first report of this question,
                                         -- mechanism and ε (classroom.repeated)
+           prompt TEXT,                 -- a coins or number round's question (untrusted text)
+           bound REAL,                  -- a number round's largest answer B (mechanism "number")
            PRIMARY KEY (room, number))
     reports(id INTEGER PRIMARY KEY, room, round, received REAL,
             report TEXT,                -- JSON in the mechanism's ``perturb`` format, one person
@@ -72,6 +74,9 @@ from dpcore.interfaces.classroom import (
     format_code,
     normalise_code,
 )
+from dpcore.interfaces.classroom import coins, numbers
+from dpcore.interfaces.classroom.coins import COINS
+from dpcore.interfaces.classroom.numbers import NUMBER
 from dpcore.interfaces.classroom.questions import Question
 from dpcore.interfaces.classroom.records import (
     AddressGroup,
@@ -114,7 +119,8 @@ CREATE TABLE IF NOT EXISTS rooms(code TEXT PRIMARY KEY, teacher_hash TEXT NOT NU
     admission TEXT NOT NULL, cap INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     mechanism TEXT NOT NULL, epsilon REAL NOT NULL, permutation TEXT, opened REAL NOT NULL,
-    closed REAL, memoize INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, number));
+    closed REAL, memoize INTEGER NOT NULL DEFAULT 0, prompt TEXT, bound REAL,
+    PRIMARY KEY (room, number));
 CREATE TABLE IF NOT EXISTS reports(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
     round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT NOT NULL,
     session TEXT NOT NULL, UNIQUE (room, nonce), UNIQUE (room, round, session));
@@ -134,7 +140,7 @@ CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
 _TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
            "join_attempts", "rounds", "rooms")
 #: A column each table of the current layout has and the layouts before it lacked.
-_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address", "rounds": "memoize"}
+_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address", "rounds": "bound"}
 
 
 def _drop_older_layout(db: sqlite3.Connection) -> None:
@@ -213,10 +219,24 @@ class RoomStore:
         return code, key
 
     @staticmethod
-    def _open_round(db, code, d, mechanism, epsilon, now, memoize=False) -> int:
-        if mechanism not in MECHANISMS:
+    def _open_round(db, code, d, mechanism, epsilon, now, memoize=False, prompt=None,
+                    bound=None) -> int:
+        if mechanism in (COINS, NUMBER):
+            if memoize:
+                raise ClassroomError("Coins and number rounds are not memoized: each student "
+                                     "answers afresh.")
+            prompt = coins.check_prompt(prompt)
+            if mechanism == COINS:
+                epsilon = coins.EPSILON
+            else:
+                bound = numbers.check_bound(bound)
+        elif mechanism not in MECHANISMS:
             raise ClassroomError(f"Unknown classroom mechanism {mechanism!r}; choose one of "
                                  f"{', '.join(MECHANISMS)}.")
+        else:
+            prompt = None
+        if mechanism != NUMBER:
+            bound = None
         if memoize and mechanism == "olh":
             raise ClassroomError("OLH cannot be memoized: the page issues a fresh hash seed to "
                                  "each phone in each round. Choose GRR, OUE or Hadamard "
@@ -227,7 +247,8 @@ class RoomStore:
                             (code,)).fetchone()[0]
         if number > MAX_ROUNDS:
             raise ClassroomError(f"A room holds at most {MAX_ROUNDS} rounds; open a new room.")
-        mech = mechanisms.build(mechanism, epsilon=float(epsilon))
+        mech = (None if mechanism in (COINS, NUMBER)
+                else mechanisms.build(mechanism, epsilon=float(epsilon)))
         permutation = None
         if memoize:      # a kept report means the same cell only under the same permutation
             earlier = db.execute("SELECT permutation FROM rounds WHERE room=? AND mechanism=? "
@@ -239,8 +260,9 @@ class RoomStore:
             permutation = json.dumps(uniform_permutation(d, rng).tolist())
         db.execute("UPDATE rounds SET closed=? WHERE room=? AND closed IS NULL", (now, code))
         db.execute("INSERT INTO rounds(room, number, mechanism, epsilon, permutation, opened, "
-                   "closed, memoize) VALUES (?,?,?,?,?,?,NULL,?)",
-                   (code, number, mechanism, float(epsilon), permutation, now, int(bool(memoize))))
+                   "closed, memoize, prompt, bound) VALUES (?,?,?,?,?,?,NULL,?,?,?)",
+                   (code, number, mechanism, float(epsilon), permutation, now, int(bool(memoize)),
+                    prompt, bound))
         return number
 
     def _check_teacher(self, db, code: str, key: str) -> Room:
@@ -252,17 +274,19 @@ class RoomStore:
         return room
 
     def new_round(self, code: str, key: str, mechanism: str, epsilon: float,
-                  now: float | None = None, memoize: bool = False) -> int:
+                  now: float | None = None, memoize: bool = False,
+                  prompt: str | None = None, bound: float | None = None) -> int:
         """Close the open round and open the next with this mechanism and ε (``memoize``: phones
-        reuse their report of an earlier memoized round of the same mechanism and ε); its
-        number."""
+        reuse their report of an earlier memoized round of the same mechanism and ε; mechanism
+        "coins": a yes/no ``prompt`` answered with two real coins, ε = ln 3; "number": a number
+        ``prompt`` answered in [0, ``bound``] with one bit, :mod:`.numbers`); its number."""
         now = time.time() if now is None else now
         with self.db.write() as db:
             room = self._check_teacher(db, code, key)
             if not room.is_open(now):
                 raise ClassroomError("This room is closed; open a new room to start another round.")
             return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now,
-                                    memoize)
+                                    memoize, prompt, bound)
 
     def close_room(self, code: str, key: str, now: float | None = None) -> None:
         now = time.time() if now is None else now
@@ -360,8 +384,8 @@ class RoomStore:
 
     @staticmethod
     def _round(db, code: str, number: int | None = None) -> Round:
-        sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed, memoize "
-               "FROM rounds "
+        sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed, memoize, "
+               "prompt, bound FROM rounds "
                "WHERE room=? " + ("AND number=?" if number is not None else "")
                + " ORDER BY number DESC LIMIT 1")
         if number is not None and (isinstance(number, bool) or not isinstance(number, int)
@@ -371,7 +395,8 @@ class RoomStore:
         if row is None:
             raise ClassroomError(f"Room {format_code(code)} has no round {number}.")
         permutation = tuple(json.loads(row[4])) if row[4] else None
-        return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6], bool(row[7]))
+        return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6], bool(row[7]),
+                     row[8], row[9])
 
     def room(self, code: str) -> Room:
         with self.db.read() as db:

@@ -77,8 +77,97 @@ function dpSelect(label, names, testId) {
   return [wrapper, select];
 }
 
+// The server's answer to a coins or number report, on the next run: say it, remember a kept one.
+function dpSentUpdate(status) {
+  return (next) => {
+    if (next.sent) {
+      status.textContent = next.sent.message;
+      if (next.sent.ok) dpRemember(next);
+    }
+  };
+}
+
+// Coins mode (classroom/coins.py): the student flips two real coins and taps what they say; the
+// phone draws nothing and sends only that yes (1) or no (0).
+function dpBuildCoins(root, data, setTriggerValue) {
+  const yes = dpElement("button", "dp-primary", "The coins say YES");
+  const no = dpElement("button", "dp-primary", "The coins say NO");
+  const status = dpElement("p", "dp-status");
+  root.append(yes, no, status);
+  const finished = (message) => {
+    yes.disabled = no.disabled = true;
+    status.textContent = message;
+  };
+  if (data.alreadySent || dpRemembered(data)) {
+    finished("This browser has already sent a report in this round. Wait for the next round.");
+    return;
+  }
+  [[yes, 1], [no, 0]].forEach(([button, answer]) => {
+    button.addEventListener("click", () => {
+      setTriggerValue("report", { report: { y: answer }, nonce: data.nonce });
+      finished("Sending…");
+    });
+  });
+  root.dpUpdate = dpSentUpdate(status);
+}
+
+// A number question: the value stays on the phone; one randomised bit is sent.
+function dpBuildNumber(root, data, setTriggerValue) {
+  const spec = data.spec;
+  const field = dpElement("label", "dp-field", `Your answer (0 to ${spec.bound})`);
+  const input = dpElement("input");
+  input.type = "number";
+  input.min = "0";
+  input.max = String(spec.bound);
+  input.dataset.testid = "dp-number";
+  field.appendChild(input);
+  const draw = dpElement("button", "dp-primary", "Randomise on this phone");
+  const steps = dpElement("ol", "dp-steps");
+  const sent = dpElement("pre", "dp-sent");
+  const send = dpElement("button", "dp-primary", "Send this report");
+  const status = dpElement("p", "dp-status");
+  sent.hidden = send.hidden = true;
+  root.append(field, draw, steps, sent, send, status);
+  let report = null;
+  const finished = (message) => {
+    input.disabled = draw.disabled = send.disabled = true;
+    status.textContent = message;
+  };
+  if (data.alreadySent || dpRemembered(data)) {
+    finished("This browser has already sent a report in this round. Wait for the next round.");
+    return;
+  }
+  draw.addEventListener("click", () => {
+    const value = Math.min(Math.max(Number(input.value) || 0, 0), spec.bound);
+    report = dpRandomisers.number(spec, value);
+    const chance = 0.5 + (2 * value / spec.bound - 1) * spec.slope;
+    steps.replaceChildren(
+      dpElement("li", null, `Your answer: ${value} (clamped to 0–${spec.bound}). ` +
+        "It stays on this phone."),
+      dpElement("li", null, `Your phone draws 1 with probability ${(100 * chance).toFixed(0)} %` +
+        ` (more likely the larger your answer), else 0: it drew ${report.y}.`),
+      dpElement("li", null, "Your phone will send exactly this, and nothing else:"));
+    sent.textContent = JSON.stringify(report);
+    input.disabled = draw.disabled = true;
+    sent.hidden = send.hidden = false;
+  });
+  send.addEventListener("click", () => {
+    setTriggerValue("report", { report, nonce: data.nonce });
+    finished("Sending…");
+  });
+  root.dpUpdate = dpSentUpdate(status);
+}
+
 function dpBuild(root, data, setTriggerValue) {
   const spec = data.spec;
+  if (spec.mechanism === "number") {
+    dpBuildNumber(root, data, setTriggerValue);
+    return;
+  }
+  if (spec.mechanism === "coins") {
+    dpBuildCoins(root, data, setTriggerValue);
+    return;
+  }
   const [homeField, home] = dpSelect("Where do you live?", data.origins, "dp-home");
   const [workField, work] = dpSelect("Where do you work or study?", data.destinations, "dp-work");
   const draw = dpElement("button", "dp-primary", "Randomise on this phone");
