@@ -605,3 +605,30 @@ def test_a_number_round_shows_the_class_average_with_its_exact_interval(store):
     assert not student.exception and not student.error
     assert all(step in text(student) for step in numbers_view.STEPS)
     assert "One bit (Duchi et al.'s mean estimation)" in text(student)
+
+
+def test_before_and_after_compares_the_guess_the_estimate_and_the_truth(store):
+    code, key, _ = room_with_reports(store, n=3)
+    store.new_round(code, key, numbers.NUMBER, 1.0, prompt="Minutes?", bound=60)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    boxes = {n.label: n for n in at.number_input}
+    boxes["The class's guess"].set_value(20.0)
+    at.button(key="FormSubmitter:classroom_guess-Save").click().run()
+    assert not at.exception and not at.error
+    for bit in [1] * 12 + [0] * 8:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": bit})
+    at.run()
+    {n.label: n for n in at.number_input}["The truth, if you know it"].set_value(31.5)
+    at.button(key="FormSubmitter:classroom_guess-Save").click().run()
+    assert store.guess(code, 2) == (20.0, 31.5)
+    result = numbers.estimate(12, 20, 60.0, 1.0)
+    [table] = tables(at, "")
+    assert table["value"].tolist() == [
+        "20.0", f"{result.shown:.1f} ({result.low:.1f}–{result.high:.1f})", "31.5"]
+    closer = "estimate" if abs(result.shown - 31.5) < abs(20 - 31.5) else "guess"
+    assert any(f"The {'private estimate' if closer == 'estimate' else 'guess'} is closer" in i.value
+               for i in at.info)
+    {n.label: n for n in at.number_input}["The class's guess"].set_value(50.0)
+    at.button(key="FormSubmitter:classroom_guess-Save").click().run()
+    assert any("guess comes first" in e.value for e in at.error)
+    assert store.guess(code, 2) == (20.0, 31.5)

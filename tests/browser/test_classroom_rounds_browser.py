@@ -109,3 +109,27 @@ def test_a_number_question_sends_one_bit_and_the_average_appears(page: Page, app
     expect(page.get_by_text(re.compile(r"Estimated class average: \d+\.\d \(exact 95 % "
                                        r"interval 0\.0–120\.0\)"))).to_be_visible()
     no_traceback(page)
+
+
+def test_the_class_guesses_first_then_sees_guess_estimate_and_truth(page: Page, app_url,
+                                                                    browser):
+    page.goto(f"{app_url}/Classroom")
+    code = open_room(page)
+    page.get_by_text("change mechanism or ε (opens a new round)").click()
+    page.get_by_label("Yes/no question").fill("Did you walk today?")
+    page.get_by_role("button", name="Open a coins round").click()
+    page.get_by_text("Guess first: the class's guess").click()
+    page.get_by_label("The class's guess (%)").fill("40")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Before and after (%)")).to_be_visible()
+    context = browser.new_context(viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{app_url}/Classroom?room={code}")
+    phone.get_by_role("button", name="The coins say YES").click()
+    expect(phone.get_by_text("Sent: report number 1").first).to_be_visible()
+    context.close()
+    expect(metric(page, "Taps in this round")).to_have_text("1", timeout=20_000)
+    page.get_by_label("The truth, if you know it (%)").fill("60")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("The truth is inside the estimate's 95 % interval.")).to_be_visible()
+    no_traceback(page)

@@ -54,14 +54,15 @@ def tally(snap: classroom.Snapshot, sent: str, ones: str) -> list[int]:
     return bits
 
 
-def live(snap: classroom.Snapshot) -> None:
-    """The class's share of true "yes": 2·(share of taps) − 1/2 with its exact interval."""
+def live(snap: classroom.Snapshot) -> coins.CoinsEstimate | None:
+    """The class's share of true "yes": 2·(share of taps) − 1/2 with its exact interval (and
+    returned; None before the first tap)."""
     st.markdown(f"**Coins round:** {safe.markdown(snap.round.prompt)}")
     taps = tally(snap, "Taps in this round", "YES taps")
     if not taps:
         st.info("No taps yet. A tap is YES with probability q/2 + 1/4 when a share q of the "
                 "class truly says yes, so q = 2·(share of YES taps) − 1/2.")
-        return
+        return None
     result = coins.estimate(sum(taps), len(taps))
     st.success(f"Estimated share answering yes: **{100 * result.shown:.0f} %** (exact 95 % "
                f"interval {100 * result.low:.0f} %–{100 * result.high:.0f} %), from "
@@ -69,6 +70,7 @@ def live(snap: classroom.Snapshot) -> None:
                f"{result.share:.2f}" + (" (clipped to the possible 0–100 %)"
                                         if result.shown != result.share else "") + ".")
     st.plotly_chart(chart(result), key="classroom_coins_chart", config=charts.CONFIG)
+    return result
 
 
 def chart(result: coins.CoinsEstimate) -> go.Figure:

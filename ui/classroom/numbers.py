@@ -36,8 +36,9 @@ def form() -> tuple[str, float, float] | None:
     return None
 
 
-def live(snap: classroom.Snapshot) -> None:
-    """The class's mean from its bits, with the exact 95 % interval."""
+def live(snap: classroom.Snapshot) -> numbers.NumberEstimate | None:
+    """The class's mean from its bits, with the exact 95 % interval (and returned; None before
+    the first report)."""
     round_ = snap.round
     st.markdown(f"**Number round:** {safe.markdown(round_.prompt)} (answers 0–{round_.bound:g}, "
                 f"ε = {round_.epsilon:g})")
@@ -46,13 +47,14 @@ def live(snap: classroom.Snapshot) -> None:
         st.info("No reports yet. Each phone sends 1 with probability 1/2 + (2v/B − 1)·k, "
                 f"k = {numbers.slope(round_.epsilon):.3f} at this ε, so the share of ones tells "
                 "the class's average.")
-        return
+        return None
     result = numbers.estimate(sum(bits), len(bits), round_.bound, round_.epsilon)
     st.success(f"Estimated class average: **{result.shown:.1f}** (exact 95 % interval "
                f"{result.low:.1f}–{result.high:.1f}), from {result.ones} ones of {result.n} "
                f"bits" + (f"; unbiased raw value {result.mean:.1f}, clipped to 0–{result.bound:g}"
                           if result.shown != result.mean else "") + ".")
     st.plotly_chart(chart(result), key="classroom_number_chart", config=charts.CONFIG)
+    return result
 
 
 def chart(result: numbers.NumberEstimate) -> go.Figure:

@@ -27,7 +27,8 @@ from dpcore import export, mechanisms
 from dpcore.interfaces import classroom, classroom_admission as admission, classroom_stats
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
-from ui.classroom import coins as coins_view, component, numbers as numbers_view, repeated
+from ui.classroom import coins as coins_view, component, guesses, repeated
+from ui.classroom import numbers as numbers_view
 from ui.components import charts, data, safe
 
 #: Seconds between refreshes of the teacher's live view.
@@ -270,6 +271,7 @@ def teacher(code: str) -> None:
         unlock(room.code)
     elif room.is_open():
         controls(room, key)
+        guesses.form(store(), room, key)
         if room.admission == "codes":
             join_codes(room, key, link)
     live_view(room.code, key if room.is_open() else None)
@@ -471,11 +473,9 @@ def _live_view(code: str) -> None:
                  for r in rounds}
     number = st.selectbox("Show", numbers, key=VIEWED_ROUND, format_func=described.__getitem__)
     snap = store().snapshot(code, number)
-    if snap.round.mechanism == classroom.coins.COINS:
-        coins_view.live(snap)
-        return
-    if snap.round.mechanism == classroom.numbers.NUMBER:
-        numbers_view.live(snap)
+    if snap.round.mechanism in guesses.KINDS:
+        view = coins_view if snap.round.mechanism == classroom.coins.COINS else numbers_view
+        guesses.compare(store(), snap, view.live(snap))
         return
     question = snap.room.question
     estimate = classroom_stats.estimate_round(snap.round, question.d, snap.reports)

@@ -23,9 +23,11 @@ admits one report per one-time join code and round. Estimates and their exact in
 
 The package's rooms: :mod:`.questions` (the question and its cells), :mod:`.reports` (rounds, the
 phone's spec, parsing and plausibility of reports), :mod:`.records` (rooms, tickets, snapshots and
-what the teacher sees of sessions), :mod:`.rooms` (the schema and :class:`RoomStore`), :mod:`.repeated`
-(a student's ε over repeated rounds, the averaging attack, memoization); this module
-holds the limits, room codes and errors, and re-exports every public name.
+what the teacher sees of sessions), :mod:`.rooms` (the schema and :class:`RoomStore`),
+:mod:`.repeated` (a student's ε over repeated rounds, the averaging attack, memoization),
+:mod:`.coins` (Warner's two coins), :mod:`.numbers` (a number question's mean), :mod:`.guesses`
+(the class's guess beside the estimate); this module holds the limits, room codes and errors,
+and re-exports every public name.
 
 Room codes: :data:`CODE_LENGTH` characters drawn by :mod:`secrets` from :data:`CODE_ALPHABET` (no
 0/O, 1/I/L), :data:`CODE_BITS` ≈ 39.6 bits: guessing one of 100 open rooms at 100 tries a second
@@ -110,7 +112,11 @@ def _hash(key: str) -> str:
 
 
 # The rooms, after the limits and errors they import from here.
-from dpcore.interfaces.classroom.questions import Question, default_zones, zone_choices  # noqa: E402
+from dpcore.interfaces.classroom.questions import (  # noqa: E402
+    Question,
+    default_zones,
+    zone_choices,
+)
 from dpcore.interfaces.classroom.reports import (  # noqa: E402
     MAX_MESSAGE_DEPTH,
     Round,

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.data.od import ODMatrix
-from dpcore.interfaces.classroom import MAX_CELLS, MAX_NAME, MAX_TITLE, NONE_OF_THESE, ClassroomError
+from dpcore.interfaces.classroom import (
+    MAX_CELLS,
+    MAX_NAME,
+    MAX_TITLE,
+    NONE_OF_THESE,
+    ClassroomError,
+)
 from dpcore.scoring import ranks
 
 

@@ -119,8 +119,9 @@ def parse_report(round_: Round, d: int, payload) -> dict:
     """The report as stored (JSON-able, ``perturb``'s fields), or ReportRejected saying why.
 
     Formats (one person; the fields and meanings of the mechanisms' ``perturb``):
-    GRR ``{"y": cell}``; coins and number ``{"y": 0 or 1}`` (:mod:`.coins`, :mod:`.numbers`); OUE ``{"bits": "0110…"}`` (d characters); OLH ``{"a", "b", "y"}`` with
-    1 ≤ a < P, 0 ≤ b < P, 0 ≤ y < g; HR ``{"y": output}`` with 0 ≤ y < K. A well-formed forged
+    GRR ``{"y": cell}``; OUE ``{"bits": "0110…"}`` (d characters); OLH ``{"a", "b", "y"}`` with
+    1 ≤ a < P, 0 ≤ b < P, 0 ≤ y < g; HR ``{"y": output}`` with 0 ≤ y < K; coins and number
+    rounds ``{"y": 0 or 1}``. A well-formed forged
     report cannot be told from an honest one (that is the point of local DP); it shifts the
     estimate by at most one report's worth.
     """

@@ -74,7 +74,7 @@ from dpcore.interfaces.classroom import (
     format_code,
     normalise_code,
 )
-from dpcore.interfaces.classroom import coins, numbers
+from dpcore.interfaces.classroom import coins, guesses, numbers
 from dpcore.interfaces.classroom.coins import COINS
 from dpcore.interfaces.classroom.numbers import NUMBER
 from dpcore.interfaces.classroom.questions import Question
@@ -136,8 +136,8 @@ CREATE TABLE IF NOT EXISTS admissions(room TEXT NOT NULL, round INTEGER NOT NULL
     address TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, address));
 CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
     used_round INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, code));
-""" + JOIN_SCHEMA
-_TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
+""" + JOIN_SCHEMA + guesses.SCHEMA
+_TABLES = ("guesses", "reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
            "join_attempts", "rounds", "rooms")
 #: A column each table of the current layout has and the layouts before it lacked.
 _LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address", "rounds": "bound"}
@@ -287,6 +287,27 @@ class RoomStore:
                 raise ClassroomError("This room is closed; open a new room to start another round.")
             return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now,
                                     memoize, prompt, bound)
+
+    def record_guess(self, code: str, key: str, field: str, value) -> None:
+        """The teacher's (``key``) entry for the room's current round, a coins or number round:
+        the class's ``field`` "guess" (only before the round's first report) or the "truth", in
+        the round's own scale (a share in [0, 1], or a number in [0, B]);
+        :mod:`.guesses`."""
+        with self.db.write() as db:
+            room = self._check_teacher(db, code, key)
+            current = self._round(db, room.code)
+            if current.mechanism not in (COINS, NUMBER):
+                raise ClassroomError("Guess first works for a coins or number round: their "
+                                     "estimate is one number to compare.")
+            largest = 1.0 if current.mechanism == COINS else current.bound
+            value = guesses.check_value(value, largest, field)
+            guesses.record(db, room.code, current.number, field, value,
+                           self._count(db, room.code, current.number))
+
+    def guess(self, code: str, number: int) -> tuple[float | None, float | None]:
+        """(guess, truth) the teacher typed for round ``number`` (None where not typed)."""
+        with self.db.read() as db:
+            return guesses.read(db, self._room(db, code).code, number)
 
     def close_room(self, code: str, key: str, now: float | None = None) -> None:
         now = time.time() if now is None else now
