@@ -31,6 +31,39 @@ def _curve(data: pd.DataFrame, **where) -> pd.Series:
     return rows.groupby("epsilon")["mean"].mean().sort_index()
 
 
+#: Two noisy curves are told apart only by more than this many standard errors of their
+#: difference (each point's s.e.: the trials' s.d. / √trials); within it, a comparison counts as
+#: the thesis's way. With no spread (one trial, or a release without noise) the comparison is
+#: strict.
+NOISE_SE = 2.0
+TOLERANCE_TEXT = (f"two curves within {NOISE_SE:g} standard errors of their difference (from the "
+                  f"trials' spread) count as in the thesis's order")
+
+
+def _curve_se(data: pd.DataFrame, **where) -> pd.Series:
+    """Standard error of :func:`_curve` (a mean of the matching rows' means), by ε."""
+    rows = data
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    se2 = (rows["sd"].fillna(0.0) ** 2 / rows["trials"].clip(lower=1)).groupby(rows["epsilon"])
+    return (se2.sum() ** 0.5 / se2.count()).sort_index()
+
+
+def _below(a, b, se_a, se_b):
+    """``a`` below ``b`` up to the noise (:data:`NOISE_SE`): strictly below, or above by at
+    most :data:`NOISE_SE` standard errors of the difference (never when neither has spread)."""
+    tol = NOISE_SE * np.sqrt(np.asarray(se_a, dtype=float) ** 2
+                             + np.asarray(se_b, dtype=float) ** 2)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return (a < b) | ((tol > 0) & (a - b <= tol))
+
+
+def _gap_se(a, b, se_a, se_b) -> float:
+    """How many standard errors of their difference ``a`` lies above ``b``."""
+    se = float(np.hypot(se_a, se_b))
+    return float("inf") if se == 0 else float((a - b) / se)
+
+
 def _verdict(item, thesis_text, criterion, ours, agrees, reason="", **extra) -> Verdict:
     """A judge's verdict; ``reason`` is a computed fact about this run's data or the mechanisms'
     formulas that bears on a difference (the reason shown is computed later by toggling the
