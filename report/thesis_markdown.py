@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 MARK = {"agrees": "✓ agrees", "differs": "✗ differs", "not checked": "– not checked",
+        "cannot tell": "? cannot tell",
         "data alike": "data fact: alike", "data differ": "data fact: differs"}
 
 

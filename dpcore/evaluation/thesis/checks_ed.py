@@ -10,7 +10,7 @@ import pandas as pd
 from dpcore.evaluation.thesis.checks import (
     _below, _curve, _curve_se, empty_cell_sd, _fmt, _gap_se, TOLERANCE_TEXT, _upper, _verdict
 )
-from dpcore.evaluation.thesis.checks_local import _bar_error, _value_agreement
+from dpcore.evaluation.thesis.checks_local import _bar_error, _bar_error_se, _value_agreement
 from dpcore.evaluation.thesis.protocol import (
     DECIDING_TRIALS, ED_ORDER_TOP, Figure, label, LOCAL, PLAUSIBLE, Verdict
 )
@@ -23,9 +23,7 @@ def _judge_5_12(f: Figure) -> Verdict:
     errors = {key: _bar_error(data[data["mechanism"] == key]) for key in rhos}
     ours = "; ".join(f"{label(k)} rank correlation {rhos[k]:.2f}, mean |error| "
                      f"{_fmt(errors[k])}" for k in rhos)
-    se = {key: float((data.loc[data["mechanism"] == key, "released"]
-                      - data.loc[data["mechanism"] == key, "true"]).abs().std(ddof=1)
-                     / np.sqrt(max((data["mechanism"] == key).sum(), 1))) for key in rhos}
+    se = {key: _bar_error_se(data[data["mechanism"] == key]) for key in rhos}
     ok = bool(_below(errors["hm"], errors["grr"], se["hm"], se["grr"]))
     eps, n, d = f.context["epsilon"], f.context["n"], f.context["d"]
     law = {key: empty_cell_sd(key, eps, n, d) * np.sqrt(2 / np.pi) for key in rhos}

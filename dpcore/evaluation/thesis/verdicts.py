@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from dpcore.evaluation.thesis import as_run
+from dpcore.evaluation.thesis import as_run, planted
 from dpcore.evaluation.thesis.checks_central import _judge_5_1, _judge_5_2, _judge_5_3, _judge_5_4
 from dpcore.evaluation.thesis.checks_ed import (
     _judge_5_12, _judge_5_13, _judge_5_14, _judge_5_15, _judge_5_16, _judge_5_17
@@ -49,11 +49,16 @@ JUDGES: dict[str, Callable] = {
 }
 
 
-def judge(item):
-    """``item`` with its verdict computed from its data (:data:`JUDGES`)."""
+def judge(item, planted_breaks: bool = False):
+    """``item`` with its verdict computed from its data (:data:`JUDGES`); with
+    ``planted_breaks``, "cannot tell" when the check agrees too on a break planted in the item's
+    data (:func:`planted.judged`)."""
     from dataclasses import replace
 
-    return replace(item, verdict=JUDGES[item.ref](item))
+    verdict = JUDGES[item.ref](item)
+    if planted_breaks:
+        verdict = planted.judged(item, verdict, JUDGES[item.ref])
+    return replace(item, verdict=verdict)
 
 
 def _judged(item):
@@ -63,7 +68,7 @@ def _judged(item):
     if isinstance(item, Figure) and item.kind == "lines" and item.data["epsilon"].nunique() < 2:
         return replace(item, verdict=Verdict(item.ref, "", "", "one ε only", None,
                                              "needs at least two ε to compare curves"))
-    return judge(item)
+    return judge(item, planted_breaks=True)
 
 
 def data_facts(truth: np.ndarray, level: str) -> str:
