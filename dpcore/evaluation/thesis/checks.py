@@ -24,11 +24,15 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _curve(data: pd.DataFrame, **where) -> pd.Series:
-    rows = data
+def _rows(data: pd.DataFrame, where: dict) -> pd.DataFrame:
+    mask = np.ones(len(data), dtype=bool)
     for column, value in where.items():
-        rows = rows[rows[column] == value]
-    return rows.groupby("epsilon")["mean"].mean().sort_index()
+        mask &= data[column].to_numpy() == value
+    return data[mask]
+
+
+def _curve(data: pd.DataFrame, **where) -> pd.Series:
+    return _rows(data, where).groupby("epsilon")["mean"].mean().sort_index()
 
 
 #: Two noisy curves are told apart only by more than this many standard errors of their
@@ -42,11 +46,11 @@ TOLERANCE_TEXT = (f"two curves within {NOISE_SE:g} standard errors of their diff
 
 def _curve_se(data: pd.DataFrame, **where) -> pd.Series:
     """Standard error of :func:`_curve` (a mean of the matching rows' means), by ε."""
-    rows = data
-    for column, value in where.items():
-        rows = rows[rows[column] == value]
-    se2 = (rows["sd"].fillna(0.0) ** 2 / rows["trials"].clip(lower=1)).groupby(rows["epsilon"])
-    return (se2.sum() ** 0.5 / se2.count()).sort_index()
+    rows = _rows(data, where)
+    se2 = pd.Series(rows["sd"].fillna(0.0).to_numpy() ** 2
+                    / np.maximum(rows["trials"].to_numpy(), 1), index=rows["epsilon"].to_numpy())
+    grouped = se2.groupby(level=0)
+    return (grouped.sum() ** 0.5 / grouped.count()).sort_index()
 
 
 def _below(a, b, se_a, se_b):

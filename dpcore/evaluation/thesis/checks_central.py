@@ -72,7 +72,15 @@ def _central_order(f: Figure, thesis_text: str, what: str, coarse_below: bool) -
                      f"{stab.iloc[-1] / lap.iloc[-1]:.2f} at ε = {lap.index[-1]:g})")
         agrees = agrees and share >= 0.5
     note = reasons.central_note(f.metric, f.context.get("profiles", {}),
-                                f.context.get("opendp", False), f.data)
+                                f.context.get("opendp", False), f.data) or "; ".join(
+        f"{level}: Laplace {_fmt(lap)}, stability histogram {_fmt(stab)} at ε = {e:g} (no count "
+        f"profile to evaluate the laws on; the stability histogram's threshold there is τ = "
+        f"{reasons.threshold(e, int(f.context['sizes'].get(level, f.context['n'])), False):.2f} "
+        f"for n = {int(f.context['sizes'].get(level, f.context['n'])):,})"
+        for level in lv for e, lap, stab in [(
+            float(f.data["epsilon"].min()),
+            float(_curve(f.data, mechanism="laplace", scenario=level).iloc[0]),
+            float(_curve(f.data, mechanism="stability_histogram", scenario=level).iloc[0]))])
     return _verdict(f, thesis_text, criterion, "; ".join(parts), agrees, note)
 
 

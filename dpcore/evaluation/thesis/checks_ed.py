@@ -59,15 +59,18 @@ def _judge_5_13(f: Figure) -> Verdict:
                       & _below(ratio["hm"], 2 + zero, ratio_se["hm"], zero)).all())
     ours = ", ".join(f"{label(k)} ED / county {r.min():.2f}–{r.max():.2f}"
                      for k, r in ratio.items())
+    first, last = float(ratio["grr"].index[0]), float(ratio["grr"].index[-1])
     dims = f.context.get("dims", {})
     law = {}
     if coarse in dims and fine in dims:
         for key in ("grr", "hm"):
             law[key] = [empty_cell_sd(key, e, *dims[fine]) / empty_cell_sd(key, e, *dims[coarse])
                         for e in (ratio[key].index[0], ratio[key].index[-1])]
-    first, last = float(ratio["grr"].index[0]), float(ratio["grr"].index[-1])
-    note = (f"randomised response's ratio {ratio['grr'].min():.2f}–{ratio['grr'].max():.2f}, "
-            f"Hadamard's {ratio['hm'].min():.2f}–{ratio['hm'].max():.2f}")
+    rr_fine, rr_coarse = (float(_curve(data, mechanism="grr", scenario=lv).iloc[0])
+                          for lv in (fine, coarse))
+    note = (f"randomised response's ratio {ratio['grr'].min():.2f}–{ratio['grr'].max():.2f} "
+            f"(RMSE {_fmt(rr_fine)} at {fine} against {_fmt(rr_coarse)} at {coarse}, ε = "
+            f"{first:g}), Hadamard's {ratio['hm'].min():.2f}–{ratio['hm'].max():.2f}")
     if law:
         note += (f"; the formulas' ratio of empty-cell s.d. (ED / county, ε = {first:g} and "
                  f"{last:g}): randomised response {law['grr'][0]:.2f} and {law['grr'][1]:.2f}, "

@@ -136,13 +136,13 @@ def explain(protocol, build: Callable) -> list:
             verb = "switching off" if key in protocol.switches else "switching on"
             name = (f"{verb} “{difference.title}”"
                     + (" (a defect of the original code)" if difference.defect else ""))
-            if toggled is not None and toggled.agrees:
+            if toggled is not None and (toggled.agrees or toggled.blind):  # its check agrees
                 flips.append(name)
             if toggled is not None and toggled.agrees is not None:
                 toggles.append((name, toggled.findings))
         if flips:
             reason = "computed: " + " or ".join(flips) + " alone makes it agree"
-        elif build(other)[index].verdict.agrees:
+        elif build(other)[index].verdict.agrees or build(other)[index].verdict.blind:
             reason = (f"computed: no single difference flips it, all of them together (the "
                       f"{other.name} protocol) do")
         else:
