@@ -141,7 +141,17 @@ def _judge_5_15(f: Figure) -> Verdict:
     return _verdict(f, thesis_text, criterion, ours, upper >= PLAUSIBLE,
                     f"over {m} trials more than half of the top {TOP_WELL} are released among "
                     f"the top {TOP_WELL} in {well:.0%} of them and some of the top {TOP_FAR} "
-                    f"fall below rank {FAR_RANK} in {some_far:.0%}")
+                    f"fall below rank {FAR_RANK} in {some_far:.0%}" + _spread_note(data))
+
+
+def _spread_note(data: pd.DataFrame) -> str:
+    """How far apart the top commutes' true counts are (what the noise must not bridge)."""
+    if "true" not in data or data.empty:
+        return ""
+    true = data.sort_values("true_rank")["true"].to_numpy(dtype=float)
+    at = min(TOP_WELL, true.size) - 1
+    return (f"; the true top {true.size} run from {_fmt(true[0])} to {_fmt(true[-1])} commuters "
+            f"(the {at + 1}th: {_fmt(true[at])})")
 
 
 def _judge_5_16(f: Figure) -> Verdict:

@@ -15,11 +15,14 @@ Where the data of a break follows from the item's own data:
   unbiased release's errors average 0) and maximum error + b (at most; as if the largest error
   were positive);
 - rank tables (5.1–5.4): no noise keeps the exact order in every trial; a constant bias moves
-  no rank (every count shifts alike), so the trials are unchanged.
+  no rank (every count shifts alike), so the trials are unchanged;
+- orderings and their stated zero counts (figures 5.4, 5.9, 5.11, 5.15): no noise releases every
+  count as it is (zeros: the empty cells; order exact); a bias larger than the noise keeps the
+  ranks and zeroes nothing.
 
 The other items' data (figure 5.10's post-processings, each acting differently on a broken
-release; orderings and stated zero counts: figures 5.4, 5.9, 5.11, 5.15; the data facts 5.16,
-5.17; the running times; a rank table under noise × 10) do not follow from the item alone: they are shown to
+release; Base-Cut's zeros under a bias, figure 5.11; the data facts 5.16, 5.17; the running
+times; rank tables and orderings under noise × 10) do not follow from the item alone: they are shown to
 discriminate by planting the break in the release itself (``tests/test_thesis_as_run.py``).
 """
 
@@ -31,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.evaluation.thesis.protocol import Figure, RANK_TOP, Table
+from dpcore.scoring.ranks import PRESENT_AT
 
 BREAKS = ("no noise", "noise × 10", "bias")
 #: The planted bias (commuters per cell): the size of the randomised-response defect's.
@@ -75,6 +79,31 @@ def _table(t: Table, kind: str) -> Table | None:
     return replace(t, context=t.context | {"trials": trials})
 
 
+def _ordering(f: Figure, kind: str) -> Figure | None:
+    """An ordering's pairs and its trials' counts: no noise releases every count as it is (the
+    zeros are the empty cells, the order exact); a bias larger than the noise moves no rank and
+    leaves no count below one commuter. Base-Cut's zeros under a bias depend on the released
+    values themselves: not derived (figure 5.11)."""
+    data, trials = f.data, f.context.get("trials")
+    if kind == "noise × 10" or (kind == "bias" and f.facet == "postprocess"):
+        return None
+    if kind == "no noise":
+        data = data.assign(released=data["true"], released_rank=data["true_rank"],
+                           released_zero=data["true"] < PRESENT_AT)
+        truth = f.context.get("true_counts")
+        empty = np.nan if truth is None else int((np.asarray(truth) < PRESENT_AT).sum())
+        changes = {"zeros": empty, "zeros_cut": empty, "top40_within_40": 1.0,
+                   "top100_below_200": 0}
+    else:
+        released = data["released"] + BIAS
+        data = data.assign(released=released, released_zero=released < PRESENT_AT)
+        changes = {"zeros": 0}
+    context = dict(f.context)
+    if trials is not None and len(trials):
+        context["trials"] = trials.assign(**{k: v for k, v in changes.items() if k in trials})
+    return replace(f, data=data, context=context)
+
+
 def plant(item, kind: str):
     """``item`` as a release with the break ``kind`` would have made it, or None when that does not
     follow from the item's data alone."""
@@ -84,6 +113,8 @@ def plant(item, kind: str):
         return None
     if item.kind == "bars" and {"true", "released"} <= set(item.data):
         return replace(item, data=_bars(item.data, kind))
+    if item.kind == "ordering" and {"true", "released", "true_rank"} <= set(item.data):
+        return _ordering(item, kind)
     if item.kind == "lines":
         data = _lines(item, kind)
         return None if data is None else replace(item, data=data)
