@@ -63,7 +63,8 @@ def test_items_follow_the_thesis_order_and_name_what_is_missing(county_chapter):
                       "Figure 5.15", "Figure 5.16", "Figure 5.17"]
     for figure in county_chapter.figures:
         assert len(figure.data) and figure.ref.lower() in figure.caption.lower()
-        assert figure.verdict is not None and figure.verdict.word in ("agrees", "differs")
+        assert figure.verdict is not None and figure.verdict.word in ("agrees", "differs",
+                                                                    "cannot tell")
         if figure.kind == "lines":
             assert (figure.data["trials"] == 2).all() and "2 trial(s)" in figure.caption
             assert "error bars" in figure.caption and "band" not in figure.caption

@@ -266,9 +266,11 @@ BREAKS = {"Figure 5.1": ("bias",), "Figure 5.2": ("no noise",), "Figure 5.3": ("
 def test_check_fails_on_a_planted_broken_release(planted, ref):
     for kind in BREAKS[ref]:
         assert planted[kind][ref].agrees is False, (ref, kind, planted[kind][ref].ours)
-    for verdict in planted[None].values():  # every difference has a computed reason
-        if verdict.agrees is False:
+    for verdict in planted[None].values():  # every difference has a computed reason: a switch
+        if verdict.agrees is False:  # that flips it, or numbers from the run and the laws
             assert verdict.reason.startswith("computed: ")
+            assert " alone makes it agree" in verdict.reason or re.search(
+                r"\d", verdict.reason.split("what remains: ")[-1]), verdict.reason
 
 
 def test_figure_5_6_check_fails_when_the_top_30_are_drowned_in_noise(planted):

@@ -147,7 +147,7 @@ def explain(protocol, build: Callable) -> list:
                       f"{other.name} protocol) do")
         else:
             remains = (_attributed(verdict.findings, toggles) if verdict.findings
-                       else verdict.data_note or "the data (no law computed for this item)")
+                       else verdict.data_note or f"this run: {verdict.ours}")
             reason = ("computed: no protocol difference flips it (each toggled alone, and all "
                       "at once); what remains: " + remains)
         out.append(replace(item, verdict=replace(verdict, reason=reason,
