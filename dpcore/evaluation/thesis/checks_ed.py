@@ -85,19 +85,26 @@ def _judge_5_13(f: Figure) -> Verdict:
 def _judge_5_14(f: Figure) -> Verdict:
     data, n, d = f.data, f.context["n"], f.context["d"]
     rr, hm = _curve(data, mechanism="grr"), _curve(data, mechanism="hm")
+    se_rr, se_hm = _curve_se(data, mechanism="grr"), _curve_se(data, mechanism="hm")
     rr_change = float(rr.iloc[0] / rr.iloc[-1])
-    stable, falling = rr_change < 1.5, bool(hm.iloc[-1] < hm.iloc[0])
+    stable = bool(_below(rr.iloc[0], 1.5 * rr.iloc[-1], se_rr.iloc[0], 1.5 * se_rr.iloc[-1]))
+    falling = bool(_below(hm.iloc[-1], hm.iloc[0], se_hm.iloc[-1], se_hm.iloc[0]))
     first, last = float(rr.index[0]), float(rr.index[-1])
     return _verdict(f, "Randomised response's maximum error stays stable for every ε; "
                        "Hadamard's falls with ε.",
                     "randomised response's maximum error at the first ε < 1.5 × its value at the "
-                    "last; Hadamard's lower at the last ε",
+                    f"last; Hadamard's lower at the last ε; {TOLERANCE_TEXT}",
                     f"randomised response falls {rr_change:.1f}× from ε = {first:g} to {last:g}; "
                     f"Hadamard {'falls' if falling else 'does not fall'}", stable and falling,
-                    f"randomised response's s.d. √(n(e^ε + d − 2))/(e^ε − 1) (chapter 3) falls "
-                    f"from {_fmt(empty_cell_sd('grr', first, n, d))} at ε = {first:g} to "
-                    f"{_fmt(empty_cell_sd('grr', last, n, d))} at ε = {last:g}: its formula "
-                    f"predicts no plateau")
+                    "; ".join(([] if stable else [
+                        f"randomised response's s.d. √(n(e^ε + d − 2))/(e^ε − 1) (chapter 3) "
+                        f"falls from {_fmt(empty_cell_sd('grr', first, n, d))} at ε = {first:g} "
+                        f"to {_fmt(empty_cell_sd('grr', last, n, d))} at ε = {last:g}: its "
+                        f"formula predicts no plateau"]) + ([] if falling else [
+                        f"Hadamard's maximum {_fmt(hm.iloc[-1])} at ε = {last:g} against "
+                        f"{_fmt(hm.iloc[0])} at ε = {first:g}; its formula's s.d. "
+                        f"{_fmt(empty_cell_sd('hm', first, n, d))} and "
+                        f"{_fmt(empty_cell_sd('hm', last, n, d))}"])))
 
 
 def _judge_5_15(f: Figure) -> Verdict:
