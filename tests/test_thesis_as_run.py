@@ -615,3 +615,19 @@ def test_every_difference_has_a_reason_computed_from_the_data(ref):
                 notes.append(verdict.data_note)
         seen += len(notes) == 2 and notes[0] != notes[1]
     assert seen, ref  # some planted break differs on both data, with another reason
+
+
+def test_a_gap_within_the_noise_does_not_flip_a_comparison_of_two_curves():
+    """Figure 5.7: Hadamard 0.12 % below local hashing at ε = 0.5 (local hashing "above" it
+    before ε = 3, strictly) is within 2 standard errors of their difference when the trials
+    spread (s.d. 2 % of the mean over 10 trials): the check agrees and says why; with no spread
+    at all the same gap decides."""
+    figure = AGREEING["Figure 5.7"]
+    data = figure.data.copy()
+    at = (data["mechanism"] == "hm") & (data["epsilon"] == 0.5)
+    olh = data.loc[(data["mechanism"] == "olh") & (data["epsilon"] == 0.5), "mean"].item()
+    data.loc[at, "mean"] = olh * (1 - 0.0012)
+    verdict = thesis.judge(replace(figure, data=data)).verdict
+    assert verdict.agrees is True and "2 standard errors" in verdict.criterion
+    exact = data.assign(sd=0.0)
+    assert thesis.judge(replace(figure, data=exact)).verdict.agrees is False

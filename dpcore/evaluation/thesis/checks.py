@@ -47,7 +47,8 @@ TOLERANCE_TEXT = (f"two curves within {NOISE_SE:g} standard errors of their diff
 def _curve_se(data: pd.DataFrame, **where) -> pd.Series:
     """Standard error of :func:`_curve` (a mean of the matching rows' means), by ε."""
     rows = _rows(data, where)
-    se2 = pd.Series(rows["sd"].fillna(0.0).to_numpy() ** 2
+    sd = rows["sd"].fillna(0.0).to_numpy() if "sd" in rows else np.zeros(len(rows))
+    se2 = pd.Series(sd ** 2
                     / np.maximum(rows["trials"].to_numpy(), 1), index=rows["epsilon"].to_numpy())
     grouped = se2.groupby(level=0)
     return (grouped.sum() ** 0.5 / grouped.count()).sort_index()
@@ -62,10 +63,11 @@ def _below(a, b, se_a, se_b):
     return (a < b) | ((tol > 0) & (a - b <= tol))
 
 
-def _gap_se(a, b, se_a, se_b) -> float:
-    """How many standard errors of their difference ``a`` lies above ``b``."""
+def _gap_se(a, b, se_a, se_b) -> str:
+    """How many standard errors of their difference ``a`` lies above ``b``, as text ("" when
+    neither has spread)."""
     se = float(np.hypot(se_a, se_b))
-    return float("inf") if se == 0 else float((a - b) / se)
+    return "" if not se > 0 else f", {(a - b) / se:.1f} standard errors"
 
 
 def _verdict(item, thesis_text, criterion, ours, agrees, reason="", **extra) -> Verdict:

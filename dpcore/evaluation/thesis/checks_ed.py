@@ -32,9 +32,9 @@ def _judge_5_12(f: Figure) -> Verdict:
                     f"randomised response's mean |error| over the top 30 larger than Hadamard's; "
                     f"{TOLERANCE_TEXT.replace('two curves', 'the two')} (s.e. from the 30 bars)",
                     ours, ok,
-                    f"Hadamard's mean |error| {_fmt(errors['hm'])} is "
-                    f"{_gap_se(errors['hm'], errors['grr'], se['hm'], se['grr']):.1f} standard "
-                    f"errors above randomised response's {_fmt(errors['grr'])}; the formulas' "
+                    f"Hadamard's mean |error| {_fmt(errors['hm'])} against randomised "
+                    f"response's {_fmt(errors['grr'])}"
+                    f"{_gap_se(errors['hm'], errors['grr'], se['hm'], se['grr'])}; the formulas' "
                     f"expected |error| of an empty cell at ε = {eps:g} (s.d. × √(2/π), n = "
                     f"{n:,}, |X| = {d:,}): randomised response {_fmt(law['grr'])}, Hadamard "
                     f"{_fmt(law['hm'])}")

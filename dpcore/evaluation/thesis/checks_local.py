@@ -170,15 +170,16 @@ def _judge_5_7(f: Figure) -> Verdict:
     if not rr_worst.all():
         at = float(rr_worst.index[~rr_worst.to_numpy()][0])
         top = max(others, key=lambda k: curves[k][at] - curves["grr"][at])
-        found.append(f"at ε = {at:g} {label(top)} exceeds randomised response by "
-                     f"{_gap_se(curves[top][at], curves['grr'][at], se[top][at], se['grr'][at]):.1f}"
-                     f" standard errors (the formulas' empty-cell s.d.: randomised response "
+        found.append(f"at ε = {at:g} {label(top)} exceeds randomised response ("
+                     f"{_fmt(curves[top][at])} against {_fmt(curves['grr'][at])}"
+                     f"{_gap_se(curves[top][at], curves['grr'][at], se[top][at], se['grr'][at])}"
+                     f"; the formulas' empty-cell s.d.: randomised response "
                      f"{_law_sd('grr', f, [at])}, {label(top)} {_law_sd(top, f, [at])})")
     if not oue_best:
         found.append(f"{label(best)} is lowest on average ({_fmt(means[best])} against unary "
-                     f"encoding's {_fmt(means['oue'])}, "
-                     f"{_gap_se(means['oue'], means[best], mean_se['oue'], mean_se[best]):.1f} "
-                     f"standard errors; the formulas' s.d. at ε = {curves['oue'].index[0]:g}: "
+                     f"encoding's {_fmt(means['oue'])}"
+                     f"{_gap_se(means['oue'], means[best], mean_se['oue'], mean_se[best])}"
+                     f"; the formulas' s.d. at ε = {curves['oue'].index[0]:g}: "
                      f"{label(best)} {_law_sd(best, f, curves['oue'].index[:1])}, unary encoding "
                      f"{_law_sd('oue', f, curves['oue'].index[:1])})")
     if not follows and trajectory.notna().any():
@@ -191,8 +192,10 @@ def _judge_5_7(f: Figure) -> Verdict:
         laws = pd.Series({float(e): empty_cell_sd("olh", e, f.context["n"], f.context["d"])
                           > empty_cell_sd("hm", e, f.context["n"], f.context["d"])
                           for e in curves["olh"].index})
-        found.append(f"local hashing is {where}, not switching within ε = {SWITCH_WINDOW[0]:g}–"
-                     f"{SWITCH_WINDOW[1]:g} up to the noise (the formulas put its s.d. above "
+        found.append(f"local hashing is {where}"
+                     + (f", outside ε = {SWITCH_WINDOW[0]:g}–{SWITCH_WINDOW[1]:g}"
+                        if switch is not None else "")
+                     + f" (the formulas put its s.d. above "
                      f"Hadamard's at " + (", ".join(f"ε = {e:g}" for e in laws.index[laws.to_numpy()])
                                           or "no ε") + ")")
     return _verdict(f, "Randomised response has a much larger RMSE; unary encoding, local "

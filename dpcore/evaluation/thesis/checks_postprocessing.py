@@ -63,8 +63,8 @@ def _judge_5_10(f: Figure) -> Verdict:
                     broken = True
                     findings.append((((key, float(e)), f"{names[low]} < {names[high]}"),
                                      f"{label(key)} at ε = {e:g}: {names[low]} {_fmt(a)} not "
-                                     f"below {names[high]} {_fmt(b)} ({_above(a, b)}, "
-                                     f"{_gap_se(a, b, sa, sb):.1f} standard errors)"))
+                                     f"below {names[high]} {_fmt(b)} ({_above(a, b)}"
+                                     f"{_gap_se(a, b, sa, sb)})"))
             if broken:
                 failing.append(f"{label(key)} at ε = {e:g}")
         base, cut = curve["base"], curve["base_cut"]
@@ -78,8 +78,7 @@ def _judge_5_10(f: Figure) -> Verdict:
         if not _below(last, first, s_last, s_first):
             findings.append((((key, None), "gain shrinks"),
                              f"{label(key)}: Base-Cut's gain over Base grows from {first:.0%} "
-                             f"to {last:.0%} ({_gap_se(last, first, s_last, s_first):.1f} "
-                             f"standard errors)"))
+                             f"to {last:.0%}{_gap_se(last, first, s_last, s_first)}"))
     ours = ("Base-Cut < Base-Pos < Base everywhere" if not failing
             else "order broken for " + ", ".join(failing[:6]) + ("…" if len(failing) > 6 else ""))
     ours += "; Base-Cut's gain over Base " + ", ".join(
