@@ -144,5 +144,5 @@ def judged(item, verdict, judge):
                      for k in blind)
     return replace(verdict, agrees=None, blind=blind,
                    reason=f"this check cannot tell a release with {what} from this one: planted "
-                          f"in this item's own data, the check agrees there too (this run "
-                          f"agrees: {verdict.ours})")
+                          f"in this item's own data, the check agrees there too (on this run's "
+                          f"release it agrees)")
