@@ -68,7 +68,7 @@ def _judged(item):
     if isinstance(item, Figure) and item.kind == "lines" and item.data["epsilon"].nunique() < 2:
         return replace(item, verdict=Verdict(item.ref, "", "", "one ε only", None,
                                              "needs at least two ε to compare curves"))
-    return judge(item, planted_breaks=True)
+    return judge(item)
 
 
 def data_facts(truth: np.ndarray, level: str) -> str:
@@ -115,7 +115,9 @@ def explain(protocol, build: Callable) -> list:
     protocol difference toggled at a time (:data:`as_run.DIFFERENCES`); the ones that flip
     it to "agrees" are named. When none does alone, the other protocol (all switched) is tried;
     when that does not either, no protocol difference explains it and what remains is said
-    (the judge's computed facts about the data)."""
+    (the judge's computed facts about the data). Each "agrees" is judged again on breaks planted
+    in its data (:func:`planted.judged`): "cannot tell" when its check agrees on one too (the
+    toggled rebuilds keep the plain check: a switch that makes it agree flips it)."""
     from dataclasses import replace
 
     items = build(protocol)
@@ -126,9 +128,9 @@ def explain(protocol, build: Callable) -> list:
         if isinstance(item, Absent):
             out.append(replace(item, protocol=protocol.name))
             continue
-        if verdict is None or verdict.agrees is not False:
-            out.append(item if verdict is None else replace(
-                item, verdict=replace(verdict, protocol=protocol.name)))
+        if verdict is None or verdict.agrees is not False:  # an agreement is tested (.planted)
+            out.append(item if verdict is None else replace(item, verdict=replace(
+                planted.judged(item, verdict, JUDGES[item.ref]), protocol=protocol.name)))
             continue
         flips, toggles = [], []
         for key, difference in as_run.DIFFERENCES.items():
@@ -136,13 +138,13 @@ def explain(protocol, build: Callable) -> list:
             verb = "switching off" if key in protocol.switches else "switching on"
             name = (f"{verb} “{difference.title}”"
                     + (" (a defect of the original code)" if difference.defect else ""))
-            if toggled is not None and (toggled.agrees or toggled.blind):  # its check agrees
+            if toggled is not None and toggled.agrees:
                 flips.append(name)
             if toggled is not None and toggled.agrees is not None:
                 toggles.append((name, toggled.findings))
         if flips:
             reason = "computed: " + " or ".join(flips) + " alone makes it agree"
-        elif build(other)[index].verdict.agrees or build(other)[index].verdict.blind:
+        elif build(other)[index].verdict.agrees:
             reason = (f"computed: no single difference flips it, all of them together (the "
                       f"{other.name} protocol) do")
         else:
