@@ -219,10 +219,33 @@ def _plant(kind):
     return broken
 
 
+def _broken_build(kind):
+    """:meth:`ReleaseSpec.build` whose mechanism's release has the break ``kind`` (the written
+    protocol's releases, and unary encoding's in both)."""
+    from dpcore import release
+
+    real = release.ReleaseSpec.build
+
+    def build(spec):
+        mechanism = real(spec)
+        honest = mechanism.release
+
+        def broken(truth, rng):
+            counts = np.asarray(truth, dtype=float)
+            noisy = np.asarray(honest(truth, rng), dtype=float)
+            if kind == "no noise":
+                return counts.copy()
+            return counts + 10 * (noisy - counts) if kind == "noise × 10" else noisy + 2_000.0
+        object.__setattr__(mechanism, "release", broken)
+        return mechanism
+    return build
+
+
 @pytest.fixture(scope="module")
 def planted():
-    """The as-run verdicts on the nested file: real, and with the as-run releases (randomised
-    response, local hashing, Hadamard, both central ones) replaced by a broken one."""
+    """The verdicts of both protocols on the nested file: real, and with every release (the
+    as-run samplers and the written mechanisms) replaced by a broken one."""
+    from dpcore import release
     from dpcore.data import importers
 
     od = importers.import_od(_nested_file(), "nested.csv",
@@ -235,42 +258,57 @@ def planted():
         for kind in (None, "no noise", "noise × 10", "bias"):
             if kind is not None:
                 patch.setattr(as_run, "release", _plant(kind))
+                patch.setattr(release.ReleaseSpec, "build", _broken_build(kind))
                 patch.setattr(thesis_trials, "running_times", lambda *a, **k: times["real"])
-            else:
-                patch.setattr(as_run, "release", as_run.release)
-            chapter = thesis.run(od, epsilons=EPSILONS, trials=2, seed=5, n_jobs=1,
-                                 protocol="run")
+            chapter = thesis.run(od, epsilons=EPSILONS, trials=2, seed=5, n_jobs=1)
+            patch.undo()
             times.setdefault("real", chapter.items[-1].data)
-            out[kind] = {v.ref: v for v in chapter.verdicts}
+            out[kind] = {v.ref: v for v in chapter.verdicts if v.protocol == "as run"}
+            out[("as written", kind)] = {v.ref: v for v in chapter.verdicts
+                                         if v.protocol == "as written"}
             if kind is None:
                 out["items"] = {i.ref: i for i in chapter.items}
+                out["by protocol"] = chapter.by_protocol
     finally:
         patch.undo()
     return out
 
 
-#: Each check of the as-run protocol, and the planted releases it must reject. Not here: the
-#: running times (a clock, not a release), 5.16 and 5.17 (facts about the data).
-BREAKS = {"Figure 5.1": ("bias",), "Figure 5.2": ("no noise",), "Figure 5.3": ("no noise",),
-          "Figure 5.4": ("no noise",), "Figure 5.5": ("no noise",),
-          "Figure 5.7": ("no noise",), "Figure 5.8": ("no noise",),
-          "Table 5.1": ("no noise",), "Table 5.2": ("noise × 10", "bias"),
-          "Figure 5.9": ("no noise", "noise × 10", "bias"), "Figure 5.10": ("no noise",),
-          "Figure 5.11": ("no noise", "bias"), "Figure 5.12": ("no noise",),
-          "Figure 5.13": ("no noise",), "Figure 5.14": ("no noise",),
-          "Table 5.3": ("no noise", "noise × 10", "bias"), "Table 5.4": ("no noise",),
-          "Figure 5.15": ("no noise", "noise × 10", "bias")}
+def test_every_difference_of_a_run_has_a_computed_reason(planted):
+    """Both protocols on the nested file: a switch that flips it, or numbers from the run and the
+    laws (a planted break's own reasons: test_every_difference_has_a_reason_computed_…)."""
+    for verdicts in (planted[None], planted[("as written", None)]):
+        for verdict in verdicts.values():
+            if verdict.agrees is False:
+                assert verdict.reason.startswith("computed: ")
+                assert " alone makes it agree" in verdict.reason or " do" in verdict.reason \
+                    or re.search(r"\d", verdict.reason.split("what remains: ")[-1]), verdict.reason
 
 
-@pytest.mark.parametrize("ref", sorted(BREAKS))
-def test_check_fails_on_a_planted_broken_release(planted, ref):
-    for kind in BREAKS[ref]:
-        assert planted[kind][ref].agrees is False, (ref, kind, planted[kind][ref].ours)
-    for verdict in planted[None].values():  # every difference has a computed reason: a switch
-        if verdict.agrees is False:  # that flips it, or numbers from the run and the laws
-            assert verdict.reason.startswith("computed: ")
-            assert " alone makes it agree" in verdict.reason or re.search(
-                r"\d", verdict.reason.split("what remains: ")[-1]), verdict.reason
+@pytest.mark.parametrize("protocol", ["as written", "as run"])
+def test_what_the_report_cannot_tell_is_what_a_broken_release_does(planted, protocol):
+    """Every release broken for real (the samplers and the written mechanisms), both protocols:
+    where the correct release does not differ, the breaks the report says its check cannot tell
+    are exactly the real breaks that do not make it differ (less those not derived from an
+    item's data); an "agrees" therefore differs on every break. Some item of each protocol is
+    told apart from some break, and some is not."""
+    from dpcore.evaluation.thesis import planted as planting
+
+    real = planted[None] if protocol == "as run" else planted[("as written", None)]
+    items = {i.ref: i for i in planted["by protocol"][protocol]}
+    caught_some = blind_some = False
+    for ref, verdict in real.items():
+        if verdict.agrees is False or verdict.kind == "data" or ref not in thesis.JUDGES or (
+                verdict.agrees is None and not verdict.blind):
+            continue
+        caught = {kind for kind in planting.BREAKS
+                  if (planted[kind] if protocol == "as run" else planted[(protocol, kind)])[
+                      ref].agrees is False}
+        derived = {kind for kind in planting.BREAKS
+                   if planting.plant(items[ref], kind) is not None}
+        assert set(verdict.blind) == (set(planting.BREAKS) - caught) & derived, (ref, caught)
+        caught_some, blind_some = caught_some or bool(caught), blind_some or bool(verdict.blind)
+    assert caught_some and blind_some
 
 
 def test_figure_5_6_check_fails_when_the_top_30_are_drowned_in_noise(planted):
@@ -534,14 +572,16 @@ AGREEING = {
 
 #: What each check cannot tell, by construction of what it compares (the report says so, computed
 #: by planting the break in the item's data): checks that compare curves or bars with each other
-#: cannot tell noise × 10 on every release (ratios and orders do not change), nor a constant bias
-#: (it moves every curve alike and no rank); checks of "little change" cannot tell no noise.
-BLIND = {"Figure 5.1": {"no noise"}, "Figure 5.2": {"noise × 10", "bias"},
-         "Figure 5.3": {"noise × 10", "bias"}, "Figure 5.5": {"noise × 10", "bias"},
-         "Figure 5.6": {"no noise", "bias"}, "Figure 5.7": {"noise × 10", "bias"},
-         "Figure 5.8": {"noise × 10", "bias"}, "Figure 5.10": set(),
+#: cannot tell noise × 10 on every release (ratios and orders do not change); bars compared and
+#: rank tables cannot tell a constant bias (it moves every bar alike and no rank); checks of
+#: "little change" or "roughly the order" cannot tell no noise. A bias on error curves is not
+#: derived (planted in the release instead: test_what_the_report_cannot_tell_is_…).
+BLIND = {"Figure 5.1": {"no noise"}, "Figure 5.2": {"noise × 10"},
+         "Figure 5.3": {"noise × 10"}, "Figure 5.5": {"noise × 10", "bias"},
+         "Figure 5.6": {"no noise", "bias"}, "Figure 5.7": {"noise × 10"},
+         "Figure 5.8": {"noise × 10"}, "Figure 5.10": {"noise × 10"},
          "Figure 5.12": {"noise × 10", "bias"}, "Figure 5.13": {"noise × 10"},
-         "Figure 5.14": {"noise × 10", "bias"}, "Table 5.1": {"bias"}, "Table 5.2": {"bias"},
+         "Figure 5.14": {"noise × 10"}, "Table 5.1": {"bias"}, "Table 5.2": {"bias"},
          "Table 5.3": {"bias"}, "Table 5.4": {"bias"}, "Figure 5.4": set(),
          "Figure 5.9": set(), "Figure 5.11": set(), "Figure 5.15": {"bias"}}
 
@@ -558,8 +598,8 @@ def test_check_agrees_on_a_correct_release_and_tells_each_planted_break(ref):
         broken = planting.plant(item, kind)
         if broken is None:  # not derivable from the item: planted in the release below
             assert kind == "noise × 10" and (isinstance(item, thesis.Table)
-                                            or item.kind == "ordering") or ref in (
-                "Figure 5.10", "Figure 5.11")
+                                            or item.kind == "ordering") or (
+                kind == "bias" and (item.kind == "lines" or ref == "Figure 5.11"))
             continue
         assert thesis.judge(broken).verdict.agrees is (kind in BLIND[ref]), (kind,
                                                                             thesis.judge(broken).verdict.ours)

@@ -9,19 +9,18 @@ Where the data of a break follows from the item's own data:
 
 - bars (figures 5.1, 5.5, 5.6, 5.12): each released count becomes its true count, the true count
   plus ten times its error, or itself plus the bias — exactly;
-- error curves of one post-processing (figures 5.2, 5.3, 5.7, 5.8, 5.13, 5.14): no noise gives
-  error 0; noise × 10 multiplies every trial's RMSE and maximum error by 10 (exact for the raw
-  releases; for Base-Pos as if no count were clipped); a bias b gives RMSE √(RMSE² + b²) (an
-  unbiased release's errors average 0) and maximum error + b (at most; as if the largest error
-  were positive);
+- error curves (figures 5.2, 5.3, 5.7, 5.8, 5.10, 5.13, 5.14): no noise gives error 0; noise × 10
+  multiplies every trial's RMSE and maximum error by 10 (exact for the raw releases; after
+  Base-Pos and Base-Cut as if their share of the error did not change). A bias is not derived:
+  its effect on an RMSE depends on the release's mean error (b² + 2b·ē), which the curves do not
+  keep (the stability histogram's, for one, is negative: it zeroes small counts);
 - rank tables (5.1–5.4): no noise keeps the exact order in every trial; a constant bias moves
   no rank (every count shifts alike), so the trials are unchanged;
 - orderings and their stated zero counts (figures 5.4, 5.9, 5.11, 5.15): no noise releases every
   count as it is (zeros: the empty cells; order exact); a bias larger than the noise keeps the
   ranks and zeroes nothing.
 
-The other items' data (figure 5.10's post-processings, each acting differently on a broken
-release; Base-Cut's zeros under a bias, figure 5.11; the data facts 5.16, 5.17; the running
+The other items' data (error curves and Base-Cut's zeros, figure 5.11, under a bias; the data facts 5.16, 5.17; the running
 times; rank tables and orderings under noise × 10) do not follow from the item alone: they are shown to
 discriminate by planting the break in the release itself (``tests/test_thesis_as_run.py``).
 """
@@ -51,22 +50,10 @@ def _bars(data: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 def _lines(f: Figure, kind: str) -> pd.DataFrame | None:
     data = f.data.copy()
-    if (f.metric not in _ERRORS or not {"mean", "sd", "low", "high"} <= set(data)
-            or data.get("postprocess", pd.Series(dtype=str)).nunique() > 1):
-        return None  # post-processings compared: each acts differently on a broken release
+    if f.metric not in _ERRORS or not {"mean", "sd", "low", "high"} <= set(data) or kind == "bias":
+        return None
     cols = ["mean", "sd", "low", "high"]
-    if kind == "no noise":
-        data[cols] = 0.0
-    elif kind == "noise × 10":
-        data[cols] = data[cols] * 10
-    else:
-        sizes = f.context.get("sizes", {})
-        n = data["scenario"].map(sizes).astype(float) if "scenario" in data and sizes else \
-            float(f.context["n"])
-        shift = (np.hypot(data["mean"], BIAS) - data["mean"] if f.metric == "rmse"
-                 else BIAS / n)
-        for column in ("mean", "low", "high"):
-            data[column] = data[column] + shift
+    data[cols] = 0.0 if kind == "no noise" else data[cols] * 10
     return data
 
 
