@@ -293,8 +293,11 @@ def _summary_html(chapter: thesis.Chapter) -> str:
                 for d in thesis.as_run.DIFFERENCES.values())) + "). Each verdict is computed by "
             "the check printed under its item. The reason for a difference is computed too: the "
             "item is rerun with one protocol difference toggled at a time, and the ones that "
-            "flip it are named; when none does, what remains (the data) is said. Items marked "
-            "as data facts compare the data with the thesis's, not a mechanism.</p>")
+            "flip it are named; when none does, what remains (the data) is said. An agreement "
+            "is judged again with three breaks planted in the item's data (no noise, ten times "
+            "the noise, a constant bias): “cannot tell” marks a check that agrees on one of "
+            "them too, and names it. Items marked as data facts compare the data with the "
+            "thesis's, not a mechanism.</p>")
 
 
 def _about_data(chapter: thesis.Chapter) -> str:
