@@ -765,17 +765,16 @@ def _zcdp_total(entries: list[Entry], basic: float, deltas: float, slack: float)
            + sum(composition.pure_rho(e.epsilon) for e in pure))
     same = 0 < deltas < 1
     epsilon = composition.zcdp_epsilon(rho, deltas if same else slack)
-    note = "ρ's added up"
-    if pure:
-        note += (f"; {len(pure)} pure ε-DP publication(s) counted as ρ = ε²/2 (Bun & Steinke "
-                 "2016, Prop. 1.4)")
-    if same:
-        note += ("; smaller than basic at the same δ" if epsilon < basic else
-                 "; larger than basic at the same δ: basic is the tighter total")
+    notes = [f"{len(pure)} pure ε-DP publication(s) counted as ρ = ε²/2 (Bun & Steinke 2016, "
+             "Prop. 1.4)"] if pure else []
+    if not same:
+        notes.append(f"stated at δ = {slack:g} (basic's total δ is 1 or more and says nothing)")
+    elif epsilon < basic:
+        notes.append("smaller than basic at the same δ")
     else:
-        note += f"; stated at δ = {slack:g} (basic's total δ is 1 or more and says nothing)"
-    return ["zCDP (ρ-zCDP, ε = ρ + 2√(ρ ln(1/δ)))", epsilon, deltas if same else slack, rho,
-            note]
+        notes.append("larger than basic at the same δ: basic is the tighter total")
+    return ["zCDP (ρ's add up; ε = ρ + 2√(ρ ln(1/δ)))", epsilon, deltas if same else slack, rho,
+            "; ".join(notes)]
 
 
 def totals_by_label(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.DataFrame:
