@@ -33,7 +33,6 @@ def _say(text, *, error: bool = False, lines: bool = False) -> None:
     print(visible(text, keep="\n" if lines else ""), file=sys.stderr if error else sys.stdout)
 
 
-
 def _duration(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
@@ -166,7 +165,6 @@ def _scheduler(args) -> str | None:
     return cluster.check_scheduler(args.scheduler)
 
 
-
 def _mechanism_specs(args) -> list[tuple[str, dict]]:
     """``--mechanisms``, ``--param`` and ``--delta`` as (key, params) pairs, checked before any
     data is loaded (unknown keys fail listing the valid ones; δ goes to those that use it)."""
@@ -198,7 +196,6 @@ def _add_input(parser: argparse.ArgumentParser, required: bool) -> None:
                                         "or county (LODES)")
     parser.add_argument("--zones", metavar="PATH", help="optional zones file for --file "
                                                         "(zone, lat, lon[, parent])")
-
 
 
 def _add_scheduler(parser: argparse.ArgumentParser) -> None:

@@ -48,7 +48,6 @@ def _figures_row(key: str, title: str, od: ODMatrix) -> list:
 _FIGURE_HEADERS = ["key", "title", "n", "origins", "destinations", "|X|", "non-zero"]
 
 
-# ------------------------------------------------------------------------------------- commands
 def _cmd_datasets(args) -> int:
     if args.make:
         path, seconds = national.make(args.scale)

@@ -215,7 +215,6 @@ def _migrate_ledger(store: ledger.LedgerStore) -> int:
     return 0
 
 
-
 def add(commands: argparse._SubParsersAction) -> None:
     """The ``publish``, ``lodes-records`` and ``ledger`` subcommands."""
     out = commands.add_parser("publish", help="publish a release with OpenDP's noise and a "

@@ -60,7 +60,6 @@ def _cmd_release(args) -> int:
     return 0
 
 
-
 def _cmd_sweep(args) -> int:
     specs = _mechanism_specs(args)
     keys = [key for key, _ in specs]
