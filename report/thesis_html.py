@@ -51,6 +51,7 @@ SCENARIO_DASHES = ("solid", "dash", "dot", "dashdot")
 TRUE_COLOUR, RELEASED_COLOUR = "#8c564b", "#d62728"  # the thesis's brown and red bars
 _CONFIG = {"displaylogo": False, "responsive": True}
 _VERDICT_MARK = {"agrees": "✓ agrees", "differs": "✗ differs", "not checked": "– not checked",
+                 "cannot tell": "? cannot tell",
                  "data alike": "data fact: alike", "data differ": "data fact: differs"}
 
 
@@ -292,8 +293,11 @@ def _summary_html(chapter: thesis.Chapter) -> str:
                 for d in thesis.as_run.DIFFERENCES.values())) + "). Each verdict is computed by "
             "the check printed under its item. The reason for a difference is computed too: the "
             "item is rerun with one protocol difference toggled at a time, and the ones that "
-            "flip it are named; when none does, what remains (the data) is said. Items marked "
-            "as data facts compare the data with the thesis's, not a mechanism.</p>")
+            "flip it are named; when none does, what remains (the data) is said. An agreement "
+            "is judged again with three breaks planted in the item's data (no noise, ten times "
+            "the noise, a constant bias): “cannot tell” marks a check that agrees on one of "
+            "them too, and names it. Items marked as data facts compare the data with the "
+            "thesis's, not a mechanism.</p>")
 
 
 def _about_data(chapter: thesis.Chapter) -> str:
@@ -335,7 +339,7 @@ body {{ font-family: "Liberation Sans", Arial, sans-serif; max-width: 1150px; ma
 .verdict {{ font-size: 0.9em; background: #f6f6f6; padding: 0.5em 0.8em; }}
 .agrees {{ color: #1a6b1a; font-weight: bold; }}
 .differs {{ color: #a34000; font-weight: bold; }}
-.not-checked, .data-alike, .data-differ {{ color: #555; }}
+.not-checked, .cannot-tell, .data-alike, .data-differ {{ color: #555; }}
 table.data {{ border-collapse: collapse; font-size: 0.9em; }}
 table.data th, table.data td {{ padding: 3px 8px; border-bottom: 1px solid #ddd;
                                 text-align: right; vertical-align: top; }}

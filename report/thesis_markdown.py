@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 MARK = {"agrees": "✓ agrees", "differs": "✗ differs", "not checked": "– not checked",
+        "cannot tell": "? cannot tell",
         "data alike": "data fact: alike", "data differ": "data fact: differs"}
 
 
@@ -32,7 +33,8 @@ def table(verdicts: pd.DataFrame, full: bool = False) -> str:
         by = rows.set_index("Protocol")
         cells = [item] + [MARK.get(by.at[p, "Verdict"], by.at[p, "Verdict"]) for p in protocols]
         cells += [_cell(by.at[p, "Why it differs"], None if full else 160)
-                  if by.at[p, "Verdict"] == "differs" else "" for p in protocols]
+                  if by.at[p, "Verdict"] in ("differs", "cannot tell") else ""
+                  for p in protocols]
         if full:
             cells += [_cell(by.at[p, "This run"], None) for p in protocols]
         lines.append("| " + " | ".join(cells) + " |")

@@ -13,11 +13,12 @@ from streamlit.testing.v1 import AppTest
 
 from dpcore.data import datasets
 from dpcore.interfaces import classroom, classroom_stats
+from dpcore.interfaces.classroom import coins, numbers, repeated as repeated_rounds
 from dpcore.theory import learn
 from tests.app_pages import run_page, shown_table, text
 from tests.downloads import Downloads
-from tests.plotly_spec import figure
-from ui.classroom import view as classroom_view
+from tests.plotly_spec import figure, values
+from ui.classroom import coins as coins_view, numbers as numbers_view, view as classroom_view
 from ui.components import safe
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "7_Classroom.py")
@@ -507,3 +508,127 @@ def test_sessions_are_grouped_by_address_with_a_bulk_discard(store):
     assert not at.exception
     assert any("4 session(s), 4 report(s) deleted" in s.value for s in at.success)
     assert len(store.snapshot(code).reports) == 3
+
+
+# ------------------------------------------------------------------ repeated rounds (issue 38)
+def test_the_teacher_repeats_a_memoized_round_and_sees_each_students_total_epsilon(store):
+    code, key, _ = room_with_reports(store, epsilon=1.0, n=8, memoize=True)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert "has spent ε = 1 in this room" in text(at)
+    for _ in range(2):
+        at.button(key="classroom_repeat").click().run()
+        assert not at.exception and not at.error
+    assert [(r.mechanism, r.epsilon, r.memoize) for r in store.rounds(code)] == \
+        [("grr", 1.0, True)] * 3
+    assert "all 3 rounds has spent ε = 1 in this room" in text(at)
+    at.checkbox(key="memo-round").uncheck()
+    at.button(key=NEW_ROUND).click().run()                           # the same, drawn fresh
+    assert [r.memoize for r in store.rounds(code)] == [True, True, True, False]
+    assert "all 4 rounds has spent ε = 2 in this room" in text(at)
+    at.button(key="classroom_repeat").click().run()
+    assert "all 5 rounds has spent ε = 3 in this room" in text(at)   # T·ε for the fresh ones
+
+
+def test_the_simulated_averaging_attack_is_what_dpcore_computes(store):
+    code, key, question = room_with_reports(store, epsilon=1.0, n=4, students=30)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    result = repeated_rounds.averaging_attack(store.current_round(code), question.d, 30,
+                                              classroom_view.repeated.SIMULATED_ROUNDS, seed=0)
+    shown = text(at)
+    assert f"they name **{100 * result.fresh[-1]:.0f} %** of the class" in shown
+    assert f"with memoization, **{100 * result.memoized[-1]:.0f} %**" in shown
+    assert result.fresh[-1] > result.memoized[-1]
+    chart = figure(at, "attack names")
+    assert [t["name"] for t in chart["data"]] == ["fresh randomness every round",
+                                                  "memoized (first report reused)"]
+    assert np.allclose(values(chart["data"][1]["y"]), 100 * result.memoized)
+
+
+def test_an_olh_round_cannot_be_memoized_and_the_teacher_is_told_why(store):
+    code, key, _ = room_with_reports(store, n=3)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    at.selectbox(key="mech-round").set_value("olh")
+    at.checkbox(key="memo-round").check()
+    at.button(key=NEW_ROUND).click().run()
+    assert any("OLH cannot be memoized" in e.value for e in at.error)
+    assert len(store.rounds(code)) == 1
+
+
+def test_the_student_page_says_a_round_is_memoized(store):
+    code, _, _ = room_with_reports(store, n=2, memoize=True)
+    at = page({"room": code})
+    assert "memoized: your phone resends its first report" in text(at)
+
+
+def test_a_coins_round_shows_the_share_of_yes_with_its_exact_interval(store):
+    code, key, _ = room_with_reports(store, n=3)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    [prompt] = [t for t in at.text_input if t.label == "Yes/no question"]
+    prompt.set_value("Did you <b>cycle</b> today?")
+    at.button(key="FormSubmitter:classroom_coins-Open a coins round").click().run()
+    assert not at.exception and not at.error
+    round_ = store.current_round(code)
+    assert (round_.mechanism, round_.prompt) == ("coins", "Did you <b>cycle</b> today?")
+    assert "No taps yet" in at.info[0].value
+    for answer in [1] * 14 + [0] * 6:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": answer})
+    at.run()
+    result = coins.estimate(14, 20)
+    assert f"**{100 * result.shown:.0f} %** (exact 95 % interval {100 * result.low:.0f} %–" \
+           f"{100 * result.high:.0f} %)" in at.success[0].value
+    assert "Did you \\<b\\>cycle" in text(at)                 # the teacher's text stays text
+    assert "has spent ε = 3.1 in this room" in text(at)    # GRR 2 + ln 3
+    student = page({"room": code})
+    assert not student.exception and not student.error
+    shown = text(student)
+    assert "Two coins (Warner's randomised response)" in shown
+    assert all(step in shown for step in coins_view.STEPS)
+
+
+def test_a_number_round_shows_the_class_average_with_its_exact_interval(store):
+    code, key, _ = room_with_reports(store, n=3)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    [bound] = [n for n in at.number_input if n.label.startswith("Largest answer B")]
+    bound.set_value(60)
+    at.button(key="FormSubmitter:classroom_number-Open a number round").click().run()
+    assert not at.exception and not at.error
+    round_ = store.current_round(code)
+    assert (round_.mechanism, round_.bound, round_.epsilon) == ("number", 60.0, 1.0)
+    assert round_.prompt == numbers_view.DEFAULT_PROMPT
+    for bit in [1] * 12 + [0] * 8:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": bit})
+    at.run()
+    result = numbers.estimate(12, 20, 60.0, 1.0)
+    assert (f"Estimated class average: **{result.shown:.1f}** (exact 95 % interval "
+            f"{result.low:.1f}–{result.high:.1f})") in at.success[0].value
+    student = page({"room": code})
+    assert not student.exception and not student.error
+    assert all(step in text(student) for step in numbers_view.STEPS)
+    assert "One bit (Duchi et al.'s mean estimation)" in text(student)
+
+
+def test_before_and_after_compares_the_guess_the_estimate_and_the_truth(store):
+    code, key, _ = room_with_reports(store, n=3)
+    store.new_round(code, key, numbers.NUMBER, 1.0, prompt="Minutes?", bound=60)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    boxes = {n.label: n for n in at.number_input}
+    boxes["The class's guess"].set_value(20.0)
+    at.button(key="FormSubmitter:classroom_guess-Save").click().run()
+    assert not at.exception and not at.error
+    for bit in [1] * 12 + [0] * 8:
+        store.submit(store.ticket(code, secrets.token_hex(16)), {"y": bit})
+    at.run()
+    {n.label: n for n in at.number_input}["The truth, if you know it"].set_value(31.5)
+    at.button(key="FormSubmitter:classroom_guess-Save").click().run()
+    assert store.guess(code, 2) == (20.0, 31.5)
+    result = numbers.estimate(12, 20, 60.0, 1.0)
+    [table] = tables(at, "")
+    assert table["value"].tolist() == [
+        "20.0", f"{result.shown:.1f} ({result.low:.1f}–{result.high:.1f})", "31.5"]
+    closer = "estimate" if abs(result.shown - 31.5) < abs(20 - 31.5) else "guess"
+    assert any(f"The {'private estimate' if closer == 'estimate' else 'guess'} is closer" in i.value
+               for i in at.info)
+    {n.label: n for n in at.number_input}["The class's guess"].set_value(50.0)
+    at.button(key="FormSubmitter:classroom_guess-Save").click().run()
+    assert any("guess comes first" in e.value for e in at.error)
+    assert store.guess(code, 2) == (20.0, 31.5)

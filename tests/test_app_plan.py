@@ -366,3 +366,30 @@ def test_the_county_data_says_why_wls_is_not_offered_and_the_eds_offer_it():
         offered = publish.METHODS[publish.WLS] in at.radio(key="publish_method").options
         told = any("WLS is not offered" in c.value for c in at.caption)
         assert offered != told and offered == ("areas" in query), query
+
+
+def test_gaussian_publishes_are_totalled_in_zcdp_beside_adding_up():
+    """Issue 38: two Gaussian publishes and a discrete Laplace one under one label; the zCDP row
+    adds their ρ's (the Laplace one as ε²/2, Bun & Steinke 2016, Prop. 1.4) and states them at
+    basic's total δ, with a note saying which total is smaller."""
+    at = plan_page(mech=["laplace"], pp="base", target="rmse", eps="0.5")
+    at.selectbox(key="publish_mechanism").select(publish.GAUSSIAN).run()
+    for _ in range(2):
+        at.button(key="publish_go").click().run()
+        assert not at.exception, at.exception
+    entries, totals = ledger_tables(at)
+    rhos = [ledger.LedgerStore().entries()[i].rho for i in (0, 1)]
+    assert entries["ρ (zCDP)"].tolist() == [f"{r:.4g}" for r in rhos]
+    basic, zcdp = totals.iloc[0], totals.iloc[-1]
+    assert zcdp["composition"].startswith("zCDP") and zcdp["delta"] == basic["delta"] > 0
+    assert zcdp["rho"] == sum(rhos)
+    assert math.isclose(zcdp["epsilon"], sum(rhos) + 2 * math.sqrt(
+        sum(rhos) * math.log(1 / basic["delta"])), rel_tol=1e-12)
+    smaller = "smaller than basic" in zcdp["note"]
+    assert smaller == (zcdp["epsilon"] < basic["epsilon"])
+    assert any("their ρ's add up exactly" in m.value for m in at.markdown)
+    at.selectbox(key="publish_mechanism").select(publish.DISCRETE_LAPLACE).run()
+    at.button(key="publish_go").click().run()
+    _, totals = ledger_tables(at)
+    assert math.isclose(totals.iloc[-1]["rho"], sum(rhos) + 0.5 ** 2 / 2, rel_tol=1e-12)
+    assert "1 pure ε-DP publication(s) counted as ρ = ε²/2" in totals.iloc[-1]["note"]

@@ -67,7 +67,7 @@ def test_database_is_one_wal_file_in_the_configured_folder(tmp_path, monkeypatch
 
 def test_default_folder_is_outside_the_repository(monkeypatch):
     monkeypatch.delenv(classroom.FOLDER_VARIABLE, raising=False)
-    repository = classroom.Path(classroom.__file__).resolve().parents[1]
+    repository = classroom.Path(classroom.__file__).resolve().parents[3]
     assert repository not in classroom.default_folder().resolve().parents
 
 
@@ -370,13 +370,13 @@ def test_titles_names_rooms_and_rounds_are_capped(store, monkeypatch):
         Question("x" * (20 * 2 ** 20), ("A",), ("B",))      # the 20 MB title
     with pytest.raises(ClassroomError, match="longer than 80"):
         Question("q", ("A" * 81,), ("B",))
-    monkeypatch.setattr(classroom, "MAX_OPEN_ROOMS", 3)
+    monkeypatch.setattr(classroom.rooms, "MAX_OPEN_ROOMS", 3)
     codes = [store.create_room(QUESTION, "grr", 1.0) for _ in range(3)]
     with pytest.raises(ClassroomError, match="3 open rooms"):
         store.create_room(QUESTION, "grr", 1.0)
     store.close_room(*codes[0])
     store.create_room(QUESTION, "grr", 1.0)                 # a closed room frees a place
-    monkeypatch.setattr(classroom, "MAX_ROUNDS", 2)
+    monkeypatch.setattr(classroom.rooms, "MAX_ROUNDS", 2)
     code, key = codes[1]
     store.new_round(code, key, "grr", 2.0)
     with pytest.raises(ClassroomError, match="at most 2 rounds"):

@@ -17,6 +17,8 @@ import pytest
 from dpcore.data import datasets, views
 from dpcore.interfaces import classroom, cli, ledger, publish, published_domain
 from dpcore.interfaces.store import StoreUnavailable
+from dpcore.mechanisms.central import analytic_gaussian_sigma
+from dpcore.theory import composition
 
 #: The manifest's input entry: a bundled dataset's public geography.
 SOURCE = publish.input_entry("test", views.View(), {"source": published_domain.BUNDLED})
@@ -252,13 +254,62 @@ def test_totals_show_only_tighter_compositions():
     advanced = math.sqrt(2 * math.log(1e6) * 200 * 0.01) + 200 * 0.1 * math.expm1(0.1)
     assert totals.loc["advanced (δ′ = 1e-06)", "epsilon"] == pytest.approx(advanced)
     assert advanced < 20
-    gaussian = [ledger.Entry(i, "t", "d", "topdown", (), 1.0, 1e-6, 0.025, "m")
-                for i in range(4)]
-    totals = ledger.totals(gaussian)
-    rho = 0.1
-    assert totals["epsilon"].iloc[-1] == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)))
-    assert totals["composition"].iloc[-1] == "zCDP (ρ = 0.1 in all)"
-    assert totals["delta"].iloc[0] == pytest.approx(4e-6)
+
+
+def gaussian_entries(count, epsilon, delta, label="d"):
+    """``count`` analytic-Gaussian publications at (ε, δ), with the ρ = 1/(2σ²) they record."""
+    rho = composition.gaussian_rho(analytic_gaussian_sigma(epsilon, delta))
+    return [ledger.Entry(i, "t", label, "flat (gaussian)", (), epsilon, delta, rho, "m")
+            for i in range(1, count + 1)]
+
+
+def test_the_zcdp_total_of_gaussian_publishes_is_the_formula_at_basics_delta():
+    """Bun & Steinke 2016: ρ's add (Lemma 1.7), ρ-zCDP is (ρ + 2√(ρ ln(1/δ)), δ)-DP (Prop. 1.3)."""
+    entries = gaussian_entries(4, 1.0, 1e-6)
+    totals = ledger.totals(entries).set_index("composition")
+    rho = 4 * entries[0].rho
+    zcdp = totals.iloc[-1]
+    assert totals.index[-1].startswith("zCDP")
+    assert zcdp["rho"] == pytest.approx(rho)
+    assert zcdp["delta"] == pytest.approx(4e-6) == totals.loc["basic (budgets add up)", "delta"]
+    assert zcdp["epsilon"] == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1 / 4e-6)))
+    assert math.isnan(totals.loc["basic (budgets add up)", "rho"])
+
+
+def test_twelve_monthly_gaussian_releases_cost_less_in_zcdp_than_added_up():
+    totals = ledger.totals(gaussian_entries(12, 1.0, 1e-6)).set_index("composition")
+    basic, zcdp = totals.iloc[0], totals.iloc[-1]
+    assert basic["epsilon"] == pytest.approx(12.0)
+    assert zcdp["epsilon"] == pytest.approx(4.2395, abs=1e-3)  # docs/PLAN_AND_PUBLISH.md
+    assert zcdp["delta"] == basic["delta"]
+    assert zcdp["note"].endswith("smaller than basic at the same δ")
+    # One release alone: zCDP's conversion is looser than the release's own (ε, δ).
+    (one,) = ledger.totals(gaussian_entries(1, 1.0, 1e-6))[lambda t: t["composition"].str
+                                                            .startswith("zCDP")].itertuples()
+    assert one.epsilon == pytest.approx(1.2723, abs=1e-3) and "basic is the tighter" in one.note
+
+
+def test_a_mixed_ledger_counts_pure_publications_as_half_epsilon_squared():
+    """Bun & Steinke 2016, Prop. 1.4: ε-DP implies ε²/2-zCDP; a δ > 0 publication without a ρ
+    cannot be put in ρ, and then only the basic total is shown, with the reason."""
+    gaussian = gaussian_entries(6, 0.5, 1e-6)
+    laplace = [ledger.Entry(7, "t", "d", "flat (discrete_laplace)", (), 0.3, 0.0, None, "m")]
+    totals = ledger.totals(gaussian + laplace)
+    zcdp = totals.iloc[-1]
+    rho = 6 * gaussian[0].rho + 0.3 ** 2 / 2
+    assert zcdp["rho"] == pytest.approx(rho)
+    assert zcdp["epsilon"] == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1 / 6e-6)))
+    assert "1 pure ε-DP publication(s) counted as ρ = ε²/2" in zcdp["note"]
+    unknown = [ledger.Entry(8, "t", "d", "other", (), 0.3, 1e-7, None, "m")]
+    totals = ledger.totals(gaussian + unknown)
+    assert not totals["composition"].str.startswith("zCDP").any()
+    assert totals["note"].iloc[0].startswith("no zCDP total: 1 publication(s) have δ > 0")
+    pure_only = ledger.totals(laplace * 2)
+    assert pure_only["composition"].tolist() == ["basic (budgets add up)"]
+    assert pure_only["note"].tolist() == [""]
+    vacuous = ledger.totals(gaussian_entries(20, 1.0, 0.1)).iloc[-1]  # basic's δ = 2: nothing
+    assert vacuous["delta"] == ledger.SLACK_DELTA and "stated at δ = 1e-06" in vacuous["note"]
+    assert vacuous["epsilon"] == pytest.approx(composition.zcdp_epsilon(vacuous["rho"], 1e-6))
 
 
 def test_totals_per_label_and_unlabelled_publications_stand_alone(tmp_path):

@@ -160,6 +160,59 @@ def test_a_nation_of_counties_is_not_outlined(parents):
     assert len(maps.outlines(zones)) == (parents if parents <= maps.MAX_OUTLINES else 0)
 
 
+def leaflet_boxes(places, bounds, width):
+    """Each label's box (px) at the zoom Leaflet's fitBounds picks for a map ``width`` px wide
+    and maps.HEIGHT tall: the largest zoom, in steps of ZOOM_SNAP, at which the bounds fit
+    inside the padding (Web Mercator: 256·2^z px around the world)."""
+    (south, west), (north, east) = bounds
+    merc = lambda lat: np.log(np.tan(np.pi / 4 + np.radians(lat) / 2))     # noqa: E731
+    pad = 2 * maps.FIT_PADDING_PX
+    zoom = np.log2(min((width - pad) * 360 / (256 * (east - west)),
+                       (maps.HEIGHT - pad) * 2 * np.pi / (256 * (merc(north) - merc(south)))))
+    zoom = np.floor(zoom / maps.ZOOM_SNAP) * maps.ZOOM_SNAP
+    per_radian = 256 * 2 ** zoom / (2 * np.pi)
+    dx, dy = maps.LABEL_OFFSET_PX
+    return [(x := np.radians(lon - west) * per_radian + dx,
+             y := (merc(north) - merc(lat)) * per_radian + dy,
+             x + maps.LABEL_CHAR_PX * len(text), y + maps.LABEL_LINE_PX)
+            for text, lat, lon in places]
+
+
+def overlapping(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i, a in enumerate(boxes) for j, b in enumerate(boxes[:i])
+            if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
+
+
+def test_zone_labels_do_not_overlap_on_the_first_view():
+    """Issue 42 walk: the national Flow map printed its 40 largest tracts' names over each other
+    (they sit in a few cities). Labels kept are apart at the zoom Leaflet picks for the
+    narrowest map and any wider one; the largest is always kept; places far apart all keep
+    theirs; a city of 30 tracts a few px across keeps one."""
+    rng = np.random.default_rng(0)
+    city = [(f"Tract {i:011d}", 40 + rng.uniform(0, 0.3), -100 + rng.uniform(0, 0.3))
+            for i in range(30)]
+    towns = [(f"Town {i}", 30 + 4 * (i % 2), -120 + 6 * (i // 2)) for i in range(8)]
+    places = city + towns
+    bounds = [[29.0, -121.0], [41.0, -95.0]]
+    kept = maps.spaced_labels(places, bounds)
+    assert kept[0] == places[0] and set(towns) <= set(kept)
+    assert set(city) & set(kept) == {city[0]}     # the city is a few px across: one name
+    for width in (maps.LABEL_MAP_WIDTH, 540, 900):
+        assert overlapping(leaflet_boxes(kept, bounds, width)) == []
+        assert overlapping(leaflet_boxes(places, bounds, width))   # without spacing they do
+
+
+def test_the_county_map_keeps_most_names_and_none_overlap():
+    od = datasets.load("ireland_county")
+    zones = od.origins
+    places = list(zip(zones.labels, zones.lat, zones.lon))
+    frame = flows.zones(od, od.to_dense(), keep_empty=False)
+    bounds = maps._bounds(frame)
+    kept = maps.spaced_labels(places, bounds)
+    assert overlapping(leaflet_boxes(kept, bounds, maps.LABEL_MAP_WIDTH)) == []
+    assert len(kept) >= 2 * len(places) // 3
+
+
 # ------------------------------------------------------------------------------------ styling
 def test_line_widths_are_proportional_to_the_class_bounds():
     breaks = np.array([100, 200, 500, 1000, 2000, 5000])

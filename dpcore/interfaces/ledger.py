@@ -6,9 +6,10 @@ the square root of their number (advanced composition, Dwork, Rothblum, Vadhan, 
 differential privacy", FOCS 2010, in its form for different ε_i: ε' = √(2 ln(1/δ')·Σε_i²) +
 Σε_i(e^{ε_i} − 1), δ' added to Σδ_i), or — when Gaussian noise is used — through zCDP, where ρ
 adds up exactly (Bun, Steinke, "Concentrated differential privacy", TCC 2016: an ε-DP release is
-ε²/2-zCDP, and ρ-zCDP gives (ρ + 2√(ρ ln(1/δ)), δ)-DP). A total is shown under basic composition
-always, and under the others only where they are tighter (advanced composition is worse than
-basic for few or large budgets).
+ε²/2-zCDP, Prop. 1.4, and ρ-zCDP gives (ρ + 2√(ρ ln(1/δ)), δ)-DP, Prop. 1.3). A total is shown
+under basic composition always, under advanced composition only where it is tighter (it is worse
+than basic for few or large budgets), and under zCDP wherever every publication has a ρ or is
+pure ε-DP — at basic's total δ, with a note saying which of the two is smaller.
 
 **What an entry names.** A label the publisher types for the population (e.g. "Kildare commuters
 2016"), never a file name or anything read from the rows, and its levels by role ("fine level",
@@ -70,9 +71,10 @@ from pathlib import Path
 import pandas as pd
 
 from dpcore.interfaces import store
+from dpcore.theory import composition
 from dpcore.text import has_controls
 
-#: δ' of advanced composition and the δ at which a zCDP total is stated.
+#: δ' of advanced composition (and the δ of a zCDP total when basic's total δ is 1 or more).
 SLACK_DELTA = 1e-6
 GENESIS = "0" * 64
 #: The key (64 hex digits), when the operator keeps it in the environment rather than a file.
@@ -723,26 +725,56 @@ def publications(entries: list[Entry]) -> list[Entry]:
 
 def totals(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.DataFrame:
     """The total guarantee of the publications together (they are about the same people):
-    basic composition always; advanced composition and zCDP only where tighter than basic.
-    Columns ``composition``, ``epsilon``, ``delta``."""
+    basic composition always; advanced composition only where tighter than basic; zCDP wherever
+    every publication has a ρ (Gaussian) or is pure ε-DP (ε²/2-zCDP), stated at basic's total δ
+    so that the two ε compare at the same δ. Columns ``composition``, ``epsilon``, ``delta``,
+    ``rho`` (the zCDP row's summed ρ, NaN elsewhere) and ``note`` (which total is smaller, or
+    why there is no zCDP total)."""
     entries = publications(entries)
+    columns = ["composition", "epsilon", "delta", "rho", "note"]
     if not entries:
-        return pd.DataFrame(columns=["composition", "epsilon", "delta"])
+        return pd.DataFrame(columns=columns)
     eps = [e.epsilon for e in entries]
     deltas = sum(e.delta for e in entries)
     basic = sum(eps)
-    rows = [("basic (budgets add up)", basic, deltas)]
+    rows = [["basic (budgets add up)", basic, deltas, math.nan, ""]]
     advanced = (math.sqrt(2 * math.log(1 / slack) * sum(x * x for x in eps))
                 + sum(x * math.expm1(x) for x in eps))
     if advanced < basic:
-        rows.append((f"advanced (δ′ = {slack:g})", advanced, deltas + slack))
+        rows.append([f"advanced (δ′ = {slack:g})", advanced, deltas + slack, math.nan,
+                     "smaller than basic"])
+    zcdp = _zcdp_total(entries, basic, deltas, slack)
+    if isinstance(zcdp, str):
+        rows[0][-1] = zcdp
+    elif zcdp is not None:
+        rows.append(zcdp)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _zcdp_total(entries: list[Entry], basic: float, deltas: float, slack: float):
+    """The zCDP row of :func:`totals`; a sentence when some publication cannot be put in ρ (δ > 0
+    without a recorded ρ); None when none has a ρ (pure ε only: basic is already exact)."""
+    if all(e.rho is None for e in entries):
+        return None
+    unknown = [e for e in entries if e.rho is None and e.delta > 0]
+    if unknown:
+        return (f"no zCDP total: {len(unknown)} publication(s) have δ > 0 but no recorded ρ, "
+                "so they cannot be composed in zCDP")
     pure = [e for e in entries if e.rho is None]
-    if len(pure) < len(entries) and all(e.delta == 0 for e in pure):
-        rho = sum(e.rho if e.rho is not None else e.epsilon ** 2 / 2 for e in entries)
-        zcdp = rho + 2 * math.sqrt(rho * math.log(1 / slack))
-        if zcdp < basic:
-            rows.append((f"zCDP (ρ = {rho:.4g} in all)", zcdp, slack))
-    return pd.DataFrame(rows, columns=["composition", "epsilon", "delta"])
+    rho = (sum(e.rho for e in entries if e.rho is not None)
+           + sum(composition.pure_rho(e.epsilon) for e in pure))
+    same = 0 < deltas < 1
+    epsilon = composition.zcdp_epsilon(rho, deltas if same else slack)
+    notes = [f"{len(pure)} pure ε-DP publication(s) counted as ρ = ε²/2 (Bun & Steinke 2016, "
+             "Prop. 1.4)"] if pure else []
+    if not same:
+        notes.append(f"stated at δ = {slack:g} (basic's total δ is 1 or more and says nothing)")
+    elif epsilon < basic:
+        notes.append("smaller than basic at the same δ")
+    else:
+        notes.append("larger than basic at the same δ: basic is the tighter total")
+    return ["zCDP (ρ's add up; ε = ρ + 2√(ρ ln(1/δ)))", epsilon, deltas if same else slack, rho,
+            "; ".join(notes)]
 
 
 def totals_by_label(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.DataFrame:
@@ -757,7 +789,7 @@ def totals_by_label(entries: list[Entry], slack: float = SLACK_DELTA) -> pd.Data
         frames.append(frame)
     if not frames:
         return pd.DataFrame(columns=["label", "publications", "composition", "epsilon",
-                                     "delta"])
+                                     "delta", "rho", "note"])
     return pd.concat(frames, ignore_index=True)
 
 

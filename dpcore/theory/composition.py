@@ -3,7 +3,8 @@ beside the analytic one, for the Learn page.
 
 * ρ-zCDP [BS16, Bun & Steinke, TCC 2016]: ``N(0, σ²)`` noise on a query of L2 sensitivity Δ is
   ρ-zCDP with ``ρ = Δ²/(2σ²)`` (Prop. 1.6); ρ's add under composition (Lemma 1.7); ρ-zCDP implies
-  ``(ρ + 2√(ρ ln(1/δ)), δ)``-DP for every δ > 0 (Prop. 1.3). Zero-concentrated DP is a bound on the
+  ``(ρ + 2√(ρ ln(1/δ)), δ)``-DP for every δ > 0 (Prop. 1.3); a pure ε-DP release (e.g. the
+  discrete Laplace) is ε²/2-zCDP (Prop. 1.4), so it composes with Gaussian ones in ρ. Zero-concentrated DP is a bound on the
   Rényi divergences of every order α > 1 (Rényi DP [Mir17]), which is why it composes by adding.
 * The classic Gaussian σ = Δ√(2 ln(1.25/δ))/ε [DR14, Thm A.1] is proven for ε < 1 only; the
   analytic σ [BW18] is the smallest σ meeting the exact (ε, δ) condition
@@ -32,6 +33,11 @@ def zcdp_epsilon(rho, delta):
     r = checked_array("rho", rho, low=0.0)
     d = checked_array("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     return unwrap(r + 2 * np.sqrt(r * np.log(1 / d)))
+
+
+def pure_rho(epsilon):
+    """ρ = ε²/2 of a pure ε-DP release [BS16, Prop. 1.4]."""
+    return unwrap(checked_array("epsilon", epsilon, low=0.0) ** 2 / 2)
 
 
 def classic_gaussian_sigma(epsilon, delta, l2_sensitivity=1.0):

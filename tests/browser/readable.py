@@ -15,11 +15,15 @@ CUT = """(selector) => [...document.querySelectorAll(selector)]
     .filter(([e, text]) => e.offsetParent !== null && text)
     .map(([e, text]) => [text, e.scrollWidth, e.clientWidth])"""
 #: Chips' text, button labels, the HTML tables' headers and cells, the selects' chosen values
-#: (a one-line input: its value is measured).
+#: (a one-line input: its value is measured), checkbox and toggle labels.
 NAMED = ('[data-testid="stMultiSelectTagsContainer"] [data-tag] > span',
          '[data-testid="stSidebar"] button [data-testid="stMarkdownContainer"]',
          '[data-testid="stTable"] th', '[data-testid="stTable"] td',
-         '[data-testid="stSelectbox"] input')
+         '[data-testid="stSelectbox"] input',
+         '[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] '
+         '[data-testid="stMarkdownContainer"]')
+#: The toggle and checkbox labels of :data:`NAMED`.
+TOGGLE_LABELS = NAMED[-1]
 GRIDS = """() => [...document.querySelectorAll(
         '[data-testid="stDataFrame"] .dvn-scroller, [data-testid="stTable"]')]
     .filter(e => e.offsetParent !== null)

@@ -144,3 +144,18 @@ def test_reports_carry_no_true_cell(randomiser):
         report = randomiser(classroom.client_spec(round_, D), [ITEM])[0]
         assert set(report) == {"grr": {"y"}, "oue": {"bits"}, "olh": {"a", "b", "y"},
                                "hr": {"y"}}[mechanism]
+
+
+@pytest.mark.parametrize("value, epsilon", [(0, 1.0), (30, 1.0), (120, 2.0), (500, 0.5)])
+def test_the_number_randomiser_sends_one_bit_at_duchi_et_al_s_probability(randomiser, value,
+                                                                          epsilon):
+    """The phone's one bit (dpRandomisers.number) is 1 at the server's probability (binomial
+    test), for values inside and beyond [0, B]."""
+    from dpcore.interfaces.classroom import numbers
+    round_ = classroom.Round("TEST", 1, numbers.NUMBER, epsilon, None, 0.0, None, False,
+                             "Minutes?", 120.0)
+    spec = classroom.client_spec(round_, D)
+    reports = validated(round_, randomiser(spec, [value] * DRAWS))
+    ones = sum(r["y"] for r in reports)
+    expected = numbers.one_probability(value, 120.0, epsilon)
+    assert stats.binomtest(ones, DRAWS, expected).pvalue > ALPHA

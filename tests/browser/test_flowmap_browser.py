@@ -19,7 +19,7 @@ from playwright.sync_api import Frame, Page, expect
 from dpcore.data import datasets
 from dpcore.evaluation import flows
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.readable import cut_short, grids_off_screen
+from tests.browser.readable import CUT, TOGGLE_LABELS, cut_short, grids_off_screen
 from ui.maps import layers as maps
 
 pytestmark = pytest.mark.browser
@@ -176,6 +176,18 @@ def rings_drawn(page: Page, expected: int) -> None:
             return
         page.wait_for_timeout(250)
     pytest.fail(f"expected {expected} within-zone rings, last seen {seen}")
+
+
+def test_the_rings_toggle_reads_whole_at_1280_px(page: Page, app_url):
+    """Issue 42 walk: at 1,280 px the toggle in the narrow right-hand column read "Rings: flows
+    with…"; its label wraps instead."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{app_url}/Flow_map?dataset=ireland_county&mech=laplace&eps=1&seed=0")
+    check_drawn(page, flows.TRUE)
+    labels = {text: (scroll, client) for text, scroll, client in page.evaluate(CUT, TOGGLE_LABELS)}
+    scroll, client = labels["Rings: flows within one zone"]
+    assert scroll <= client + 1, (scroll, client)
+    assert cut_short(page, required=()) == []
 
 
 def test_the_map_draws_lines_and_the_rings_on_request_beside_lists_that_wrap(page: Page,

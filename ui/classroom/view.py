@@ -27,7 +27,8 @@ from dpcore import export, mechanisms
 from dpcore.interfaces import classroom, classroom_admission as admission, classroom_stats
 from dpcore.interfaces.store import StoreUnavailable
 from dpcore.theory import learn
-from ui.classroom import component
+from ui.classroom import coins as coins_view, component, guesses, repeated
+from ui.classroom import numbers as numbers_view
 from ui.components import charts, data, safe
 
 #: Seconds between refreshes of the teacher's live view.
@@ -158,6 +159,7 @@ def create_form() -> None:
                                           key=f"create-{students}-{d}")
     reveal = st.checkbox("Let students also send their true answer, separately and "
                          "optionally (NOT private), to compare at the end")
+    memoize = memoize_input("create")
     mode, cap, codes = admission_inputs(students)
     hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
     limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
@@ -168,7 +170,7 @@ def create_form() -> None:
             code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
                                             hours=float(hours), max_reports=int(limit),
                                             students=students, admission=mode, cap=cap,
-                                            codes=codes)
+                                            codes=codes, memoize=memoize)
         except classroom.ClassroomError as problem:
             st.error(safe.markdown(problem))
             return
@@ -201,10 +203,21 @@ def admission_inputs(students: int) -> tuple[str, int, int]:
     return mode, cap or admission.DEFAULT_CAP, codes
 
 
+def memoize_input(key: str, value: bool = False) -> bool:
+    return st.checkbox("Memoize: in repeated rounds each phone resends its first report",
+                       value=value, key=f"memo-{key}",
+                       help="With memoization a student who answers the same question again "
+                            "(same mechanism and ε) sends the report their phone drew the first "
+                            "time, so linking their rounds reveals nothing more and they spend ε "
+                            "once. Without it every round is a fresh draw and costs ε again. "
+                            "Not for OLH, whose hash seed changes every round.")
+
+
 def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
     """Mechanism and ε pickers, starting at the given values (a new ``key`` resets them)."""
     keys = list(classroom.MECHANISMS)
-    chosen = st.selectbox("Local mechanism", keys, index=keys.index(mechanism),
+    chosen = st.selectbox("Local mechanism", keys,
+                          index=keys.index(mechanism) if mechanism in keys else 0,
                           format_func=lambda k: mechanisms.get(k).name, key=f"mech-{key}")
     value = min(classroom.EPSILONS, key=lambda e: abs(e - epsilon))
     eps = st.select_slider("Privacy budget ε", classroom.EPSILONS, value=value, key=f"eps-{key}")
@@ -258,6 +271,7 @@ def teacher(code: str) -> None:
         unlock(room.code)
     elif room.is_open():
         controls(room, key)
+        guesses.form(store(), room, key)
         if room.admission == "codes":
             join_codes(room, key, link)
     live_view(room.code, key if room.is_open() else None)
@@ -305,28 +319,50 @@ def unlock(code: str) -> None:
 
 def controls(room: classroom.Room, key: str) -> None:
     current = store().current_round(room.code)
-    with st.expander(f"Round {current.number}: {mechanisms.get(current.mechanism).name}, "
+    with st.expander(f"Round {current.number}: {coins_view.name(current)}, "
                      f"ε = {current.epsilon:g} — change mechanism or ε (opens a new round)"):
         with st.form("classroom_round"):
             mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon, "round")
+            memoize = memoize_input("round", current.memoize)
             if st.form_submit_button("Open a new round with these settings"):
-                if (mechanism, epsilon) == (current.mechanism, current.epsilon):
-                    st.info("These are the current round's settings; nothing changed.")
+                if (mechanism, epsilon, memoize) == (current.mechanism, current.epsilon,
+                                                     current.memoize):
+                    st.info("These are the current round's settings; nothing changed. To ask "
+                            "the same again, use \"Ask this round again\".")
                 else:
-                    try:
-                        store().new_round(room.code, key, mechanism, epsilon)
-                    except classroom.ClassroomError as problem:
-                        st.error(safe.markdown(problem))
-                        return
-                    st.session_state.pop(VIEWED_ROUND, None)
-                    st.rerun()
+                    open_round(room, key, mechanism, epsilon, memoize)
+        if st.button("Ask this round again (same question, mechanism and ε)",
+                     key="classroom_repeat"):
+            open_round(room, key, current.mechanism, current.epsilon, current.memoize,
+                       current.prompt, current.bound)
+        prompt = coins_view.form()
+        if prompt is not None:
+            open_round(room, key, classroom.coins.COINS, classroom.coins.EPSILON, False, prompt)
+        number = numbers_view.form()
+        if number is not None:
+            open_round(room, key, classroom.numbers.NUMBER, number[2], False, number[0],
+                       number[1])
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
+    repeated.panel(room, store().rounds(room.code))
     with st.expander("Teacher key (do not open on the projector)"):
         st.caption("Whoever has this key can change or close the room: it lets you take control "
                    "from another browser.")
         st.code(key, language=None)
+
+
+def open_round(room: classroom.Room, key: str, mechanism: str, epsilon: float,
+               memoize: bool, prompt: str | None = None, bound: float | None = None) -> None:
+    """Open the next round (showing the store's refusal, if any) and show it."""
+    try:
+        store().new_round(room.code, key, mechanism, epsilon, memoize=memoize, prompt=prompt,
+                          bound=bound)
+    except classroom.ClassroomError as problem:
+        st.error(safe.markdown(problem))
+        return
+    st.session_state.pop(VIEWED_ROUND, None)
+    st.rerun()
 
 
 def discard(room: classroom.Room, key: str) -> None:
@@ -433,9 +469,14 @@ def _live_view(code: str) -> None:
     if st.session_state.get(VIEWED_ROUND) not in numbers:
         st.session_state[VIEWED_ROUND] = numbers[-1]
     described = {r.number: f"Round {r.number}: {r.mechanism.upper()}, ε = {r.epsilon:g}"
-                 + ("" if r.closed else " (open)") for r in rounds}
+                 + (", memoized" if r.memoize else "") + ("" if r.closed else " (open)")
+                 for r in rounds}
     number = st.selectbox("Show", numbers, key=VIEWED_ROUND, format_func=described.__getitem__)
     snap = store().snapshot(code, number)
+    if snap.round.mechanism in guesses.KINDS:
+        view = coins_view if snap.round.mechanism == classroom.coins.COINS else numbers_view
+        guesses.compare(store(), snap, view.live(snap))
+        return
     question = snap.room.question
     estimate = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
     if estimate is None:
@@ -597,11 +638,14 @@ def student(code: str) -> None:
         return
     question = room.question
     st.markdown(f"Room **{classroom.format_code(room.code)}** · round {current.number} · "
-                f"{mechanisms.get(current.mechanism).name}, ε = {current.epsilon:g}")
+                f"{coins_view.name(current)}, ε = {current.epsilon:g}"
+                + (" · memoized: your phone resends its first report" if current.memoize else ""))
     if not room.is_open():
         st.warning("This room is closed: the teacher closed it or it expired.")
         return
-    st.header(safe.markdown(question.title))
+    asks_a_commute = current.mechanism not in (classroom.coins.COINS, classroom.numbers.NUMBER)
+    if asks_a_commute:
+        st.header(safe.markdown(question.title))
     round_key = f"{room.code}:{current.number}"
     typed = None
     if room.admission == "codes":
@@ -612,21 +656,20 @@ def student(code: str) -> None:
     if ticket is None or ticket.join_code != (typed and classroom.normalise_code(typed)[:16]):
         ticket = store().ticket(room.code, st.session_state[SESSION], connection_address(), typed)
         st.session_state[TICKETS][round_key] = ticket
-    mech = current.build()
-    with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
-        for number, step in enumerate(learn.device_rules(mech, question.d), start=1):
+    if asks_a_commute:
+        device_rules(current, question.d)
+    else:
+        st.subheader(safe.markdown(current.prompt))
+        steps = coins_view.STEPS if current.mechanism == classroom.coins.COINS else \
+            numbers_view.STEPS
+        for number, step in enumerate(steps, start=1):
             st.markdown(f"{number}. {step}")
-        st.caption("Your choice below is randomised by this page in your own browser; only the "
-                   "report is sent.")
-    st.caption(f"Not listed? Choose \"none of these\" in either list: your answer then counts "
-               f"in the extra commute \"{classroom.NONE_OF_THESE}\", so the listed commutes are "
-               f"estimated only from those who take them ({question.d} possible answers in all).")
     data_for_phone = {"room": room.code, "nonce": ticket.nonce,
                       "spec": classroom.client_spec(current, question.d, ticket.seed),
                       "origins": list(question.origins),
                       "destinations": list(question.destinations),
                       "noneLabel": classroom.NONE_OF_THESE,
-                      "reveal": room.reveal,
+                      "reveal": room.reveal and asks_a_commute,
                       "alreadySent": bool(st.session_state[SENT].get(round_key, {}).get("ok")),
                       "sent": st.session_state[SENT].get(round_key),
                       "revealed": st.session_state[REVEALED].get(round_key)}
@@ -641,6 +684,18 @@ def student(code: str) -> None:
     st.caption("One report per round from this browser session: the server refuses a second "
                "one from the same session, and the phone remembers sent rounds in this browser's "
                f"storage. {admission_caption(room)}")
+
+
+def device_rules(current: classroom.Round, d: int) -> None:
+    """What the phone does with the commute in this round's mechanism, and the extra cell."""
+    with st.expander("What your phone will do"):   # collapsed: the choice stays above a phone's fold
+        for number, step in enumerate(learn.device_rules(current.build(), d), start=1):
+            st.markdown(f"{number}. {step}")
+        st.caption("Your choice below is randomised by this page in your own browser; only the "
+                   "report is sent.")
+    st.caption(f"Not listed? Choose \"none of these\" in either list: your answer then counts "
+               f"in the extra commute \"{classroom.NONE_OF_THESE}\", so the listed commutes are "
+               f"estimated only from those who take them ({d} possible answers in all).")
 
 
 def connection_address() -> str:

@@ -4,12 +4,13 @@
   mechanism chip…). :func:`skip_link` puts a link at the top of the main area, the first stop
   after Streamlit's own "Skip to main content", that jumps to :func:`epsilon_anchor` just above
   the ε slider; it is visible only while it has the keyboard focus (WCAG 2.4.1, bypass blocks).
-* **No truncation.** Streamlit cuts multiselect chips ("Generalised rando…") and narrow button
-  labels ("Ne…"), metric labels ("Released commutes inv…") with an ellipsis, and scrolls tab
-  labels out of sight; :data:`CSS` lets them wrap instead, so every chip, button, metric and
-  tab reads whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks
-  rather than spills. (A select's value is a one-line input that cannot wrap: the dataset
-  picker has short labels, :data:`ui.components.widgets.PICKER_LABELS`.)
+* **No truncation.** Streamlit cuts multiselect chips ("Generalised rando…"), narrow button
+  labels ("Ne…"), metric labels ("Released commutes inv…") and a checkbox's or toggle's label
+  in a narrow column ("Rings: flows with…") with an ellipsis, and scrolls tab labels out of
+  sight; :data:`CSS` lets them wrap instead, so every chip, button, metric, toggle and tab reads
+  whole at 1,280–1,400 px. Long unspaced text in a wrapped table's cell breaks rather than
+  spills. (A select's value is a one-line input that cannot wrap: the dataset picker has short
+  labels, :data:`ui.components.widgets.PICKER_LABELS`.)
 * **Contrast.** Inline code in a caption is drawn in the text colour (see :data:`CSS`).
 """
 
@@ -36,6 +37,12 @@ CSS = """<style>
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p { white-space: normal;
   overflow: visible; text-overflow: clip; }
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; }
+/* A checkbox's or toggle's label in a narrow column ("Rings: flows with…" at 1,280 px) wraps. */
+[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] div,
+[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] span,
+[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] p { white-space: normal;
+  overflow: visible; text-overflow: clip; }
 /* Cells of a wrapped table (charts.wrapped_table) break long unspaced text (a manifest id)
    rather than spill out of their column. */
 [data-testid="stTable"] td, [data-testid="stTable"] th { overflow-wrap: anywhere; }

@@ -65,6 +65,13 @@ ARC_POINTS = 9
 PRECISION = 5
 #: Zones labelled when there are no outlines to label instead (the largest ones).
 MAX_LABELS = 40
+#: For spacing the labels (:func:`spaced_labels`): the narrowest the map is drawn (px, the
+#: page's map column at 1,280 px), and a label's glyph width and line height (px, .zone-label's
+#: 11 px font) and its offset from the point (ZoneLabels' iconAnchor).
+LABEL_MAP_WIDTH = 480
+LABEL_CHAR_PX, LABEL_LINE_PX, LABEL_OFFSET_PX = 6.5, 14, (6, -7)
+#: Leaflet's zoom steps and the padding (px) the map is fitted to its bounds with.
+ZOOM_SNAP, FIT_PADDING_PX = 0.25, 12
 #: Parents outlined and labelled at most: Ireland's 26 counties help read a map of its EDs, a
 #: nation's 3,000 counties would cover the flows with their names (the largest zones are
 #: labelled instead).
@@ -231,6 +238,36 @@ class Legend(MacroElement):
         self.position = position
 
 
+def _mercator(lat) -> np.ndarray:
+    return np.log(np.tan(np.pi / 4 + np.radians(np.clip(lat, -85, 85)) / 2))
+
+
+def spaced_labels(places: list[tuple[str, float, float]], bounds: list[list[float]],
+                  width: float = LABEL_MAP_WIDTH, height: float = HEIGHT
+                  ) -> list[tuple[str, float, float]]:
+    """The places, in order, whose label does not overlap the label of one kept before it on
+    the map's first view: a national map's 40 largest tracts sit in a few cities, and their
+    names were printed over each other (issue 42). Leaflet fits ``bounds`` (less its padding)
+    at a zoom rounded down to a step of :data:`ZOOM_SNAP`, so the first view's scale is at least
+    2^−ZOOM_SNAP of the fitted one: the boxes are measured at that scale. Every zone keeps its
+    hover name."""
+    (south, west), (north, east) = bounds
+    across = max(math.radians(east - west), 1e-9)
+    tall = max(float(_mercator(north) - _mercator(south)), 1e-9)
+    scale = (min((width - 2 * FIT_PADDING_PX) / across, (height - 2 * FIT_PADDING_PX) / tall)
+             * 2 ** -ZOOM_SNAP)                          # px per radian, the least the fit gives
+    kept, boxes = [], []
+    for text, lat, lon in places:
+        x = math.radians(lon - west) * scale + LABEL_OFFSET_PX[0]
+        y = float(_mercator(north) - _mercator(lat)) * scale + LABEL_OFFSET_PX[1]
+        box = (x, y, x + LABEL_CHAR_PX * len(str(text)), y + LABEL_LINE_PX)
+        if all(box[2] <= b[0] or b[2] <= box[0] or box[3] <= b[1] or b[3] <= box[1]
+               for b in boxes):
+            kept.append((text, lat, lon))
+            boxes.append(box)
+    return kept
+
+
 class ZoneLabels(MacroElement):
     """Permanent place names, one DOM label each (the text is :func:`html_text`, already inert)."""
 
@@ -362,7 +399,7 @@ def new_map(bounds, basemap: bool = False, geographic: bool = True) -> folium.Ma
     the app, with the bundled land and borders drawn in. ``basemap`` adds OpenStreetMap tiles
     (requests to a third party: opt-in) over them. ``geographic=False`` (a schematic layout,
     :mod:`dpcore.data.schematic`): no land, borders, tiles or scale bar."""
-    m = folium.Map(tiles=None, prefer_canvas=True, control_scale=geographic, zoom_snap=0.25)
+    m = folium.Map(tiles=None, prefer_canvas=True, control_scale=geographic, zoom_snap=ZOOM_SNAP)
     m.default_js = [("leaflet", leaflet_assets.JS_URL)]
     m.default_css = [("leaflet_css", leaflet_assets.CSS_URL)]
     m.get_root().header.add_child(Element(_CSS), name="flow_map_css")
@@ -371,7 +408,7 @@ def new_map(bounds, basemap: bool = False, geographic: bool = True) -> folium.Ma
     if basemap and geographic:
         folium.TileLayer(OSM_TILES, attr=OSM_ATTRIBUTION, name="OpenStreetMap",
                          max_zoom=19).add_to(m)
-    m.fit_bounds(bounds, padding=(12, 12))
+    m.fit_bounds(bounds, padding=(FIT_PADDING_PX, FIT_PADDING_PX))
     return m
 
 
@@ -522,7 +559,7 @@ def flow_map(selection: flows.FlowSelection, zone_frame: pd.DataFrame, breaks, *
     else:
         largest = placed.nlargest(MAX_LABELS, size_by)
         places = list(zip(largest["label"], largest["lat"], largest["lon"]))
-    ZoneLabels(places).add_to(m)
+    ZoneLabels(spaced_labels(places, bounds)).add_to(m)
     statuses = set(lines["status"]) | set(within["status"])
     legends = [legend_html(selection.view, breaks, statuses, colour, labels)]
     if areas is not None:

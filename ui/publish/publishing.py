@@ -210,12 +210,18 @@ def ledger_section(check: ledger.Check | None) -> None:
     charts.wrapped_table(shown)
     st.markdown("**Spent so far, per label** (publications with one label are about the same "
                 "people, so their budgets compose; an unlabelled one stands alone; advanced "
-                "composition and zCDP are shown only where they give a smaller total than "
-                "adding up):")
+                "composition is shown only where it gives a smaller total than adding up). "
+                "Where the releases are Gaussian, their ρ's add up exactly (zero-concentrated "
+                "DP, Bun & Steinke 2016) and the zCDP row states ρ's total as (ρ + "
+                "2√(ρ ln(1/δ)), δ) at the same δ as adding up, so the two ε compare directly: "
+                "the note says which is smaller. A discrete Laplace release (pure ε-DP) counts "
+                "as ρ = ε²/2 there.")
     st.dataframe(safe.verbatim(ledger.totals_by_label(entries), "label"), hide_index=True,
                  width="stretch",
                  column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.4g"),
-                                "delta": st.column_config.NumberColumn("δ", format="%.2e")})
+                                "delta": st.column_config.NumberColumn("δ", format="%.2e"),
+                                "rho": st.column_config.NumberColumn("ρ (zCDP)", format="%.4g"),
+                                "note": st.column_config.TextColumn("compared with adding up")})
     if not problems:
         st.caption(f"Keyed chain intact: {len(entries)} "
                    f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with an HMAC "

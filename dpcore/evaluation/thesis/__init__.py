@@ -43,7 +43,8 @@ The package, by what changes together:
   :mod:`.checks_central` (5.1–5.4), :mod:`.checks_local` (5.5–5.8, tables 5.1 and 5.2, the rank
   tables' check), :mod:`.checks_postprocessing` (5.9–5.11), :mod:`.checks_ed` (5.12–5.17).
 - :mod:`.verdicts` — each item's judge, the verdict tables and the computed reason of a
-  difference (:func:`explain`, the laws of :mod:`.reasons`).
+  difference (:func:`explain`, the laws of :mod:`.reasons`); :mod:`.planted` — each agreement
+  judged again on breaks planted in the item's data ("cannot tell" when its check agrees too).
 """
 
 from dpcore.evaluation.thesis import as_run, reasons

@@ -24,11 +24,50 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _curve(data: pd.DataFrame, **where) -> pd.Series:
-    rows = data
+def _rows(data: pd.DataFrame, where: dict) -> pd.DataFrame:
+    mask = np.ones(len(data), dtype=bool)
     for column, value in where.items():
-        rows = rows[rows[column] == value]
-    return rows.groupby("epsilon")["mean"].mean().sort_index()
+        mask &= data[column].to_numpy() == value
+    return data[mask]
+
+
+def _curve(data: pd.DataFrame, **where) -> pd.Series:
+    return _rows(data, where).groupby("epsilon")["mean"].mean().sort_index()
+
+
+#: Two noisy curves are told apart only by more than this many standard errors of their
+#: difference (each point's s.e.: the trials' s.d. / √trials); within it, a comparison counts as
+#: the thesis's way. With no spread (one trial, or a release without noise) the comparison is
+#: strict.
+NOISE_SE = 2.0
+TOLERANCE_TEXT = (f"two curves within {NOISE_SE:g} standard errors of their difference (from the "
+                  f"trials' spread) count as in the thesis's order")
+
+
+def _curve_se(data: pd.DataFrame, **where) -> pd.Series:
+    """Standard error of :func:`_curve` (a mean of the matching rows' means), by ε."""
+    rows = _rows(data, where)
+    sd = rows["sd"].fillna(0.0).to_numpy() if "sd" in rows else np.zeros(len(rows))
+    se2 = pd.Series(sd ** 2
+                    / np.maximum(rows["trials"].to_numpy(), 1), index=rows["epsilon"].to_numpy())
+    grouped = se2.groupby(level=0)
+    return (grouped.sum() ** 0.5 / grouped.count()).sort_index()
+
+
+def _below(a, b, se_a, se_b):
+    """``a`` below ``b`` up to the noise (:data:`NOISE_SE`): strictly below, or above by at
+    most :data:`NOISE_SE` standard errors of the difference (never when neither has spread)."""
+    tol = NOISE_SE * np.sqrt(np.asarray(se_a, dtype=float) ** 2
+                             + np.asarray(se_b, dtype=float) ** 2)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return (a < b) | ((tol > 0) & (a - b <= tol))
+
+
+def _gap_se(a, b, se_a, se_b) -> str:
+    """How many standard errors of their difference ``a`` lies above ``b``, as text ("" when
+    neither has spread)."""
+    se = float(np.hypot(se_a, se_b))
+    return "" if not se > 0 else f", {(a - b) / se:.1f} standard errors"
 
 
 def _verdict(item, thesis_text, criterion, ours, agrees, reason="", **extra) -> Verdict:

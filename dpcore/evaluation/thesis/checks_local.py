@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from dpcore.evaluation.thesis import reasons
-from dpcore.evaluation.thesis.checks import _curve, empty_cell_sd, _fmt, _upper, _verdict
+from dpcore.evaluation.thesis.checks import (
+    _below, _curve, _curve_se, empty_cell_sd, _fmt, _gap_se, TOLERANCE_TEXT, _upper, _verdict
+)
 from dpcore.evaluation.thesis.protocol import (
     DECIDING_TRIALS, Figure, HIGH_EPSILON, label, LOCAL, LOW_EPSILON, MECHANISMS, PLAUSIBLE,
     RANK_TOP, Table, Verdict
@@ -25,6 +27,12 @@ def _bar_error(frame: pd.DataFrame) -> float:
     return float((frame["released"] - frame["true"]).abs().mean())
 
 
+def _bar_error_se(frame: pd.DataFrame) -> float:
+    """Standard error of :func:`_bar_error` from the bars' spread."""
+    errors = (frame["released"] - frame["true"]).abs()
+    return float(errors.std(ddof=1) / np.sqrt(len(errors))) if len(errors) > 1 else 0.0
+
+
 def _judge_bars_local(f: Figure) -> Verdict:
     data, eps = f.data, f.context["epsilon"]
     errors = {key: _bar_error(data[data["mechanism"] == key]) for key in LOCAL
@@ -32,11 +40,20 @@ def _judge_bars_local(f: Figure) -> Verdict:
     ours = "; ".join(f"{label(k)} mean |error| {_fmt(v)}" for k, v in errors.items())
     if eps == LOW_EPSILON:
         worst = max(errors, key=errors.get)
+        se = {key: _bar_error_se(data[data["mechanism"] == key]) for key in errors}
+        rr_worst = "grr" in errors and all(bool(_below(errors[k], errors["grr"], se[k], se["grr"]))
+                                           for k in errors if k != "grr")
         return _verdict(f, "At ε = 0.5 the counts are much noisier; randomised response performs "
                            "worst.", "randomised response has the largest mean |error| over the "
-                                     "top 30", ours, worst == "grr",
-                        f"{label(worst)} is worse here: with this domain and n its variance "
-                        f"formula exceeds randomised response's")
+                                     "top 30; the two within 2 standard errors of their "
+                                     "difference (s.e. from the 30 bars) count as the thesis's "
+                                     "order", ours, rr_worst,
+                        f"{label(worst)}'s mean |error| {_fmt(errors[worst])} against "
+                        f"randomised response's {_fmt(errors.get('grr', float('nan')))}; the "
+                        f"formulas' empty-cell s.d. at ε = {eps:g} (n = {f.context['n']:,}, |X| = "
+                        f"{f.context['d']:,}): " + ", ".join(
+                            f"{label(k)} {_fmt(empty_cell_sd(k, eps, f.context['n'], f.context['d']))}"
+                            for k in errors))
     rhos = {key: _value_agreement(data[data["mechanism"] == key]) for key in errors}
     ours += "; rank correlation " + ", ".join(f"{label(k)} {v:.2f}" for k, v in rhos.items())
     return _verdict(f, "At ε = 5 the noisy counts roughly follow the true order of the 30 most "
@@ -99,42 +116,88 @@ def _cell_0_note(f: Figure, curves: dict) -> str:
     return text + ". The thesis's figure was made with this defect"
 
 
+def _noisy_switch(olh: pd.Series, hm: pd.Series, se_olh: pd.Series, se_hm: pd.Series):
+    """The first ε of :data:`SWITCH_WINDOW` (after the first ε) from which local hashing is above
+    Hadamard and below it before, each comparison up to the noise (:func:`_below`); else None."""
+    under = pd.Series(_below(olh, hm, se_olh, se_hm), index=olh.index)
+    over = pd.Series(_below(hm, olh, se_hm, se_olh), index=olh.index)
+    for e in olh.index[1:]:
+        if (SWITCH_WINDOW[0] <= e <= SWITCH_WINDOW[1] and under[olh.index < e].all()
+                and over[olh.index >= e].all()):
+            return float(e)
+    return None
+
+
+def _law_sd(key: str, f: Figure, epsilons) -> str:
+    return ", ".join(f"{_fmt(empty_cell_sd(key, float(e), f.context['n'], f.context['d']))} at "
+                     f"ε = {float(e):g}" for e in epsilons)
+
+
 def _judge_5_7(f: Figure) -> Verdict:
     data = f.data
     curves = {key: _curve(data, mechanism=key) for key in LOCAL}
-    others = pd.concat([curves[k] for k in ("oue", "olh", "hm")], axis=1, keys=("oue", "olh", "hm"))
-    rr_worst = curves["grr"] > others.max(axis=1)
-    best = min(("oue", "olh", "hm"), key=lambda k: curves[k].mean())
-    trajectory = (curves["olh"] / curves["oue"])[curves["olh"].index <= OLH_SWITCH]
-    follows = bool((trajectory <= SIMILAR).all())
+    se = {key: _curve_se(data, mechanism=key) for key in LOCAL}
+    others = ("oue", "olh", "hm")
+    rr_worst = pd.Series(np.logical_and.reduce([_below(curves[k], curves["grr"], se[k], se["grr"])
+                                                for k in others]), index=curves["grr"].index)
+    means = {k: float(curves[k].mean()) for k in others}
+    mean_se = {k: float(np.sqrt((se[k] ** 2).sum()) / len(se[k])) for k in others}
+    best = min(others, key=means.get)
+    oue_best = all(bool(_below(means["oue"], means[k], mean_se["oue"], mean_se[k]))
+                   for k in others if k != "oue")
+    early = curves["olh"].index <= OLH_SWITCH
+    trajectory = (curves["olh"] / curves["oue"])[early]
+    follows = bool(_below(curves["olh"][early], SIMILAR * curves["oue"][early], se["olh"][early],
+                          SIMILAR * se["oue"][early]).all())
     above = curves["olh"] > curves["hm"]
     switch = _switch(above)
-    crosses = switch is not None and SWITCH_WINDOW[0] <= switch <= SWITCH_WINDOW[1]
+    noisy = _noisy_switch(curves["olh"], curves["hm"], se["olh"], se["hm"])
+    crosses = noisy is not None
     where = ("above Hadamard at no ε" if not above.any() else
              f"above Hadamard from ε = {switch:g}, below it before" if switch is not None else
              "above Hadamard at ε = " + ", ".join(f"{e:g}" for e in above.index[above.to_numpy()]))
-    ours = (f"randomised response the largest at {rr_worst.mean():.0%} of ε; lowest on average: "
-            f"{label(best)}; local hashing / unary encoding up to ε = {OLH_SWITCH:g}: at most "
-            + (f"{trajectory.max():.2f} (ε = {trajectory.idxmax():g})" if len(trajectory)
-               else "no ε") + f"; local hashing {where}")
+    if noisy is not None and noisy != switch:
+        where += f" (from ε = {noisy:g} up to the noise)"
+    ours = (f"randomised response the largest (up to the noise) at {rr_worst.mean():.0%} of ε; "
+            f"lowest on average: {label(best)}; local hashing / unary encoding up to ε = "
+            f"{OLH_SWITCH:g}: at most "
+            + (f"{trajectory.max():.2f} (ε = {trajectory.idxmax():g})"
+               if trajectory.notna().any() else "no ε with an error") + f"; local hashing {where}")
     note = _cell_0_note(f, curves)
     if note:
         ours += "; " + note
-    reasons = []
+    found = []  # each failing part, with what chapter 3's variance formulas predict there
     if not rr_worst.all():
         at = float(rr_worst.index[~rr_worst.to_numpy()][0])
-        reasons.append(f"at ε = {at:g} {label(others.loc[at].idxmax())} exceeds randomised "
-                       f"response")
-    if best != "oue":
-        reasons.append(f"{label(best)} is lowest on average")
-    if not follows:
+        top = max(others, key=lambda k: curves[k][at] - curves["grr"][at])
+        found.append(f"at ε = {at:g} {label(top)} exceeds randomised response ("
+                     f"{_fmt(curves[top][at])} against {_fmt(curves['grr'][at])}"
+                     f"{_gap_se(curves[top][at], curves['grr'][at], se[top][at], se['grr'][at])}"
+                     f"; the formulas' empty-cell s.d.: randomised response "
+                     f"{_law_sd('grr', f, [at])}, {label(top)} {_law_sd(top, f, [at])})")
+    if not oue_best:
+        found.append(f"{label(best)} is lowest on average ({_fmt(means[best])} against unary "
+                     f"encoding's {_fmt(means['oue'])}"
+                     f"{_gap_se(means['oue'], means[best], mean_se['oue'], mean_se[best])}"
+                     f"; the formulas' s.d. at ε = {curves['oue'].index[0]:g}: "
+                     f"{label(best)} {_law_sd(best, f, curves['oue'].index[:1])}, unary encoding "
+                     f"{_law_sd('oue', f, curves['oue'].index[:1])})")
+    if not follows and trajectory.notna().any():
         e = float(trajectory.idxmax())
-        reasons.append(f"local hashing is {trajectory.max():.2f} × unary encoding at ε = {e:g}, "
-                       f"before ε = {OLH_SWITCH:g}")
+        law = (empty_cell_sd("olh", e, f.context["n"], f.context["d"])
+               / empty_cell_sd("oue", e, f.context["n"], f.context["d"]))
+        found.append(f"local hashing is {trajectory.max():.2f} × unary encoding at ε = {e:g}, "
+                     f"before ε = {OLH_SWITCH:g} (the formulas' ratio there: {law:.2f})")
     if not crosses:
-        reasons.append(f"local hashing is {where}"
-                       + (f", outside ε = {SWITCH_WINDOW[0]:g}–{SWITCH_WINDOW[1]:g}"
-                          if switch is not None else ""))
+        laws = pd.Series({float(e): empty_cell_sd("olh", e, f.context["n"], f.context["d"])
+                          > empty_cell_sd("hm", e, f.context["n"], f.context["d"])
+                          for e in curves["olh"].index})
+        found.append(f"local hashing is {where}"
+                     + (f", outside ε = {SWITCH_WINDOW[0]:g}–{SWITCH_WINDOW[1]:g}"
+                        if switch is not None else "")
+                     + f" (the formulas put its s.d. above "
+                     f"Hadamard's at " + (", ".join(f"ε = {e:g}" for e in laws.index[laws.to_numpy()])
+                                          or "no ε") + ")")
     return _verdict(f, "Randomised response has a much larger RMSE; unary encoding, local "
                        "hashing and Hadamard are similar, unary encoding best overall; local "
                        "hashing follows unary encoding until ε = 3, then switches order with "
@@ -142,34 +205,43 @@ def _judge_5_7(f: Figure) -> Verdict:
                     f"randomised response the largest at every ε; unary encoding lowest on "
                     f"average; local hashing within {SIMILAR:g} × unary encoding up to ε = "
                     f"{OLH_SWITCH:g}; local hashing below Hadamard, then above it from one ε on, "
-                    f"that ε within {SWITCH_WINDOW[0]:g}–{SWITCH_WINDOW[1]:g} (the thesis: ε = 3)",
-                    ours, rr_worst.all() and best == "oue" and follows and crosses,
-                    "; ".join(reasons + ([note] if note else [])))
+                    f"that ε within {SWITCH_WINDOW[0]:g}–{SWITCH_WINDOW[1]:g} (the thesis: ε = 3); "
+                    f"{TOLERANCE_TEXT}",
+                    ours, rr_worst.all() and oue_best and follows and crosses,
+                    "; ".join(found + ([note] if note else [])))
 
 
 def _judge_5_8(f: Figure) -> Verdict:
     data, n, d = f.data, f.context["n"], f.context["d"]
     curves = {key: _curve(data, mechanism=key) for key in LOCAL}
-    falling = {k: bool(c.iloc[-1] < c.iloc[0]) for k, c in curves.items()}
+    se = {key: _curve_se(data, mechanism=key) for key in LOCAL}
+    falling = {k: bool(_below(c.iloc[-1], c.iloc[0], se[k].iloc[-1], se[k].iloc[0]))
+               for k, c in curves.items()}
     olh = curves["olh"]
     if 3.0 not in olh.index or olh.index[-1] <= 3.0:
         return _verdict(f, "Maximum error falls with ε (steeply before ε = 3); local hashing's "
                            "stops falling after ε = 3.", "needs ε = 3 and a larger ε in the grid",
                         "grid without ε = 3 and beyond", None, "not checkable on this ε grid")
     drop = float(olh.iloc[-1] / olh.loc[3.0])
-    plateau = drop >= 0.9
+    plateau = bool(_below(0.9 * olh.loc[3.0], olh.iloc[-1], 0.9 * se["olh"].loc[3.0],
+                          se["olh"].iloc[-1]))
     ours = ("falls from first to last ε: " + ", ".join(f"{label(k)} {'yes' if v else 'no'}"
                                                         for k, v in falling.items())
             + f"; local hashing at ε = {olh.index[-1]:g} is {drop:.2f} × its value at ε = 3")
     last = float(olh.index[-1])
     sd3, sd_last = empty_cell_sd("olh", 3.0, n, d), empty_cell_sd("olh", last, n, d)
+    found = [f"{label(k)} {_fmt(curves[k].iloc[-1])} at the last ε against "
+             f"{_fmt(curves[k].iloc[0])} at the first" for k, v in falling.items() if not v]
+    if not plateau:
+        found.append(f"local hashing's maximum falls to {drop:.2f} × its value at ε = 3, as its "
+                     f"variance 4n·e^ε/(e^ε − 1)² predicts (s.d. {_fmt(sd3)} at ε = 3, "
+                     f"{_fmt(sd_last)} at ε = {last:g}): the thesis's plateau is not what its "
+                     f"formula predicts")
     return _verdict(f, "Maximum error falls with ε (steeply before ε = 3); local hashing's stops "
                        "falling after ε = 3.",
-                    "every curve lower at the last ε than at the first; local hashing's at the "
-                    "last ε ≥ 0.9 × its value at ε = 3", ours, all(falling.values()) and plateau,
-                    f"local hashing's variance 4n·e^ε/(e^ε − 1)² keeps falling after ε = 3 "
-                    f"(s.d. {_fmt(sd3)} at ε = 3, {_fmt(sd_last)} at ε = {last:g}), and so does "
-                    f"its maximum here; the thesis's plateau is not what its formula predicts")
+                    f"every curve lower at the last ε than at the first; local hashing's at the "
+                    f"last ε ≥ 0.9 × its value at ε = 3; {TOLERANCE_TEXT}", ours,
+                    all(falling.values()) and plateau, "; ".join(found))
 
 
 def _rank_columns(t: Table) -> dict[str, pd.Series]:

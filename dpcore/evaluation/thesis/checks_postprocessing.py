@@ -4,10 +4,13 @@ the order Base-Cut < Base-Pos < Base, Hadamard's orderings by post-processing).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dpcore.evaluation.thesis import reasons
-from dpcore.evaluation.thesis.checks import _curve, _fmt, _stated, _verdict
+from dpcore.evaluation.thesis.checks import (
+    _below, _curve, _curve_se, _fmt, _gap_se, _stated, TOLERANCE_TEXT, _verdict
+)
 from dpcore.evaluation.thesis.protocol import Figure, HIGH_EPSILON, label, LOCAL, Verdict
 
 
@@ -50,25 +53,32 @@ def _judge_5_10(f: Figure) -> Verdict:
     names = {"base": "Base", "base_pos": "Base-Pos", "base_cut": "Base-Cut"}
     for key in LOCAL:
         curve = {m: _curve(data, mechanism=key, postprocess=m) for m in names}
+        se = {m: _curve_se(data, mechanism=key, postprocess=m) for m in names}
         for e in curve["base"].index:
             broken = False
             for low, high in (("base_cut", "base_pos"), ("base_pos", "base")):
                 a, b = float(curve[low][e]), float(curve[high][e])
-                if not a < b:
+                sa, sb = float(se[low][e]), float(se[high][e])
+                if not _below(a, b, sa, sb):
                     broken = True
                     findings.append((((key, float(e)), f"{names[low]} < {names[high]}"),
                                      f"{label(key)} at ε = {e:g}: {names[low]} {_fmt(a)} not "
-                                     f"below {names[high]} {_fmt(b)} ({_above(a, b)})"))
+                                     f"below {names[high]} {_fmt(b)} ({_above(a, b)}"
+                                     f"{_gap_se(a, b, sa, sb)})"))
             if broken:
                 failing.append(f"{label(key)} at ε = {e:g}")
         base, cut = curve["base"], curve["base_cut"]
-        gains[key] = (float((base.iloc[0] - cut.iloc[0]) / base.iloc[0]),
-                      float((base.iloc[-1] - cut.iloc[-1]) / base.iloc[-1]))
-        first, last = gains[key]
-        if last > first:
+
+        def gain(i):  # Base-Cut's relative gain over Base at the i-th ε, and its s.e.
+            g = 1 - cut.iloc[i] / base.iloc[i]
+            return float(g), float((1 - g) * np.hypot(se["base_cut"].iloc[i] / cut.iloc[i],
+                                                      se["base"].iloc[i] / base.iloc[i]))
+        (first, s_first), (last, s_last) = gain(0), gain(-1)
+        gains[key] = (first, last)
+        if not _below(last, first, s_last, s_first):
             findings.append((((key, None), "gain shrinks"),
                              f"{label(key)}: Base-Cut's gain over Base grows from {first:.0%} "
-                             f"to {last:.0%}"))
+                             f"to {last:.0%}{_gap_se(last, first, s_last, s_first)}"))
     ours = ("Base-Cut < Base-Pos < Base everywhere" if not failing
             else "order broken for " + ", ".join(failing[:6]) + ("…" if len(failing) > 6 else ""))
     ours += "; Base-Cut's gain over Base " + ", ".join(
@@ -76,7 +86,7 @@ def _judge_5_10(f: Figure) -> Verdict:
     return _verdict(f, "Base-Cut < Base-Pos < Base in RMSE for all four local mechanisms at every "
                        "ε; little difference at ε = 5.",
                     "Base-Cut < Base-Pos < Base at every ε for every local mechanism; Base-Cut's "
-                    "relative gain smaller at the last ε than at the first",
+                    f"relative gain smaller at the last ε than at the first; {TOLERANCE_TEXT}",
                     ours, not findings, "; ".join(text for _, text in findings),
                     findings=tuple(findings))
 

@@ -93,7 +93,8 @@ def _items(od: ODMatrix, lv: Levels, table: pd.DataFrame, snaps: dict, per_trial
                    f"intervals of the mean. {settings}")
         first = scenarios[0].label
         context = {"levels": [s.label for s in scenarios], "n": size[first][0],
-                   "d": size[first][1], "sizes": {s.label: size[s.label][0] for s in scenarios}}
+                   "d": size[first][1], "sizes": {s.label: size[s.label][0] for s in scenarios},
+                   "dims": {s.label: size[s.label] for s in scenarios}}
         return Figure(ref, title, caption, data, "lines", metric, context=context, **style)
 
     def ordering(ref, title, frames: dict, drawn, context, facet):

@@ -139,9 +139,14 @@ class Verdict:
     #: (place, relation), e.g. (("olh", 4.0), "Base-Cut < Base-Pos"): :func:`explain` names the
     #: protocol differences whose toggling removes each one
     findings: tuple = ()
+    #: the planted breaks the check cannot tell from this release (:mod:`.planted`): the
+    #: verdict is then "cannot tell" instead of "agrees"
+    blind: tuple = ()
 
     @property
     def word(self) -> str:
+        if self.blind:
+            return "cannot tell"
         if self.kind == "data" and self.agrees is not None:
             return "data alike" if self.agrees else "data differ"
         return {True: "agrees", False: "differs", None: "not checked"}[self.agrees]

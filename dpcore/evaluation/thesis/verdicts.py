@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from dpcore.evaluation.thesis import as_run
+from dpcore.evaluation.thesis import as_run, planted
 from dpcore.evaluation.thesis.checks_central import _judge_5_1, _judge_5_2, _judge_5_3, _judge_5_4
 from dpcore.evaluation.thesis.checks_ed import (
     _judge_5_12, _judge_5_13, _judge_5_14, _judge_5_15, _judge_5_16, _judge_5_17
@@ -49,11 +49,16 @@ JUDGES: dict[str, Callable] = {
 }
 
 
-def judge(item):
-    """``item`` with its verdict computed from its data (:data:`JUDGES`)."""
+def judge(item, planted_breaks: bool = False):
+    """``item`` with its verdict computed from its data (:data:`JUDGES`); with
+    ``planted_breaks``, "cannot tell" when the check agrees too on a break planted in the item's
+    data (:func:`planted.judged`)."""
     from dataclasses import replace
 
-    return replace(item, verdict=JUDGES[item.ref](item))
+    verdict = JUDGES[item.ref](item)
+    if planted_breaks:
+        verdict = planted.judged(item, verdict, JUDGES[item.ref])
+    return replace(item, verdict=verdict)
 
 
 def _judged(item):
@@ -110,7 +115,9 @@ def explain(protocol, build: Callable) -> list:
     protocol difference toggled at a time (:data:`as_run.DIFFERENCES`); the ones that flip
     it to "agrees" are named. When none does alone, the other protocol (all switched) is tried;
     when that does not either, no protocol difference explains it and what remains is said
-    (the judge's computed facts about the data)."""
+    (the judge's computed facts about the data). Each "agrees" is judged again on breaks planted
+    in its data (:func:`planted.judged`): "cannot tell" when its check agrees on one too (the
+    toggled rebuilds keep the plain check: a switch that makes it agree flips it)."""
     from dataclasses import replace
 
     items = build(protocol)
@@ -121,9 +128,9 @@ def explain(protocol, build: Callable) -> list:
         if isinstance(item, Absent):
             out.append(replace(item, protocol=protocol.name))
             continue
-        if verdict is None or verdict.agrees is not False:
-            out.append(item if verdict is None else replace(
-                item, verdict=replace(verdict, protocol=protocol.name)))
+        if verdict is None or verdict.agrees is not False:  # an agreement is tested (.planted)
+            out.append(item if verdict is None else replace(item, verdict=replace(
+                planted.judged(item, verdict, JUDGES[item.ref]), protocol=protocol.name)))
             continue
         flips, toggles = [], []
         for key, difference in as_run.DIFFERENCES.items():
@@ -142,7 +149,7 @@ def explain(protocol, build: Callable) -> list:
                       f"{other.name} protocol) do")
         else:
             remains = (_attributed(verdict.findings, toggles) if verdict.findings
-                       else verdict.data_note or "the data (no law computed for this item)")
+                       else verdict.data_note or f"this run: {verdict.ours}")
             reason = ("computed: no protocol difference flips it (each toggled alone, and all "
                       "at once); what remains: " + remains)
         out.append(replace(item, verdict=replace(verdict, reason=reason,

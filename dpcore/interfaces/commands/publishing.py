@@ -187,7 +187,7 @@ def _cmd_ledger(args) -> int:
     print(shown.to_string(index=False) if len(shown) else
           "No entry is left to show." if problems else "No publication recorded yet.")
     print(ledger.totals_by_label(entries).to_string(
-        index=False, float_format=lambda v: f"{v:.4g}") if entries else "")
+        index=False, float_format=lambda v: f"{v:.4g}", na_rep="") if entries else "")
     anchors = f"; {len(args.verify)} published folder(s) checked" if args.verify else ""
     if problems:
         _say(f"ledger ({store.path}): TAMPERED — "

@@ -53,7 +53,8 @@ def _cmd_reproduce_thesis(args) -> int:
         facts = tally.get("data alike", 0) + tally.get("data differ", 0)
         tallies.append(f"{name}: {tally.get('agrees', 0)} agree with the thesis, "
                        f"{tally.get('differs', 0)} differ, {facts} data facts, "
-                       f"{tally.get('not checked', 0)} not checked")
+                       f"{tally.get('not checked', 0)} not checked, "
+                       f"{tally.get('cannot tell', 0)} whose check cannot tell a planted break")
     print(f"reproduce-thesis: {chapter.table.attrs['jobs_done']:,} releases on {od.name} in "
           f"{_duration(chapter.seconds)}; {len(chapter.figures)} figures and "
           f"{len(chapter.tables)} tables ({'; '.join(tallies)}) → "

@@ -49,6 +49,14 @@ function dpParity(value) {
 }
 
 const dpRandomisers = {
+  // A number question (dpcore/interfaces/classroom/numbers.py, Duchi, Jordan & Wainwright's
+  // one-bit mechanism): the value clamped to [0, B], one bit, 1 with probability
+  // 1/2 + (2v/B − 1)·slope, slope = (e^ε − 1)/(2(e^ε + 1)) from the server.
+  number(spec, value) {
+    const clamped = Math.min(Math.max(Number(value) || 0, 0), spec.bound);
+    return { y: dpCoin(0.5 + (2 * clamped / spec.bound - 1) * spec.slope) ? 1 : 0 };
+  },
+
   // Generalised randomised response: the true cell with probability p, else one of the other d − 1.
   grr(spec, item) {
     return { y: dpCoin(spec.p) ? item : dpOtherThan(item, spec.d) };

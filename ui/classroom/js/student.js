@@ -35,6 +35,32 @@ function dpRemember(data) {
   }
 }
 
+// Memoization (classroom/repeated.py): in a memoized round the phone keeps the first report it
+// draws for this room, mechanism and ε (the room fixes the question) and sends that same report
+// in every later memoized round of them, so linking the rounds reveals nothing more. Only the
+// report is kept, never the commute.
+function dpMemoKey(data) {
+  const spec = data.spec;
+  return `dp-classroom-memo:${data.room}:${spec.mechanism}:${spec.epsilon}:${spec.d}`;
+}
+
+function dpRecalled(data) {
+  try {
+    const kept = window.localStorage.getItem(dpMemoKey(data));
+    return kept === null ? null : JSON.parse(kept);
+  } catch (error) {
+    return null; // storage blocked or damaged: draw afresh (the round then spends ε again)
+  }
+}
+
+function dpKeep(data, report) {
+  try {
+    window.localStorage.setItem(dpMemoKey(data), JSON.stringify(report));
+  } catch (error) {
+    // nothing to do: see dpRecalled
+  }
+}
+
 function dpSelect(label, names, testId) {
   const wrapper = dpElement("label", "dp-field", label);
   const select = dpElement("select");
@@ -51,8 +77,97 @@ function dpSelect(label, names, testId) {
   return [wrapper, select];
 }
 
+// The server's answer to a coins or number report, on the next run: say it, remember a kept one.
+function dpSentUpdate(status) {
+  return (next) => {
+    if (next.sent) {
+      status.textContent = next.sent.message;
+      if (next.sent.ok) dpRemember(next);
+    }
+  };
+}
+
+// Coins mode (classroom/coins.py): the student flips two real coins and taps what they say; the
+// phone draws nothing and sends only that yes (1) or no (0).
+function dpBuildCoins(root, data, setTriggerValue) {
+  const yes = dpElement("button", "dp-primary", "The coins say YES");
+  const no = dpElement("button", "dp-primary", "The coins say NO");
+  const status = dpElement("p", "dp-status");
+  root.append(yes, no, status);
+  const finished = (message) => {
+    yes.disabled = no.disabled = true;
+    status.textContent = message;
+  };
+  if (data.alreadySent || dpRemembered(data)) {
+    finished("This browser has already sent a report in this round. Wait for the next round.");
+    return;
+  }
+  [[yes, 1], [no, 0]].forEach(([button, answer]) => {
+    button.addEventListener("click", () => {
+      setTriggerValue("report", { report: { y: answer }, nonce: data.nonce });
+      finished("Sending…");
+    });
+  });
+  root.dpUpdate = dpSentUpdate(status);
+}
+
+// A number question: the value stays on the phone; one randomised bit is sent.
+function dpBuildNumber(root, data, setTriggerValue) {
+  const spec = data.spec;
+  const field = dpElement("label", "dp-field", `Your answer (0 to ${spec.bound})`);
+  const input = dpElement("input");
+  input.type = "number";
+  input.min = "0";
+  input.max = String(spec.bound);
+  input.dataset.testid = "dp-number";
+  field.appendChild(input);
+  const draw = dpElement("button", "dp-primary", "Randomise on this phone");
+  const steps = dpElement("ol", "dp-steps");
+  const sent = dpElement("pre", "dp-sent");
+  const send = dpElement("button", "dp-primary", "Send this report");
+  const status = dpElement("p", "dp-status");
+  sent.hidden = send.hidden = true;
+  root.append(field, draw, steps, sent, send, status);
+  let report = null;
+  const finished = (message) => {
+    input.disabled = draw.disabled = send.disabled = true;
+    status.textContent = message;
+  };
+  if (data.alreadySent || dpRemembered(data)) {
+    finished("This browser has already sent a report in this round. Wait for the next round.");
+    return;
+  }
+  draw.addEventListener("click", () => {
+    const value = Math.min(Math.max(Number(input.value) || 0, 0), spec.bound);
+    report = dpRandomisers.number(spec, value);
+    const chance = 0.5 + (2 * value / spec.bound - 1) * spec.slope;
+    steps.replaceChildren(
+      dpElement("li", null, `Your answer: ${value} (clamped to 0–${spec.bound}). ` +
+        "It stays on this phone."),
+      dpElement("li", null, `Your phone draws 1 with probability ${(100 * chance).toFixed(0)} %` +
+        ` (more likely the larger your answer), else 0: it drew ${report.y}.`),
+      dpElement("li", null, "Your phone will send exactly this, and nothing else:"));
+    sent.textContent = JSON.stringify(report);
+    input.disabled = draw.disabled = true;
+    sent.hidden = send.hidden = false;
+  });
+  send.addEventListener("click", () => {
+    setTriggerValue("report", { report, nonce: data.nonce });
+    finished("Sending…");
+  });
+  root.dpUpdate = dpSentUpdate(status);
+}
+
 function dpBuild(root, data, setTriggerValue) {
   const spec = data.spec;
+  if (spec.mechanism === "number") {
+    dpBuildNumber(root, data, setTriggerValue);
+    return;
+  }
+  if (spec.mechanism === "coins") {
+    dpBuildCoins(root, data, setTriggerValue);
+    return;
+  }
   const [homeField, home] = dpSelect("Where do you live?", data.origins, "dp-home");
   const [workField, work] = dpSelect("Where do you work or study?", data.destinations, "dp-work");
   const draw = dpElement("button", "dp-primary", "Randomise on this phone");
@@ -79,14 +194,22 @@ function dpBuild(root, data, setTriggerValue) {
     const listed = Number(home.value) >= 0 && Number(work.value) >= 0;
     item = listed ? Number(home.value) * data.destinations.length + Number(work.value)
       : spec.d - 1;
-    report = dpRandomisers[spec.mechanism](spec, item);
+    const kept = spec.memoize ? dpRecalled(data) : null;
+    report = kept || dpRandomisers[spec.mechanism](spec, item);
+    if (spec.memoize && !kept) dpKeep(data, report);
     const commute = listed
       ? `${data.origins[home.value]} → ${data.destinations[work.value]}` : data.noneLabel;
+    const outcome = kept
+      ? "Memoized round: your phone sends the SAME report it drew in an earlier round (kept " +
+        "in this browser), not a new draw — repeating it tells nothing new about you."
+      : dpOutcome(spec, item, report) + (spec.memoize
+        ? " This phone keeps this report and sends it again in later memoized rounds." : "");
     steps.replaceChildren(
       dpElement("li", null, `Your commute: ${commute} (cell #${item} of ${spec.d}). ` +
         "It stays on this phone."),
-      dpElement("li", null, dpOutcome(spec, item, report)),
+      dpElement("li", null, outcome),
       dpElement("li", null, "Your phone will send exactly this, and nothing else:"));
+    steps.dataset.memoized = kept ? "reused" : (spec.memoize ? "kept" : "fresh");
     sent.textContent = JSON.stringify(report);
     home.disabled = work.disabled = draw.disabled = true;
     sent.hidden = send.hidden = false;

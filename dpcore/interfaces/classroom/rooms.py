@@ -1,30 +1,7 @@
-"""Live classroom rooms: students' own browsers randomise their commute, the server estimates.
+"""The classroom's tables and :class:`RoomStore`, the one place that reads and writes them.
 
-A teacher opens a *room* on a question "where do you live → where do you work/study" over at most
-:data:`MAX_CELLS` cells (the listed origin × destination pairs plus one "none of these" cell), with
-a local mechanism (GRR, OUE, OLH or Hadamard response) and ε. Every (mechanism, ε) is a *round*;
-a new round closes the previous one. Students send the report their browser drew; the server
-validates it against the round's report format (:func:`parse_report`) and what the mechanism makes
-plausible (:func:`plausible_ones`), stores it, and estimates the class's counts with the mechanism's
-own server code (``accumulate`` then ``estimate`` of :mod:`dpcore.mechanisms`), so what the class
-sees is what the audited Python protocol computes [WBLJ17, ASZ19].
-
-Trust. Nothing from a phone is believed but its report. The page hands each browser session a
-:class:`Ticket` for the round it shows (room and round read from the database, a fresh single-use
-nonce, and for OLH the hash seed to use); :meth:`RoomStore.submit` takes the ticket, not a room or
-round named by the phone, and the database's ``UNIQUE (room, round, session)`` key admits one
-report per session and round whatever the spelling of the code. A reveal ("true answer") needs a
-report of the same session and round. Sessions are stored only as SHA-256 of the page's random
-session token with a purpose prefix ("report:", "reveal:"), so the file alone does not link a
-reveal to a report. On top of that, the room's admission mode
-(:mod:`dpcore.interfaces.classroom_admission`) caps the reports per network address and round, or
-admits one report per one-time join code and round. Estimates and their exact intervals:
-:mod:`dpcore.interfaces.classroom_stats`. Threat model and limits: docs/CLASSROOM.md.
-
-Storage: the server's SQLite database (:mod:`dpcore.interfaces.store`: WAL, short timeouts, a size
-cap, failures as plain :class:`~dpcore.interfaces.store.StoreUnavailable` messages, the schema
-re-created when the file is deleted). Every write is one ``BEGIN IMMEDIATE`` transaction that
-re-checks the room's limits, so concurrent writers neither lose reports nor overshoot a limit.
+Storage: the server's SQLite database (:mod:`dpcore.interfaces.store`); every write is one
+``BEGIN IMMEDIATE`` transaction that re-checks the room's limits (see the package docstring).
 
 Schema::
 
@@ -39,7 +16,12 @@ Schema::
           admission TEXT, cap INTEGER)  -- "open", "address" (cap per address) or "codes"
     rounds(room, number, mechanism, epsilon,
            permutation TEXT,            -- JSON list: Hadamard response's public permutation, or NULL
-           opened REAL, closed REAL, PRIMARY KEY (room, number))
+           opened REAL, closed REAL,
+           memoize INTEGER,             -- 1: phones reuse their first report of this question,
+                                        -- mechanism and ε (classroom.repeated)
+           prompt TEXT,                 -- a coins or number round's question (untrusted text)
+           bound REAL,                  -- a number round's largest answer B (mechanism "number")
+           PRIMARY KEY (room, number))
     reports(id INTEGER PRIMARY KEY, room, round, received REAL,
             report TEXT,                -- JSON in the mechanism's ``perturb`` format, one person
             nonce TEXT,                 -- the ticket's 128 random bits, used once
@@ -62,32 +44,56 @@ Schema::
 
 Reveals carry no time and no link to a report; their row order still follows arrival order, so a
 reveal sent right after a report could be matched to it by someone with the database file.
-
-Room codes: :data:`CODE_LENGTH` characters drawn by :mod:`secrets` from :data:`CODE_ALPHABET` (no
-0/O, 1/I/L), :data:`CODE_BITS` ≈ 39.6 bits: guessing one of 100 open rooms at 100 tries a second
-for a whole day succeeds with probability ≈ 10⁻³. Enough against a curious classmate, not a secret.
-
-References: [WBLJ17] Wang, Blocki, Li, Jha, "Locally differentially private protocols for frequency
-estimation", USENIX Security 2017; [ASZ19] Acharya, Sun, Zhang, "Hadamard response", AISTATS 2019.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import re
 import secrets
 import sqlite3
 import time
-from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from dpcore import mechanisms
-from dpcore.data.od import ODMatrix
+from dpcore.interfaces.classroom import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    EPSILON_RANGE,
+    HEX,
+    MAX_OPEN_ROOMS,
+    MAX_REPORTS,
+    MAX_ROUNDS,
+    MECHANISMS,
+    NONCE_HEX,
+    ROOM_HOURS,
+    ClassroomError,
+    ReportRejected,
+    _hash,
+    format_code,
+    normalise_code,
+)
+from dpcore.interfaces.classroom import coins, guesses, numbers
+from dpcore.interfaces.classroom.coins import COINS
+from dpcore.interfaces.classroom.numbers import NUMBER
+from dpcore.interfaces.classroom.questions import Question
+from dpcore.interfaces.classroom.records import (
+    AddressGroup,
+    Room,
+    SessionSummary,
+    Snapshot,
+    Ticket,
+    issue_seed,
+    session_hash,
+)
+from dpcore.interfaces.classroom.reports import (
+    Round,
+    _round_number,
+    _whole,
+    check_plausible,
+    parse_report,
+)
 from dpcore.interfaces.classroom_admission import (
     ADMISSIONS,
     DEFAULT_CAP,
@@ -103,50 +109,8 @@ from dpcore.interfaces.classroom_admission import (
     server_key,
     wrong_codes,
 )
-from dpcore.interfaces.store import (
-    DATABASE_NAME,
-    FOLDER_VARIABLE,
-    Database,
-    default_folder,
-    explain,
-)
-from dpcore.mechanisms.base import LocalMechanism
+from dpcore.interfaces.store import Database, explain
 from dpcore.mechanisms.hadamard import HadamardResponse, uniform_permutation
-from dpcore.mechanisms.local import GRR, HASH_PRIME, OLH, OUE
-from dpcore.scoring import ranks
-
-#: Re-exported from :mod:`dpcore.interfaces.store`: where the rooms live.
-__all__ = ["DATABASE_NAME", "FOLDER_VARIABLE", "default_folder"]
-
-#: Largest question, "none of these" included: a phone shows every cell, OUE sends a bit per cell.
-MAX_CELLS = 50
-#: Label of the extra cell every question has, for a commute the teacher did not list.
-NONE_OF_THESE = "None of these (a commute not listed)"
-#: Private reports a room accepts over all its rounds (a large lecture's worth of rounds).
-MAX_REPORTS = 500
-#: Rooms open at once on one server, and rounds per room: bounds on what one teacher key buys.
-MAX_OPEN_ROOMS = 100
-MAX_ROUNDS = 50
-#: Longest question title and zone name, in characters (a projector line; a long place name).
-MAX_TITLE = 200
-MAX_NAME = 80
-#: How long a room lives: a school day and the evening after.
-ROOM_HOURS = 24.0
-#: Local mechanisms a classroom can use, with a report format a phone can send.
-MECHANISMS = ("grr", "oue", "olh", "hr")
-EPSILON_RANGE = (0.1, 10.0)
-#: The ε a teacher can pick (and the proposal chooses from).
-EPSILONS = (0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
-CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-CODE_LENGTH = 8
-CODE_BITS = CODE_LENGTH * math.log2(len(CODE_ALPHABET))
-#: Length of a message nonce: 128 random bits as lowercase hexadecimal.
-NONCE_HEX = 32
-HEX = "0123456789abcdef"
-#: Probability that an honest report is rejected as implausible (:func:`plausible_ones`).
-FALSE_REJECTION = 1e-6
-#: Report attempts one browser session may make per minute (:class:`RateLimit`).
-ATTEMPTS_PER_MINUTE = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms(code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL,
@@ -155,7 +119,8 @@ CREATE TABLE IF NOT EXISTS rooms(code TEXT PRIMARY KEY, teacher_hash TEXT NOT NU
     admission TEXT NOT NULL, cap INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     mechanism TEXT NOT NULL, epsilon REAL NOT NULL, permutation TEXT, opened REAL NOT NULL,
-    closed REAL, PRIMARY KEY (room, number));
+    closed REAL, memoize INTEGER NOT NULL DEFAULT 0, prompt TEXT, bound REAL,
+    PRIMARY KEY (room, number));
 CREATE TABLE IF NOT EXISTS reports(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
     round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT NOT NULL,
     session TEXT NOT NULL, UNIQUE (room, nonce), UNIQUE (room, round, session));
@@ -171,11 +136,11 @@ CREATE TABLE IF NOT EXISTS admissions(room TEXT NOT NULL, round INTEGER NOT NULL
     address TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (room, round, address));
 CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
     used_round INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (room, code));
-""" + JOIN_SCHEMA
-_TABLES = ("reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
+""" + JOIN_SCHEMA + guesses.SCHEMA
+_TABLES = ("guesses", "reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
            "join_attempts", "rounds", "rooms")
 #: A column each table of the current layout has and the layouts before it lacked.
-_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address"}
+_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address", "rounds": "bound"}
 
 
 def _drop_older_layout(db: sqlite3.Connection) -> None:
@@ -188,413 +153,6 @@ def _drop_older_layout(db: sqlite3.Connection) -> None:
                 db.execute(f"DROP TABLE IF EXISTS {name}")
             return
 
-
-class ClassroomError(ValueError):
-    """A request the room cannot accept; the message says why, for the person who made it."""
-
-
-class ReportRejected(ClassroomError):
-    """A report that does not fit its round's format or arrived when the round was not open.
-
-    ``reason`` is a short fixed phrase (the teacher's tally groups by it); the message says more.
-    """
-
-    def __init__(self, message: str, reason: str):
-        super().__init__(message)
-        self.reason = reason
-
-
-def normalise_code(text: str) -> str:
-    """What a student typed as a room code: its letters and digits, upper-cased (spaces, dashes
-    and any other character dropped), at most 64 of them."""
-    return "".join(ch for ch in str(text).upper() if ch.isascii() and ch.isalnum())[:64]
-
-
-def format_code(code: str) -> str:
-    """ABCD-EFGH: easier to read off a projector."""
-    return f"{code[:4]}-{code[4:]}"
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-# ------------------------------------------------------------------------------------ questions
-@dataclass(frozen=True)
-class Question:
-    """Where do you live → where do you work or study, over the listed zones (names untrusted).
-
-    The domain is every listed origin × destination pair **plus one cell, "none of these"**, the
-    last (:data:`NONE_OF_THESE`): a student whose commute is not listed answers truthfully there
-    instead of being pushed onto a wrong commute, so the listed estimates count only the students
-    who take them, and the class learns how many commutes the list missed.
-    """
-
-    title: str
-    origins: tuple[str, ...]
-    destinations: tuple[str, ...]
-
-    def __post_init__(self):
-        if not self.origins or not self.destinations:
-            raise ClassroomError("Pick at least one home zone and one work/study zone.")
-        if len(str(self.title)) > MAX_TITLE:
-            raise ClassroomError(f"The question has {len(str(self.title)):,} characters; at most "
-                                 f"{MAX_TITLE} fit on a phone. Shorten it.")
-        long = [z for z in self.origins + self.destinations if len(str(z)) > MAX_NAME]
-        if long:
-            raise ClassroomError(f"{len(long)} zone name(s) are longer than {MAX_NAME} characters "
-                                 f"(e.g. one starting {str(long[0])[:30]!r}); pick other zones.")
-        listed = len(self.origins) * len(self.destinations)
-        if not 1 <= listed <= MAX_CELLS - 1:
-            raise ClassroomError(
-                f"The question has {len(self.origins)} home zones × {len(self.destinations)} "
-                f"work/study zones = {listed} possible commutes; a classroom allows at most "
-                f"{MAX_CELLS - 1} (plus \"none of these\"; a phone lists them all). Remove "
-                "some zones.")
-
-    @property
-    def d(self) -> int:
-        """Cells of the domain: the listed commutes and "none of these"."""
-        return len(self.origins) * len(self.destinations) + 1
-
-    @property
-    def none_cell(self) -> int:
-        return self.d - 1
-
-    def cell(self, origin: int, destination: int) -> int:
-        return origin * len(self.destinations) + destination
-
-    def label(self, cell: int) -> str:
-        if int(cell) == self.none_cell:
-            return NONE_OF_THESE
-        origin, destination = divmod(int(cell), len(self.destinations))
-        return f"{self.origins[origin]} → {self.destinations[destination]}"
-
-    def to_json(self) -> str:
-        return json.dumps({"title": self.title, "origins": list(self.origins),
-                           "destinations": list(self.destinations)})
-
-    @classmethod
-    def from_json(cls, text: str) -> Question:
-        data = json.loads(text)
-        return cls(data["title"], tuple(data["origins"]), tuple(data["destinations"]))
-
-
-def default_zones(od: ODMatrix) -> tuple[list[str], list[str]]:
-    """The busiest home and work zones of ``od`` (its parent level when it has one) such that
-    origins × destinations + 1 ≤ :data:`MAX_CELLS`: the toy town's 7 homes × its 7 busiest
-    destinations, a county table's 7 × 7 busiest counties."""
-    if od.has_parent_level:
-        od = od.aggregate()
-    n_origins = min(od.n_origins, math.isqrt(MAX_CELLS - 1))
-    n_destinations = min(od.n_destinations, (MAX_CELLS - 1) // n_origins)
-    origins = ranks.top_cells(od.origin_totals(), n_origins)
-    destinations = ranks.top_cells(od.destination_totals(), n_destinations)
-    return ([str(x) for x in od.origins.labels[np.sort(origins)]],
-            [str(x) for x in od.destinations.labels[np.sort(destinations)]])
-
-
-def zone_choices(od: ODMatrix) -> tuple[list[str], list[str]]:
-    """Every zone a teacher may pick for the question (the parent level when there is one)."""
-    if od.has_parent_level:
-        od = od.aggregate()
-    return [str(x) for x in od.origins.labels], [str(x) for x in od.destinations.labels]
-
-
-# ------------------------------------------------------------------------------------- rounds
-@dataclass(frozen=True)
-class Round:
-    room: str
-    number: int
-    mechanism: str
-    epsilon: float
-    permutation: tuple[int, ...] | None
-    opened: float
-    closed: float | None
-
-    @property
-    def is_open(self) -> bool:
-        return self.closed is None
-
-    def build(self) -> LocalMechanism:
-        return mechanisms.build(self.mechanism, epsilon=self.epsilon)
-
-    @property
-    def permutation_array(self) -> np.ndarray | None:
-        return None if self.permutation is None else np.asarray(self.permutation, dtype=np.int64)
-
-
-def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> dict:
-    """Everything a phone needs to randomise in this round — numbers only, derived from the
-    mechanism's own ``support_probabilities``/``constants`` so the browser and the server agree.
-    For OLH, ``seed`` is the hash seed (a, b) the page issued this phone (its :class:`Ticket`)."""
-    mech = round_.build()
-    spec = {"mechanism": round_.mechanism, "epsilon": round_.epsilon, "d": d,
-            "round": round_.number}
-    if isinstance(mech, HadamardResponse):
-        lay, uniform, _ = mech.constants(d)
-        spec.update(outputs=lay.outputs, blocks=lay.blocks, blockSize=lay.block_size,
-                    uniform=uniform, permutation=list(round_.permutation or []) or None)
-    else:
-        p, q = mech.support_probabilities(d)
-        spec.update(p=p, q=q)
-        if isinstance(mech, OLH):
-            spec.update(g=mech.hash_range, prime=HASH_PRIME,
-                        seed=None if seed is None else [int(seed[0]), int(seed[1])])
-    return spec
-
-
-# ------------------------------------------------------------------------------------ reports
-#: Deepest nesting of arrays and objects in a message from a phone. A report is an object of
-#: numbers or one string, inside its event's value inside the component's event list: depth 4.
-#: Python's JSON parser recurses once per level, so a message nested 100,000 deep raised
-#: RecursionError (a traceback to its sender) before any check of its content could run.
-MAX_MESSAGE_DEPTH = 16
-#: A JSON string (escapes included): its brackets are text, not nesting.
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_OPENING, _CLOSING = np.frombuffer(b"[{", dtype=np.uint8), np.frombuffer(b"]}", dtype=np.uint8)
-
-
-def message_depth(text: str) -> int:
-    """How deeply ``text``'s JSON nests arrays and objects, counted without parsing it (one
-    linear pass; brackets inside strings ignored, an unterminated string's counted)."""
-    bare = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
-    steps = np.isin(bare, _OPENING).astype(np.int64) - np.isin(bare, _CLOSING)
-    return int(np.cumsum(steps).max(initial=0))
-
-
-def check_message(text: str) -> None:
-    """ReportRejected (reason "too deep") when ``text`` nests deeper than
-    :data:`MAX_MESSAGE_DEPTH`: to be called before the text is parsed."""
-    if text.count("[") + text.count("{") <= MAX_MESSAGE_DEPTH:  # the usual, short message
-        return
-    depth = message_depth(text)
-    if depth > MAX_MESSAGE_DEPTH:
-        raise ReportRejected(f"Not counted: the message from this page is nested {depth:,} "
-                             f"levels deep; a phone's report is at most {MAX_MESSAGE_DEPTH}. "
-                             "Reload the page and send again from its buttons.", "too deep")
-
-
-def _whole(value, low: int, high: int, what: str) -> int:
-    """``value`` as an int in [low, high), or ReportRejected naming the field."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        got = (f"{value!r:.40}" if value is None or isinstance(value, (str, float, bool))
-               else f"a {type(value).__name__}")  # a nested list's repr recurses: never shown
-        raise ReportRejected(f"The report's {what} must be a whole number; got {got}.",
-                             "malformed")
-    if not low <= value < high:
-        raise ReportRejected(f"The report's {what} {value} is outside [{low}, {high}).",
-                             "out of range")
-    return value
-
-
-def parse_report(round_: Round, d: int, payload) -> dict:
-    """The report as stored (JSON-able, ``perturb``'s fields), or ReportRejected saying why.
-
-    Formats (one person; the fields and meanings of the mechanisms' ``perturb``):
-    GRR ``{"y": cell}``; OUE ``{"bits": "0110…"}`` (d characters); OLH ``{"a", "b", "y"}`` with
-    1 ≤ a < P, 0 ≤ b < P, 0 ≤ y < g; HR ``{"y": output}`` with 0 ≤ y < K. A well-formed forged
-    report cannot be told from an honest one (that is the point of local DP); it shifts the
-    estimate by at most one report's worth.
-    """
-    if not isinstance(payload, dict):
-        raise ReportRejected("The report must be an object of named fields.", "malformed")
-    mech = round_.build()
-    fields = {GRR: {"y"}, OUE: {"bits"}, OLH: {"a", "b", "y"}, HadamardResponse: {"y"}}
-    wanted = next(f for kind, f in fields.items() if isinstance(mech, kind))
-    if set(payload) != wanted:
-        raise ReportRejected(f"A report for {round_.mechanism.upper()} has the fields "
-                             f"{sorted(wanted)}; got {sorted(map(str, payload))[:6]}.",
-                             "wrong fields")
-    if isinstance(mech, OUE):
-        bits = payload["bits"]
-        if not isinstance(bits, str) or len(bits) != d or set(bits) - {"0", "1"}:
-            raise ReportRejected(f"An OUE report is a string of exactly {d} characters 0 or 1.",
-                                 "wrong length")
-        return {"bits": bits}
-    if isinstance(mech, OLH):
-        return {"a": _whole(payload["a"], 1, HASH_PRIME, "hash seed a"),
-                "b": _whole(payload["b"], 0, HASH_PRIME, "hash seed b"),
-                "y": _whole(payload["y"], 0, mech.hash_range, "bucket")}
-    if isinstance(mech, HadamardResponse):
-        return {"y": _whole(payload["y"], 0, mech.layout(d).outputs, "output")}
-    return {"y": _whole(payload["y"], 0, d, "cell")}
-
-
-def stack_reports(round_: Round, reports: list[dict]) -> dict:
-    """Stored reports as one batch in ``perturb``'s array format, ready for ``accumulate``."""
-    if round_.mechanism == "oue":
-        bits = np.array([[c == "1" for c in r["bits"]] for r in reports], dtype=bool)
-        return {"bits": bits}
-    keys = ("a", "b", "y") if round_.mechanism == "olh" else ("y",)
-    return {k: np.array([r[k] for r in reports], dtype=np.int64) for k in keys}
-
-
-def support_size_law(p: float, q: float, d: int) -> np.ndarray:
-    """P(K = k), k = 0 … d, where K counts the cells one honest report supports: its own cell
-    with probability p plus each of the d − 1 others independently with probability q (OUE's bits
-    are independent by construction [WBLJ17]). The law does not depend on the true cell."""
-    others = np.array([math.comb(d - 1, k) * q ** k * (1 - q) ** (d - 1 - k) for k in range(d)])
-    law = np.zeros(d + 1)
-    law[:d] += (1 - p) * others
-    law[1:] += p * others
-    return law
-
-
-def plausible_ones(p: float, q: float, d: int, alpha: float = FALSE_REJECTION) -> tuple[int, int]:
-    """The range [low, high] of 1-bits an honest OUE report falls outside with probability at most
-    ``alpha`` (at most α/2 in each binomial tail of :func:`support_size_law`). A report outside
-    it is rejected as implausible: honest phones lose at most a fraction α of their reports,
-    while the forgeries that move the estimate most — all ones (+1/(p − q) − … on every cell at
-    once), all zeros — are refused."""
-    law = support_size_law(p, q, d)
-    below = np.cumsum(law)                          # P(K ≤ k)
-    above = np.cumsum(law[::-1])[::-1]              # P(K ≥ k)
-    low = int(np.flatnonzero(below <= alpha / 2)[-1] + 1) if below[0] <= alpha / 2 else 0
-    high = int(np.flatnonzero(above <= alpha / 2)[0] - 1) if above[-1] <= alpha / 2 else d
-    return low, high
-
-
-def check_plausible(round_: Round, d: int, report: dict) -> None:
-    """ReportRejected ("implausible") for an OUE report whose number of ones is outside
-    :func:`plausible_ones`. GRR and HR reports are one output each (every value equally
-    plausible); OLH's hash seed is issued by the page (see :class:`Ticket`), not chosen."""
-    if round_.mechanism != "oue":
-        return
-    p, q = round_.build().support_probabilities(d)
-    low, high = plausible_ones(p, q, d)
-    ones = report["bits"].count("1")
-    if not low <= ones <= high:
-        raise ReportRejected(f"This report has {ones} of {d} bits set; an honest phone sends "
-                             f"between {low} and {high} (all but {FALSE_REJECTION:g} of the "
-                             "time). It was not counted.", "implausible")
-
-
-# ---------------------------------------------------------------------------------------- rooms
-@dataclass(frozen=True)
-class Room:
-    code: str
-    created: float
-    expires: float
-    closed: float | None
-    question: Question
-    reveal: bool
-    max_reports: int
-    students: int
-    admission: str = "open"
-    cap: int = DEFAULT_CAP
-
-    def is_open(self, now: float | None = None) -> bool:
-        return self.closed is None and (time.time() if now is None else now) < self.expires
-
-
-@dataclass(frozen=True)
-class Ticket:
-    """What the page hands one browser session for one round, before the phone draws anything.
-
-    ``room`` and ``round`` are read from the database when the page is drawn — never taken from
-    the phone's message; ``session`` is the page's own random session token; ``nonce`` is fresh
-    and used once; ``seed`` is the OLH hash seed (a, b) the phone must use (None for the other
-    mechanisms); ``address`` is the keyed hash of the session's network address
-    (:func:`~dpcore.interfaces.classroom_admission.address_hash`, read by the page from its
-    connection) and ``join_code`` what the student typed in a room with join codes. Issuing OLH's seed, drawn uniformly from the universal family, keeps local DP
-    (OLH is ε-LDP for every fixed hash function) and stops a phone from choosing a seed that
-    hashes every cell into one bucket — which honest seeds of the real family also do, 0.2–1 % of
-    the time at d = 50, so such a report cannot be refused as implausible.
-    """
-
-    room: str
-    round: int
-    session: str
-    nonce: str
-    seed: tuple[int, int] | None = None
-    address: str = LOCAL
-    join_code: str | None = None
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What the teacher's screen shows of one round, read in one transaction."""
-
-    room: Room
-    round: Round
-    reports: list[dict]
-    room_reports: int
-    rejected: dict[str, int]
-    reveals: np.ndarray | None
-    last_minute: int = 0          # reports of this round received in the last 60 s
-
-
-@dataclass(frozen=True)
-class AddressGroup:
-    """The sessions of one network address (its keyed hash; ``label`` its first 8 hex digits):
-    how many, their reports kept and rejected, and how many the teacher discarded."""
-
-    address: str
-    sessions: int
-    reports: int
-    rejected: int
-    discarded: int
-
-    @property
-    def label(self) -> str:
-        return self.address[:8]
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One browser session of a room as the teacher sees it: ``label`` (the first 8 hex digits of
-    its stored hash, nothing about the student), reports kept, reports rejected, discarded."""
-
-    session: str
-    reports: int
-    rejected: int
-    discarded: bool
-
-    @property
-    def label(self) -> str:
-        return self.session[:8]
-
-
-def issue_seed() -> tuple[int, int]:
-    """An OLH hash seed (a, b), uniform over the universal family (1 ≤ a < P, 0 ≤ b < P), as the
-    Python client draws it, from :mod:`secrets`."""
-    return 1 + secrets.randbelow(HASH_PRIME - 1), secrets.randbelow(HASH_PRIME)
-
-
-def session_hash(session: str, purpose: str) -> str:
-    """How a session is stored: SHA-256 of "purpose:token" — "report" and "reveal" give unlinked
-    values, so the file does not pair a reveal with a report."""
-    return _hash(f"{purpose}:{session}")
-
-
-class RateLimit:
-    """At most ``limit`` attempts in any ``seconds`` window (one per browser session, kept by the
-    page): a script driving one connection cannot hammer the database."""
-
-    def __init__(self, limit: int = ATTEMPTS_PER_MINUTE, seconds: float = 60.0):
-        self.limit, self.seconds = int(limit), float(seconds)
-        self._times: deque[float] = deque()
-
-    def allow(self, now: float | None = None) -> bool:
-        """Record an attempt now; False (not recorded) when the window is already full."""
-        now = time.monotonic() if now is None else now
-        while self._times and self._times[0] <= now - self.seconds:
-            self._times.popleft()
-        if len(self._times) >= self.limit:
-            return False
-        self._times.append(now)
-        return True
-
-
-def _round_number(value) -> int:
-    """A round number as stored (1 … 2³¹), or ReportRejected with a message (e.g. for 2**64)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ReportRejected(f"The round must be a whole number; got {value!r:.40}.", "malformed")
-    if not 1 <= value <= MAX_ROUNDS:
-        raise ReportRejected(f"Round {value!s:.24} does not exist: rounds are numbered 1 to "
-                             f"{MAX_ROUNDS}. Reload the page.", "out of range")
-    return value
 
 
 class RoomStore:
@@ -613,12 +171,13 @@ class RoomStore:
                     reveal: bool = False, hours: float = ROOM_HOURS,
                     max_reports: int = MAX_REPORTS, students: int = 25,
                     admission: str = "open", cap: int = DEFAULT_CAP, codes: int = 0,
-                    now: float | None = None) -> tuple[str, str]:
+                    memoize: bool = False, now: float | None = None) -> tuple[str, str]:
         """A new room with its first round open: (code, teacher key). Expired rooms are purged.
 
         ``admission`` (:data:`~dpcore.interfaces.classroom_admission.ADMISSIONS`): "open", "address"
         (at most ``cap`` reports per network address and round) or "codes" (``codes`` one-time
-        join codes, each admitting one report per round)."""
+        join codes, each admitting one report per round). ``memoize``: the first round's phones
+        keep their report for later rounds of the same mechanism and ε (:mod:`.repeated`)."""
         now = time.time() if now is None else now
         if admission not in ADMISSIONS:
             raise ClassroomError(f"Unknown admission mode {admission!r}; choose one of "
@@ -656,28 +215,54 @@ class RoomStore:
             if admission == "codes":
                 db.executemany("INSERT INTO join_codes(room, code) VALUES (?,?)",
                                [(code, c) for c in new_join_codes(int(codes), CODE_ALPHABET)])
-            self._open_round(db, code, question.d, mechanism, epsilon, now)
+            self._open_round(db, code, question.d, mechanism, epsilon, now, memoize)
         return code, key
 
     @staticmethod
-    def _open_round(db, code, d, mechanism, epsilon, now) -> int:
-        if mechanism not in MECHANISMS:
+    def _open_round(db, code, d, mechanism, epsilon, now, memoize=False, prompt=None,
+                    bound=None) -> int:
+        if mechanism in (COINS, NUMBER):
+            if memoize:
+                raise ClassroomError("Coins and number rounds are not memoized: each student "
+                                     "answers afresh.")
+            prompt = coins.check_prompt(prompt)
+            if mechanism == COINS:
+                epsilon = coins.EPSILON
+            else:
+                bound = numbers.check_bound(bound)
+        elif mechanism not in MECHANISMS:
             raise ClassroomError(f"Unknown classroom mechanism {mechanism!r}; choose one of "
                                  f"{', '.join(MECHANISMS)}.")
+        else:
+            prompt = None
+        if mechanism != NUMBER:
+            bound = None
+        if memoize and mechanism == "olh":
+            raise ClassroomError("OLH cannot be memoized: the page issues a fresh hash seed to "
+                                 "each phone in each round. Choose GRR, OUE or Hadamard "
+                                 "response for memoized rounds.")
         if not EPSILON_RANGE[0] <= float(epsilon) <= EPSILON_RANGE[1]:
             raise ClassroomError(f"ε must be between {EPSILON_RANGE[0]} and {EPSILON_RANGE[1]}.")
         number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rounds WHERE room=?",
                             (code,)).fetchone()[0]
         if number > MAX_ROUNDS:
             raise ClassroomError(f"A room holds at most {MAX_ROUNDS} rounds; open a new room.")
-        mech = mechanisms.build(mechanism, epsilon=float(epsilon))
+        mech = (None if mechanism in (COINS, NUMBER)
+                else mechanisms.build(mechanism, epsilon=float(epsilon)))
         permutation = None
-        if isinstance(mech, HadamardResponse) and mech.blocked:   # public, drawn once per round
-            rng = np.random.default_rng(secrets.randbits(128))
+        if memoize:      # a kept report means the same cell only under the same permutation
+            earlier = db.execute("SELECT permutation FROM rounds WHERE room=? AND mechanism=? "
+                                 "AND epsilon=? AND memoize=1 ORDER BY number LIMIT 1",
+                                 (code, mechanism, float(epsilon))).fetchone()
+            permutation = earlier[0] if earlier else None
+        if isinstance(mech, HadamardResponse) and mech.blocked and permutation is None:
+            rng = np.random.default_rng(secrets.randbits(128))   # public, drawn once per round
             permutation = json.dumps(uniform_permutation(d, rng).tolist())
         db.execute("UPDATE rounds SET closed=? WHERE room=? AND closed IS NULL", (now, code))
-        db.execute("INSERT INTO rounds VALUES (?,?,?,?,?,?,NULL)",
-                   (code, number, mechanism, float(epsilon), permutation, now))
+        db.execute("INSERT INTO rounds(room, number, mechanism, epsilon, permutation, opened, "
+                   "closed, memoize, prompt, bound) VALUES (?,?,?,?,?,?,NULL,?,?,?)",
+                   (code, number, mechanism, float(epsilon), permutation, now, int(bool(memoize)),
+                    prompt, bound))
         return number
 
     def _check_teacher(self, db, code: str, key: str) -> Room:
@@ -689,14 +274,40 @@ class RoomStore:
         return room
 
     def new_round(self, code: str, key: str, mechanism: str, epsilon: float,
-                  now: float | None = None) -> int:
-        """Close the open round and open the next with this mechanism and ε; its number."""
+                  now: float | None = None, memoize: bool = False,
+                  prompt: str | None = None, bound: float | None = None) -> int:
+        """Close the open round and open the next with this mechanism and ε (``memoize``: phones
+        reuse their report of an earlier memoized round of the same mechanism and ε; mechanism
+        "coins": a yes/no ``prompt`` answered with two real coins, ε = ln 3; "number": a number
+        ``prompt`` answered in [0, ``bound``] with one bit, :mod:`.numbers`); its number."""
         now = time.time() if now is None else now
         with self.db.write() as db:
             room = self._check_teacher(db, code, key)
             if not room.is_open(now):
                 raise ClassroomError("This room is closed; open a new room to start another round.")
-            return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now)
+            return self._open_round(db, room.code, room.question.d, mechanism, epsilon, now,
+                                    memoize, prompt, bound)
+
+    def record_guess(self, code: str, key: str, field: str, value) -> None:
+        """The teacher's (``key``) entry for the room's current round, a coins or number round:
+        the class's ``field`` "guess" (only before the round's first report) or the "truth", in
+        the round's own scale (a share in [0, 1], or a number in [0, B]);
+        :mod:`.guesses`."""
+        with self.db.write() as db:
+            room = self._check_teacher(db, code, key)
+            current = self._round(db, room.code)
+            if current.mechanism not in (COINS, NUMBER):
+                raise ClassroomError("Guess first works for a coins or number round: their "
+                                     "estimate is one number to compare.")
+            largest = 1.0 if current.mechanism == COINS else current.bound
+            value = guesses.check_value(value, largest, field)
+            guesses.record(db, room.code, current.number, field, value,
+                           self._count(db, room.code, current.number))
+
+    def guess(self, code: str, number: int) -> tuple[float | None, float | None]:
+        """(guess, truth) the teacher typed for round ``number`` (None where not typed)."""
+        with self.db.read() as db:
+            return guesses.read(db, self._room(db, code).code, number)
 
     def close_room(self, code: str, key: str, now: float | None = None) -> None:
         now = time.time() if now is None else now
@@ -794,7 +405,8 @@ class RoomStore:
 
     @staticmethod
     def _round(db, code: str, number: int | None = None) -> Round:
-        sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed FROM rounds "
+        sql = ("SELECT room, number, mechanism, epsilon, permutation, opened, closed, memoize, "
+               "prompt, bound FROM rounds "
                "WHERE room=? " + ("AND number=?" if number is not None else "")
                + " ORDER BY number DESC LIMIT 1")
         if number is not None and (isinstance(number, bool) or not isinstance(number, int)
@@ -804,7 +416,8 @@ class RoomStore:
         if row is None:
             raise ClassroomError(f"Room {format_code(code)} has no round {number}.")
         permutation = tuple(json.loads(row[4])) if row[4] else None
-        return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6])
+        return Round(row[0], row[1], row[2], row[3], permutation, row[5], row[6], bool(row[7]),
+                     row[8], row[9])
 
     def room(self, code: str) -> Room:
         with self.db.read() as db:
@@ -1035,3 +648,4 @@ class RoomStore:
             db.execute("INSERT INTO reveals(room, round, cell, session) VALUES (?,?,?,?) "
                        "ON CONFLICT(room, round, session) DO NOTHING",
                        (room.code, number, cell, session_hash(str(ticket.session), "reveal")))
+
