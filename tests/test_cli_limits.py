@@ -10,6 +10,7 @@ import pytest
 
 from dpcore import limits
 from dpcore.interfaces import cli, publish
+from dpcore.interfaces.commands import releases
 from dpcore.limits import DELTA, EPSILON, SEED, TRIALS
 
 TOY = ["--dataset", "toy_town"]
@@ -197,7 +198,7 @@ def test_an_opendp_refusal_is_a_message(capsys, tmp_path, monkeypatch):
 def test_numpy_and_memory_errors_are_messages(capsys, tmp_path, monkeypatch, error, words):
     def fail(*args, **kwargs):
         raise error
-    monkeypatch.setattr(cli.release, "run", fail)
+    monkeypatch.setattr(releases.release, "run", fail)
     code, _, err = run(capsys, "release", *TOY, "--mechanism", "laplace", "--epsilon", "1",
                        "--out", tmp_path / "r.csv")
     assert code == cli.EXIT_USAGE and words in err
@@ -206,7 +207,7 @@ def test_numpy_and_memory_errors_are_messages(capsys, tmp_path, monkeypatch, err
 def test_a_bug_is_not_disguised_as_a_message(tmp_path, monkeypatch):
     def bug(*args, **kwargs):
         raise AttributeError("a programming error")
-    monkeypatch.setattr(cli.release, "run", bug)
+    monkeypatch.setattr(releases.release, "run", bug)
     with pytest.raises(AttributeError):
         cli.main(["release", *TOY, "--mechanism", "laplace", "--epsilon", "1",
                   "--out", str(tmp_path / "r.csv")])

@@ -12,6 +12,7 @@ import pytest
 from dpcore.data import importers
 from dpcore.data.importers import MAX_UPLOAD_BYTES
 from dpcore.interfaces import cli, publish, published_domain
+from dpcore.interfaces.commands import publishing
 
 FLOWS = "origin,destination,count\nZ1,Z2,3\nZ2,Z3,2\nZ3,Z1,1\nZ4,Z4,5\n"
 
@@ -21,7 +22,7 @@ def never_imports(monkeypatch):
     """Fails the test if the data is read: the problem must be found before."""
     def refuse(args):
         raise AssertionError("the data was imported before the options were checked")
-    monkeypatch.setattr(cli, "_load", refuse)
+    monkeypatch.setattr(publishing, "_load", refuse)  # where publish looks it up
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,0 +1,105 @@
+"""``plan``: the smallest ε at which each mechanism meets a metric's target
+(:mod:`dpcore.evaluation.planner`) or every analysis answer meets a margin
+(:mod:`dpcore.analyses.planning`); ε is chosen on the true table, so the CSV is marked not for
+publication.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from dpcore import confidential, mechanisms, release
+from dpcore.data import views
+from dpcore.analyses import planning
+from dpcore.evaluation import planner
+from dpcore.interfaces import arguments, publish, publish_targets
+from dpcore.limits import DELTA, PASS_PROBABILITY, SEED, TRIALS
+from dpcore.mechanisms import postprocess
+from dpcore.scoring import metrics
+from dpcore.interfaces.commands.common import (
+    _duration,
+    _load,
+    _view,
+    PRIVATE_NOTE,
+    _progress,
+    _mechanism_specs,
+    _add_view,
+    _add_input,
+)
+
+
+def _cmd_plan(args) -> int:
+    specs = _mechanism_specs(args)
+    if args.postprocess not in postprocess.METHODS:
+        raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
+                         f"{', '.join(postprocess.METHODS)}")
+    if (args.metric is None) == (args.answers is None):
+        raise ValueError("give a target: --metric (with --target), or --answers with --within")
+    if args.answers is not None:
+        return _plan_answers(args, specs)
+    target = planner.Target(args.metric, float("nan") if args.target is None else args.target,
+                            args.probability)
+    od = views.select(_load(args), _view(args))
+    started = time.perf_counter()
+    answers = planner.plan(od, specs, target, postprocess=args.postprocess, trials=args.trials,
+                           seed=args.seed, force_search=args.search, progress=_progress)
+    confidential.write_csv(planner.plan_table(answers), args.out)  # ε chosen on the true table
+    print(planner.sentence(answers, lambda key: mechanisms.get(key).name))
+    print(f"plan: {len(answers)} mechanism(s) in {_duration(time.perf_counter() - started)} "
+          f"→ {args.out} ({PRIVATE_NOTE})")
+    return 0
+
+
+def _plan_answers(args, specs) -> int:
+    """``plan --answers``: the smallest ε per mechanism (raw releases) and for a flat OpenDP
+    publish with discrete Laplace noise at which every answer meets the margin."""
+    if args.within is None:
+        raise ValueError("--answers needs --within: commuters (50) or a percentage (2%)")
+    target = planning.parse_target(args.answers, args.within)
+    od = views.select(_load(args), _view(args))
+    started = time.perf_counter()
+    truth = release.true_values(od)
+    plans = planning.plan(od, truth, specs, target)
+    plans.append(publish_targets.plan(od, truth, publish.DISCRETE_LAPLACE, target))
+    confidential.write_csv(planning.table(plans), args.out)   # ε chosen on the true table
+    for plan in plans:
+        print(f"{plan.mechanism}: ε = {plan.epsilon:.4g} ({plan.method})")
+    print(f"plan: {target.describe()}: {len(plans)} answer(s) in "
+          f"{_duration(time.perf_counter() - started)} → {args.out} ({PRIVATE_NOTE})")
+    return 0
+
+
+def add(commands: argparse._SubParsersAction) -> None:
+    """The ``plan`` subcommand."""
+    plan = commands.add_parser("plan", help="the smallest ε at which each mechanism meets a "
+                                            "target")
+    _add_input(plan, required=True)
+    _add_view(plan)
+    plan.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
+    plan.add_argument("--metric", choices=[planner.CHECKS, *metrics.METRICS],
+                      help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
+    plan.add_argument("--answers", choices=list(planning.FAMILIES),
+                      help="instead of --metric: a family of analysis answers (inflow, outflow, "
+                           "live_and_work of every zone, or every OD pair), each of whose 95 %% "
+                           "intervals must be within --within")
+    plan.add_argument("--within", metavar="MARGIN",
+                      help="with --answers: commuters (50) or a percentage of each answer (2%%)")
+    plan.add_argument("--target", type=arguments.real("--target"),
+                      help="the metric's threshold (not used with 'checks')")
+    plan.add_argument("--probability", type=arguments.number(PASS_PROBABILITY, "--probability"),
+                      default=0.9,
+                      help="pass probability a searched answer must reach (default 0.9)")
+    plan.add_argument("--postprocess", default="base",
+                      help=f"one of {', '.join(postprocess.METHODS)} (default base)")
+    plan.add_argument("--delta", type=arguments.number(DELTA, "--delta"),
+                      help="δ for the mechanisms that use one")
+    plan.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="a parameter of the mechanisms that declare it (repeatable)")
+    plan.add_argument("--trials", type=arguments.number(TRIALS, "--trials"), default=20,
+                      help="releases per searched ε")
+    plan.add_argument("--seed", type=arguments.number(SEED, "--seed"), default=0)
+    plan.add_argument("--search", action="store_true",
+                      help="search even where a closed form exists")
+    plan.add_argument("--out", required=True, metavar="OUT.csv")
+    plan.set_defaults(handler=_cmd_plan)
