@@ -94,7 +94,7 @@ def test_default_map_is_offline_with_one_layer_per_width_class(county):
                in c.value for c in at.caption)
     table = shown_table(at)
     assert (table["shown_as"] == "line").sum() == len(selection.lines) == 250
-    assert (table["shown_as"] == "listed (a zone has no position)").sum() == len(
+    assert (table["shown_as"] == "listed, no position").sum() == len(
         selection.unplaced)
 
 
@@ -120,7 +120,7 @@ def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
     table = shown_table(at)
     lines = table[table["shown_as"] == "line"]
     np.testing.assert_allclose(lines["released"], selection.lines["released"])
-    labels = flows.status_labels(close, far)  # the table says what the map's colours say
+    labels = flows.status_labels(close, far, short=True)  # what the map's colours say
     assert set(lines["release_effect"]) == {labels[s] for s in drawn}
 
 
@@ -249,7 +249,7 @@ def test_a_file_without_coordinates_draws_its_flows_on_a_schematic_layout(exampl
     assert flow_layers(args) >= 1
     table = shown_table(at)
     assert (table["shown_as"] == "line").sum() == len(selection.lines)
-    assert not (table["shown_as"] == "listed (a zone has no position)").any()   # all placed
+    assert not (table["shown_as"] == "listed, no position").any()   # all placed
 
 
 def test_the_schematic_layout_groups_zones_by_parent_largest_first():
@@ -281,7 +281,7 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
     at = open_page()
     [args] = maps_of(at)
     assert '"tip": "Within ' not in args["script"] and flow_layers(args) > 0
-    assert (shown_table(at)["shown_as"] == "listed (within one zone)").sum() == 31
+    assert (shown_table(at)["shown_as"] == "listed, same zone").sum() == 31
     assert any("Within one zone (not drawn" in m.value for m in at.markdown)
     assert not any("Rings around a zone" in c.value for c in at.caption)
     # the lists beside the map: HTML tables whose names wrap, the largest 15 of each
@@ -293,7 +293,7 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
     at.toggle(key="flowmap_rings").set_value(True).run()
     [args] = maps_of(at)
     assert args["script"].count('"tip": "Within ') == 31
-    assert (shown_table(at)["shown_as"] == "circle (within one zone)").sum() == 31
+    assert (shown_table(at)["shown_as"] == "ring").sum() == 31
     assert any("Within one zone (rings on the map)" in m.value for m in at.markdown)
     assert any("Rings around a zone" in c.value for c in at.caption)
 

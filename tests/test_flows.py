@@ -235,11 +235,11 @@ def test_tables_for_download_and_for_the_lists(od):
     within = selection.listing(flows.WITHIN)
     assert within["commute"].tolist() == selection.within["origin_label"].tolist()
     # Without the rings layer (the page's default) the within-zone flows are listed, not drawn.
-    assert table["shown_as"].value_counts()["circle (within one zone)"] == len(selection.within)
+    assert table["shown_as"].value_counts()["ring"] == len(selection.within)
     listed = selection.table(rings=False)["shown_as"]
-    assert listed.value_counts()["listed (within one zone)"] == len(selection.within) > 0
+    assert listed.value_counts()["listed, same zone"] == len(selection.within) > 0
     assert listed.value_counts()["line"] == len(selection.lines)
-    assert "circle" not in " ".join(listed)
+    assert "ring" not in set(listed)
     assert selection.listing(flows.LINES)["commute"].iloc[0] == "Bb → Aa"  # 30.5, the largest
 
 

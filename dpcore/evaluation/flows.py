@@ -65,8 +65,16 @@ def _percent(share: float) -> str:
     return f"{share * 100:.3g}%"
 
 
-def status_labels(close: float = CLOSE, far: float = FAR) -> dict[str, str]:
-    """Status key → what it means, in legend order, for the class bounds ``close`` and ``far``."""
+def status_labels(close: float = CLOSE, far: float = FAR, short: bool = False) -> dict[str, str]:
+    """Status key → what it means, in legend order, for the class bounds ``close`` and ``far``;
+    ``short``: a few words each, for a table column (the legend says them in full)."""
+    if short:
+        return {OVER_FAR: f"over by > {_percent(far)}",
+                OVER: f"over by {_percent(close)}–{_percent(far)}",
+                CLOSE_TO_TRUE: f"within {_percent(close)}",
+                UNDER: f"under by {_percent(close)}–{_percent(far)}",
+                UNDER_FAR: f"under by > {_percent(far)}",
+                INVENTED: "invented (true 0)", LOST: "lost (shows none)"}
     return {
         OVER_FAR: f"Over-estimated by more than {_percent(far)}",
         OVER: f"Over-estimated by {_percent(close)}–{_percent(far)}",
@@ -77,6 +85,11 @@ def status_labels(close: float = CLOSE, far: float = FAR) -> dict[str, str]:
         LOST: "Lost: people commute here, the release shows none",
     }
 
+
+#: The table's "Shown as" values, what each means (the column's help).
+SHOWN_AS = {"line": "a line between two zones", "ring": "a ring around its zone (within one zone)",
+            "listed, same zone": "within one zone: listed beside the map (rings off)",
+            "listed, no position": "listed beside the map: a zone has no position (e.g. home)"}
 
 #: Status key → what it means, in legend order (the default bounds).
 STATUSES = status_labels()
@@ -289,14 +302,14 @@ class FlowSelection:
         """Every flow shown, in any of the three forms, as a readable table (for download).
 
         Columns: origin and destination ids and names, true, released, difference, what the
-        release did (the status in words) and how the map shows the flow. ``rings``: whether
+        release did (the status in words) and how the map shows the flow (:data:`SHOWN_AS`:
+        a few words, so that the table fits beside the map at 1,280 px). ``rings``: whether
         the map draws the within-zone flows (a layer of their own, off by default on the page:
         where zones are many, the largest flows are nearly all within one zone and their rings
         cover the lines between zones); if not, they are listed beside it.
         """
-        forms = {LINES: "line",
-                 WITHIN: "circle (within one zone)" if rings else "listed (within one zone)",
-                 UNPLACED: "listed (a zone has no position)"}
+        forms = {LINES: "line", WITHIN: "ring" if rings else "listed, same zone",
+                 UNPLACED: "listed, no position"}
         parts = [getattr(self, group).assign(shown_as=form) for group, form in forms.items()]
         frame = pd.concat(parts, ignore_index=True)
         return pd.DataFrame({

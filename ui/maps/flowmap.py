@@ -36,6 +36,19 @@ VIEW_NAMES = {flows.TRUE: "True", flows.RELEASED: "Released", flows.DIFFERENCE: 
               SIDE_BY_SIDE: "True | released side by side"}
 NUMBERS = {name: st.column_config.NumberColumn(format="%,.1f" if name != "true" else "%,.0f")
            for name in ("true", "released", "difference")}
+#: The table of flows shown: 790 px in all, headers short, the long meanings in the help.
+COLUMNS = {
+    "origin": st.column_config.TextColumn("Origin", width=160),
+    "destination": st.column_config.TextColumn("Destination", width=160),
+    **{name: st.column_config.NumberColumn(name.capitalize(), width=80 if name == "true" else 90,
+                                           format="%,.1f" if name != "true" else "%,.0f")
+       for name in ("true", "released", "difference")},
+    "release_effect": st.column_config.TextColumn(
+        "Release did", width=110, help="What the release did to the flow: "
+        + "; ".join(flows.STATUSES.values()) + " (the map's legend gives the bounds used)."),
+    "shown_as": st.column_config.TextColumn(
+        "Shown as", width=100, help="; ".join(f"{k}: {v}" for k, v in flows.SHOWN_AS.items())),
+}
 
 
 @dataclass
@@ -256,11 +269,11 @@ def flows_table(selection: flows.FlowSelection, side_by_side: bool, rings: bool)
     table = selection.table(rings)
     if table["released"].notna().any():  # the map's classes (fitted to the flows drawn)
         bounds = layers.difference_bounds(pd.concat([selection.lines, selection.within]))
-        labels = flows.status_labels(*bounds)
+        labels = flows.status_labels(*bounds, short=True)
         table["release_effect"] = [labels.get(status, "") for status in flows.classify(
             table["true"], table["released"].fillna(0), *bounds)]
+    # Fixed widths that add up to less than the frame at 1,280 px (818 px): sized to their
+    # content, the columns ran to 920 px and cut "Shown as" off.
     st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
-                 width="stretch", column_config=NUMBERS | {
-                     "origin": "Origin", "destination": "Destination",
-                     "release_effect": "What the release did", "shown_as": "Shown as"})
+                 width="stretch", column_config=COLUMNS)
     charts.table_download(table, "flows_shown", MAP, "Flows shown (CSV)", private=True)
