@@ -163,6 +163,13 @@ def test_zone_from_the_list_filters_flows_and_shows_its_totals(county):
     assert (shown_table(at)["destination"] == "Cavan").all()
     [args] = maps_of(at)
     assert "#e6550d" in args["script"]  # the chosen zone is ringed
+    # one zone's flows are all drawn, short ones too (Galway City and County share a position)
+    at.selectbox(key="flowmap_zone").set_value("Galway City").run()
+    at.radio(key="flowmap_direction").set_value(flows.EITHER).run()
+    lines = shown_table(at).query("shown_as == 'line'")
+    assert "Galway County" in set(lines["destination"]) | set(lines["origin"])
+    assert len(lines) == len(flows.select(od, true, released, top_k=250, zone="Galway City").lines)
+    assert not any("Only flows at least" in c.value for c in at.caption)
 
 
 def test_minimum_count_rule(county):

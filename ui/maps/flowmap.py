@@ -139,7 +139,8 @@ def view_options(od: ODMatrix, truth, released, schematic: bool = False) -> Opti
                 help=f"By default {flows.SHORTEST_SHARE:.0%} of the map's width: a shorter "
                      "line hides under the points of its two zones, so the largest flows "
                      "between neighbouring zones would fill the map with lines no one can see. "
-                     "0 ranks every flow between zones.")
+                     "0 ranks every flow between zones. Not applied to one zone's flows: "
+                     "all of them are drawn.")
         cap = flows.DEFAULT_LINE_CAP
         if st.checkbox(f"Draw more than {cap:,} lines (slower)", key=MORE_LINES):
             cap = st.number_input("At most", cap, 20_000, 5_000, 1_000, key=CAP)
@@ -148,7 +149,7 @@ def view_options(od: ODMatrix, truth, released, schematic: bool = False) -> Opti
         basemap = st.checkbox("OpenStreetMap basemap (needs internet; your browser then "
                               "requests map tiles from tile.openstreetmap.org)", key=BASEMAP)
     return Options(od, truth, released, view, top_k, min_count, zone, names, direction,
-                   size_by, cap, basemap, rings, min_km)
+                   size_by, cap, basemap, rings, min_km if zone is None else 0.0)
 
 
 def selections(options: Options) -> dict[str, flows.FlowSelection]:
