@@ -45,7 +45,8 @@ st.caption(f"{charts.name(mechanism)}, ε = {settings.epsilon:g}, seed {settings
            f"post-processing: {postprocess.METHODS[settings.postprocess][0]}. Change them in the "
            "sidebar; every page shares them.")
 
-options = flowmap.view_options(od, runs.true_counts(settings), result.released)
+options = flowmap.view_options(od, runs.true_counts(settings), result.released,
+                               schematic=bool(unplaced))
 areas = None
 if not unplaced:   # zone areas come from coordinates
     cell_by_cell = None if huge.is_sparse(options.released) else options.released   # zone totals

@@ -86,14 +86,15 @@ def test_default_map_is_offline_with_one_layer_per_width_class(county):
     for part in ("script", "header", "html"):
         assert URL.findall(args[part]) == [], part
     assert args["returned_objects"] == ["last_object_clicked_tooltip"]  # panning doesn't rerun
-    selection = flows.select(od, true, released, view=flows.TRUE, top_k=250)
+    selection = flows.select(od, true, released, view=flows.TRUE, top_k=250,
+                             min_km=flows.default_min_km(od))
     breaks = flows.width_breaks(selection.lines["shown"].max())
     assert flow_layers(args) == expected_layers(selection, breaks) <= len(breaks)
     assert any(f"{len(selection.lines)} lines drawn ({flow_layers(args)} grouped layers)"
                in c.value for c in at.caption)
     table = shown_table(at)
     assert (table["shown_as"] == "line").sum() == len(selection.lines) == 250
-    assert (table["shown_as"] == "listed (a zone has no position)").sum() == len(
+    assert (table["shown_as"] == "listed, no position").sum() == len(
         selection.unplaced)
 
 
@@ -103,7 +104,8 @@ def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
     at.radio(key="flowmap_view").set_value(flows.DIFFERENCE).run()
     assert not at.exception
     [args] = maps_of(at)
-    selection = flows.select(od, true, released, view=flows.DIFFERENCE, top_k=250)
+    selection = flows.select(od, true, released, view=flows.DIFFERENCE, top_k=250,
+                             min_km=flows.default_min_km(od))
     breaks = flows.width_breaks(selection.lines["shown"].max())
     assert flow_layers(args) == expected_layers(selection, breaks)
     # At the default settings (Laplace, ε = 1, large county flows) the errors are far below
@@ -118,7 +120,7 @@ def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
     table = shown_table(at)
     lines = table[table["shown_as"] == "line"]
     np.testing.assert_allclose(lines["released"], selection.lines["released"])
-    labels = flows.status_labels(close, far)  # the table says what the map's colours say
+    labels = flows.status_labels(close, far, short=True)  # what the map's colours say
     assert set(lines["release_effect"]) == {labels[s] for s in drawn}
 
 
@@ -161,6 +163,13 @@ def test_zone_from_the_list_filters_flows_and_shows_its_totals(county):
     assert (shown_table(at)["destination"] == "Cavan").all()
     [args] = maps_of(at)
     assert "#e6550d" in args["script"]  # the chosen zone is ringed
+    # one zone's flows are all drawn, short ones too (Galway City and County share a position)
+    at.selectbox(key="flowmap_zone").set_value("Galway City").run()
+    at.radio(key="flowmap_direction").set_value(flows.EITHER).run()
+    lines = shown_table(at).query("shown_as == 'line'")
+    assert "Galway County" in set(lines["destination"]) | set(lines["origin"])
+    assert len(lines) == len(flows.select(od, true, released, top_k=250, zone="Galway City").lines)
+    assert not any("Only flows at least" in c.value for c in at.caption)
 
 
 def test_minimum_count_rule(county):
@@ -170,7 +179,9 @@ def test_minimum_count_rule(county):
     at.number_input(key="flowmap_min_count").set_value(5000).run()
     table = shown_table(at)
     assert (table["true"] >= 5000).all()
-    assert len(table) == np.count_nonzero(true >= 5000)
+    short = flows.select(county[0], true, min_count=5000, min_km=10).too_short
+    assert short == 4   # Galway City ↔ County (one position), South Dublin ↔ Dublin City (9.5 km)
+    assert len(table) == np.count_nonzero(true >= 5000) - short
 
 
 def test_ed_subset_roll_up_and_the_line_cap():
@@ -245,7 +256,7 @@ def test_a_file_without_coordinates_draws_its_flows_on_a_schematic_layout(exampl
     assert flow_layers(args) >= 1
     table = shown_table(at)
     assert (table["shown_as"] == "line").sum() == len(selection.lines)
-    assert not (table["shown_as"] == "listed (a zone has no position)").any()   # all placed
+    assert not (table["shown_as"] == "listed, no position").any()   # all placed
 
 
 def test_the_schematic_layout_groups_zones_by_parent_largest_first():
@@ -271,12 +282,13 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
     """Issue 42: on the national data the top flows were all within-zone rings, covering the
     lines. By default the map draws the lines; the rings are a layer the toggle adds."""
     od, true, released = county
-    selection = flows.select(od, true, released, view=flows.TRUE, top_k=250)
+    selection = flows.select(od, true, released, view=flows.TRUE, top_k=250,
+                             min_km=flows.default_min_km(od))
     assert len(selection.within) == 31                      # every county has its own commuters
     at = open_page()
     [args] = maps_of(at)
     assert '"tip": "Within ' not in args["script"] and flow_layers(args) > 0
-    assert (shown_table(at)["shown_as"] == "listed (within one zone)").sum() == 31
+    assert (shown_table(at)["shown_as"] == "listed, same zone").sum() == 31
     assert any("Within one zone (not drawn" in m.value for m in at.markdown)
     assert not any("Rings around a zone" in c.value for c in at.caption)
     # the lists beside the map: HTML tables whose names wrap, the largest 15 of each
@@ -288,6 +300,29 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
     at.toggle(key="flowmap_rings").set_value(True).run()
     [args] = maps_of(at)
     assert args["script"].count('"tip": "Within ') == 31
-    assert (shown_table(at)["shown_as"] == "circle (within one zone)").sum() == 31
+    assert (shown_table(at)["shown_as"] == "ring").sum() == 31
     assert any("Within one zone (rings on the map)" in m.value for m in at.markdown)
     assert any("Rings around a zone" in c.value for c in at.caption)
+
+
+def test_lines_drawn_by_default_are_long_enough_to_see_and_the_caption_says_so():
+    """QA walk of issue 42: the national map said "250 lines drawn", yet none could be seen:
+    the largest flows between zones join neighbouring zones, lines shorter than the zones'
+    points. By default only lines of at least 5 % of the map's width are ranked and drawn."""
+    at = open_page(**{state.CURRENT_DATASET: "ireland_ed"})
+    od = datasets.load("ireland_ed")
+    assert at.number_input(key="flowmap_min_km").value == flows.default_min_km(od) == 10
+    lines = shown_table(at).query("shown_as == 'line'")
+    drawn = flows.select(od, od.to_dense(), top_k=250, min_km=10).lines
+    assert len(lines) == 250 and lines["origin"].tolist() == drawn["origin_label"].tolist()
+    assert flows._lengths_km(od, drawn["cell"].to_numpy()).min() >= 10
+    everything = flows.select(od, od.to_dense(), top_k=250)  # without: most are shorter
+    assert (flows._lengths_km(od, everything.lines["cell"].to_numpy()) < 10).sum() > 100
+    [caption] = [c.value for c in at.caption if "lines drawn" in c.value]
+    too_short = flows.select(od, od.to_dense(), min_km=10).too_short
+    assert ("Only flows at least 10 km long are ranked and drawn as lines" in caption
+            and f"({too_short:,} flows between zones are shorter" in caption)
+    at.number_input(key="flowmap_min_km").set_value(0.0).run()   # 0: every flow ranked
+    assert not any("Only flows at least" in c.value for c in at.caption)
+    lines = shown_table(at).query("shown_as == 'line'")
+    assert (lines["true"].to_numpy() == everything.lines["true"].to_numpy()).all()

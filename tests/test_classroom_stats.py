@@ -342,6 +342,43 @@ def test_the_reading_counts_the_intervals_drawn_and_what_chance_gives(n, items_s
         assert count > len(set(items)) - 1 and (estimate.lower[empty] >= 1).any()
 
 
+@pytest.mark.parametrize("items, seed, chance_like", [
+    ([12, 12, 30, 30], 5, True),                            # 2 above 0, ≈ 1 by chance
+    ([12] * 6 + list(range(20, 44)), 1, True),              # 1 above 0, ≈ 0.5 by chance
+    ([12] * 6 + list(range(20, 44)), 2, False)],            # 3 above 0, ≈ 0.5 by chance
+    ids=["class-of-4", "class-of-30-one", "class-of-30-three"])
+def test_the_reading_says_how_many_may_be_chance_when_chance_gives_half_as_many(
+        items, seed, chance_like):
+    """QA walk of issue 42: two intervals above 0 with about one expected by chance are not
+    "each probably taken". When the chance-alone number stated (its upper end) is half the
+    count or more, the sentence says how many may be chance: the 95 % quantile of the false
+    alarms among the commutes nobody takes, which simulated classes confirm."""
+    round_ = make_round("grr", 5.0)
+    estimate = cs.estimate_round(round_, D, reports(round_, items, np.random.default_rng(seed)))
+    said, count = estimate.reading(), estimate.above_zero
+    chance = estimate.resolution.empty_chance
+    assert (2 * round(chance * (D - 1), 1) >= count) == chance_like
+    if not chance_like:
+        assert "probably taken by someone" in said and "may be chance" not in said
+        return
+    assert "probably taken" not in said
+    alarms = cs.chance_count(chance, D - 1)
+    assert stats.binom.cdf(alarms, D - 1, chance) >= 0.95 > stats.binom.cdf(alarms - 1, D - 1,
+                                                                             chance)
+    may = {1: "it", 2: "both"}.get(count, f"all {count}" if alarms >= count else
+                                   f"up to {alarms} of them")
+    assert (f"Here {count} commute{'s have' if count > 1 else ' has'} an interval starting "
+            f"above 0, but chance alone gives half as many or more (below): {may} may be "
+            f"chance, not someone's commute — on the commutes nobody takes it gives up to "
+            f"{alarms} in 19 classes of 20.") in said
+    assert alarms >= min(count, 2)          # "both" / "it" only when chance reaches that many
+    rng = np.random.default_rng(seed + 100)   # simulated classes: false alarms within the bound
+    empty = np.setdiff1d(np.arange(D), items)
+    seen = [(cs.estimate_round(round_, D, reports(round_, items, rng)).lower[empty] >= 1).sum()
+            for _ in range(400)]
+    assert np.mean(np.array(seen) <= alarms) >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / 400)
+
+
 def test_percent_never_rounds_to_a_certainty():
     assert cs.percent(0.995) == "over 99 %" and cs.percent(0.02) == "2 %"
     assert cs.percent(0.0134) == "1.3 %" and cs.percent(0.758) == "76 %" and cs.percent(0) == "0 %"

@@ -123,6 +123,35 @@ def test_min_count_keeps_exactly_the_flows_at_or_above_it(od):
     assert set(shown["cell"]) == set(np.flatnonzero(true >= 8))
 
 
+def test_min_km_leaves_out_the_short_lines_and_counts_them(od):
+    """A (53.0, -7.0) and B (53.1, -7.1) are 13 km apart, C 60 km or more from both."""
+    true = od.to_dense()
+    full, long = flows.select(od, true), flows.select(od, true, min_km=20)
+    lengths = flows._lengths_km(od, full.lines["cell"].to_numpy())
+    assert 12 < lengths[full.lines["origin"].isin(["A", "B"])
+                        & full.lines["destination"].isin(["A", "B"])].max() < 14
+    assert long.lines["cell"].tolist() == full.lines["cell"][lengths >= 20].tolist()
+    assert set(long.lines["cell"]) == {cell(od, "A", "C"), cell(od, "C", "B")}
+    assert long.too_short == 2 and long.min_km == 20          # A → B and B → A
+    for group in (flows.WITHIN, flows.UNPLACED):               # only lines are measured
+        assert getattr(long, group)["cell"].tolist() == getattr(full, group)["cell"].tolist()
+    top = flows.select(od, true, top_k=1, min_km=20)   # ranked among the long lines only
+    assert top.lines["cell"].tolist() == [cell(od, "C", "B")]
+    with pytest.raises(ValueError, match="min_km"):
+        flows.select(od, true, min_km=-1)
+
+
+def test_the_default_shortest_line_is_a_round_share_of_the_map_width(od):
+    county = datasets.load("ireland_county")
+    width = flows.map_width_km(county)
+    assert 280 < width < 340                                  # Ireland: ≈ 300 km across
+    assert flows.default_min_km(county) == 10                 # 5 % of it, rounded down
+    assert flows.default_min_km(od) == 2                      # ≈ 56 km across → 2.8
+    tiny = ODMatrix.from_dense("tiny", *(ZoneSet.from_ids(["A", "B"], lat=[53.0, 53.001],
+                                                          lon=[-7.0, -7.0]),) * 2, np.ones(4))
+    assert flows.default_min_km(tiny) == 0                    # a town's map leaves none out
+
+
 def test_the_cap_keeps_the_largest_and_reports_what_it_left_out(od):
     true = od.to_dense()
     capped = flows.select(od, true, cap=2)
@@ -206,11 +235,11 @@ def test_tables_for_download_and_for_the_lists(od):
     within = selection.listing(flows.WITHIN)
     assert within["commute"].tolist() == selection.within["origin_label"].tolist()
     # Without the rings layer (the page's default) the within-zone flows are listed, not drawn.
-    assert table["shown_as"].value_counts()["circle (within one zone)"] == len(selection.within)
+    assert table["shown_as"].value_counts()["ring"] == len(selection.within)
     listed = selection.table(rings=False)["shown_as"]
-    assert listed.value_counts()["listed (within one zone)"] == len(selection.within) > 0
+    assert listed.value_counts()["listed, same zone"] == len(selection.within) > 0
     assert listed.value_counts()["line"] == len(selection.lines)
-    assert "circle" not in " ".join(listed)
+    assert "ring" not in set(listed)
     assert selection.listing(flows.LINES)["commute"].iloc[0] == "Bb → Aa"  # 30.5, the largest
 
 

@@ -50,6 +50,10 @@ DIRECTIONS = {EITHER: "From or to the zone", FROM: "From the zone (its residents
 
 #: Lines drawn by default: enough for every county pair worth seeing, few enough to stay fast.
 DEFAULT_LINE_CAP = 1_000
+#: Shortest line drawn by default, as a share of the map's width: a shorter line hides under the
+#: points of its two zones (a national map's largest flows join neighbouring tracts).
+SHORTEST_SHARE = 0.05
+KM_PER_DEGREE = 111.2
 #: Relative errors up to CLOSE count as close to the truth; beyond FAR as far off.
 CLOSE, FAR = 0.10, 0.50
 
@@ -61,8 +65,16 @@ def _percent(share: float) -> str:
     return f"{share * 100:.3g}%"
 
 
-def status_labels(close: float = CLOSE, far: float = FAR) -> dict[str, str]:
-    """Status key → what it means, in legend order, for the class bounds ``close`` and ``far``."""
+def status_labels(close: float = CLOSE, far: float = FAR, short: bool = False) -> dict[str, str]:
+    """Status key → what it means, in legend order, for the class bounds ``close`` and ``far``;
+    ``short``: a few words each, for a table column (the legend says them in full)."""
+    if short:
+        return {OVER_FAR: f"over by > {_percent(far)}",
+                OVER: f"over by {_percent(close)}–{_percent(far)}",
+                CLOSE_TO_TRUE: f"within {_percent(close)}",
+                UNDER: f"under by {_percent(close)}–{_percent(far)}",
+                UNDER_FAR: f"under by > {_percent(far)}",
+                INVENTED: "invented (true 0)", LOST: "lost (shows none)"}
     return {
         OVER_FAR: f"Over-estimated by more than {_percent(far)}",
         OVER: f"Over-estimated by {_percent(close)}–{_percent(far)}",
@@ -73,6 +85,11 @@ def status_labels(close: float = CLOSE, far: float = FAR) -> dict[str, str]:
         LOST: "Lost: people commute here, the release shows none",
     }
 
+
+#: The table's "Shown as" values, what each means (the column's help).
+SHOWN_AS = {"line": "a line between two zones", "ring": "a ring around its zone (within one zone)",
+            "listed, same zone": "within one zone: listed beside the map (rings off)",
+            "listed, no position": "listed beside the map: a zone has no position (e.g. home)"}
 
 #: Status key → what it means, in legend order (the default bounds).
 STATUSES = status_labels()
@@ -263,6 +280,9 @@ class FlowSelection:
     matched: dict
     cap: int
     note: str | None = None
+    #: Lines shorter than this many km were left out (their count: ``too_short``).
+    min_km: float = 0.0
+    too_short: int = 0
 
     def truncated(self, group: str = LINES) -> int:
         """How many matching flows of ``group`` the cap left out."""
@@ -282,14 +302,14 @@ class FlowSelection:
         """Every flow shown, in any of the three forms, as a readable table (for download).
 
         Columns: origin and destination ids and names, true, released, difference, what the
-        release did (the status in words) and how the map shows the flow. ``rings``: whether
+        release did (the status in words) and how the map shows the flow (:data:`SHOWN_AS`:
+        a few words, so that the table fits beside the map at 1,280 px). ``rings``: whether
         the map draws the within-zone flows (a layer of their own, off by default on the page:
         where zones are many, the largest flows are nearly all within one zone and their rings
         cover the lines between zones); if not, they are listed beside it.
         """
-        forms = {LINES: "line",
-                 WITHIN: "circle (within one zone)" if rings else "listed (within one zone)",
-                 UNPLACED: "listed (a zone has no position)"}
+        forms = {LINES: "line", WITHIN: "ring" if rings else "listed, same zone",
+                 UNPLACED: "listed, no position"}
         parts = [getattr(self, group).assign(shown_as=form) for group, form in forms.items()]
         frame = pd.concat(parts, ignore_index=True)
         return pd.DataFrame({
@@ -343,6 +363,35 @@ def _sparse_candidates(true_counts: SparseVector, released: SparseVector | None,
             max(true_counts.known_from, released.known_from))
 
 
+def _lengths_km(od: ODMatrix, cells: np.ndarray) -> np.ndarray:
+    """Straight-line length of each flow in km (equirectangular: fine at a map's scale)."""
+    o, d = np.divmod(cells, od.n_destinations)
+    lat1, lat2 = od.origins.lat[o], od.destinations.lat[d]
+    north = lat2 - lat1
+    east = (od.destinations.lon[d] - od.origins.lon[o]) * np.cos(np.radians((lat1 + lat2) / 2))
+    return KM_PER_DEGREE * np.hypot(north, east)
+
+
+def map_width_km(od: ODMatrix) -> float:
+    """The larger side, in km, of the box around every placed zone (0 if fewer than two)."""
+    placed = od.origins.has_coordinates
+    if placed.sum() < 2:
+        return 0.0
+    lat, lon = od.origins.lat[placed], od.origins.lon[placed]
+    middle = math.radians((lat.min() + lat.max()) / 2)
+    return KM_PER_DEGREE * max(lat.max() - lat.min(), (lon.max() - lon.min()) * math.cos(middle))
+
+
+def default_min_km(od: ODMatrix) -> float:
+    """The default shortest line: :data:`SHORTEST_SHARE` of the map's width, rounded down to
+    1, 2 or 5 × 10^k km (0 below 1 km: nothing left out on a town's map)."""
+    length = SHORTEST_SHARE * map_width_km(od)
+    if length < 1:
+        return 0.0
+    exponent = 10.0 ** math.floor(math.log10(length))
+    return max(step for step in (1, 2, 5) if step * exponent <= length) * exponent
+
+
 def _largest(cells: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """The n cells with the largest values, largest first, ties broken by flat index."""
     if cells.size > n:
@@ -355,7 +404,8 @@ def _largest(cells: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
            top_k: int | None = None, min_count: float | None = None, zone: str | None = None,
-           direction: str = EITHER, cap: int = DEFAULT_LINE_CAP) -> FlowSelection:
+           direction: str = EITHER, cap: int = DEFAULT_LINE_CAP,
+           min_km: float = 0.0) -> FlowSelection:
     """The flows a map of ``view`` shows, split into lines, within-zone and unplaced flows.
 
     Parameters
@@ -374,6 +424,9 @@ def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
     cap : int ≥ 1
         At most this many flows per group (the largest); :attr:`FlowSelection.matched` says
         how many matched.
+    min_km : float ≥ 0
+        Lines shorter than this are not drawn (counted in :attr:`FlowSelection.too_short`):
+        ranked among the longer ones, they would hide under their zones' points.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown direction {direction!r}; choose one of {', '.join(DIRECTIONS)}")
@@ -425,8 +478,15 @@ def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
                           | ((destination == d) & (direction != FROM))]
         cells = cells[value_of(cells) >= threshold]
 
+    if min_km < 0:
+        raise ValueError(f"min_km must be at least 0; got {min_km}")
     codes = _group_codes(od, cells)
     groups = {name: codes == code for code, name in enumerate(GROUPS)}
+    too_short = 0
+    if min_km > 0:
+        short = groups[LINES] & (_lengths_km(od, cells) < min_km)
+        too_short = int(short.sum())
+        groups[LINES] &= ~short
 
     frames, matched = {}, {}
     for name, mask in groups.items():
@@ -437,7 +497,7 @@ def select(od: ODMatrix, true_counts, released=None, *, view: str = TRUE,
         if known is not None:
             frames[name]["shown"] = value_of(chosen).astype(float)
     return FlowSelection(view, frames[LINES], frames[WITHIN], frames[UNPLACED], matched, cap,
-                         note)
+                         note, float(min_km), too_short)
 
 
 # ---------------------------------------------------------------------------------- line widths

@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from dpcore import mechanisms
 from dpcore.interfaces.classroom import EPSILONS, MAX_REPORTS, MECHANISMS, Round, stack_reports
@@ -204,21 +205,39 @@ class Estimate:
     def reading(self) -> str:
         """What the intervals drawn say, and how many of them chance alone would give: a commute
         nobody takes still gets an interval above 0 with probability ``empty_chance`` (≤ α/2),
-        and between d − n and d − 1 commutes are taken by nobody."""
+        and between d − n and d − 1 commutes are taken by nobody. When chance alone would give
+        half or more of the intervals above 0 (at the upper end of that range), the sentence
+        does not call them "probably taken": it says how many may be chance — up to the
+        number of false alarms chance alone reaches in 19 classes of 20 (:func:`chance_count`)."""
         res, count = self.resolution, self.above_zero
+        fewest, most = max(res.d - self.n, 0), res.d - 1
+        low, high = (f"{res.empty_chance * e:.1f}" for e in (fewest, most))
         if count == 0:
             found = "Here no commute has an interval starting above 0."
+        elif 2 * float(high) >= count:   # the number the sentence states, as read
+            alarms = chance_count(res.empty_chance, most)
+            may = ("it" if count == 1 else "both" if count == 2 <= alarms else
+                   f"all {count}" if alarms >= count else f"up to {alarms} of them")
+            found = (f"Here {count} commute{'s have' if count != 1 else ' has'} an interval "
+                     f"starting above 0, but chance alone gives half as many or more (below): "
+                     f"{may} may be chance, not someone's commute — on the commutes nobody takes "
+                     f"it gives up to {alarms} in 19 classes of 20.")
         else:
             found = (f"Here {count} commute{'s have' if count != 1 else ' has'} an interval "
                      f"starting above 0: {'each is' if count != 1 else 'it is'} probably taken "
                      "by someone, not certainly.")
-        fewest, most = max(res.d - self.n, 0), res.d - 1
-        low, high = (f"{res.empty_chance * e:.1f}" for e in (fewest, most))
         given = f"about {low}" if low == high else f"between {low} and {high}"
         empty = (f"{most}" if fewest == most else f"{fewest} to {most}")
         return (f"{found} A commute nobody takes gets such an interval with probability "
                 f"{percent(res.empty_chance)}, so among the {empty} commutes nobody takes here "
                 f"chance alone gives {given} of them on average.")
+
+
+def chance_count(chance: float, empty: int) -> int:
+    """How many of ``empty`` commutes nobody takes get an interval above 0 by chance, in 19
+    classes of 20 (the 95 % quantile of Binomial(empty, chance): GRR's cells compete for each
+    report, so their false alarms are negatively correlated and this bound is conservative)."""
+    return int(stats.binom.ppf(CONFIDENCE, empty, chance))
 
 
 def empty_band(round_: Round, d: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:

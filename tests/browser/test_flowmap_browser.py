@@ -190,11 +190,13 @@ def test_the_rings_toggle_reads_whole_at_1280_px(page: Page, app_url):
     assert cut_short(page, required=()) == []
 
 
+@pytest.mark.parametrize("width", (1280, 1400))
 def test_the_map_draws_lines_and_the_rings_on_request_beside_lists_that_wrap(page: Page,
-                                                                            app_url):
+                                                                            app_url, width):
     """Issue 42: the rings are a layer the toggle adds; the lists beside the map wrap long
-    names ("Kildare → No fixed place of worl" was cut without an ellipsis) at 1,400 px."""
-    page.set_viewport_size({"width": 1400, "height": 900})
+    names ("Kildare → No fixed place of worl" was cut without an ellipsis) at 1,280 and
+    1,400 px, and the table of flows shown fits its frame (920 > 818 px at 1,280 before)."""
+    page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{app_url}/Flow_map?dataset=ireland_county&mech=laplace&eps=1&seed=0")
     check_drawn(page, flows.TRUE)
     rings_drawn(page, 0)
@@ -203,3 +205,21 @@ def test_the_map_draws_lines_and_the_rings_on_request_beside_lists_that_wrap(pag
     page.get_by_text("Rings: flows within one zone").click()
     rings_drawn(page, 31)
     expect(page.get_by_text(re.compile(r"Within one zone \(rings on the map\)"))).to_be_visible()
+    table_fits(page)
+
+
+def table_fits(page: Page) -> None:
+    """The table of flows shown, scrolled to, is no wider than its frame."""
+    page.get_by_role("heading", name="The flows shown").scroll_into_view_if_needed()
+    grid = page.get_by_test_id("stDataFrame").last
+    expect(grid).to_be_visible()
+    expect(grid.locator(".dvn-scroller")).to_have_count(1)
+    assert grids_off_screen(page) == []
+
+
+def test_the_flows_table_fits_its_frame_on_the_ed_map_at_1280(page: Page, app_url):
+    """The QA walk of issue 42: on the ED data the table ran to 825 > 818 px at 1,280 px."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{app_url}/Flow_map?dataset=ireland_ed")      # the page's defaults, as walked
+    check_drawn(page, flows.TRUE)
+    table_fits(page)

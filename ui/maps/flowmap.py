@@ -27,7 +27,7 @@ RULE, TOP_K, MIN_COUNT = "flowmap_rule", "flowmap_top_k", "flowmap_min_count"
 ZONE, DIRECTION, SIZE_BY = "flowmap_zone", "flowmap_direction", "flowmap_size_by"
 ROLL_UP, MORE_LINES, CAP, BASEMAP = ("flowmap_roll_up", "flowmap_more_lines", "flowmap_cap",
                                      "flowmap_basemap")
-RINGS = "flowmap_rings"
+RINGS, MIN_KM = "flowmap_rings", "flowmap_min_km"
 MAP = "flowmap_map"
 ALL_ZONES = ""
 #: Only a click on an object reruns the page: panning and zooming stay in the browser.
@@ -36,6 +36,19 @@ VIEW_NAMES = {flows.TRUE: "True", flows.RELEASED: "Released", flows.DIFFERENCE: 
               SIDE_BY_SIDE: "True | released side by side"}
 NUMBERS = {name: st.column_config.NumberColumn(format="%,.1f" if name != "true" else "%,.0f")
            for name in ("true", "released", "difference")}
+#: The table of flows shown: 790 px in all, headers short, the long meanings in the help.
+COLUMNS = {
+    "origin": st.column_config.TextColumn("Origin", width=160),
+    "destination": st.column_config.TextColumn("Destination", width=160),
+    **{name: st.column_config.NumberColumn(name.capitalize(), width=80 if name == "true" else 90,
+                                           format="%,.1f" if name != "true" else "%,.0f")
+       for name in ("true", "released", "difference")},
+    "release_effect": st.column_config.TextColumn(
+        "Release did", width=110, help="What the release did to the flow: "
+        + "; ".join(flows.STATUSES.values()) + " (the map's legend gives the bounds used)."),
+    "shown_as": st.column_config.TextColumn(
+        "Shown as", width=100, help="; ".join(f"{k}: {v}" for k, v in flows.SHOWN_AS.items())),
+}
 
 
 @dataclass
@@ -56,6 +69,8 @@ class Options:
     basemap: bool
     #: Draw the flows within one zone as rings (off by default: see ``FlowSelection.table``).
     rings: bool = False
+    #: Shortest line drawn, km (:func:`dpcore.evaluation.flows.default_min_km`).
+    min_km: float = 0.0
 
     @property
     def shown(self) -> list[str]:
@@ -69,8 +84,9 @@ def _pick_zone(map_key: str, tooltip_to_zone: dict[str, str]) -> None:
         st.session_state[ZONE] = zone
 
 
-def view_options(od: ODMatrix, truth, released) -> Options:
-    """The row of controls above the map, and the line-count and basemap expander."""
+def view_options(od: ODMatrix, truth, released, schematic: bool = False) -> Options:
+    """The row of controls above the map, and the expander of line length, count and basemap
+    (``schematic``: the zones are at a made-up layout, so no length in km)."""
     top = st.columns([3, 2, 3, 2])
     views = list(VIEW_NAMES) if released is not None else [flows.TRUE]
     if st.session_state.get(VIEW) not in views:
@@ -116,6 +132,15 @@ def view_options(od: ODMatrix, truth, released) -> Options:
                                "flows are nearly all within one zone, and their rings would cover "
                                "the lines between zones. Listed beside the map either way.")
     with st.expander("More lines, basemap"):
+        min_km = 0.0
+        if not schematic:   # a schematic layout's distances mean nothing
+            min_km = st.number_input(
+                "Shortest line drawn (km)", 0.0, 100_000.0, flows.default_min_km(od), key=MIN_KM,
+                help=f"By default {flows.SHORTEST_SHARE:.0%} of the map's width: a shorter "
+                     "line hides under the points of its two zones, so the largest flows "
+                     "between neighbouring zones would fill the map with lines no one can see. "
+                     "0 ranks every flow between zones. Not applied to one zone's flows: "
+                     "all of them are drawn.")
         cap = flows.DEFAULT_LINE_CAP
         if st.checkbox(f"Draw more than {cap:,} lines (slower)", key=MORE_LINES):
             cap = st.number_input("At most", cap, 20_000, 5_000, 1_000, key=CAP)
@@ -124,14 +149,15 @@ def view_options(od: ODMatrix, truth, released) -> Options:
         basemap = st.checkbox("OpenStreetMap basemap (needs internet; your browser then "
                               "requests map tiles from tile.openstreetmap.org)", key=BASEMAP)
     return Options(od, truth, released, view, top_k, min_count, zone, names, direction,
-                   size_by, cap, basemap, rings)
+                   size_by, cap, basemap, rings, min_km if zone is None else 0.0)
 
 
 def selections(options: Options) -> dict[str, flows.FlowSelection]:
     """The flows each shown map draws (:func:`dpcore.evaluation.flows.select`)."""
     return {v: flows.select(options.od, options.truth, options.released, view=v,
                             top_k=options.top_k, min_count=options.min_count, zone=options.zone,
-                            direction=options.direction, cap=options.cap)
+                            direction=options.direction, cap=options.cap,
+                            min_km=options.min_km)
             for v in options.shown}
 
 
@@ -163,7 +189,8 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
         built = build(v, frame, legends_inside=False)  # legends under the map, not over it
         column.caption(f"**{flows.VIEWS[v]}**: {len(chosen[v].lines):,} lines drawn "
                        f"({built.flow_layers} grouped layers)." + (f" {chosen[v].note}"
-                                                                 if chosen[v].note else ""))
+                                                                 if chosen[v].note else "")
+                       + _length_note(chosen[v]))
         with column:
             st_folium(built.map, key=f"{MAP}_{v}", height=layers.HEIGHT, use_container_width=True,
                       returned_objects=RETURNED, render=False,  # one render pass, not two
@@ -178,6 +205,16 @@ def maps_row(options: Options, chosen: dict[str, flows.FlowSelection], mechanism
                            f"{options.cap:,} are drawn. Raise the limit under “More lines, "
                            "basemap”.")
     st.caption(charts.PRIVATE_CAPTION)
+
+
+def _length_note(selection: flows.FlowSelection) -> str:
+    """What the shortest-line rule left out, for the caption over the map."""
+    if not selection.min_km:
+        return ""
+    return (f" Only flows at least {selection.min_km:,g} km long are ranked and drawn as "
+            f"lines: a shorter line would hide under its zones' points "
+            f"({selection.too_short:,} flows between zones are shorter; change the length "
+            "under “More lines, basemap”).")
 
 
 def _zones_of(selection: flows.FlowSelection) -> set[str]:
@@ -233,11 +270,11 @@ def flows_table(selection: flows.FlowSelection, side_by_side: bool, rings: bool)
     table = selection.table(rings)
     if table["released"].notna().any():  # the map's classes (fitted to the flows drawn)
         bounds = layers.difference_bounds(pd.concat([selection.lines, selection.within]))
-        labels = flows.status_labels(*bounds)
+        labels = flows.status_labels(*bounds, short=True)
         table["release_effect"] = [labels.get(status, "") for status in flows.classify(
             table["true"], table["released"].fillna(0), *bounds)]
+    # Fixed widths that add up to less than the frame at 1,280 px (818 px): sized to their
+    # content, the columns ran to 920 px and cut "Shown as" off.
     st.dataframe(table.drop(columns=["origin_id", "destination_id"]), hide_index=True,
-                 width="stretch", column_config=NUMBERS | {
-                     "origin": "Origin", "destination": "Destination",
-                     "release_effect": "What the release did", "shown_as": "Shown as"})
+                 width="stretch", column_config=COLUMNS)
     charts.table_download(table, "flows_shown", MAP, "Flows shown (CSV)", private=True)
