@@ -396,3 +396,16 @@ def test_the_thesis_report_on_a_user_s_table_is_marked_not_for_publication(capsy
     assert page.startswith(f"<!-- {confidential.FIRST_LINE}") is own_file
     assert set(marked) == {own_file}
     assert ("NOT FOR PUBLICATION" in said) is own_file
+
+
+def test_every_subcommands_help_prints(capsys):
+    """``--help`` of the command and of each subcommand prints its text and exits 0 (a ``%`` in a
+    help string is a format code to argparse: "95 % intervals" made ``dpcore --help`` crash)."""
+    import argparse
+
+    parser = cli._parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(commands.choices) >= 11
+    for argv in ([], *([name] for name in commands.choices)):
+        assert cli.main([*argv, "--help"]) == 0, argv
+        assert "usage:" in capsys.readouterr().out, argv

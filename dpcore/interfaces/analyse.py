@@ -26,7 +26,7 @@ def add(commands: argparse._SubParsersAction, add_input, load) -> None:
     """The ``analyse`` subcommand: ``add_input`` adds --dataset/--file…, ``load`` reads them."""
     parser = commands.add_parser(
         "analyse", help="OnTheMap's analyses (inflow/outflow, destinations, distance, direction, "
-                        "paired areas, area comparison), true vs a release, with 95 % intervals")
+                        "paired areas, area comparison), true vs a release, with 95 %% intervals")
     add_input(parser, required=False)
     parser.add_argument("--release", metavar="DIR",
                         help="a published folder (release.csv + manifest.json) instead of "
