@@ -23,7 +23,8 @@ STORED = "tradeoffs_answer_runs"   # session key: {settings: (theory, releases)}
 
 def _chosen(od: ODMatrix) -> tuple[sel.Selection, str]:
     """The area (zones that are both homes and workplaces) and the side, picked by the user."""
-    zones = [z for z in od.destinations.ids if z in set(od.origins.ids)]
+    homes = set(od.origins.ids)  # once: per zone it was O(zones²), minutes on national data
+    zones = [z for z in od.destinations.ids if z in homes]
     left, right = st.columns([3, 1])
     inside = set(zones)
     by_jobs = [z for z in od.destinations.ids[np.argsort(-od.destination_totals())] if z in inside]
