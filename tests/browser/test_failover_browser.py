@@ -5,8 +5,10 @@ Explore at county level over Streamlit's websocket protocol, through the proxy, 
 and again) and a student's browser on each replica, both having sent a report to a room in the
 shared store. Then ``kill -9`` of one replica. Measured, printed and asserted:
 
-* requests failed: at most the one in flight on each session of the dead replica (its websocket
-  dies with the process); no reconnection fails, since the proxy sends it to the live replica;
+* requests failed: only on the sessions of the dead replica — the rerun in flight (its websocket
+  dies with the process) and, in the second before the proxy's health check marks the replica
+  down, a reconnection the proxy refuses (seen once in a loaded CI-like run: HTTP 503); each such
+  session is then served by the live replica;
 * seconds until every session is served again (a rerun completed after the kill): ≤ 10 s;
 * the browser on the dead replica: it reconnects by itself, to the live replica (the proxy's
   cookie now names it), its page follows the teacher's next round and sends its report there;
@@ -175,8 +177,8 @@ def test_a_replica_killed_under_load_loses_no_session_and_nothing_stored(browser
               f"r1 showed the next round after {browser_back:.1f} s; scripts/serve: "
               f"{said.strip()!r}")
         assert None not in seconds and max(seconds) <= RECOVERY_TARGET, seconds
-        assert len(failed) <= len(on_dead) and all(f.startswith("rerun") for _, f in failed), \
-            failed
+        assert {k for k, _ in failed} <= set(on_dead), failed      # the live replica's: none
+        assert sum(f.startswith("rerun") for _, f in failed) <= len(on_dead), failed
         assert set(moved) == {"r2"}, moved              # reconnected to the live replica
         assert cookies["DPCORE_REPLICA"] == "r2"        # the proxy moved the page
         assert len(store.snapshot(room, 1).reports) == 2   # nothing lost

@@ -119,8 +119,8 @@ def test_first_impression_home_first_and_no_deploy_button(page: Page, app_url, n
     expect(page.get_by_role("heading", name="Commuting Privacy Lab")).to_be_visible()
     links = page.locator(".st-key-app_menu").get_by_role("link")
     expect(links.first).to_have_text("Home")
-    expect(links).to_have_text(["Home", "Data", "Explore", "Tradeoffs", "Flow map", "Learn",
-                                "Plan & publish", "Classroom"])
+    expect(links).to_have_text(["Home", "Data", "Explore", "Places", "Tradeoffs", "Flow map",
+                                "Learn", "Plan & publish", "Classroom"])
     settled(page)
     expect(page.get_by_role("button", name="Deploy")).to_have_count(0)
     expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)
