@@ -216,12 +216,17 @@ def ledger_section(check: ledger.Check | None) -> None:
                 "2√(ρ ln(1/δ)), δ) at the same δ as adding up, so the two ε compare directly: "
                 "the note says which is smaller. A discrete Laplace release (pure ε-DP) counts "
                 "as ρ = ε²/2 there.")
-    st.dataframe(safe.verbatim(ledger.totals_by_label(entries), "label"), hide_index=True,
-                 width="stretch",
+    totals = ledger.totals_by_label(entries)
+    # the notes are sentences: as a column they widened the table past a 1,280 px frame
+    notes = totals.pop("note")
+    st.dataframe(safe.verbatim(totals, "label"), hide_index=True, width="stretch",
                  column_config={"epsilon": st.column_config.NumberColumn("ε", format="%.4g"),
                                 "delta": st.column_config.NumberColumn("δ", format="%.2e"),
-                                "rho": st.column_config.NumberColumn("ρ (zCDP)", format="%.4g"),
-                                "note": st.column_config.TextColumn("compared with adding up")})
+                                "rho": st.column_config.NumberColumn("ρ (zCDP)", format="%.4g")})
+    for (label, composition), note in zip(zip(totals["label"], totals["composition"]), notes):
+        if isinstance(note, str) and note:
+            st.markdown(f"- {safe.markdown(str(label))}, {safe.markdown(str(composition))}: "
+                        f"{safe.markdown(note)}")
     if not problems:
         st.caption(f"Keyed chain intact: {len(entries)} "
                    f"{'entry' if len(entries) == 1 else 'entries'}, each sealed with an HMAC "
