@@ -2,7 +2,8 @@
 
 from streamlit.testing.v1 import AppTest
 
-from ui.components import state
+from ui.components import state, viewstate
+from ui.components.controls import EPSILON_TYPED, KEYS
 
 
 def run_page(path: str, query: dict, dataset: str | None, session: dict,
@@ -38,3 +39,14 @@ def shown_table(element):
         return text.replace("\\", "").replace("\u200b", "") if isinstance(text, str) else text
     frame = element.value
     return frame.rename(columns=shown).map(shown)
+
+
+def epsilon_slider(at: AppTest):
+    """The shared ε slider as drawn now (its key changes whenever the ε box moves it:
+    ``viewstate.synced``)."""
+    return at.select_slider(key=viewstate.current_key(at.session_state, KEYS["epsilon"].widget))
+
+
+def epsilon_box(at: AppTest):
+    """The shared "ε, typed" box as drawn now (its key changes whenever the slider moves it)."""
+    return at.number_input(key=viewstate.current_key(at.session_state, EPSILON_TYPED))

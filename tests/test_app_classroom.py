@@ -488,6 +488,11 @@ def test_the_teacher_chooses_join_codes_and_sees_them(store, monkeypatch):
     box = student.text_input(key=f"classroom_join_code_{code}")
     box.set_value("ZZZZZZ").run()
     assert "not one of this room's join codes" in student.error[0].value
+    assert "Wrong code 1 from this browser: after 5 in 10 minutes" in student.error[0].value
+    box.set_value("ZZZZZY").run()
+    assert "Wrong code 2 from this browser" in student.error[0].value
+    student.run()                      # a rerun with the same code is not another attempt
+    assert "Wrong code 2 from this browser" in student.error[0].value
     box.set_value(codes[0].lower()).run()
     assert not student.error
     ticket = next(iter(student.session_state[classroom_view.TICKETS].values()))

@@ -11,11 +11,11 @@ from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.mechanisms import postprocess
 from dpcore.scoring import ranks
-from tests.app_pages import shown_table
+from tests.app_pages import epsilon_box, epsilon_slider, shown_table
 from tests.plotly_spec import (assert_bars_readable, figure, figures, legend_name, released_bars,
                                 traces, values)
 from ui.components import runs, state
-from ui.components.controls import EPSILON_TYPED, KEYS, NEW_DRAW, option_widget
+from ui.components.controls import KEYS, NEW_DRAW, option_widget
 from ui.components.memo import BoundedMemo
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Explore.py")
@@ -162,7 +162,7 @@ def test_a_bad_tab_in_the_url_opens_the_first():
 
 def test_slider_epsilon_drives_the_release():
     at = explore_page(mech=["laplace"])
-    at.select_slider(key=KEYS["epsilon"].widget).set_value(5.0).run()
+    epsilon_slider(at).set_value(5.0).run()
     assert not at.exception
     expected = expected_release("laplace", 5.0, 0)
     assert np.allclose(bar_values(at, "laplace"), expected[top_cells(30)])
@@ -171,8 +171,8 @@ def test_slider_epsilon_drives_the_release():
 
 def test_typed_epsilon_is_used_exactly_and_the_slider_snaps():
     at = explore_page(mech=["laplace"])
-    at.number_input(key=EPSILON_TYPED).set_value(0.37).run()
-    assert at.select_slider(key=KEYS["epsilon"].widget).value == 0.4
+    epsilon_box(at).set_value(0.37).run()
+    assert epsilon_slider(at).value == 0.4
     expected = expected_release("laplace", 0.37, 0)
     assert np.allclose(bar_values(at, "laplace"), expected[top_cells(30)])
 

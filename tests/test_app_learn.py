@@ -12,14 +12,13 @@ from dpcore import mechanisms
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.theory import accuracy, learn, privacy_theory
-from tests.app_pages import run_page, shown_table, text
+from tests.app_pages import epsilon_slider, run_page, shown_table, text
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
 from ui.components.controls import KEYS
 from ui.learn import lessons
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
-EPSILON = KEYS["epsilon"].widget   # the ε every page shares
 
 
 def learn_page(lesson: str, dataset: str = "ireland_county", **session) -> AppTest:
@@ -37,7 +36,7 @@ def test_every_lesson_draws_on_small_data(lesson, dataset):
 
 def test_epsilon_slider_redraws_the_bayesian_bound():
     at = learn_page("epsilon")
-    at.select_slider(key=EPSILON).set_value(2.0).run()
+    epsilon_slider(at).set_value(2.0).run()
     assert not at.exception
     fig = figure(at, "What an adversary can learn")
     (curve,) = traces(fig, "Highest belief after an ε = 2 release")
@@ -56,7 +55,7 @@ def test_the_hypothesis_test_is_framed_by_the_neighbouring_relation():
     the data?" (an add/remove ε gives 2ε for substitution, not the converse: recomputed from
     Laplace's scale). The bound it states is dpcore's at FPR 5 %."""
     at = learn_page("epsilon")
-    at.select_slider(key=EPSILON).set_value(2.0).run()
+    epsilon_slider(at).set_value(2.0).run()
     shown = text(at)
     assert "outsider" not in shown and "in the data" not in shown
     bound = privacy_theory.tpr_bound(0.05, 2.0, 0.0)
@@ -91,7 +90,7 @@ def expected_phone(key: str, epsilon: float, draw: int, od: ODMatrix, cell: int)
 
 def test_budgets_lesson_shows_dpcores_profiles_groups_and_compositions():
     at = learn_page("budgets")
-    at.select_slider(key=EPSILON).set_value(2.0).run()
+    epsilon_slider(at).set_value(2.0).run()
     at.slider(key="kept_widget_learn_sigma").set_value(1.5).run()
     at.number_input(key="kept_widget_learn_group").set_value(3).run()
     at.number_input(key="kept_widget_learn_months").set_value(24).run()
@@ -225,7 +224,7 @@ def test_the_probabilistic_dp_lesson_states_onthemaps_numbers_for_a_county():
     from dpcore.theory import probabilistic_dp
     from ui.learn import probabilistic_dp as page_lesson
     at = learn_page("pdp")
-    at.select_slider(key=EPSILON).set_value(2.0).run()
+    epsilon_slider(at).set_value(2.0).run()
     assert not at.exception and not at.warning and not at.error
     od = datasets.load("ireland_county")
     d = probabilistic_dp.smallest_workplace(od)

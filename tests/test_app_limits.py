@@ -8,8 +8,8 @@ import pytest
 from dpcore import mechanisms
 from dpcore.limits import RELEASES, SEED
 from dpcore.mechanisms.base import DELTA, EPSILON
-from tests.app_pages import open_page
-from ui.components.controls import EPSILON_STEPS, EPSILON_TYPED, KEYS
+from tests.app_pages import epsilon_box, epsilon_slider, open_page
+from ui.components.controls import EPSILON_STEPS, KEYS
 
 EXPLORE = "../pages/2_Explore.py"
 PLAN = "../pages/6_Plan_and_publish.py"
@@ -66,11 +66,11 @@ def test_the_epsilon_slider_spans_the_whole_declared_range():
                                           (13.0, 12.0)])
 def test_typing_epsilon_moves_the_slider_to_it_or_its_nearest_step(typed, shown):
     at = open_page(EXPLORE, dataset="toy_town", mech="laplace")
-    at.number_input(key=EPSILON_TYPED).set_value(typed).run()
+    epsilon_box(at).set_value(typed).run()
     assert not at.exception, at.exception
     assert at.session_state[KEYS["epsilon"].value] == typed
-    assert at.select_slider(key=KEYS["epsilon"].widget).value == shown
-    assert at.number_input(key=EPSILON_TYPED).value == typed
+    assert epsilon_slider(at).value == shown
+    assert epsilon_box(at).value == typed
 
 
 def test_a_tradeoffs_sweep_too_large_for_memory_is_a_message():

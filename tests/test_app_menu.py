@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_pages import run_page
+from tests.app_pages import epsilon_box, run_page
 from ui.components import state
+from ui.components.viewstate import current_key
 from ui.components.controls import (DEFAULT_MECHANISMS, EPSILON_TYPED, FROM_URL_DONE, KEYS,
                                     nearest_step)
 
@@ -29,8 +30,8 @@ def shown(at: AppTest) -> dict:
     mechanisms = value("multiselect", KEYS["mechanisms"].widget)
     return {"mechanisms": tuple(mechanisms) if mechanisms is not None else
             value("selectbox", KEYS["mechanisms"].widget + "_single"),
-            "slider": value("select_slider", KEYS["epsilon"].widget),
-            "typed": value("number_input", EPSILON_TYPED),
+            "slider": value("select_slider", current_key(at.session_state, KEYS["epsilon"].widget)),
+            "typed": value("number_input", current_key(at.session_state, EPSILON_TYPED)),
             "dataset": value("selectbox", state.DATASET_PICKER)}
 
 
@@ -91,7 +92,7 @@ def test_learn_draws_the_shared_epsilon():
     at = run_page(str(ROOT / "pages" / "5_Learn.py"), {"lesson": "epsilon"}, None, CHOSEN)
     assert shown(at)["slider"] == nearest_step(2.7) and shown(at)["typed"] == 2.7
     assert "after an ε = 2.7 release" in "\n".join(m.value for m in at.markdown)
-    at.number_input(key=EPSILON_TYPED).set_value(4.0).run()
+    epsilon_box(at).set_value(4.0).run()
     assert at.session_state[KEYS["epsilon"].value] == 4.0 and linked(at, "eps") == ["4"]
 
 

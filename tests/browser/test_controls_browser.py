@@ -56,3 +56,30 @@ def test_a_typed_epsilon_of_15_moves_the_slider_to_15(page: Page, app_url, netwo
     page.wait_for_function("() => new URLSearchParams(location.search).get('eps') === '15'",
                            timeout=SLOW)
     expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_a_held_arrow_key_and_quick_typing_keep_every_step(page: Page, app_url, network):
+    """Five arrow-key presses on the ε slider as fast as a held key, then three values typed
+    one after another without waiting: the last of each wins, in the slider, the box and the
+    URL. (The two mirrored each other by reassigning their keys: a press made during a rerun
+    reported the box's stale value, and ε snapped back to 1.)"""
+    page.goto(f"{app_url}/Explore?dataset=toy_town&mech=laplace")
+    expect(page.get_by_role("heading", name="Explore a release")).to_be_visible()
+    slider = page.get_by_role("slider", name="ε (privacy budget, log scale)")
+    typed = page.get_by_role("spinbutton", name="ε, typed", exact=True)
+    expect(typed).to_have_value("1", timeout=SLOW)
+    slider.focus()
+    for _ in range(5):                       # 1 → 1.2 → 1.5 → 2 → 2.5 → 3 on the log steps
+        page.keyboard.press("ArrowRight")
+    expect(slider).to_have_attribute("aria-valuetext", "3", timeout=SLOW)
+    expect(typed).to_have_value("3", timeout=SLOW)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('eps') === '3'",
+                           timeout=SLOW)
+    for value in ("0.37", "6", "0.8"):
+        typed.fill(value, timeout=SLOW)
+        typed.press("Enter")
+    expect(slider).to_have_attribute("aria-valuetext", "0.8", timeout=SLOW)
+    expect(typed).to_have_value("0.8", timeout=SLOW)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('eps') === '0.8'",
+                           timeout=SLOW)
+    expect(page.get_by_test_id("stException")).to_have_count(0)

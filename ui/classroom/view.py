@@ -708,6 +708,16 @@ def connection_address() -> str:
                                     admission.ProxyPolicy.from_environment())
 
 
+def wrong_code(count: int) -> str:
+    """What a phone is told after its ``count``-th wrong join code: the limit before codes are
+    refused, so a student who mistyped knows where they stand (and each attempt reads
+    differently from the last)."""
+    minutes = round(admission.JOIN_WINDOW / 60)
+    return (f"This is not one of this room's join codes; check it with your teacher. Wrong code "
+            f"{count} from this browser: after {admission.WRONG_CODES_PER_SESSION} in "
+            f"{minutes} minutes, every code is refused for a while.")
+
+
 def join_code_box(code: str) -> str | None:
     """The join code the student typed, once it is one of the room's codes; None (and a box to
     type it) until then."""
@@ -718,9 +728,9 @@ def join_code_box(code: str) -> str | None:
     if not typed:
         st.info("This room needs the join code your teacher gave you: type it above.")
         return None
-    wrong = "This is not one of this room's join codes; check it with your teacher."
-    if st.session_state[WRONG_CODES].get(code) == typed:
-        st.error(wrong)                      # the same code again (a rerun): not a new attempt
+    tried = st.session_state[WRONG_CODES].setdefault(code, [])   # this browser's wrong codes
+    if tried and tried[-1] == typed:
+        st.error(wrong_code(len(tried)))     # the same code again (a rerun): not a new attempt
         return None
     try:
         known = store().try_join_code(code, typed, st.session_state[SESSION],
@@ -729,8 +739,8 @@ def join_code_box(code: str) -> str | None:
         st.error(safe.markdown(problem))
         return None
     if not known:
-        st.session_state[WRONG_CODES][code] = typed
-        st.error(wrong)
+        tried.append(typed)
+        st.error(wrong_code(len(tried)))
         return None
     st.session_state[TYPED_CODES][code] = typed
     return typed

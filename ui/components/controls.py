@@ -240,10 +240,13 @@ def _store(name: str) -> None:
     st.session_state[KEYS[name].value] = st.session_state[KEYS[name].widget]
 
 
-def _store_epsilon_typed() -> None:
-    value = st.session_state[EPSILON_TYPED]
-    st.session_state[KEYS["epsilon"].value] = value
-    st.session_state[KEYS["epsilon"].widget] = nearest_step(value)
+def _store_epsilon(widget_key: str, key: str) -> None:
+    """Callback of the ε slider or box, drawn under :func:`viewstate.synced` keys: the next run
+    gives the other one the new value. A callback of a key that is no longer current is a stale
+    report of a widget already replaced (the browser's value from before the server's), so it
+    is ignored: it once set ε back to 1 while the user pressed the slider's arrow keys."""
+    if key == viewstate.current_key(st.session_state, widget_key):
+        st.session_state[KEYS["epsilon"].value] = st.session_state[key]
 
 
 def _store_single_mechanism() -> None:
@@ -375,13 +378,14 @@ def epsilon_inputs(label: str = "ε (privacy budget, log scale)") -> float:
     so that one ε serves every page)."""
     init()
     value = st.session_state[KEYS["epsilon"].value]
-    viewstate.restore(KEYS["epsilon"].widget, nearest_step(value))
-    viewstate.restore(EPSILON_TYPED, value)
-    st.select_slider(label, EPSILON_STEPS, key=KEYS["epsilon"].widget,
-                     on_change=_store, args=("epsilon",), format_func=lambda v: f"{v:g}",
+    slider = viewstate.synced(KEYS["epsilon"].widget, nearest_step(value))
+    st.select_slider(label, EPSILON_STEPS, key=slider, on_change=_store_epsilon,
+                     args=(KEYS["epsilon"].widget, slider),
+                     format_func=lambda v: f"{v:g}",
                      help="Natural-log privacy loss bound: smaller ε is more private and noisier.")
+    typed = viewstate.synced(EPSILON_TYPED, value)
     st.number_input("ε, typed", min_value=float(EPSILON.low), max_value=float(EPSILON.high),
-                    key=EPSILON_TYPED, on_change=_store_epsilon_typed, format="%.4g",
+                    key=typed, on_change=_store_epsilon, args=(EPSILON_TYPED, typed), format="%.4g",
                     help=f"Any ε in {EPSILON.interval()}; the slider shows the nearest step.")
     return st.session_state[KEYS["epsilon"].value]
 

@@ -25,6 +25,8 @@ QUOTED = 40
 LISTED = 8
 #: Session key: widget key → the page (script hash) that last drew it (:func:`restore`).
 DRAWN_ON = "viewstate_drawn_on"
+#: Session key: widget key → how many times :func:`synced` has given it a value from the server.
+GENERATIONS = "viewstate_generations"
 
 
 def number_text(value: float) -> str:
@@ -164,6 +166,37 @@ def restore(widget_key: str, value) -> None:
     drawn_on[widget_key] = page
     if moved or widget_key not in st.session_state or st.session_state[widget_key] != value:
         st.session_state[widget_key] = value
+
+
+def current_key(state, widget_key: str) -> str:
+    """The key a :func:`synced` widget is drawn under now (``state``: a session state)."""
+    generation = state[GENERATIONS].get(widget_key, 0) if GENERATIONS in state else 0
+    return widget_key if generation == 0 else f"{widget_key}@{generation}"
+
+
+def synced(widget_key: str, value) -> str:
+    """The key to draw a widget under when another control mirrors it (the ε slider and the ε
+    box): a fresh key holding ``value`` whenever the server must change what the browser shows
+    — the first draw on a page, state deleted, or the other control moved the value.
+
+    :func:`restore` reassigns the same key, and that races with a user who keeps pressing keys:
+    the browser asks for the next rerun before the server's new value of the *mirror* has
+    reached it, reports the mirror's stale value, Streamlit sees a change and the mirror's
+    callback set ε back (arrow-key presses on the ε slider were lost: the slider snapped back to
+    1 while the box showed 1.5). A stale value under an old key equals that key's own last
+    value, so it changes nothing; the old widget is simply no longer drawn.
+    """
+    page = _page()
+    drawn_on = st.session_state.setdefault(DRAWN_ON, {})
+    key = current_key(st.session_state, widget_key)
+    moved = drawn_on.get(widget_key) != page
+    drawn_on[widget_key] = page
+    if moved or key not in st.session_state or st.session_state[key] != value:
+        generations = st.session_state.setdefault(GENERATIONS, {})
+        generations[widget_key] = generations.get(widget_key, 0) + 1
+        key = current_key(st.session_state, widget_key)
+        st.session_state[key] = value
+    return key
 
 
 def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
