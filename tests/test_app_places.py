@@ -11,7 +11,7 @@ import pytest
 
 from dpcore import mechanisms
 from dpcore.analyses import answers, intervals, selection as sel
-from dpcore.data import datasets
+from dpcore.data import datasets, importers
 from tests.app_pages import run_page
 from tests.downloads import Downloads, private_csv
 from tests.plotly_spec import figures, values
@@ -20,6 +20,7 @@ from tests.test_app_flowmap import released_like_the_page
 from ui.components import state
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Places.py")
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def places(query: dict, dataset="ireland_county", session=None):
@@ -112,6 +113,34 @@ def test_an_upload_without_positions_gets_messages_and_escaped_names(monkeypatch
     assert len(answers_table(at)) == 3
     table = pd.read_csv(io.BytesIO(private_csv(downloads.by_key(at, "places_all_csv"))))
     assert "'=HYPERLINK(1)" in set(table["part"]) and "=HYPERLINK(1)" not in set(table["part"])
+
+
+def test_an_upload_with_positions_gets_distance_direction_and_a_radius():
+    """The long file with each zone's latitude and longitude, imported as the Data page does:
+    distance bands answer with their intervals and add up to the selection's jobs, the rose
+    draws the 8 sectors, and a radius selects the zones within it (Maynooth: Celbridge 5 km and
+    Leixlip 7 km away; Naas 18 km and Dublin City 22 km are outside 10 km)."""
+    result = importers.import_od((FIXTURES / "long_coordinates.csv").read_bytes(),
+                                 "long_coordinates.csv")
+    od = result.matrix
+    session = {state.UPLOADED_MATRIX: od, state.UPLOADED_FILENAME: "long_coordinates.csv"}
+    base = {"mech": ["laplace"], "pp": "base", "places_sel_zones": ["Dublin City"]}
+    at = places({**base, "analysis": "distance"}, state.UPLOADED, session)
+    table = answers_table(at)
+    jobs = answers.evaluate(answers.flows(od, sel.zones(od, ["Dublin City"])), od.to_dense())
+    assert table["true"].sum() == jobs.set_index("analysis").loc["jobs", "true"] > 0
+    assert table["low"].notna().all() and (table["low"] <= table["released"]).all() \
+        and (table["released"] <= table["high"]).all()
+    assert "km" in bar_chart(at)["layout"]["xaxis"]["title"]["text"]
+    assert not at.warning
+    at = places({**base, "analysis": "direction"}, state.UPLOADED, session)
+    (rose,) = [f for f in figures(at) if f["data"][0]["type"] == "barpolar"]
+    assert list(rose["data"][0]["theta"]) == list(answers.COMPASS)
+    at = places({**base, "places_sel_how": "radius", "places_sel_around": "Maynooth",
+                 "places_sel_km": "10"}, state.UPLOADED, session)
+    assert set(answers_table(at)["selection"]) == {"within 10 km of Maynooth"}
+    inside = sel.radius(od, 10, zone="Maynooth")
+    assert sorted(od.origins.ids[inside.origins]) == ["Celbridge", "Leixlip", "Maynooth"]
 
 
 def test_a_parent_on_data_without_parents_is_a_message():

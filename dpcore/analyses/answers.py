@@ -16,7 +16,7 @@ import pandas as pd
 
 from dpcore.analyses import selection as sel
 from dpcore.analyses.intervals import Interval
-from dpcore.analyses.sums import group_sums
+from dpcore.analyses.sums import group_sums, once_per_table, parent_labels, within_parent_sums
 from dpcore.data.od import ODMatrix
 
 SIDES = ("work", "home")
@@ -142,47 +142,83 @@ def paired(od: ODMatrix, home: sel.Selection, work: sel.Selection) -> list[Query
                   lambda values: group_sums(values, od, rows, cols))]
 
 
+def _once_per_vector(compute: Callable) -> Callable:
+    """``compute(values)`` once per vector for queries that each read a part of it: the last two
+    vectors are kept, by identity (:func:`evaluate` sums the truth and a release in turn)."""
+    memo: list = []
+
+    def once(values):
+        for held, result in memo:
+            if held is values:
+                return result
+        result = compute(values)
+        memo[:] = [(values, result)] + memo[:1]
+        return result
+    return once
+
+
+COMPARED = ("inflow", "outflow", "live_and_work")
+
+
 def comparison(od: ODMatrix, level: str = "zones") -> list[Query]:
     """Inflow, outflow and live-and-work for every zone (``"zones"``) or every parent area
-    (``"parents"``)."""
+    (``"parents"``), as OnTheMap's area comparison. Each area's answers are the row and column
+    sums of the whole table (one pass per vector) less the commutes within it."""
+    every_o, every_d = np.arange(od.n_origins), np.arange(od.n_destinations)
     if level == "parents":
         if od.origins.parent is None:
             raise ValueError("this data has no parent level: compare its zones instead")
-        return [query for parent in dict.fromkeys(od.origins.parent)
-                for query in flows(od, sel.parent(od, parent))[:3]]
+        parents, o_label, d_label = parent_labels(od)
+        inside = d_label >= 0
+        n_in_o = np.bincount(o_label, minlength=len(parents))
+        n_in_d = np.bincount(d_label[inside], minlength=len(parents))
+
+        def areas(values) -> dict:
+            line = group_sums(values, od, every_o, every_d, "row")[0]
+            column = group_sums(values, od, every_o, every_d, "col")[0]
+            within, cells = within_parent_sums(values, od)
+            residents = np.bincount(o_label, weights=line, minlength=len(parents))
+            jobs = np.bincount(d_label[inside], weights=column[inside], minlength=len(parents))
+            return {"inflow": (jobs - within, (od.n_origins - n_in_o) * n_in_d),
+                    "outflow": (residents - within, n_in_o * (od.n_destinations - n_in_d)),
+                    "live_and_work": (within, cells)}
+
+        shared = _once_per_vector(areas)
+        return [Query(kind, parent, ("",),
+                      lambda values, k=kind, i=i: tuple(x[i:i + 1] for x in shared(values)[k]))
+                for i, parent in enumerate(parents) for kind in COMPARED]
     if level != "zones":
         raise ValueError(f"compare 'zones' or 'parents'; got {level!r}")
-    ids = np.union1d(od.origins.ids, od.destinations.ids)
-    o_at = {z: i for i, z in enumerate(od.origins.ids)}
-    d_at = {z: i for i, z in enumerate(od.destinations.ids)}
-    both = [z for z in ids if z in o_at and z in d_at]
-    pair_o = np.array([o_at[z] for z in both], dtype=np.int64)
-    pair_d = np.array([d_at[z] for z in both], dtype=np.int64)
-    every_o, every_d = np.arange(od.n_origins), np.arange(od.n_destinations)
+    def positions():   # public structure of the table, made once (sums.once_per_table)
+        ids = np.union1d(od.origins.ids, od.destinations.ids)
+        index = pd.Index(ids)                              # hashed: string compares are slow
+        o_in_ids = index.get_indexer(od.origins.ids)       # each origin's place among ids
+        d_in_ids = index.get_indexer(od.destinations.ids)
+        has = np.zeros(ids.size, dtype=bool)
+        has[o_in_ids[np.isin(o_in_ids, d_in_ids)]] = True  # zones on both sides
+        d_of = np.full(ids.size, -1, dtype=np.int64)
+        d_of[d_in_ids] = np.arange(od.n_destinations)
+        pair_o = np.flatnonzero(has[o_in_ids])             # origins that are destinations too,
+        pair_o = pair_o[np.argsort(o_in_ids[pair_o])]      # in the order of ids
+        return tuple(ids), o_in_ids, d_in_ids, has, pair_o, d_of[o_in_ids[pair_o]]
 
-    has = np.array([z in o_at and z in d_at for z in ids], dtype=bool)
+    ids, o_in_ids, d_in_ids, has, pair_o, pair_d = once_per_table(od, "zone_positions",
+                                                                  positions)
 
-    def per_zone(kind):
-        def compute(values):
-            within = np.zeros(ids.size)
-            within[has] = group_sums(values, od, pair_o, pair_d, "pairs")[0]
-            if kind == "live_and_work":
-                return within, has.astype(np.int64)
-            if kind == "outflow":
-                line, count = group_sums(values, od, every_o, every_d, "row")
-                at = {z: i for i, z in enumerate(od.origins.ids)}
-            else:
-                line, count = group_sums(values, od, every_o, every_d, "col")
-                at = {z: i for i, z in enumerate(od.destinations.ids)}
-            sums, cells = np.zeros(ids.size), np.zeros(ids.size, dtype=np.int64)
-            for k, z in enumerate(ids):
-                if z in at:
-                    sums[k], cells[k] = line[at[z]] - within[k], count[at[z]] - has[k]
-            return sums, cells
-        return compute
+    def zones(values) -> dict:
+        within = np.zeros(len(ids))
+        within[has] = group_sums(values, od, pair_o, pair_d, "pairs")[0]
+        found = {"live_and_work": (within, has.astype(np.int64))}
+        for kind, by, at in (("outflow", "row", o_in_ids), ("inflow", "col", d_in_ids)):
+            line, count = group_sums(values, od, every_o, every_d, by)
+            sums, cells = np.zeros(len(ids)), np.zeros(len(ids), dtype=np.int64)
+            sums[at], cells[at] = line - within[at], count - has[at]
+            found[kind] = (sums, cells)
+        return found
 
-    return [Query(kind, "every zone", tuple(ids), per_zone(kind))
-            for kind in ("inflow", "outflow", "live_and_work")]
+    shared = _once_per_vector(zones)
+    return [Query(kind, "every zone", ids, lambda values, k=kind: shared(values)[k])
+            for kind in COMPARED]
 
 
 def evaluate(queries: list[Query], truth, released=None, interval: Interval | None = None,
@@ -192,18 +228,30 @@ def evaluate(queries: list[Query], truth, released=None, interval: Interval | No
     obtained. Ranked queries are sorted by the released (else true) value, the first ``limit``
     kept."""
     rule = interval or Interval(None)
-    frames = []
+    if not queries:
+        return pd.DataFrame(columns=COLUMNS)
+    names, columns = [], {name: [] for name in ("part", "rank", "true", "released", "cells")}
     for query in queries:
         true, cells = query.compute(truth) if truth is not None else (None, None)
         answer, cells = query.compute(released) if released is not None else (true, cells)
-        low, high = rule.bounds(answer, cells)
-        frame = pd.DataFrame({
-            "analysis": query.analysis, "selection": query.selection, "part": list(query.parts),
-            "rank": np.nan, "true": np.nan if true is None else true, "released": answer,
-            "low": low, "high": high, "cells": cells, "method": rule.method})
-        if query.ranked:
-            frame = frame.sort_values("released", ascending=False, kind="stable").head(limit)
-            frame["rank"] = np.arange(1, len(frame) + 1)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)[COLUMNS] if frames else pd.DataFrame(
-        columns=COLUMNS)
+        size = len(query.parts)
+        true = np.full(size, np.nan) if true is None else np.asarray(true, dtype=float)
+        parts, rank = np.asarray(query.parts, dtype=object), np.full(size, np.nan)
+        if query.ranked:   # largest first, ties in part order, NaN last (as a stable pandas sort)
+            keep = np.argsort(-np.asarray(answer, dtype=float), kind="stable")[:limit]
+            parts, true, answer, cells = (np.asarray(x)[keep]
+                                          for x in (parts, true, answer, cells))
+            rank, size = np.arange(1.0, keep.size + 1), keep.size
+        names.append((query.analysis, query.selection, size))
+        for name, value in (("part", parts), ("rank", rank), ("true", true),
+                            ("released", answer), ("cells", cells)):
+            columns[name].append(np.asarray(value))
+    # one frame and one call of the interval rule (elementwise) for every query: a frame per
+    # query costs a millisecond, seconds over the 9,300 queries of the national counties
+    found = {name: np.concatenate(value) for name, value in columns.items()}
+    found["low"], found["high"] = rule.bounds(found["released"].astype(float), found["cells"])
+    sizes = [size for _, _, size in names]
+    for at, name in enumerate(("analysis", "selection")):
+        found[name] = np.repeat(np.array([n[at] for n in names], dtype=object), sizes)
+    found["method"] = rule.method
+    return pd.DataFrame({name: found[name] for name in COLUMNS})

@@ -15,8 +15,10 @@ release holds (true counts: those cells are exactly 0).
 from __future__ import annotations
 
 import weakref
+from typing import Callable
 
 import numpy as np
+from scipy import sparse
 
 from dpcore.data.od import ODMatrix
 from dpcore.mechanisms.sparse_vector import SparseVector
@@ -46,28 +48,60 @@ def _label(by, r: np.ndarray, c: np.ndarray) -> np.ndarray:
 def empty_mean(values: SparseVector) -> float:
     """Mean released value of the empty cells that are not named (0 for true counts)."""
     zeros = values.zeros
-    flat, known = values.known()
-    named_empty = known.size - values.flat.size
-    if named_empty == 0:
+    _, named_empty = values.top_outside_flat()   # the kept top's empty cells
+    if named_empty.size == 0:
         return zeros.total() / zeros.count if zeros.count else 0.0
-    rest = zeros.count - named_empty
-    named_empty_sum = float(known.sum()) - float(values.values.sum())   # known = flat ∪ top
-    return (zeros.total() - named_empty_sum) / rest if rest else 0.0
+    rest = zeros.count - named_empty.size
+    return (zeros.total() - float(named_empty.sum())) / rest if rest else 0.0
 
 
-#: Per SparseVector (weakly held: dropped with it): its named cells' origins, destinations and
-#: values, the empty-cell mean, and where each origin's cells start (the named cells are in flat
-#: order, so an origin's cells are contiguous), computed once for the many sums of one set of
-#: analyses.
+#: Per ODMatrix (weakly held: dropped with it, so an upload's lives no longer than its session):
+#: public structures of the table, made once and shared by all its vectors and queries
+#: (:func:`once_per_table`).
+_TABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Per SparseVector (weakly held): its named cells as parts (origins, destinations, values, the
+#: table's index or a smaller one) and the empty-cell mean, computed once for the many sums of
+#: one set of analyses.
 _NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def once_per_table(od: ODMatrix, name: str, make: Callable):
+    """``make()``, a structure of the table ``od`` alone (never of a release), made once."""
+    held = _TABLE.setdefault(od, {})
+    if name not in held:
+        held[name] = make()
+    return held[name]
+
+
+def _index(od: ODMatrix) -> dict:
+    """The table's non-zero cells' flat indices, where each origin's cells start (the cells
+    are in flat order, so an origin's are contiguous), and the cells in destination order with
+    where each destination's start."""
+    def make() -> dict:
+        row_start = np.searchsorted(od.rows, np.arange(od.n_origins + 1))
+        # the cells in destination order: CSR → CSC is a counting sort, O(cells), in C
+        by_col = sparse.csr_matrix((np.arange(od.nonzero), od.cols, row_start),
+                                   shape=(od.n_origins, od.n_destinations)).tocsc()
+        return {"flat": od.flat_index, "row_start": row_start, "col_order": by_col.data,
+                "col_start": by_col.indptr}
+    return once_per_table(od, "index", make)
+
+
 def _named(values: SparseVector, od: ODMatrix) -> dict:
+    """The named cells in two parts: the ``flat`` cells — the table's own non-zero cells (the
+    truth, every sparse release), whose origins and destinations are ``od.rows``/``od.cols``
+    and whose index is the table's — and the few empty cells of the kept top."""
     if values not in _NAMED:
-        flat, known = values.known()
-        o, d = np.divmod(flat, od.n_destinations)
-        _NAMED[values] = {"o": o, "d": d, "known": known, "mean": empty_mean(values),
-                          "row_start": np.searchsorted(o, np.arange(od.n_origins + 1))}
+        index = _index(od)
+        if np.array_equal(values.flat, index["flat"]):
+            main = (od.rows, od.cols, values.values, index)
+        else:
+            o, d = np.divmod(values.flat, od.n_destinations)
+            main = (o, d, values.values,
+                    {"row_start": np.searchsorted(o, np.arange(od.n_origins + 1))})
+        cells, top = values.top_outside_flat()
+        o, d = np.divmod(cells, od.n_destinations)
+        _NAMED[values] = {"parts": (main, (o, d, top, {})), "mean": empty_mean(values)}
     return _NAMED[values]
 
 
@@ -78,19 +112,58 @@ def _slices(start: np.ndarray, which: np.ndarray) -> np.ndarray:
     return offsets + np.arange(int(length.sum()))
 
 
-def _candidates(named: dict, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Positions of the named cells that can lie in the block: those of its rows when they hold
-    at most a quarter of the cells, else those of its columns when they are at most a quarter
-    of the columns, else every cell."""
-    total = named["o"].size
-    row_start = named["row_start"]
-    if int((row_start[rows + 1] - row_start[rows]).sum()) <= total // 4:
-        return _slices(row_start, rows)
+def _candidates(d: np.ndarray, index: dict, od: ODMatrix, rows: np.ndarray, cols: np.ndarray):
+    """Positions of the named cells that can lie in the block, in flat order (so sums add in
+    one order whichever way they were found): those of its rows when they hold at most a
+    quarter of the cells, else likewise those of its columns, else (a scan of the destinations)
+    those of its columns when they are at most a quarter of the columns, else every cell (a
+    slice: no copy)."""
+    quarter = d.size // 4
+    start = index.get("row_start")
+    if start is not None and int((start[rows + 1] - start[rows]).sum()) <= quarter:
+        return _slices(start, rows)
+    start = index.get("col_start")
+    if start is not None and int((start[cols + 1] - start[cols]).sum()) <= quarter:
+        return np.sort(index["col_order"][_slices(start, cols)])
     if cols.size <= od.n_destinations // 4:
         wanted = np.zeros(od.n_destinations, dtype=bool)
         wanted[cols] = True
-        return np.flatnonzero(wanted[named["d"]])   # one pass of bytes, no sort
-    return np.arange(total)
+        return np.flatnonzero(wanted[d])   # one pass of bytes, no sort
+    return slice(None)
+
+
+def _positions(chosen: np.ndarray, size: int):
+    """Each zone's position in the block's ``chosen`` zones (−1 = not in it), or None when the
+    block takes every zone in order (the position is the zone)."""
+    if chosen.size == size and np.array_equal(chosen, np.arange(size)):
+        return None
+    at = np.full(size, -1, dtype=np.int64)
+    at[chosen] = np.arange(chosen.size)
+    return at
+
+
+def _sparse_sums(values: SparseVector, od: ODMatrix, rows, cols, by, size: int, cells
+                 ) -> np.ndarray:
+    """Sums per group of a SparseVector: its named cells exactly, every other cell of a group at
+    the empty-cell mean."""
+    named = _named(values, od)
+    row_at, col_at = _positions(rows, od.n_origins), _positions(cols, od.n_destinations)
+    sums, counted = np.zeros(size), np.zeros(size, dtype=np.int64)
+    for o, d, known, index in named["parts"]:
+        where = _candidates(d, index, od, rows, cols)
+        r = o[where] if row_at is None else row_at[o[where]]
+        c = d[where] if col_at is None else col_at[d[where]]
+        weights = known[where]
+        if row_at is not None or col_at is not None:
+            inside = (r >= 0) & (c >= 0)
+            r, c, weights = r[inside], c[inside], weights[inside]
+        label = _label(by, r, c)
+        if not isinstance(by, str):   # a label matrix: −1 = left out
+            keep = label >= 0
+            label, weights = label[keep], weights[keep]
+        sums += np.bincount(label, weights=weights, minlength=size)
+        counted += np.bincount(label, minlength=size)
+    return sums + (cells - counted) * named["mean"]
 
 
 def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -113,20 +186,7 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
     if isinstance(by, str) and by == "pairs":
         return _pairs(values, od, rows, cols), cells
     if isinstance(values, SparseVector):
-        named = _named(values, od)
-        where = _candidates(named, od, rows, cols)
-        row_at = np.full(od.n_origins, -1, dtype=np.int64)
-        row_at[rows] = np.arange(rows.size)
-        col_at = np.full(od.n_destinations, -1, dtype=np.int64)
-        col_at[cols] = np.arange(cols.size)
-        r, c = row_at[named["o"][where]], col_at[named["d"][where]]
-        inside = (r >= 0) & (c >= 0)
-        label = _label(by, r[inside], c[inside])
-        keep = label >= 0
-        label = label[keep]
-        sums = np.bincount(label, weights=named["known"][where][inside][keep], minlength=size)
-        counted = np.bincount(label, minlength=size)
-        return sums + (cells - counted) * named["mean"], cells
+        return _sparse_sums(values, od, rows, cols, by, size, cells), cells
     grid = np.asarray(values).reshape(od.n_origins, od.n_destinations)   # no float copy
     every_row, every_col = rows.size == od.n_origins, cols.size == od.n_destinations
     if every_row and every_col and np.array_equal(rows, np.arange(rows.size)) \
@@ -142,3 +202,56 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
     labels = np.asarray(by)
     keep = labels >= 0
     return np.bincount(labels[keep], weights=block[keep], minlength=size), cells
+
+
+def parent_labels(od: ODMatrix) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The parent areas (in order of first appearance among the origins) and each origin's and
+    destination's parent as a position in that list (−1: none), once per table."""
+    def make():
+        parents = [str(p) for p in dict.fromkeys(od.origins.parent)]
+        at = {p: i for i, p in enumerate(parents)}
+        o_label = np.array([at[str(p)] for p in od.origins.parent], dtype=np.int64)
+        d_label = (np.full(od.n_destinations, -1, dtype=np.int64)
+                   if od.destinations.parent is None else
+                   np.array([at.get(str(p), -1) for p in od.destinations.parent], dtype=np.int64))
+        return parents, o_label, d_label
+    return once_per_table(od, "parents", make)
+
+
+def _within_parent_cells(od: ODMatrix) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the table's non-zero cells whose home and work share a parent area, and
+    that parent's position."""
+    def make():
+        _, o_label, d_label = parent_labels(od)
+        same = np.flatnonzero(o_label[od.rows] == d_label[od.cols])   # −1 never equals
+        return same, o_label[od.rows[same]]
+    return once_per_table(od, "within_parent", make)
+
+
+def within_parent_sums(values, od: ODMatrix) -> tuple[np.ndarray, np.ndarray]:
+    """(sum per parent area, cells per parent area) of the commutes within each parent area (home
+    and work in it; :func:`parent_labels`' order), without a block of every pair."""
+    parents, o_label, d_label = parent_labels(od)
+    groups = len(parents)
+    cells = np.bincount(o_label, minlength=groups) * np.bincount(d_label[d_label >= 0],
+                                                                 minlength=groups)
+    if isinstance(values, SparseVector):
+        named = _named(values, od)
+        sums, counted = np.zeros(groups), np.zeros(groups, dtype=np.int64)
+        for o, d, known, index in named["parts"]:
+            if index is _index(od):   # the table's own cells: those within a parent are known
+                same, label = _within_parent_cells(od)
+                weights = known[same]
+            else:
+                label = o_label[o]
+                same = label == d_label[d]
+                label, weights = label[same], known[same]
+            sums += np.bincount(label, weights=weights, minlength=groups)
+            counted += np.bincount(label, minlength=groups)
+        return sums + (cells - counted) * named["mean"], cells
+    grid = np.asarray(values).reshape(od.n_origins, od.n_destinations)
+    by_o, by_d = np.argsort(o_label, kind="stable"), np.argsort(d_label, kind="stable")
+    o_start = np.searchsorted(o_label[by_o], np.arange(groups + 1))
+    d_start = np.searchsorted(d_label[by_d], np.arange(groups + 1))
+    return np.array([grid[np.ix_(by_o[o_start[g]:o_start[g + 1]], by_d[d_start[g]:d_start[g + 1]])]
+                     .sum(dtype=float) for g in range(groups)]), cells

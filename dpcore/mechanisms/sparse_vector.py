@@ -157,13 +157,20 @@ class SparseVector:
         values.flags.writeable = False
         object.__setattr__(self, "values", values)
 
-    @cached_property
-    def _known(self) -> tuple[np.ndarray, np.ndarray]:
+    def top_outside_flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kept top's cells that are not among ``flat`` (empty cells it names), in flat
+        order, and their values: O(k), not O(non-zero cells)."""
         if self.top_flat is None or not self.top_flat.size:
-            return self.flat, self.values
+            return np.empty(0, dtype=np.int64), np.empty(0)
         found, _ = self._explicit(self.top_flat)
         extra = np.argsort(self.top_flat[~found])
-        cells, values = self.top_flat[~found][extra], self.top_values[~found][extra]
+        return self.top_flat[~found][extra], self.top_values[~found][extra]
+
+    @cached_property
+    def _known(self) -> tuple[np.ndarray, np.ndarray]:
+        cells, values = self.top_outside_flat()
+        if not cells.size:
+            return self.flat, self.values
         at = np.searchsorted(self.flat, cells)    # a merge of two sorted lists: O(n), no sort
         return np.insert(self.flat, at, cells), np.insert(self.values, at, values)
 

@@ -176,10 +176,15 @@ def explore(page: Page, dataset: str) -> None:
 
 
 def places(page: Page, dataset: str) -> None:
-    """Inflow/outflow of the default zone, then distance bands: a histogram where the zones
-    have positions, the message saying they are needed where they have none."""
+    """Inflow/outflow of the default zone with its 95 % intervals (the default Base-Pos gives
+    Laplace its bound: whiskers in the legend's "Laplace (bound)", and the sentence saying how
+    many hold the truth), then distance bands: a histogram where the zones have positions, the
+    message saying they are needed where they have none."""
     expect(chart_title(page, "true vs released")).to_be_visible(timeout=SLOW)
     settled(page)
+    expect(page.locator(".js-plotly-plot .legendtext", has_text="Laplace (bound)")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"its 95 % intervals hold the truth in \d+ of \d+")).first
+           ).to_be_visible()
     choose(page, "Analysis", "Distance bands")
     if dataset in SCHEMATIC:
         expect(page.get_by_text("this analysis needs the zones' positions").first
