@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpcore import mechanisms, release
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.analyses import answers, intervals, selection as sel, sums
 from dpcore.analyses.sums import group_sums
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import margins
@@ -97,6 +97,34 @@ def test_sparse_sums_equal_dense(ed):
     sparse = answers.evaluate(queries, SparseVector.counts(ed))
     np.testing.assert_array_equal(dense.true.to_numpy(), sparse.true.to_numpy())
     assert dense.true.sum() > 0
+
+
+def _as_dense(vector: SparseVector) -> np.ndarray:
+    """Every cell: the named ones' values, the others at the empty-cell mean."""
+    flat, values = vector.known()
+    dense = np.full(vector.size, sums.empty_mean(vector))
+    dense[flat] = values
+    return dense
+
+
+def test_sparse_release_answers_on_every_path_equal_the_cell_by_cell_sums(ed):
+    """A sparse OUE release of the EDs (named empty cells in its kept top): every analysis —
+    blocks found by rows, by columns and whole, per-area comparisons of zones and of parents —
+    equals the sums of its cells written out one by one; so does the truth of a table with other
+    non-zero cells than the one analysed (its cells divided out, not the table's index)."""
+    vector = release.run(ed, release.ReleaseSpec("oue", EPSILON, seed=5), score=False,
+                         sparse=True).outputs["base"].released
+    assert vector.top_outside_flat()[0].size > 0
+    queries = (_queries(ed, "Dublin City 001", "Leitrim 001")
+               + answers.flows(ed, sel.parent(ed, "Cork County"))
+               + answers.destinations(ed, sel.parent(ed, "Dublin City"), "work")
+               + answers.comparison(ed, "parents"))
+    for values in (vector, SparseVector.counts(ODMatrix.from_pairs(
+            "half", ed.origins, ed.destinations, ed.rows[::2], ed.cols[::2], ed.counts[::2]))):
+        found = answers.evaluate(queries, None, values)
+        expected = answers.evaluate(queries, None, _as_dense(values))
+        np.testing.assert_allclose(found.released, expected.released, rtol=1e-9, atol=1e-6)
+        np.testing.assert_array_equal(found.cells, expected.cells)
 
 
 def test_sparse_release_answers_are_named_cells_plus_the_empty_mean(county):

@@ -73,6 +73,11 @@ def once_per_table(od: ODMatrix, name: str, make: Callable):
     return held[name]
 
 
+def _position(od: ODMatrix) -> type:
+    """The integer type of positions among the table's cells (half the memory of int64)."""
+    return np.int32 if od.nonzero < 2 ** 31 else np.int64
+
+
 def _index(od: ODMatrix) -> dict:
     """The table's non-zero cells' flat indices, where each origin's cells start (the cells
     are in flat order, so an origin's are contiguous), and the cells in destination order with
@@ -80,7 +85,8 @@ def _index(od: ODMatrix) -> dict:
     def make() -> dict:
         row_start = np.searchsorted(od.rows, np.arange(od.n_origins + 1))
         # the cells in destination order: CSR → CSC is a counting sort, O(cells), in C
-        by_col = sparse.csr_matrix((np.arange(od.nonzero), od.cols, row_start),
+        by_col = sparse.csr_matrix((np.arange(od.nonzero, dtype=_position(od)), od.cols,
+                                    row_start),
                                    shape=(od.n_origins, od.n_destinations)).tocsc()
         return {"flat": od.flat_index, "row_start": row_start, "col_order": by_col.data,
                 "col_start": by_col.indptr}
@@ -224,7 +230,7 @@ def _within_parent_cells(od: ODMatrix) -> tuple[np.ndarray, np.ndarray]:
     def make():
         _, o_label, d_label = parent_labels(od)
         same = np.flatnonzero(o_label[od.rows] == d_label[od.cols])   # −1 never equals
-        return same, o_label[od.rows[same]]
+        return same.astype(_position(od)), o_label[od.rows[same]].astype(np.int32)
     return once_per_table(od, "within_parent", make)
 
 
