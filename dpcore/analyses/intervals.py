@@ -149,6 +149,11 @@ class Interval:
             return np.maximum(answers - lift, 0.0), answers + half
         return answers - half, answers + half
 
+    def all_bounds(self, queries, answers, cells) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`bounds` of each query's answers (the law alone: the queries are not needed;
+        :class:`dpcore.analyses.simulated.Simulated` needs them)."""
+        return [self.bounds(answer, count) for answer, count in zip(answers, cells)]
+
     def _noise_scale(self) -> float:
         return float(getattr(self.mechanism, NOISE_SCALE[self.key]))
 

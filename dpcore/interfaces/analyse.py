@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from dpcore import release
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.analyses import answers, intervals, selection as sel, simulated
 from dpcore import confidential, export
 from dpcore.interfaces import arguments, published_analyses as published
 from dpcore.limits import EPSILON, SEED
@@ -142,8 +142,7 @@ def run(args, load) -> int:
         result = release.run(od, spec, true_counts=truth if not hasattr(truth, "zeros")
                              else None, score=False)
         released = result.outputs[args.postprocess].released
-        rule = intervals.Interval(args.mechanism, spec.build(), args.postprocess, n=od.n,
-                                  d=od.domain_size, sparse=result.sparse)
+        rule = simulated.rule(od, spec, released, sparse=result.sparse, live=False)
     frame = answers.evaluate(asked, truth, released, rule, limit=args.top)
     confidential.write_csv(frame, args.out)
     what = (f"{args.mechanism} ε={args.epsilon:g} (seed {args.seed}, {args.postprocess})"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.analyses import answers, intervals, selection as sel, simulated
 from dpcore.data.od import ODMatrix
 from dpcore.release import ReleaseResult, RunSettings
 from ui.components import charts, safe
@@ -134,11 +134,11 @@ def inputs(od: ODMatrix) -> Choice:
     return Choice(analysis, tuple(found), float(tolerance), int(top), measure)
 
 
-def interval_rule(settings: RunSettings, key: str, od: ODMatrix,
-                  result: ReleaseResult) -> intervals.Interval:
-    """The interval rule of one mechanism's release at these settings."""
-    return intervals.Interval(key, settings.spec(key).build(), settings.postprocess, n=od.n,
-                              d=od.domain_size, sparse=result.sparse)
+def interval_rule(settings: RunSettings, key: str, od: ODMatrix, result: ReleaseResult):
+    """The interval rule of one mechanism's release at these settings: a closed form, else
+    simulated on a public stand-in within a live page's size limit."""
+    return simulated.rule(od, settings.spec(key), result.released, sparse=result.sparse,
+                          live=True)
 
 
 def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult],
