@@ -135,6 +135,10 @@ def test_stand_in_is_public_whole_and_sums_to_n(tables):
 def test_size_limits_say_where_to_compute(tables, monkeypatch):
     od = tables["toy_town"]
     spec = release.ReleaseSpec("hr", EPSILON)
+    county = tables["ireland_county"]   # HR's 2.7 M reports: the CLI only
+    many = simulated.rule(county, spec, county.to_dense().astype(float), live=True)
+    assert not many.covered and f"{county.n:,} reports" in many.method
+    assert simulated.rule(county, spec, county.to_dense().astype(float), live=False).covered
     monkeypatch.setattr(simulated, "LIVE_CELLS", od.domain_size - 1)
     live = simulated.rule(od, spec, od.to_dense().astype(float), live=True)
     assert not live.covered and "python3 -m dpcore analyse" in live.method

@@ -25,7 +25,8 @@ release alone:
 Cost (``bench/bench_analyses_simulated.py``): K releases plus every answer on each. The draws
 of a table up to :data:`CACHED_CELLS` cells are kept (a few, least recently used), so a page
 rerun with a new selection re-sums them without releasing again. A page computes them up to
-:data:`LIVE_CELLS` cells; the CLI up to :data:`MOST_CELLS` (a dense release only); beyond, the
+:data:`LIVE_CELLS` cells (HR and HM up to :data:`LIVE_REPORTS` reports: their releases
+cost time per report); the CLI up to :data:`MOST_CELLS` (a dense release only); beyond, the
 rule says why it did not.
 
 Refused (:data:`REFUSED`, :data:`REFUSED_POST`): where the simulation was measured to fall
@@ -56,21 +57,29 @@ ORDER = 5
 #: trial number (far from the trials a page or an experiment uses).
 SIMULATION_SEED = 20_261_130
 FIRST_TRIAL = 1_000_000
-#: Cells up to which a page computes the simulation (bench: ≤ 1 s per mechanism at Leitrim's
-#: 5,476 cells, HR excepted), the CLI's limit (a dense release; the ED table's 9.8 M cells
-#: would take minutes per mechanism), and the tables whose draws are kept between calls.
+#: Cells up to which a page computes the simulation (bench, load ≈ 9 on 2 cores: 0.3–0.5 s
+#: per mechanism's first answer set on the county's 1,085 cells, 0.25–1.5 s at 19,881 ED
+#: cells, up to 2.2 s at 44,944), the CLI's limit (a dense release; one of the ED table's
+#: 9.8 M cells takes 3 s, so 199 would take 11 min per mechanism), and the tables whose draws
+#: are kept between calls (199 × 20,000 × 8 bytes = 32 MB each at most).
 LIVE_CELLS = 20_000
+#: Mechanisms whose release costs time per report (a Hadamard transform per person), and the
+#: reports up to which a page simulates them (bench: HR 15 ms per release at 220,000 reports,
+#: 60 ms at the county's 2.7 M, so 199 draws ≈ 3 s and ≈ 13 s).
+PER_REPORT = ("hr", "hm")
+LIVE_REPORTS = 200_000
 MOST_CELLS = 1_000_000
 CACHED_CELLS = 20_000
 KEPT = 4
 
-STAND_IN = ("the release projected to whole counts ≥ 0 summing to n (Norm-Sub, rounded)")
-METHOD = (f"simulated on a public stand-in ({STAND_IN}): {DRAWS} releases of it by the same "
-          "mechanism and post-processing at the same settings (public seed "
-          f"{SIMULATION_SEED}), interval = answer − the 97.5 % and 2.5 % quantiles of the draws' "
-          "errors around the stand-in's answer (basic bootstrap), ends at least 0; not a guarantee: "
-          "it holds as far as the real table's error law is the stand-in's")
-TOO_LARGE_LIVE = ("no interval: not computed here: too large for a live page ({cells:,} cells; "
+#: The method sentence: its words before the colon are the chart legend's.
+METHOD = (f"simulated on a public stand-in, {DRAWS} draws, not a guarantee: the stand-in is the "
+          "release projected to whole counts ≥ 0 summing to n (Norm-Sub, rounded), released "
+          f"{DRAWS} times again by the same mechanism and post-processing at the same settings "
+          f"(public seed {SIMULATION_SEED}); interval = answer − the 97.5 % and 2.5 % quantiles "
+          "of the draws' errors around the stand-in's answer (basic bootstrap), ends at least "
+          "0; it holds as far as the real table's error law is the stand-in's")
+TOO_LARGE_LIVE = ("no interval: not computed here: too large for a live page ({size}; "
                   f"the simulated interval needs {DRAWS} releases); use `python3 -m dpcore "
                   "analyse …` with the same settings")
 TOO_LARGE = ("no interval: not computed: {cells:,} cells is too large for the simulated interval "
@@ -187,7 +196,10 @@ class Simulated:
         elif cells > MOST_CELLS:
             self.method = TOO_LARGE.format(cells=cells)
         elif live and cells > LIVE_CELLS:
-            self.method = TOO_LARGE_LIVE.format(cells=cells)
+            self.method = TOO_LARGE_LIVE.format(size=f"{cells:,} cells")
+        elif live and key in PER_REPORT and od.n > LIVE_REPORTS:
+            self.method = TOO_LARGE_LIVE.format(size=f"{od.n:,} reports, each release "
+                                                     "transforms every one")
         else:
             self.method = METHOD
         self.covered = self.method == METHOD
