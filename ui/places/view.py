@@ -197,6 +197,9 @@ def verdicts(found: pd.DataFrame, choice: Choice, postprocess: str) -> list[str]
             said = f"it has **no interval** ({why})."
             if rows["key"].iloc[0] in intervals.COVERED and postprocess != "base":
                 said += " Choose the post-processing “base” in the sidebar for its intervals."
+            elif method in simulated.REFUSED_POST.values():
+                said += (" Choose the post-processing “base” or “norm” in the sidebar for its "
+                         "simulated intervals.")
         lines.append(f"**{safe.markdown(mechanism)}** — within ±{choice.tolerance:g} %: "
                      f"**{'yes' if within == len(rows) else 'no'}** ({within} of {len(rows)} "
                      f"answers); {said}")
