@@ -40,6 +40,7 @@ or bound holds keep that rule (:func:`rule`).
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from dataclasses import replace
 
@@ -149,8 +150,10 @@ def _digest(*parts) -> str:
     return hashed.hexdigest()
 
 
-#: Kept draws: key → (DRAWS × cells) array, least recently used first.
+#: Kept draws: key → (DRAWS × cells) array, least recently used first; shared by a server's
+#: sessions (threads), hence the lock.
 _KEPT: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
 
 
 def draws(od, spec: releases.ReleaseSpec, standin: np.ndarray):
@@ -158,9 +161,12 @@ def draws(od, spec: releases.ReleaseSpec, standin: np.ndarray):
     key = _digest(DRAWS, spec, standin, od.origins.ids, od.destinations.ids,
                   od.origins.parent if od.origins.parent is not None else "",
                   od.destinations.parent if od.destinations.parent is not None else "")
-    if key in _KEPT:
-        _KEPT.move_to_end(key)
-        yield from _KEPT[key]
+    with _LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+    if kept is not None:
+        yield from kept
         return
     keep = od.domain_size <= CACHED_CELLS
     made = []
@@ -172,9 +178,10 @@ def draws(od, spec: releases.ReleaseSpec, standin: np.ndarray):
             made.append(vector)
         yield vector
     if keep:
-        _KEPT[key] = np.stack(made)
-        while len(_KEPT) > KEPT:
-            _KEPT.popitem(last=False)
+        with _LOCK:
+            _KEPT[key] = np.stack(made)
+            while len(_KEPT) > KEPT:
+                _KEPT.popitem(last=False)
 
 
 class Simulated:
