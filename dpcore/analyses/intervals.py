@@ -38,8 +38,8 @@ that m·E Z⁺ + 2.12·sd(Z⁺)·√m (central limit theorem, Laplace's z for ma
 with 97.5 %, so the interval covers with at least 95 % (union bound), and is conservative
 (it allows every cell in S the largest bias an empty cell can get); the lower end is at least 0.
 
-Not covered here (no interval, and the method says why; :mod:`.simulated` simulates an
-interval on a public stand-in for those it was measured to cover): other post-processings (clipping of local
+Not covered here (no interval, and the method says why; :mod:`.simulated` simulates one on a
+public stand-in where it was measured to cover): other post-processings (clipping of local
 estimates, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
 confidential table), the baselines (not unbiased), and the mechanisms whose estimates are coupled
 beyond these laws or whose fast release has exact marginals only (HR, HM, dBitFlip, subset
