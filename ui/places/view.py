@@ -168,13 +168,15 @@ def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult]
 
 def drawn(found: pd.DataFrame, choice: Choice) -> pd.DataFrame:
     """The rows the charts draw: ranked and compared analyses keep the ``top`` parts with the
-    most true commuters (the same parts for every mechanism)."""
+    most true commuters (the same parts for every mechanism), or with the most released ones
+    when there is no truth (a published release alone)."""
     if choice.analysis == "comparison":
         found = found[found["analysis"] == choice.measure]
     if choice.analysis not in ("destination", "comparison"):
         return found
     first = found[found["mechanism"] == found["mechanism"].iloc[0]]
-    keep = first.nlargest(choice.top, "true")["part"]
+    keep = first.nlargest(choice.top, "true" if first["true"].notna().any() else "released")[
+        "part"]
     order = {part: i for i, part in enumerate(keep)}
     return found[found["part"].isin(order)].sort_values(
         "part", key=lambda parts: parts.map(order), kind="stable")
