@@ -58,7 +58,7 @@ def test_a_flat_folder_answers_inflow_with_its_interval_and_a_public_download(mo
                                                                               tmp_path):
     downloads = Downloads(monkeypatch)
     files = toy(tmp_path)
-    at = uploaded(files, {"places_sel_zones": ["Harbour"]})
+    at = uploaded(files, {"places_fine_level_sel_zones": ["Harbour"]})
     table = answers_table(at)
     assert "true" not in table.columns
     want = expected(files, lambda od: answers.flows(od, sel.zones(od, ["Harbour"])))
@@ -87,14 +87,14 @@ def test_a_flat_folder_answers_inflow_with_its_interval_and_a_public_download(mo
 def test_wls_and_topdown_folders_at_either_level(tmp_path, method, options, how):
     files = publish(tmp_path, method, "--dataset", "ireland_ed", "--area", "Leitrim",
                     "--domain-dataset", "ireland_ed", "--method", method, *options)
-    at = uploaded(files, {"places_sel_zones": ["Leitrim 001"]})
+    at = uploaded(files, {"places_fine_level_sel_zones": ["Leitrim 001"]})
     table = answers_table(at)
     want = expected(files, lambda od: answers.flows(od, sel.zones(od, ["Leitrim 001"])))
     assert np.allclose(table["released"], want["released"])
     assert np.allclose(table["high"], want["high"]) and table["method"].str.startswith(how).all()
     at.radio(key="places_release_level").set_value("parent level").run()
     assert not at.exception, at.exception
-    at.multiselect(key="kept_widget_places_sel_zones").set_value(["Leitrim"]).run()
+    at.multiselect(key="kept_widget_places_parent_level_sel_zones").set_value(["Leitrim"]).run()
     table = answers_table(at)
     want = expected(files, lambda od: answers.flows(od, sel.zones(od, ["Leitrim"])),
                     "parent level")

@@ -10,6 +10,8 @@ the live mode's (:func:`ui.places.view.inputs`) on the release's own zones.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -108,7 +110,7 @@ def show() -> None:
                "law alone (no confidential input, so no true answer beside them). The command "
                "line gives the same: `python3 -m dpcore analyse --release DIR` "
                "(docs/ANALYSES.md).")
-    choice = view.inputs(found.od)
+    choice = view.inputs(found.od, "places_" + re.sub(r"[^a-z0-9]+", "_", found.level.lower()))
     answered = table(found, choice)
     shown = view.drawn(answered, choice)
     if shown.empty:

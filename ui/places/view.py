@@ -88,8 +88,10 @@ def _selection(od: ODMatrix, label: str, key: str, default: int = 0) -> sel.Sele
         stop(f"{label}: {error}")
 
 
-def inputs(od: ODMatrix) -> Choice:
-    """The analysis, its side and selection(s), the tolerance and how many parts to draw."""
+def inputs(od: ODMatrix, zones: str = "places") -> Choice:
+    """The analysis, its side and selection(s), the tolerance and how many parts to draw.
+    ``zones`` prefixes the selections' keys: each set of zones (the loaded data, each level of a
+    published release) keeps its own, since a zone kept from another set is not an option."""
     left, middle, right = st.columns([2, 1, 1])
     analysis = kept(left.selectbox, "Analysis", "places_analysis", "flows", url="analysis",
                     options=list(ANALYSES), format_func=ANALYSES.get)
@@ -114,8 +116,8 @@ def inputs(od: ODMatrix) -> Choice:
                            format_func=MEASURES.get)
             found = answers.comparison(od, level)
         elif analysis == "paired":
-            home = _selection(od, "A (home area)", "places_a")
-            work = _selection(od, "B (work area)", "places_b", default=1)
+            home = _selection(od, "A (home area)", f"{zones}_a")
+            work = _selection(od, "B (work area)", f"{zones}_b", default=1)
             found = answers.paired(od, home, work)
         else:
             side = "work"
@@ -123,7 +125,7 @@ def inputs(od: ODMatrix) -> Choice:
                 side = kept(st.radio, "The commuters counted", "places_side", "work",
                             url="side", options=list(SIDES), format_func=SIDES.get,
                             horizontal=True)
-            chosen = _selection(od, "Selection", "places_sel")
+            chosen = _selection(od, "Selection", f"{zones}_sel")
             make = {"flows": lambda: answers.flows(od, chosen),
                     "destination": lambda: answers.destinations(od, chosen, side),
                     "distance": lambda: answers.distance(od, chosen, side),
