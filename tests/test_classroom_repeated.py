@@ -87,3 +87,12 @@ def test_memoized_hadamard_rounds_keep_the_permutation_a_kept_report_was_drawn_u
     first, fresh, again = store.rounds(code)
     assert first.permutation is not None and again.permutation == first.permutation
     assert fresh.permutation is not None
+
+
+def test_the_spend_sentence_agrees_in_number():
+    """"1 fresh round add their ε" read badly on the teacher's screen."""
+    from ui.classroom.repeated import spend_sentence
+    one = spend_sentence([_round(epsilon=2.0)])
+    assert "answered the round has spent ε = 2 in this room: 1 fresh round adds its ε." in one
+    mixed = spend_sentence([_round(number=1), _round(number=2), _round(memoize=True, number=3)])
+    assert "2 fresh rounds add their ε; 1 memoized round counts once" in mixed
