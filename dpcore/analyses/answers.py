@@ -189,8 +189,8 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
              limit: int | None = None) -> pd.DataFrame:
     """One row per answer: the true value (NaN when ``truth`` is None: a published folder), the
     released one (the true one when no release is given), its 95 % interval and how it was
-    obtained (``interval``: an :class:`Interval` or a simulated rule,
-    :mod:`dpcore.analyses.simulated`). Ranked queries are sorted by the released (else true)
+    obtained (``interval``: a rule with ``bounds(answers, cells)`` such as :class:`Interval`,
+    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`). Ranked queries are sorted by the released (else true)
     value, the first ``limit`` kept."""
     rule = interval or Interval(None)
     answered = []
@@ -198,7 +198,11 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
         true, cells = query.compute(truth) if truth is not None else (None, None)
         answer, cells = query.compute(released) if released is not None else (true, cells)
         answered.append((true, answer, cells))
-    bounds = rule.all_bounds(queries, [a for _, a, _ in answered], [c for _, _, c in answered])
+    if hasattr(rule, "all_bounds"):   # a simulated rule: every query on each of its draws
+        bounds = rule.all_bounds(queries, [a for _, a, _ in answered],
+                                 [c for _, _, c in answered])
+    else:                              # a law: each answer's interval from (answer, cells)
+        bounds = [rule.bounds(answer, cells) for _, answer, cells in answered]
     frames = []
     for query, (true, answer, cells), (low, high) in zip(queries, answered, bounds):
         frame = pd.DataFrame({

@@ -43,7 +43,8 @@ public stand-in where it was measured to cover): other post-processings (clippin
 estimates, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
 confidential table), the baselines (not unbiased), and the mechanisms whose estimates are coupled
 beyond these laws or whose fast release has exact marginals only (HR, HM, dBitFlip, subset
-selection, CMS/HCMS, stability histogram, top-k).
+selection, CMS/HCMS, stability histogram, top-k). A published folder's WLS and TopDown levels get
+bounds from their manifest instead (:mod:`dpcore.interfaces.published_analyses`).
 """
 
 from __future__ import annotations
@@ -149,11 +150,6 @@ class Interval:
                              for m in np.asarray(cells).ravel()]).reshape(np.shape(answers))
             return np.maximum(answers - lift, 0.0), answers + half
         return answers - half, answers + half
-
-    def all_bounds(self, queries, answers, cells) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`bounds` of each query's answers (the law alone: the queries are not needed;
-        :class:`dpcore.analyses.simulated.Simulated` needs them)."""
-        return [self.bounds(answer, count) for answer, count in zip(answers, cells)]
 
     def _noise_scale(self) -> float:
         return float(getattr(self.mechanism, NOISE_SCALE[self.key]))

@@ -185,9 +185,9 @@ def draws(od, spec: releases.ReleaseSpec, standin: np.ndarray):
 
 
 class Simulated:
-    """The simulated interval rule of one release (module docstring), with the interface of
-    :class:`~dpcore.analyses.intervals.Interval` that :func:`dpcore.analyses.answers.evaluate`
-    uses: ``method``, ``covered`` and ``all_bounds``."""
+    """The simulated interval rule of one release (module docstring): ``method``, ``covered``
+    and ``all_bounds``, which :func:`dpcore.analyses.answers.evaluate` calls with every query
+    at once (the draws are made once for all of them)."""
 
     def __init__(self, od, spec: releases.ReleaseSpec, released, *, live: bool):
         self.od, self.spec = od, spec
