@@ -26,7 +26,8 @@ from dpcore.data import datasets
 
 EPSILON = 1.0
 TEST_DRAWS, TEST_ORDER = 39, 1
-PLACES = {"ireland_county": ("Meath", "Dublin City"), "toy_town": ("Harbour", "Station")}
+PLACES = {"ireland_county": ("Meath", "Dublin City"), "toy_town": ("Harbour", "Station"),
+          "leitrim": ("Leitrim 001", "Leitrim 002")}
 
 
 def floor(releases: int) -> float:
@@ -85,6 +86,15 @@ def test_coverage_county(quick_draws, tables, key, post):
 def test_coverage_small_table(quick_draws, tables, key, post):
     releases = 60
     share, rule = coverage(tables["toy_town"], "toy_town", key, post, releases)
+    assert rule.covered
+    assert share >= floor(releases), (key, post, share)
+
+
+@pytest.mark.parametrize("key,post", [("dbitflip", "base"), ("laplace", "norm")])
+def test_coverage_ed_sized_sparse_table(quick_draws, ed, key, post):
+    """The EDs of Leitrim (5,476 cells, most of them empty): within the live limit."""
+    releases = 40
+    share, rule = coverage(ed.subset_by_parent(["Leitrim"]), "leitrim", key, post, releases)
     assert rule.covered
     assert share >= floor(releases), (key, post, share)
 
