@@ -46,7 +46,8 @@ def test_a_memoized_phone_resends_its_first_report_and_a_fresh_round_draws_again
     expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
 
     page.get_by_text("change mechanism or ε (opens a new round)").click()   # round 2's
-    page.get_by_text("Memoize: in repeated rounds each phone resends its first report").click()
+    page.get_by_text("Memoize: in repeated rounds each phone resends its first report"
+                     ).first.click()                  # the round form's (coins, number follow)
     page.get_by_role("button", name="Open a new round with these settings").click()
     expect(page.get_by_text(re.compile(r"all 3 rounds has spent ε = "))).to_be_visible()
     answer(phone, 3)
