@@ -652,6 +652,14 @@ def test_before_and_after_compares_the_guess_the_estimate_and_the_truth(store):
 
 
 # ------------------------------------------- first rounds of every kind, live linking (issue 38)
+def open_the_room(at: AppTest) -> str:
+    """Press "Open the room" on the start form; the new room's code (from the teacher's URL)."""
+    at.button(key=CREATE).click().run()
+    assert not at.exception and not at.error
+    code = at.query_params["teach"]
+    return code[0] if isinstance(code, list) else code
+
+
 def test_a_room_opens_with_a_memoized_coins_or_number_round(store):
     """The start form offers a coins or a number question as the room's first round, memoized
     if asked; the phone's page then shows that question, memoized."""
@@ -659,10 +667,7 @@ def test_a_room_opens_with_a_memoized_coins_or_number_round(store):
     at.radio(key="classroom_first_round").set_value(coins.COINS).run()
     at.text_input(key="coins-prompt-create").set_value("Did you <i>walk</i>?")
     at.checkbox(key="memo-create").check()
-    at.button(key=CREATE).click().run()
-    assert not at.exception and not at.error
-    code = at.query_params["teach"]
-    code = code[0] if isinstance(code, list) else code
+    code = open_the_room(at)
     first = store.current_round(code)
     assert (first.number, first.mechanism, first.prompt, first.memoize) == \
         (1, "coins", "Did you <i>walk</i>?", True)
@@ -675,10 +680,7 @@ def test_a_room_opens_with_a_memoized_coins_or_number_round(store):
     at = page({})
     at.radio(key="classroom_first_round").set_value(numbers.NUMBER).run()
     at.number_input(key="number-bound-create").set_value(45)
-    at.button(key=CREATE).click().run()
-    assert not at.exception and not at.error
-    code = at.query_params["teach"]
-    code = code[0] if isinstance(code, list) else code
+    code = open_the_room(at)
     first = store.current_round(code)
     assert (first.mechanism, first.bound, first.epsilon, first.memoize) == \
         ("number", 45.0, 1.0, False)
