@@ -695,7 +695,7 @@ def test_a_coins_round_can_be_memoized_from_the_round_form(store):
     assert not at.exception and not at.error
     assert (store.current_round(code).mechanism, store.current_round(code).memoize) == \
         ("coins", True)
-    assert "1 memoized round count once per question asked the same way" in text(at)
+    assert "1 memoized round counts once per question asked the same way" in text(at)
 
 
 def code_room_with_rounds(store, rounds, memoize, students=4, epsilon=1.0):

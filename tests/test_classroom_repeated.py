@@ -210,3 +210,12 @@ def test_a_coins_round_is_attacked_as_randomised_response_over_yes_and_no():
     assert (round_.mechanism, d) == ("grr", 2)
     attack = repeated.averaging_attack(round_, d, 4000, 1, seed=2)
     assert abs(attack.fresh[0] - 0.75) < 4 * math.sqrt(0.75 * 0.25 / 4000)
+
+
+def test_the_spend_sentence_agrees_in_number():
+    """"1 fresh round add their ε" read badly on the teacher's screen."""
+    from ui.classroom.repeated import spend_sentence
+    one = spend_sentence([_round(epsilon=2.0)])
+    assert "answered the round has spent ε = 2 in this room: 1 fresh round adds its ε." in one
+    mixed = spend_sentence([_round(number=1), _round(number=2), _round(memoize=True, number=3)])
+    assert "2 fresh rounds add their ε; 1 memoized round counts once" in mixed

@@ -114,7 +114,8 @@ def test_a_folder_that_cannot_be_analysed_is_said(capsys, tmp_path):
     manifest.write_text(manifest.read_text().replace("Discrete Laplace (OpenDP",
                                                      "TopDown (OpenDP"))
     code, _, err = run(capsys, "analyse", "--release", folder, "--out", tmp_path / "x.csv")
-    assert code == 2 and "support flat publishes" in err
+    assert code == 2 and "'mechanism' is 'TopDown (OpenDP then_laplace" in err
+    assert "Upload the manifest.json written beside this release.csv" in err
     code, _, err = run(capsys, "analyse", "--release", folder, "--mechanism", "oue",
                        "--out", tmp_path / "x.csv")
     assert code == 2 and "leave --mechanism out" in err

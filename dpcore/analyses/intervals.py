@@ -42,7 +42,8 @@ Not covered (no interval, and the method says why): other post-processings (clip
 estimates, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
 confidential table), the baselines (not unbiased), and the mechanisms whose estimates are coupled
 beyond these laws or whose fast release has exact marginals only (HR, HM, dBitFlip, subset
-selection, CMS/HCMS, stability histogram, top-k).
+selection, CMS/HCMS, stability histogram, top-k). A published folder's WLS and TopDown levels get
+bounds from their manifest instead (:mod:`dpcore.interfaces.published_analyses`).
 """
 
 from __future__ import annotations

@@ -41,14 +41,16 @@ def spend_sentence(rounds: list[classroom.Round]) -> str:
     memoized = [r for r in rounds if r.memoize]
     fresh = len(rounds) - len(memoized)
     groups = len({repeated.memo_group(r) for r in memoized})
-    parts = [f"{fresh} fresh round{'s' if fresh != 1 else ''} add their ε"] if fresh else []
+    parts = [f"{fresh} fresh round adds its ε" if fresh == 1 else
+             f"{fresh} fresh rounds add their ε"] if fresh else []
     if memoized:
-        parts.append(f"{len(memoized)} memoized round{'s' if len(memoized) != 1 else ''} count "
-                     f"once per question asked the same way ({groups} such "
+        parts.append(f"{len(memoized)} memoized round{' counts' if len(memoized) == 1 else 's count'}"
+                     f" once per question asked the same way ({groups} such "
                      f"group{'s' if groups != 1 else ''}"
                      ": the phone resends its first report)")
-    return (f"Each student who answered all {len(rounds)} round{'s' if len(rounds) != 1 else ''} "
-            f"has spent ε = {total:.3g} in this room: " + "; ".join(parts) + ".")
+    answered = "the round" if len(rounds) == 1 else f"all {len(rounds)} rounds"
+    return (f"Each student who answered {answered} has spent ε = {total:.3g} in this room: "
+            + "; ".join(parts) + ".")
 
 
 def attack_chart(result: repeated.Attack) -> go.Figure:
