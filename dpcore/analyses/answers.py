@@ -144,7 +144,8 @@ def paired(od: ODMatrix, home: sel.Selection, work: sel.Selection) -> list[Query
 
 def _once_per_vector(compute: Callable) -> Callable:
     """``compute(values)`` once per vector for queries that each read a part of it: the last two
-    vectors are kept, by identity (:func:`evaluate` sums the truth and a release in turn)."""
+    vectors are kept, by identity (:func:`evaluate` sums the truth and a release in turn; a
+    released vector is never changed in place)."""
     memo: list = []
 
     def once(values):
@@ -226,8 +227,8 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
     """One row per answer: the true value (NaN when ``truth`` is None: a published folder), the
     released one (the true one when no release is given), its 95 % interval and how it was
     obtained (``interval``: a rule with ``bounds(answers, cells)`` such as :class:`Interval`,
-    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`). Ranked queries are sorted by the released (else true)
-    value, the first ``limit`` kept."""
+    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`). Ranked
+    queries are sorted by the released (else true) value, the first ``limit`` kept."""
     rule = interval or Interval(None)
     if not queries:
         return pd.DataFrame(columns=COLUMNS)
