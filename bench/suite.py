@@ -77,6 +77,8 @@ BENCHMARKS = (
               rows=True),
     Benchmark("analyses", "bench_analyses",
               "the planner's analyses of one selection and of every zone (ED, national)"),
+    Benchmark("analyses-simulated", "bench_analyses_simulated",
+              "simulated intervals: 199 releases of a public stand-in per mechanism", True, True),
     Benchmark("onthemap", "bench_onthemap",
               "OnTheMap's synthesizer: one release, county, ED and national", rows=True),
     Benchmark("thesis", "bench_thesis", "reproduce-thesis as a user runs it (≤ 3 min, 2 cores)"),

@@ -1,21 +1,24 @@
 """Places: the planner's questions (inflow, destinations, distance, direction, A → B, every zone
-compared), true vs each release, each answer with its 95 % interval and a verdict.
+compared), true vs each release, each answer with its 95 % interval and a verdict; or the
+answers of a published release alone (its two files uploaded), with their intervals.
 
 Thin page: settings from :mod:`ui.components.controls`, releases from :mod:`ui.components.runs`,
-answers and intervals from :mod:`dpcore.analyses` through :mod:`ui.places.view`, charts from
-:mod:`ui.places.figures`.
+answers and intervals from :mod:`dpcore.analyses` through :mod:`ui.places.view`, a published
+release through :mod:`ui.places.published`, charts from :mod:`ui.places.figures`.
 """
 
 import streamlit as st
 
 from dpcore.mechanisms import postprocess
 from ui.components import budget, charts, controls, navigation, panels, runs, safe
-from ui.places import figures, view
+from ui.places import figures, published, view
 
 st.set_page_config(page_title="Places · Commuting Privacy Lab", page_icon="📍", layout="wide")
 navigation.menu(controls.keep())
-settings = controls.run_controls()
 st.title("Places: the planner's questions")
+if published.source() == "published":
+    published.show()   # the release's own answers, then the page stops
+settings = controls.run_controls()
 od = panels.view_or_stop(settings)
 budget.stop_if_too_big(od, len(settings.mechanisms))
 st.caption("OnTheMap's analyses (inflow and outflow, destinations, distance, direction, paired "

@@ -649,3 +649,115 @@ def test_before_and_after_compares_the_guess_the_estimate_and_the_truth(store):
     at.button(key="FormSubmitter:classroom_guess-Save").click().run()
     assert any("guess comes first" in e.value for e in at.error)
     assert store.guess(code, 2) == (20.0, 31.5)
+
+
+# ------------------------------------------- first rounds of every kind, live linking (issue 38)
+def open_the_room(at: AppTest) -> str:
+    """Press "Open the room" on the start form; the new room's code (from the teacher's URL)."""
+    at.button(key=CREATE).click().run()
+    assert not at.exception and not at.error
+    code = at.query_params["teach"]
+    return code[0] if isinstance(code, list) else code
+
+
+def test_a_room_opens_with_a_memoized_coins_or_number_round(store):
+    """The start form offers a coins or a number question as the room's first round, memoized
+    if asked; the phone's page then shows that question, memoized."""
+    at = page({})
+    at.radio(key="classroom_first_round").set_value(coins.COINS).run()
+    at.text_input(key="coins-prompt-create").set_value("Did you <i>walk</i>?")
+    at.checkbox(key="memo-create").check()
+    code = open_the_room(at)
+    first = store.current_round(code)
+    assert (first.number, first.mechanism, first.prompt, first.memoize) == \
+        (1, "coins", "Did you <i>walk</i>?", True)
+    assert "**Coins round:** Did you \\<i\\>walk" in text(at)       # escaped, not HTML
+    student = page({"room": code})
+    assert not student.exception and not student.error
+    assert "memoized: your phone resends its first report" in text(student)
+    assert all(step in text(student) for step in coins_view.STEPS)
+
+    at = page({})
+    at.radio(key="classroom_first_round").set_value(numbers.NUMBER).run()
+    at.number_input(key="number-bound-create").set_value(45)
+    code = open_the_room(at)
+    first = store.current_round(code)
+    assert (first.mechanism, first.bound, first.epsilon, first.memoize) == \
+        ("number", 45.0, 1.0, False)
+    assert first.prompt == numbers_view.DEFAULT_PROMPT
+
+
+def test_a_coins_round_can_be_memoized_from_the_round_form(store):
+    code, key, _ = room_with_reports(store, n=2)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    at.checkbox(key="memo-coins").check()
+    at.button(key="FormSubmitter:classroom_coins-Open a coins round").click().run()
+    assert not at.exception and not at.error
+    assert (store.current_round(code).mechanism, store.current_round(code).memoize) == \
+        ("coins", True)
+    assert "1 memoized round counts once per question asked the same way" in text(at)
+
+
+def code_room_with_rounds(store, rounds, memoize, students=4, epsilon=1.0):
+    """A room with join codes where each code sends a GRR report in each of ``rounds`` rounds
+    (seeded; memoized: the same report every round)."""
+    question = classroom.Question("Where?", ("Harbour", "Old Town"), ("Port",))
+    code, key = store.create_room(question, "grr", epsilon, admission="codes", codes=students,
+                                  memoize=memoize, students=students)
+    codes = [c for c, _ in store.join_codes(code, key)]
+    rng = np.random.default_rng(7)
+    mech = store.current_round(code).build()
+    kept = {c: int(mech.perturb(np.array([k % question.d]), question.d, rng)["y"][0])
+            for k, c in enumerate(codes)}
+    for number in range(1, rounds + 1):
+        if number > 1:
+            store.new_round(code, key, "grr", epsilon, memoize=memoize)
+        for k, joined in enumerate(codes):
+            y = kept[joined] if memoize else \
+                int(mech.perturb(np.array([k % question.d]), question.d, rng)["y"][0])
+            store.submit(store.ticket(code, secrets.token_hex(16), None, joined), {"y": y})
+    return code, key, codes, question
+
+
+def live_text(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if "join code(s) sent reports" in m.value)
+
+
+def test_the_teacher_sees_the_live_linking_attack_per_join_code(store):
+    """Fresh rounds: the screen counts, from the stored reports, the codes whose one-report guess
+    averaging changed (what dpcore computes), shows the simulation's expectation beside it, and a
+    per-code table numbered as the join codes list, without any guess."""
+    code, key, codes, question = code_room_with_rounds(store, 3, memoize=False)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    assert not at.exception and not at.error
+    rounds = store.rounds(code)
+    result = repeated_rounds.linked_attack(
+        rounds, question.d, store.linked_reports(code, key, [1, 2, 3]))
+    moved = sum(r.moved for r in result)
+    assert 0 < moved < 4                      # 2 at this seed: averaging did change guesses
+    shown = live_text(at)
+    assert "4 join code(s) sent reports in the 3 fresh rounds of this question (3 each" in shown
+    assert f"changed the attacker's one-report guess for **{moved}** of them" in shown
+    expected = repeated_rounds.averaging_attack(rounds[-1], question.d, 4,
+                                                classroom_view.repeated.SIMULATED_ROUNDS, seed=0)
+    assert f"**{100 * expected.fresh[2]:.0f} %** of the class named after 3 linked" in shown
+    assert "true answers are not stored" in shown
+    [table] = tables(at, "join code")
+    assert list(table.columns) == ["join code", "linked reports", "all identical",
+                                   "averaging changed the guess"]
+    assert table["join code"].tolist() == ["#1", "#2", "#3", "#4"]      # codes sorted as listed
+    assert table["linked reports"].tolist() == [3] * 4
+    assert (table["averaging changed the guess"] == "yes").sum() == moved
+    assert not any(c in shown for c in codes)                 # the codes themselves not shown
+
+
+def test_memoized_rounds_linked_by_join_code_stay_at_the_one_round_level(store):
+    code, key, _, question = code_room_with_rounds(store, 3, memoize=True)
+    at = page({"teach": code}, **{classroom_view.TEACHER_KEYS: {code: key}})
+    shown = live_text(at)
+    assert "in the 3 memoized rounds" in shown
+    assert "guess for **0** of them; **4** sent the same report every time" in shown
+    expected = repeated_rounds.averaging_attack(store.current_round(code), question.d, 4,
+                                                classroom_view.repeated.SIMULATED_ROUNDS, seed=0)
+    assert f"the simulation's **{100 * expected.memoized[2]:.0f} %**" in shown
+    assert "has spent ε = 1 in this room" in text(at)

@@ -179,8 +179,8 @@ def test_minimum_count_rule(county):
     at.number_input(key="flowmap_min_count").set_value(5000).run()
     table = shown_table(at)
     assert (table["true"] >= 5000).all()
-    short = flows.select(county[0], true, min_count=5000, min_km=10).too_short
-    assert short == 4   # Galway City ↔ County (one position), South Dublin ↔ Dublin City (9.5 km)
+    short = flows.select(county[0], true, min_count=5000, min_km=5).too_short
+    assert short == 2   # Galway City ↔ County (one position); South Dublin ↔ Dublin City (9.5 km) drawn
     assert len(table) == np.count_nonzero(true >= 5000) - short
 
 
@@ -308,7 +308,7 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
 def test_lines_drawn_by_default_are_long_enough_to_see_and_the_caption_says_so():
     """QA walk of issue 42: the national map said "250 lines drawn", yet none could be seen:
     the largest flows between zones join neighbouring zones, lines shorter than the zones'
-    points. By default only lines of at least 5 % of the map's width are ranked and drawn."""
+    points. By default only lines of at least 3 % of the map's width are ranked and drawn."""
     at = open_page(**{state.CURRENT_DATASET: "ireland_ed"})
     od = datasets.load("ireland_ed")
     assert at.number_input(key="flowmap_min_km").value == flows.default_min_km(od) == 10

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import mechanisms
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore import mechanisms, release
+from dpcore.analyses import answers, intervals, selection as sel, simulated
 from dpcore.data import datasets
 from tests.app_pages import run_page
 from tests.downloads import Downloads, private_csv
@@ -70,6 +70,24 @@ def test_county_flows_are_dpcores_answers_with_their_intervals_and_verdicts():
     hm_trace = next(t for t in fig["data"] if "no interval" in t["name"])
     assert np.isnan(values(hm_trace["error_y"]["array"]).astype(float)).all()
     assert fig["layout"]["yaxis"]["title"]["text"] == "Commuters (people)"
+
+
+def test_simulated_intervals_where_no_closed_form_holds():
+    """HCMS has no closed form: the page shows dpcore's interval simulated on a public stand-in
+    of the same release, and the legend says how it was obtained."""
+    at = places({"mech": ["hcms"], "pp": "base", "places_sel_zones": ["Dublin City"]})
+    od = datasets.load("ireland_county")
+    truth, released = released_like_the_page(od, "hcms", post="base")
+    spec = release.ReleaseSpec("hcms", 1.0, (), ("base",))
+    expected = answers.evaluate(answers.flows(od, sel.zones(od, ["Dublin City"])), truth,
+                                released, simulated.rule(od, spec, released))
+    shown = answers_table(at).reset_index(drop=True)
+    for column in ("released", "low", "high"):
+        assert np.allclose(shown[column], expected[column]), column
+    assert (shown["method"] == simulated.METHOD).all()
+    names = [trace["name"] for trace in bar_chart(at)["data"]]
+    assert any("(simulated on a public stand-in, 199 draws, not a guarantee)" in name
+               for name in names), names
 
 
 def test_distance_histogram_and_direction_rose_on_the_county(monkeypatch):

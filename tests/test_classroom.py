@@ -89,9 +89,10 @@ def test_only_reports_settings_and_times_are_stored(store):
         assert db.execute("SELECT report FROM reports").fetchall() == [('{"y": 5}',)]
         assert db.execute("SELECT teacher_hash FROM rooms").fetchone()[0] != key
         columns = {row[1] for row in db.execute("PRAGMA table_info(reports)")}
-        stored = db.execute("SELECT session FROM reports").fetchone()[0]
-    assert columns == {"id", "room", "round", "received", "report", "nonce", "session"}
+        stored, joined = db.execute("SELECT session, joined FROM reports").fetchone()
+    assert columns == {"id", "room", "round", "received", "report", "nonce", "session", "joined"}
     assert stored == classroom.session_hash(session, "report") and session not in stored
+    assert joined is None                         # an open room: no join code links rounds
 
 
 @pytest.mark.parametrize("payload, reason", [

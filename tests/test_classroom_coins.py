@@ -73,7 +73,5 @@ def test_a_coins_round_takes_only_yes_or_no(tmp_path):
         assert refused.value.reason == reason
     with pytest.raises(ClassroomError, match="needs a question to ask"):
         store.new_round(code, key, coins.COINS, 1.0, prompt="  ")
-    with pytest.raises(ClassroomError, match="not memoized"):
-        store.new_round(code, key, coins.COINS, 1.0, prompt="?", memoize=True)
     with pytest.raises(ClassroomError, match="at most 200"):
         store.new_round(code, key, coins.COINS, 1.0, prompt="x" * 201)

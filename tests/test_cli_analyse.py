@@ -67,10 +67,18 @@ def test_what_cannot_be_answered_is_said(capsys, tmp_path):
     code, _, err = run(capsys, "analyse", "--file", FIXTURES / "matrix.csv", "--analysis",
                        "distance", "--zone", "Dublin City", "--out", out)
     assert code == 2 and "needs the zones' positions" in err
-    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "hr",
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "topk",
                        "--analysis", "flows", "--zone", "Harbour", "--out", out)
     assert code == 0
-    assert read(out).method.str.startswith("no interval").all()
+    refused = read(out)
+    assert refused.method.str.startswith("no interval").all() and refused.low.isna().all()
+    assert refused.method.str.contains("measured coverage").all()
+    out = tmp_path / "hr.csv"
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--mechanism", "hr",
+                       "--analysis", "flows", "--zone", "Harbour", "--out", out)
+    simulated = read(out)   # no closed form: simulated on a public stand-in
+    assert code == 0 and simulated.method.str.startswith("simulated on a public stand-in").all()
+    assert (simulated.low.notna() & (simulated.low <= simulated.high)).all()
 
 
 def _publish(capsys, tmp_path, name, *options):
@@ -114,7 +122,8 @@ def test_a_folder_that_cannot_be_analysed_is_said(capsys, tmp_path):
     manifest.write_text(manifest.read_text().replace("Discrete Laplace (OpenDP",
                                                      "TopDown (OpenDP"))
     code, _, err = run(capsys, "analyse", "--release", folder, "--out", tmp_path / "x.csv")
-    assert code == 2 and "support flat publishes" in err
+    assert code == 2 and "'mechanism' is 'TopDown (OpenDP then_laplace" in err
+    assert "Upload the manifest.json written beside this release.csv" in err
     code, _, err = run(capsys, "analyse", "--release", folder, "--mechanism", "oue",
                        "--out", tmp_path / "x.csv")
     assert code == 2 and "leave --mechanism out" in err

@@ -145,8 +145,12 @@ def test_the_default_shortest_line_is_a_round_share_of_the_map_width(od):
     county = datasets.load("ireland_county")
     width = flows.map_width_km(county)
     assert 280 < width < 340                                  # Ireland: ≈ 300 km across
-    assert flows.default_min_km(county) == 10                 # 5 % of it, rounded down
-    assert flows.default_min_km(od) == 2                      # ≈ 56 km across → 2.8
+    assert flows.default_min_km(county) == 5                  # 3 % of it, rounded down
+    assert flows.default_min_km(od) == 1                      # ≈ 56 km across → 1.7
+    # the largest flow between two counties is drawn by default (10 km hid it: 9.5 km)
+    dublin = [list(county.origins.ids).index(z) for z in ("South Dublin", "Dublin City")]
+    cell = np.array([dublin[0] * county.n_destinations + dublin[1]])
+    assert 5 < flows._lengths_km(county, cell)[0] < 10
     tiny = ODMatrix.from_dense("tiny", *(ZoneSet.from_ids(["A", "B"], lat=[53.0, 53.001],
                                                           lon=[-7.0, -7.0]),) * 2, np.ones(4))
     assert flows.default_min_km(tiny) == 0                    # a town's map leaves none out

@@ -219,6 +219,19 @@ def test_wrong_join_codes_are_counted_and_limited_in_windows(backend):
         ("session", 6, 1), ("address", 6, 1)}
 
 
+def test_reports_are_linked_by_join_code_on_both_stores(backend):
+    """The join code kept with each report (``reports.joined``) and read back per code and round
+    for the live averaging attack."""
+    rooms = RoomStore(**backend)
+    code, key = rooms.create_room(QUESTION, "grr", 1.0, admission="codes", codes=2)
+    joined = [c for c, _ in rooms.join_codes(code, key)]
+    rooms.new_round(code, key, "grr", 1.0)
+    for k, c in enumerate(joined):
+        rooms.submit(rooms.ticket(code, f"{k}" * 32, None, c), {"y": k})
+    assert rooms.linked_reports(code, key, [1, 2]) == {joined[0]: {2: {"y": 0}},
+                                                        joined[1]: {2: {"y": 1}}}
+
+
 def test_concurrent_writers_lose_nothing_and_never_overshoot_the_limit(backend):
     rooms = RoomStore(**backend)
     code, _ = rooms.create_room(QUESTION, "grr", 1.0, max_reports=25)

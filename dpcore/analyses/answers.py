@@ -185,18 +185,26 @@ def comparison(od: ODMatrix, level: str = "zones") -> list[Query]:
             for kind in ("inflow", "outflow", "live_and_work")]
 
 
-def evaluate(queries: list[Query], truth, released=None, interval: Interval | None = None,
+def evaluate(queries: list[Query], truth, released=None, interval=None,
              limit: int | None = None) -> pd.DataFrame:
     """One row per answer: the true value (NaN when ``truth`` is None: a published folder), the
     released one (the true one when no release is given), its 95 % interval and how it was
-    obtained. Ranked queries are sorted by the released (else true) value, the first ``limit``
-    kept."""
+    obtained (``interval``: a rule with ``bounds(answers, cells)`` such as :class:`Interval`,
+    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`). Ranked queries are sorted by the released (else true)
+    value, the first ``limit`` kept."""
     rule = interval or Interval(None)
-    frames = []
+    answered = []
     for query in queries:
         true, cells = query.compute(truth) if truth is not None else (None, None)
         answer, cells = query.compute(released) if released is not None else (true, cells)
-        low, high = rule.bounds(answer, cells)
+        answered.append((true, answer, cells))
+    if hasattr(rule, "all_bounds"):   # a simulated rule: every query on each of its draws
+        bounds = rule.all_bounds(queries, [a for _, a, _ in answered],
+                                 [c for _, _, c in answered])
+    else:                              # a law: each answer's interval from (answer, cells)
+        bounds = [rule.bounds(answer, cells) for _, answer, cells in answered]
+    frames = []
+    for query, (true, answer, cells), (low, high) in zip(queries, answered, bounds):
         frame = pd.DataFrame({
             "analysis": query.analysis, "selection": query.selection, "part": list(query.parts),
             "rank": np.nan, "true": np.nan if true is None else true, "released": answer,

@@ -38,11 +38,13 @@ that m·E Z⁺ + 2.12·sd(Z⁺)·√m (central limit theorem, Laplace's z for ma
 with 97.5 %, so the interval covers with at least 95 % (union bound), and is conservative
 (it allows every cell in S the largest bias an empty cell can get); the lower end is at least 0.
 
-Not covered (no interval, and the method says why): other post-processings (clipping of local
+Not covered here (no interval, and the method says why; :mod:`.simulated` simulates one on a
+public stand-in where it was measured to cover): other post-processings (clipping of local
 estimates, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
 confidential table), the baselines (not unbiased), and the mechanisms whose estimates are coupled
 beyond these laws or whose fast release has exact marginals only (HR, HM, dBitFlip, subset
-selection, CMS/HCMS, stability histogram, top-k).
+selection, CMS/HCMS, stability histogram, top-k). A published folder's WLS and TopDown levels get
+bounds from their manifest instead (:mod:`dpcore.interfaces.published_analyses`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from dpcore import release
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.analyses import answers, intervals, selection as sel, simulated
 from dpcore import confidential, export
 from dpcore.interfaces import arguments, published_analyses as published
 from dpcore.limits import EPSILON, SEED
@@ -31,6 +31,10 @@ def add(commands: argparse._SubParsersAction, add_input, load) -> None:
     parser.add_argument("--release", metavar="DIR",
                         help="a published folder (release.csv + manifest.json) instead of "
                              "--dataset/--file: its answers and intervals alone, no true values")
+    parser.add_argument("--release-level", metavar="NAME",
+                        help="with --release of a WLS or TopDown folder: the level answered, as "
+                             "release.csv's level column names it (default \"fine level\"; "
+                             "e.g. \"parent level\")")
     parser.add_argument("--mechanism", help="a key from `mechanisms` (default: the true table "
                                             "alone)")
     parser.add_argument("--epsilon", type=arguments.number(EPSILON, "--epsilon"), default=1.0)
@@ -107,13 +111,17 @@ def _run_folder(args) -> int:
     if args.mechanism:
         raise ValueError("--mechanism draws a release from a table; a published folder is "
                          "already one: leave --mechanism out with --release")
-    folder = published.load(args.release)
+    if "comparison" in args.analysis and args.compare == "parents":
+        raise ValueError("a published folder does not say which zone lies in which parent area: "
+                         "compare the zones of its parent level instead (--compare zones "
+                         "--release-level \"parent level\", for a WLS or TopDown folder)")
+    folder = published.load(args.release, args.release_level)
     frame = answers.evaluate(queries(args, folder.od), None, folder.values, folder.interval,
                              limit=args.top)
     export.write_safe_csv(frame, args.out)
-    print(f"{len(frame)} answers from the published folder {args.release} → {args.out} "
-          f"(public: the release's own answers and intervals); intervals: "
-          f"{folder.interval.method}")
+    print(f"{len(frame)} answers from the published folder {args.release} "
+          f"({published.KINDS[folder.kind]}, {folder.level}) → {args.out} (public: the "
+          f"release's own answers and intervals); intervals: {folder.interval.method}")
     return 0
 
 
@@ -123,6 +131,9 @@ def run(args, load) -> int:
         raise ValueError("give one input: --dataset, --file or --release DIR")
     if args.release:
         return _run_folder(args)
+    if args.release_level:
+        raise ValueError("--release-level chooses the level of a published folder: give it "
+                         "with --release DIR")
     if args.postprocess not in postprocess.METHODS:
         raise ValueError(f"unknown post-processing {args.postprocess!r}; valid keys: "
                          f"{', '.join(postprocess.METHODS)}")
@@ -142,8 +153,7 @@ def run(args, load) -> int:
         result = release.run(od, spec, true_counts=truth if not hasattr(truth, "zeros")
                              else None, score=False)
         released = result.outputs[args.postprocess].released
-        rule = intervals.Interval(args.mechanism, spec.build(), args.postprocess, n=od.n,
-                                  d=od.domain_size, sparse=result.sparse)
+        rule = simulated.rule(od, spec, released, sparse=result.sparse, live=False)
     frame = answers.evaluate(asked, truth, released, rule, limit=args.top)
     confidential.write_csv(frame, args.out)
     what = (f"{args.mechanism} ε={args.epsilon:g} (seed {args.seed}, {args.postprocess})"

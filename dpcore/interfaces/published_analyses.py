@@ -2,20 +2,39 @@
 alone: no true table, no confidential input.
 
 The folder gives the published counts of the cells it lists (every other cell of the domain is
-published as 0), the domain's size and the noise's law (mechanism, scale, post-processing) in the
+published as 0), each level's size and the noise's law (mechanism, scale, post-processing) in the
 manifest, so every answer's interval comes from public facts, as the folder's own margins do
-(:mod:`dpcore.evaluation.margins`). Supported: a flat publish (one level) with OpenDP's discrete
-Laplace or discrete Gaussian, post-processed with Base or Base-Pos. WLS and TopDown folders are
-refused with a message (their fitted cells have no interval here yet).
+(:mod:`dpcore.evaluation.margins`). Every publish of ``python3 -m dpcore publish`` is read:
 
-Zones are known by the ids in ``release.csv``. A zone seen on one side only is taken to be in
-the other side's domain too while that side has zones not seen; zones of the domain that appear
-on no row (all their cells published as 0) are kept as "unlisted" placeholders, so that every sum
-counts its cells right. The folder holds no positions: distance and direction need them and say so.
+* **flat** (one level, discrete Laplace or discrete Gaussian, Base or Base-Pos): the rules of
+  :mod:`dpcore.analyses.intervals` with the manifest's noise;
+* **WLS** (a level and its parent level, made consistent by least squares and rounded within
+  parents): answered at either level (:func:`read`'s ``level``). With Base, a bound
+  (:class:`FittedBound`): a fitted sum's error is its least-squares part — a weighted sum of the
+  two levels' independent noises whose variance is at most k·v (k cells of the level, v its
+  noise variance: the fit only shrinks it, whatever the parents' sizes, which the folder does not
+  give) — plus the rounding, under 1 per fine cell and at most ½ per parent cell. With Base-Pos
+  no interval: clipping biases a sum by an amount that depends on how many of its cells are
+  empty, which is confidential;
+* **TopDown** (every level, fitted parent by parent): the manifest's margin M of a level holds
+  for every cell of every level at once with probability ≥ 95 %, so a sum of k cells is within
+  k·M (valid and wide: the integer fit's error depends on the confidential counts, so no tighter
+  law is public).
+
+Zones are known by the ids in ``release.csv``. A level's zone count on each side comes from the
+manifest (:func:`_sides`); a zone seen on one side only is taken to be in the other side's
+domain too while that side has zones not seen; zones of the domain that appear on no row (all
+their cells published as 0) are kept as "unlisted" placeholders, so that every sum counts its
+cells right. The folder holds no positions and no zone-to-parent map: distance and direction
+need positions and say so; the parent areas are analysed as the zones of the parent level.
+
+Bad files get one message naming the file, the field or row, and how to fix it (uploads on the
+Places page: :func:`read`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from dataclasses import dataclass
@@ -24,11 +43,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpcore.analyses.intervals import Interval
+from dpcore.analyses.intervals import Z_LAPLACE, Z_NORMAL, Interval
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 from dpcore.interfaces import publish
+from dpcore.text import visible
 
 UNLISTED = "(unlisted {side} {k})"
+FLAT, WLS, TOPDOWN = publish.FLAT, publish.WLS, publish.TOPDOWN
+#: How each kind of folder is named in messages and on the page.
+KINDS = {FLAT: "flat (one level)", WLS: "WLS (a level and its parent, least squares)",
+         TOPDOWN: "TopDown (every level, fitted parent by parent)"}
+FINE = "fine level"
+METHOD_WLS = ("bound: WLS's fitted sum = a weighted sum of the two levels' independent noises "
+              "(variance at most k·{variance:.4g} for k cells of this level: the fit only "
+              "shrinks it) ±{z:.2f} sd, plus the rounding within parents ({rounding}); from the "
+              "manifest's noise alone")
+METHOD_WLS_CLIPPED = ("no interval: WLS with base_pos sets negative fitted counts to 0, which "
+                      "biases a sum by an amount that depends on how many of its cells are empty "
+                      "(confidential); a folder published with base gets intervals")
+METHOD_TOPDOWN = ("bound: TopDown's margin ±{margin:,} holds for every cell of every level at once "
+                  "with ≥ 95 % (manifest), so a sum of k cells is within k·{margin:,}; valid but "
+                  "wide (the integer fit's error depends on the confidential counts, so no "
+                  "tighter law is public)")
 
 
 @dataclass(frozen=True)
@@ -51,61 +87,254 @@ class PublishedNoise:
         return np.full(np.shape(counts), self.noise_variance)
 
 
+class FittedBound:
+    """The interval rule of a WLS or TopDown level (module docstring): ``bounds(answers,
+    cells)`` and ``method``, as :class:`Interval`. ``per_cell`` is the rounding (WLS) or the
+    simultaneous margin (TopDown) added per cell; ``variance`` the per-cell noise variance bound
+    (0 for TopDown); ``z`` the noise's quantile factor; ``covered`` False: no interval."""
+
+    def __init__(self, method: str, variance: float = 0.0, z: float = 0.0,
+                 per_cell: float = 0.0, covered: bool = True):
+        self.method, self.variance, self.z = method, variance, z
+        self.per_cell, self.covered = per_cell, covered
+
+    def bounds(self, answers, cells) -> tuple[np.ndarray, np.ndarray]:
+        answers = np.asarray(answers, dtype=float)
+        if not self.covered:
+            return np.full(answers.shape, np.nan), np.full(answers.shape, np.nan)
+        cells = np.asarray(cells, dtype=float)
+        half = self.z * np.sqrt(cells * self.variance) + self.per_cell * cells
+        return np.maximum(answers - half, 0.0), answers + half
+
+
 @dataclass(frozen=True, eq=False)
 class Folder:
-    od: ODMatrix          # the domain's zones (no counts)
-    values: np.ndarray    # the published counts over the dense domain
-    interval: Interval
+    od: ODMatrix          # the level's zones (no counts)
+    values: np.ndarray    # the level's published counts over its dense domain
+    interval: object      # Interval or FittedBound
+    kind: str             # FLAT, WLS or TOPDOWN
+    level: str            # the level answered ("fine level", "parent level", …)
+    levels: tuple         # every level the folder publishes
 
 
-def _zones(seen, other, total: int | None, side: str) -> ZoneSet:
+def _zones(seen, other, total: int, side: str) -> ZoneSet:
     """The ids seen on this side; then, while the domain has zones not seen here, the ids seen
     only on the other side (a zone all of whose cells on this side were published as 0), then
     placeholders."""
     ids = list(dict.fromkeys(seen))
-    room = max((total or 0) - len(ids), 0)
+    room = max(total - len(ids), 0)
     known = set(ids)
     ids += [zone for zone in dict.fromkeys(other) if zone not in known][:room]
-    missing = max((total or 0) - len(ids), 0)
+    missing = max(total - len(ids), 0)
     return ZoneSet.from_ids(ids + [UNLISTED.format(side=side, k=k + 1) for k in range(missing)])
 
 
-def load(folder) -> Folder:
-    """The folder's published counts and the interval rule of its noise (module docstring)."""
+def _sides(cells: int, domain: dict, origins: int, destinations: int, level: str,
+           seen: int, wls_parent: bool) -> tuple[int, int]:
+    """The level's zones on each side: the manifest's domain when the level spans it; else the
+    zones seen when they fill the level; else a square (a subset of areas keeps the commutes
+    within them, and a parent level groups one zone set: the same zones on both sides). A WLS
+    parent level of a subset spans every parent, but its cells outside the areas (no fine cell)
+    are 0 exactly, noise-free (:func:`publish.least_squares`): the ``seen`` zones of either side
+    are kept on both."""
+    whole = (domain.get("origins"), domain.get("destinations"))
+    if all(isinstance(x, int) and x > 0 for x in whole) and whole[0] * whole[1] == cells:
+        return whole
+    if origins * destinations == cells:
+        return origins, destinations
+    side = math.isqrt(cells)
+    if side * side == cells and max(origins, destinations) <= side:
+        return side, side
+    if wls_parent and seen * seen <= cells:
+        return seen, seen
+    raise ValueError(f"manifest.json's {level!r} has {cells:,} cells, and release.csv's rows of "
+                     f"it name {origins:,} origin and {destinations:,} destination zones: the "
+                     "number of zones on each side cannot be told. Analyse the folder as "
+                     "`python3 -m dpcore publish` wrote it (its two files unchanged).")
+
+
+def _kind(manifest: dict) -> str:
+    mechanism = manifest.get("mechanism")
+    levels = manifest["levels"]
+    if mechanism == publish.METHODS[TOPDOWN]:
+        return TOPDOWN
+    if mechanism in publish.MECHANISMS.values() and len(levels) in (1, 2):
+        return FLAT if len(levels) == 1 else WLS
+    raise ValueError(
+        f"manifest.json's 'mechanism' is {visible(str(mechanism))[:80]!r} with {len(levels)} "
+        f"level(s): analyses read the folders of `python3 -m dpcore publish` (flat or WLS with "
+        f"{' or '.join(publish.MECHANISMS)}, or TopDown). Upload the manifest.json written "
+        "beside this release.csv.")
+
+
+def _number(entry: dict, field: str, where: str) -> float:
+    value = entry.get(field)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and value > 0):
+        raise ValueError(f"manifest.json's {where} needs '{field}' as a positive number; got "
+                         f"{visible(repr(value))[:60]}. Upload the manifest.json written beside "
+                         "this release.csv.")
+    return float(value)
+
+
+def _levels(manifest: dict) -> list[dict]:
+    levels = manifest.get("levels")
+    if not isinstance(levels, list) or not levels or not all(isinstance(x, dict) for x in levels):
+        raise ValueError("manifest.json has no 'levels' list (one entry per published level, "
+                         "with its name, cells, scale and noise_variance). Upload the "
+                         "manifest.json written beside this release.csv.")
+    for k, entry in enumerate(levels):
+        for field in ("cells", "scale", "noise_variance"):
+            _number(entry, field, f"levels[{k}]")
+        if len(levels) > 1 and not isinstance(entry.get("name"), str):
+            raise ValueError(f"manifest.json's levels[{k}] has no 'name' (the level column of "
+                             "release.csv names the levels).")
+    return levels
+
+
+def _counts(table: pd.DataFrame, several: bool) -> pd.DataFrame:
+    """release.csv checked: its columns, a whole count on every row, ids present, no cell twice
+    (rows are numbered as a spreadsheet shows them: the header is row 1)."""
+    needed = {"origin", "destination", "count"} | ({"level"} if several else set())
+    missing = needed - set(table.columns)
+    if missing:
+        raise ValueError(f"release.csv lacks the column(s) {', '.join(sorted(missing))} (it has "
+                         f"{visible(', '.join(map(str, table.columns)))[:120]}): upload the "
+                         "release.csv of a publish, unchanged.")
+    counts = pd.to_numeric(table["count"], errors="coerce")
+    bad = np.flatnonzero(~np.isfinite(counts.to_numpy(dtype=float))
+                         | (counts.to_numpy(dtype=float) % 1 != 0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"release.csv row {k + 2}: count {visible(str(table['count'].iloc[k]))[:40]!r} "
+                         "is not a whole number; every published count is one.")
+    for column in ("origin", "destination"):
+        empty = np.flatnonzero(table[column].str.strip() == "")
+        if empty.size:
+            raise ValueError(f"release.csv row {int(empty[0]) + 2}: the {column} is empty; "
+                             "every row names its origin and destination zones.")
+    keys = ["level", "origin", "destination"] if several else ["origin", "destination"]
+    twice = np.flatnonzero(table.duplicated(keys))
+    if twice.size:
+        k = int(twice[0])
+        raise ValueError(f"release.csv row {k + 2} repeats the cell "
+                         f"{visible(table.origin.iloc[k])[:60]} → "
+                         f"{visible(table.destination.iloc[k])[:60]}: each cell is published "
+                         "once.")
+    return table.assign(count=counts.to_numpy(dtype=float))
+
+
+def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix, total: float):
+    """The interval rule of the level answered (module docstring)."""
+    laplace = manifest["mechanism"] == publish.MECHANISMS[publish.DISCRETE_LAPLACE]
+    if kind == TOPDOWN:
+        margin = entry.get(publish.margins.COLUMN)
+        if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
+            return FittedBound(f"no interval: manifest.json's level {level!r} states no whole "
+                               f"'{publish.margins.COLUMN}'", covered=False)
+        return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin))
+    if kind == WLS:
+        if post != "base":
+            return FittedBound(METHOD_WLS_CLIPPED, covered=False)
+        z = Z_LAPLACE if laplace else Z_NORMAL
+        step, rounding = (1.0, "under 1 per cell") if level == FINE else (0.5, "at most ½ per cell")
+        return FittedBound(METHOD_WLS.format(variance=entry["noise_variance"], z=z,
+                                             rounding=rounding),
+                           float(entry["noise_variance"]), z, step)
+    noise = PublishedNoise("discrete_laplace" if laplace else "discrete_gaussian",
+                           float(entry["scale"]), float(entry["noise_variance"]))
+    return Interval(noise.key, noise, post, n=total, d=od.domain_size)
+
+
+def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
+    """The published counts of one ``level`` (default the finest) and their interval rule, from
+    the manifest (parsed JSON) and release.csv (ids as text); ValueError with a message naming
+    the file and what to fix."""
+    if not isinstance(manifest, dict):
+        raise ValueError("manifest.json must hold one JSON object (the publish's manifest); "
+                         f"it holds a {type(manifest).__name__}.")
+    levels = _levels(manifest)
+    kind = _kind(manifest)
+    names = [entry.get("name", FINE) for entry in levels]
+    chosen = level or (FINE if FINE in names else names[-1])
+    if chosen not in names:
+        raise ValueError(f"this {KINDS[kind]} folder publishes the level(s) "
+                         f"{', '.join(map(repr, names))}; there is no level {visible(chosen)[:60]!r}")
+    entry = levels[names.index(chosen)]
+    posts = {text: key for key, text in publish.POSTPROCESS.items()}
+    post = posts.get(manifest.get("post_processing"))
+    if kind != TOPDOWN and post is None:
+        raise ValueError(f"manifest.json's 'post_processing' is "
+                         f"{visible(str(manifest.get('post_processing')))[:80]!r}; a publish "
+                         f"states one of: {'; '.join(publish.POSTPROCESS.values())}.")
+    table = _counts(table, len(levels) > 1)
+    if len(levels) > 1:
+        unknown = np.flatnonzero(~table["level"].isin(names))
+        if unknown.size:
+            k = int(unknown[0])
+            raise ValueError(f"release.csv row {k + 2}: level "
+                             f"{visible(table['level'].iloc[k])[:60]!r} is not one of the "
+                             f"manifest's levels ({', '.join(names)}): the two files come from "
+                             "different publishes.")
+        table = table[table["level"] == chosen]
+    domain = manifest.get("input", {}).get("domain", {}) if isinstance(
+        manifest.get("input"), dict) else {}
+    cells = int(entry["cells"])
+    n_o, n_d = _sides(cells, domain if isinstance(domain, dict) else {},
+                      table.origin.nunique(), table.destination.nunique(), chosen,
+                      len(set(table.origin) | set(table.destination)),
+                      kind == WLS and chosen != FINE)
+    if n_o * n_d > DENSE_CELL_LIMIT:
+        raise ValueError(f"the folder's level {chosen!r} has {n_o * n_d:,} cells, more than the "
+                         f"{DENSE_CELL_LIMIT:,} analysed from a folder")
+    origins = _zones(table.origin, table.destination, n_o, "origin")
+    destinations = _zones(table.destination, table.origin, n_d, "destination")
+    if len(origins.ids) > n_o or len(destinations.ids) > n_d:
+        raise ValueError(f"release.csv's rows of {chosen!r} name more zones than the manifest's "
+                         f"{cells:,} cells allow: the two files come from different publishes.")
+    od = ODMatrix.from_pairs("published folder", origins, destinations, [], [], [])
+    values = np.zeros(od.domain_size)
+    values[origins.index_of(table.origin) * od.n_destinations
+           + destinations.index_of(table.destination)] = table["count"].to_numpy()
+    total = manifest.get("total", {}).get("value") if isinstance(manifest.get("total"),
+                                                                 dict) else None
+    total = float(total) if isinstance(total, (int, float)) else float(values.sum())
+    return Folder(od, values, _rule(kind, manifest, entry, post, chosen, od, total), kind,
+                  chosen, tuple(names))
+
+
+def parse_manifest(text) -> dict:
+    """manifest.json's text (or bytes) as JSON, or a message saying where it is broken."""
+    try:
+        return json.loads(text)
+    except UnicodeDecodeError:
+        raise ValueError("manifest.json is not UTF-8 text: upload the manifest.json a publish "
+                         "wrote.") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"manifest.json is not valid JSON (line {error.lineno}, column "
+                         f"{error.colno}: {error.msg}): upload the manifest.json a publish "
+                         "wrote, unchanged.") from None
+
+
+def parse_release(source) -> pd.DataFrame:
+    """release.csv (a path, or bytes of an upload) with every id as text, or a message."""
+    if isinstance(source, (bytes, bytearray)):
+        source = io.BytesIO(source)
+    try:
+        table = pd.read_csv(source, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise ValueError(f"release.csv cannot be read as CSV ({visible(str(error))[:160]}): "
+                         "upload the release.csv a publish wrote, unchanged.") from None
+    return table
+
+
+def load(folder, level: str | None = None) -> Folder:
+    """A folder on disk (module docstring; :func:`read`)."""
     folder = Path(folder)
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        table = pd.read_csv(folder / "release.csv", dtype={"origin": str, "destination": str},
-                            keep_default_na=False)
-    except (OSError, ValueError) as error:
+        manifest = (folder / "manifest.json").read_bytes()
+        table = (folder / "release.csv").read_bytes()
+    except OSError as error:
         raise ValueError(f"{folder} is not a published folder (release.csv and manifest.json "
                          f"readable): {error}") from None
-    keys = {text: key for key, text in publish.MECHANISMS.items()}
-    levels = manifest.get("levels") or []
-    if manifest.get("mechanism") not in keys or len(levels) != 1:
-        raise ValueError("analyses of a published folder support flat publishes (one level, "
-                         "discrete Laplace or discrete Gaussian); this folder is "
-                         f"{str(manifest.get('mechanism', 'unknown'))[:80]!r}")
-    posts = {text: key for key, text in publish.POSTPROCESS.items()}
-    post = posts.get(manifest.get("post_processing"), manifest.get("post_processing"))
-    missing = {"origin", "destination", "count"} - set(table.columns)
-    if missing:
-        raise ValueError(f"release.csv lacks the column(s) {', '.join(sorted(missing))}")
-    domain = manifest.get("input", {}).get("domain", {})
-    origins = _zones(table.origin, table.destination, domain.get("origins"), "origin")
-    destinations = _zones(table.destination, table.origin, domain.get("destinations"),
-                          "destination")
-    od = ODMatrix.from_pairs("published folder", origins, destinations, [], [], [])
-    if od.domain_size > DENSE_CELL_LIMIT:
-        raise ValueError(f"the folder's domain has {od.domain_size:,} cells, more than the "
-                         f"{DENSE_CELL_LIMIT:,} analysed from a folder")
-    values = np.zeros(od.domain_size)
-    flat = (origins.index_of(table.origin) * od.n_destinations
-            + destinations.index_of(table.destination))
-    values[flat] = pd.to_numeric(table["count"], errors="raise").to_numpy(dtype=float)
-    level = levels[0]
-    noise = PublishedNoise(
-        "discrete_gaussian" if keys[manifest["mechanism"]] == publish.GAUSSIAN
-        else "discrete_laplace", float(level["scale"]), float(level["noise_variance"]))
-    total = float(manifest.get("total", {}).get("value", values.sum()))
-    return Folder(od, values, Interval(noise.key, noise, post, n=total, d=od.domain_size))
+    return read(parse_manifest(manifest), parse_release(table), level)

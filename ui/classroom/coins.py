@@ -10,6 +10,7 @@ import streamlit as st
 from dpcore import mechanisms
 from dpcore.interfaces import classroom
 from dpcore.interfaces.classroom import coins, numbers
+from ui.classroom import repeated
 from ui.components import charts, safe
 
 NAME = "Two coins (Warner's randomised response)"
@@ -32,14 +33,22 @@ def name(round_: classroom.Round) -> str:
     return mechanisms.get(round_.mechanism).name
 
 
-def form() -> str | None:
-    """The teacher's form for a coins round: the yes/no question, once submitted."""
+def prompt_input(key: str) -> str:
+    """The yes/no question of a coins round (in the round form or the room's first round)."""
+    prompt = st.text_input("Yes/no question", DEFAULT_PROMPT, max_chars=classroom.MAX_TITLE,
+                           key=f"coins-prompt-{key}")
+    st.caption(f"Each student flips two real coins: {' '.join(STEPS[:3])} ε = ln 3 ≈ "
+               f"{coins.EPSILON:.2f}, whatever the slider says.")
+    return prompt
+
+
+def form() -> tuple[str, bool] | None:
+    """The teacher's form for a coins round: (yes/no question, memoized), once submitted."""
     with st.form("classroom_coins"):
-        prompt = st.text_input("Yes/no question", DEFAULT_PROMPT, max_chars=classroom.MAX_TITLE)
-        st.caption(f"Each student flips two real coins: {' '.join(STEPS[:3])} ε = ln 3 ≈ "
-                   f"{coins.EPSILON:.2f}, whatever the slider says.")
+        prompt = prompt_input("round")
+        memoize = repeated.memoize_input("coins")
         if st.form_submit_button("Open a coins round"):
-            return prompt
+            return prompt, memoize
     return None
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dpcore.interfaces import classroom
 from dpcore.interfaces.classroom import numbers
+from ui.classroom import repeated
 from ui.classroom.coins import tally
 from ui.components import charts, safe
 
@@ -21,18 +22,27 @@ STEPS = ("Type your answer: it stays on this phone.",
          "One bit says little about you; the class's many bits give its average.")
 
 
-def form() -> tuple[str, float, float] | None:
-    """The teacher's form for a number round: (question, largest answer B, ε) once submitted."""
+def inputs(key: str) -> tuple[str, float, float]:
+    """A number round's (question, largest answer B, ε), in the round form or the room's first
+    round."""
+    prompt = st.text_input("Number question", DEFAULT_PROMPT, max_chars=classroom.MAX_TITLE,
+                           key=f"number-prompt-{key}")
+    bound = st.number_input("Largest answer B (larger answers count as B)", 1,
+                            int(numbers.MAX_BOUND), DEFAULT_BOUND, key=f"number-bound-{key}")
+    epsilon = st.select_slider("Privacy budget ε of the number round", classroom.EPSILONS,
+                               value=1.0, key=f"number-eps-{key}")
+    st.caption("Duchi, Jordan & Wainwright's one-bit mechanism: the mean's error shrinks "
+               "like B/(ε√n).")
+    return prompt, float(bound), float(epsilon)
+
+
+def form() -> tuple[str, float, float, bool] | None:
+    """The teacher's form for a number round: (question, B, ε, memoized) once submitted."""
     with st.form("classroom_number"):
-        prompt = st.text_input("Number question", DEFAULT_PROMPT, max_chars=classroom.MAX_TITLE)
-        bound = st.number_input("Largest answer B (larger answers count as B)", 1,
-                                int(numbers.MAX_BOUND), DEFAULT_BOUND)
-        epsilon = st.select_slider("Privacy budget ε of the number round", classroom.EPSILONS,
-                                   value=1.0)
-        st.caption("Duchi, Jordan & Wainwright's one-bit mechanism: the mean's error shrinks "
-                   "like B/(ε√n).")
+        prompt, bound, epsilon = inputs("round")
+        memoize = repeated.memoize_input("number")
         if st.form_submit_button("Open a number round"):
-            return prompt, float(bound), float(epsilon)
+            return prompt, bound, epsilon, memoize
     return None
 
 

@@ -155,11 +155,10 @@ def create_form() -> None:
     proposed = proposal(students, d)
     st.info(f"Proposed for this class: {safe.markdown(proposed.expectation())} A smaller ε is "
             "more private and noisier; fewer students need a larger ε to see anything.")
-    mechanism, epsilon = mechanism_inputs(proposed.mechanism, proposed.epsilon,
-                                          key=f"create-{students}-{d}")
+    mechanism, epsilon, prompt, bound = first_round(proposed, key=f"create-{students}-{d}")
     reveal = st.checkbox("Let students also send their true answer, separately and "
                          "optionally (NOT private), to compare at the end")
-    memoize = memoize_input("create")
+    memoize = repeated.memoize_input("create")
     mode, cap, codes = admission_inputs(students)
     hours = st.number_input("Room expires after (hours)", 1, 72, int(classroom.ROOM_HOURS))
     limit = st.number_input("Reports the room accepts", 10, classroom.MAX_REPORTS,
@@ -170,7 +169,8 @@ def create_form() -> None:
             code, key = store().create_room(question, mechanism, epsilon, reveal=reveal,
                                             hours=float(hours), max_reports=int(limit),
                                             students=students, admission=mode, cap=cap,
-                                            codes=codes, memoize=memoize)
+                                            codes=codes, memoize=memoize, prompt=prompt,
+                                            bound=bound)
         except classroom.ClassroomError as problem:
             st.error(safe.markdown(problem))
             return
@@ -203,14 +203,25 @@ def admission_inputs(students: int) -> tuple[str, int, int]:
     return mode, cap or admission.DEFAULT_CAP, codes
 
 
-def memoize_input(key: str, value: bool = False) -> bool:
-    return st.checkbox("Memoize: in repeated rounds each phone resends its first report",
-                       value=value, key=f"memo-{key}",
-                       help="With memoization a student who answers the same question again "
-                            "(same mechanism and ε) sends the report their phone drew the first "
-                            "time, so linking their rounds reveals nothing more and they spend ε "
-                            "once. Without it every round is a fresh draw and costs ε again. "
-                            "Not for OLH, whose hash seed changes every round.")
+#: The kinds of first round a room can open with.
+FIRST_ROUNDS = {"commute": "The commute question above",
+                classroom.coins.COINS: "A yes/no question with two coins",
+                classroom.numbers.NUMBER: "A number question (one bit)"}
+
+
+def first_round(proposed: classroom_stats.Proposal,
+                key: str) -> tuple[str, float, str | None, float | None]:
+    """The room's first round: (mechanism, ε, prompt, bound) — the commute question with the
+    proposed mechanism and ε to start from, or a coins or number round (the commute question
+    stays the room's for later rounds)."""
+    kind = st.radio("First round", list(FIRST_ROUNDS), format_func=FIRST_ROUNDS.__getitem__,
+                    key="classroom_first_round", horizontal=True)
+    if kind == classroom.coins.COINS:
+        return kind, classroom.coins.EPSILON, coins_view.prompt_input("create"), None
+    if kind == classroom.numbers.NUMBER:
+        prompt, bound, epsilon = numbers_view.inputs("create")
+        return kind, epsilon, prompt, bound
+    return (*mechanism_inputs(proposed.mechanism, proposed.epsilon, key=key), None, None)
 
 
 def mechanism_inputs(mechanism: str, epsilon: float, key: str) -> tuple[str, float]:
@@ -290,7 +301,8 @@ def join_codes(room: classroom.Room, key: str, link: str) -> None:
     """The room's join codes to hand out, with the round each was last used in: a plain table
     (its text can be selected and copied), a page of cards to print and cut, and a CSV."""
     codes = store().join_codes(room.code, key)
-    table = pd.DataFrame({"join code": [c for c, _ in codes],
+    table = pd.DataFrame({"#": range(1, len(codes) + 1),      # how the live attack names a code
+                          "join code": [c for c, _ in codes],
                           "last used in round": [str(u or "") for _, u in codes]})
     name = classroom.format_code(room.code)
     with st.expander(f"Join codes ({len(codes)}): hand one to each student"):
@@ -323,7 +335,7 @@ def controls(room: classroom.Room, key: str) -> None:
                      f"ε = {current.epsilon:g} — change mechanism or ε (opens a new round)"):
         with st.form("classroom_round"):
             mechanism, epsilon = mechanism_inputs(current.mechanism, current.epsilon, "round")
-            memoize = memoize_input("round", current.memoize)
+            memoize = repeated.memoize_input("round", current.memoize)
             if st.form_submit_button("Open a new round with these settings"):
                 if (mechanism, epsilon, memoize) == (current.mechanism, current.epsilon,
                                                      current.memoize):
@@ -335,13 +347,15 @@ def controls(room: classroom.Room, key: str) -> None:
                      key="classroom_repeat"):
             open_round(room, key, current.mechanism, current.epsilon, current.memoize,
                        current.prompt, current.bound)
-        prompt = coins_view.form()
-        if prompt is not None:
-            open_round(room, key, classroom.coins.COINS, classroom.coins.EPSILON, False, prompt)
-        number = numbers_view.form()
-        if number is not None:
-            open_round(room, key, classroom.numbers.NUMBER, number[2], False, number[0],
-                       number[1])
+        asked = coins_view.form()
+        if asked is not None:
+            prompt, memoize = asked
+            open_round(room, key, classroom.coins.COINS, classroom.coins.EPSILON, memoize,
+                       prompt)
+        asked = numbers_view.form()
+        if asked is not None:
+            prompt, bound, epsilon, memoize = asked
+            open_round(room, key, classroom.numbers.NUMBER, epsilon, memoize, prompt, bound)
         if st.button("Close the room (no more reports)"):
             store().close_room(room.code, key)
             st.rerun()
@@ -458,6 +472,8 @@ def live_view(code: str, key: str | None) -> None:
             room = store().room(code)
             if room.admission == "codes":
                 wrong_join_codes(room, key)
+                with st.expander("Live: what linking reports by join code gives an attacker"):
+                    repeated.live(store(), room, key)
             discard(room, key)
     except (StoreUnavailable, classroom.ClassroomError) as problem:
         st.error(safe.markdown(problem))

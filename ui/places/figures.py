@@ -38,14 +38,16 @@ def legend_name(mechanism: str, method: str) -> str:
 
 
 def bars(found: pd.DataFrame, analysis: str, title: str) -> go.Figure:
-    """Grouped bars: the true answer and every mechanism's, each with its 95 % interval as an
-    asymmetric error bar (none where the mechanism has no interval)."""
+    """Grouped bars: the true answer (none for a published release alone) and every
+    mechanism's, each with its 95 % interval as an asymmetric error bar (none where the
+    mechanism has no interval)."""
     fig = go.Figure()
     first = found[found["mechanism"] == found["mechanism"].iloc[0]]
     hover_true = [charts.escape(f"{s} · {p}") for s, p in zip(first["selection"], first["part"])]
-    fig.add_bar(name=TRUE, x=_x(first), y=first["true"], marker_color=charts.TRUE_COLOUR,
-                customdata=hover_true, hovertemplate="%{customdata}<br>true %{y:,.0f}"
-                                                      "<extra></extra>")
+    if first["true"].notna().any():
+        fig.add_bar(name=TRUE, x=_x(first), y=first["true"], marker_color=charts.TRUE_COLOUR,
+                    customdata=hover_true, hovertemplate="%{customdata}<br>true %{y:,.0f}"
+                                                          "<extra></extra>")
     for (mechanism, rows), key in zip(found.groupby("mechanism", sort=False),
                                       _keys(found)):
         released = rows["released"].to_numpy(float)
@@ -72,7 +74,9 @@ def bars(found: pd.DataFrame, analysis: str, title: str) -> go.Figure:
 def axis_edge(found: pd.DataFrame) -> float | None:
     """The value axis' top when some release is far off the truth (GRR on the EDs reaches
     millions where no true answer reaches thousands): twice the largest true answer, so the
-    truth stays readable; None when every answer fits."""
+    truth stays readable; None when every answer fits or there is no truth."""
+    if not found["true"].notna().any():
+        return None
     edge = 2.0 * max(float(found["true"].max()), 1.0)
     return edge if (found["released"].abs() > edge).any() else None
 

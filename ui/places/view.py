@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore.analyses import answers, intervals, selection as sel
+from dpcore.analyses import answers, intervals, selection as sel, simulated
 from dpcore.data.od import ODMatrix
 from dpcore.release import ReleaseResult, RunSettings
 from ui.components import charts, safe
@@ -88,8 +88,10 @@ def _selection(od: ODMatrix, label: str, key: str, default: int = 0) -> sel.Sele
         stop(f"{label}: {error}")
 
 
-def inputs(od: ODMatrix) -> Choice:
-    """The analysis, its side and selection(s), the tolerance and how many parts to draw."""
+def inputs(od: ODMatrix, zones: str = "places") -> Choice:
+    """The analysis, its side and selection(s), the tolerance and how many parts to draw.
+    ``zones`` prefixes the selections' keys: each set of zones (the loaded data, each level of a
+    published release) keeps its own, since a zone kept from another set is not an option."""
     left, middle, right = st.columns([2, 1, 1])
     analysis = kept(left.selectbox, "Analysis", "places_analysis", "flows", url="analysis",
                     options=list(ANALYSES), format_func=ANALYSES.get)
@@ -114,8 +116,8 @@ def inputs(od: ODMatrix) -> Choice:
                            format_func=MEASURES.get)
             found = answers.comparison(od, level)
         elif analysis == "paired":
-            home = _selection(od, "A (home area)", "places_a")
-            work = _selection(od, "B (work area)", "places_b", default=1)
+            home = _selection(od, "A (home area)", f"{zones}_a")
+            work = _selection(od, "B (work area)", f"{zones}_b", default=1)
             found = answers.paired(od, home, work)
         else:
             side = "work"
@@ -123,7 +125,7 @@ def inputs(od: ODMatrix) -> Choice:
                 side = kept(st.radio, "The commuters counted", "places_side", "work",
                             url="side", options=list(SIDES), format_func=SIDES.get,
                             horizontal=True)
-            chosen = _selection(od, "Selection", "places_sel")
+            chosen = _selection(od, "Selection", f"{zones}_sel")
             make = {"flows": lambda: answers.flows(od, chosen),
                     "destination": lambda: answers.destinations(od, chosen, side),
                     "distance": lambda: answers.distance(od, chosen, side),
@@ -134,11 +136,11 @@ def inputs(od: ODMatrix) -> Choice:
     return Choice(analysis, tuple(found), float(tolerance), int(top), measure)
 
 
-def interval_rule(settings: RunSettings, key: str, od: ODMatrix,
-                  result: ReleaseResult) -> intervals.Interval:
-    """The interval rule of one mechanism's release at these settings."""
-    return intervals.Interval(key, settings.spec(key).build(), settings.postprocess, n=od.n,
-                              d=od.domain_size, sparse=result.sparse)
+def interval_rule(settings: RunSettings, key: str, od: ODMatrix, result: ReleaseResult):
+    """The interval rule of one mechanism's release at these settings: a closed form, else
+    simulated on a public stand-in within a live page's size limit."""
+    return simulated.rule(od, settings.spec(key), result.released, sparse=result.sparse,
+                          live=True)
 
 
 def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult],
@@ -168,13 +170,15 @@ def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult]
 
 def drawn(found: pd.DataFrame, choice: Choice) -> pd.DataFrame:
     """The rows the charts draw: ranked and compared analyses keep the ``top`` parts with the
-    most true commuters (the same parts for every mechanism)."""
+    most true commuters (the same parts for every mechanism), or with the most released ones
+    when there is no truth (a published release alone)."""
     if choice.analysis == "comparison":
         found = found[found["analysis"] == choice.measure]
     if choice.analysis not in ("destination", "comparison"):
         return found
     first = found[found["mechanism"] == found["mechanism"].iloc[0]]
-    keep = first.nlargest(choice.top, "true")["part"]
+    keep = first.nlargest(choice.top, "true" if first["true"].notna().any() else "released")[
+        "part"]
     order = {part: i for i, part in enumerate(keep)}
     return found[found["part"].isin(order)].sort_values(
         "part", key=lambda parts: parts.map(order), kind="stable")
@@ -197,6 +201,9 @@ def verdicts(found: pd.DataFrame, choice: Choice, postprocess: str) -> list[str]
             said = f"it has **no interval** ({why})."
             if rows["key"].iloc[0] in intervals.COVERED and postprocess != "base":
                 said += " Choose the post-processing “base” in the sidebar for its intervals."
+            elif method in simulated.REFUSED_POST.values():
+                said += (" Choose the post-processing “base” or “norm” in the sidebar for its "
+                         "simulated intervals.")
         lines.append(f"**{safe.markdown(mechanism)}** — within ±{choice.tolerance:g} %: "
                      f"**{'yes' if within == len(rows) else 'no'}** ({within} of {len(rows)} "
                      f"answers); {said}")

@@ -24,7 +24,8 @@ admits one report per one-time join code and round. Estimates and their exact in
 The package's rooms: :mod:`.questions` (the question and its cells), :mod:`.reports` (rounds, the
 phone's spec, parsing and plausibility of reports), :mod:`.records` (rooms, tickets, snapshots and
 what the teacher sees of sessions), :mod:`.rooms` (the schema and :class:`RoomStore`),
-:mod:`.repeated` (a student's ε over repeated rounds, the averaging attack, memoization),
+:mod:`.repeated` (a student's ε over repeated rounds, the averaging attack simulated and run on
+a room's reports linked by join code, memoization),
 :mod:`.coins` (Warner's two coins), :mod:`.numbers` (a number question's mean), :mod:`.guesses`
 (the class's guess beside the estimate); this module holds the limits, room codes and errors,
 and re-exports every public name.

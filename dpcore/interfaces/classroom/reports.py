@@ -5,6 +5,8 @@ for plausibility (:func:`check_plausible`) [WBLJ17, ASZ19: see the package docst
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -38,6 +40,18 @@ class Round:
     def is_open(self) -> bool:
         return self.closed is None
 
+    @property
+    def kind(self) -> tuple:
+        """What the round asks and how: rounds of one kind ask the same question the same way,
+        so a phone's reports in them can be linked and averaged, or memoized (the room fixes a
+        commute question; a coins or number round's question is its prompt, and bound)."""
+        return (self.mechanism, float(self.epsilon), self.prompt, self.bound)
+
+    @property
+    def memo_key(self) -> str:
+        """The phone's storage key of this round's kind: a memoized report is kept under it."""
+        return hashlib.sha256(json.dumps(self.kind).encode()).hexdigest()[:16]
+
     def build(self) -> LocalMechanism:
         return mechanisms.build(self.mechanism, epsilon=self.epsilon)
 
@@ -51,7 +65,7 @@ def client_spec(round_: Round, d: int, seed: tuple[int, int] | None = None) -> d
     mechanism's own ``support_probabilities``/``constants`` so the browser and the server agree.
     For OLH, ``seed`` is the hash seed (a, b) the page issued this phone (its :class:`Ticket`)."""
     spec = {"mechanism": round_.mechanism, "epsilon": round_.epsilon, "d": d,
-            "round": round_.number, "memoize": round_.memoize}
+            "round": round_.number, "memoize": round_.memoize, "memo": round_.memo_key}
     if round_.mechanism == COINS:        # two real coins: nothing to compute on the phone
         return spec | {"prompt": round_.prompt}
     if round_.mechanism == NUMBER:       # one bit, P(1) = 1/2 + (2v/B − 1)·slope

@@ -17,8 +17,8 @@ Schema::
     rounds(room, number, mechanism, epsilon,
            permutation TEXT,            -- JSON list: Hadamard response's public permutation, or NULL
            opened REAL, closed REAL,
-           memoize INTEGER,             -- 1: phones reuse their first report of this question,
-                                        -- mechanism and ε (classroom.repeated)
+           memoize INTEGER,             -- 1: phones reuse their first report of this kind
+                                        -- of round (Round.kind, classroom.repeated)
            prompt TEXT,                 -- a coins or number round's question (untrusted text)
            bound REAL,                  -- a number round's largest answer B (mechanism "number")
            PRIMARY KEY (room, number))
@@ -26,6 +26,8 @@ Schema::
             report TEXT,                -- JSON in the mechanism's ``perturb`` format, one person
             nonce TEXT,                 -- the ticket's 128 random bits, used once
             session TEXT,               -- SHA-256("report:" + session token)
+            joined TEXT,                -- the join code that sent it (rooms with join codes),
+                                        -- which links a student's rounds (repeated.linked_attack)
             UNIQUE (room, nonce), UNIQUE (room, round, session))
     reveals(id INTEGER PRIMARY KEY, room, round,
             cell INTEGER,               -- a true answer a student chose to send (NOT private)
@@ -123,7 +125,7 @@ CREATE TABLE IF NOT EXISTS rounds(room TEXT NOT NULL, number INTEGER NOT NULL,
     PRIMARY KEY (room, number));
 CREATE TABLE IF NOT EXISTS reports(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
     round INTEGER NOT NULL, received REAL NOT NULL, report TEXT NOT NULL, nonce TEXT NOT NULL,
-    session TEXT NOT NULL, UNIQUE (room, nonce), UNIQUE (room, round, session));
+    session TEXT NOT NULL, joined TEXT, UNIQUE (room, nonce), UNIQUE (room, round, session));
 CREATE TABLE IF NOT EXISTS reveals(id INTEGER PRIMARY KEY, room TEXT NOT NULL,
     round INTEGER NOT NULL, cell INTEGER NOT NULL, session TEXT NOT NULL,
     UNIQUE (room, round, session));
@@ -140,7 +142,7 @@ CREATE TABLE IF NOT EXISTS join_codes(room TEXT NOT NULL, code TEXT NOT NULL,
 _TABLES = ("guesses", "reports", "reveals", "rejections", "sessions", "admissions", "join_codes",
            "join_attempts", "rounds", "rooms")
 #: A column each table of the current layout has and the layouts before it lacked.
-_LAYOUT = {"reports": "session", "rooms": "admission", "sessions": "address", "rounds": "bound"}
+_LAYOUT = {"reports": "joined", "rooms": "admission", "sessions": "address", "rounds": "bound"}
 
 
 def _drop_older_layout(db: sqlite3.Connection) -> None:
@@ -171,13 +173,16 @@ class RoomStore:
                     reveal: bool = False, hours: float = ROOM_HOURS,
                     max_reports: int = MAX_REPORTS, students: int = 25,
                     admission: str = "open", cap: int = DEFAULT_CAP, codes: int = 0,
-                    memoize: bool = False, now: float | None = None) -> tuple[str, str]:
+                    memoize: bool = False, prompt: str | None = None,
+                    bound: float | None = None, now: float | None = None) -> tuple[str, str]:
         """A new room with its first round open: (code, teacher key). Expired rooms are purged.
 
         ``admission`` (:data:`~dpcore.interfaces.classroom_admission.ADMISSIONS`): "open", "address"
         (at most ``cap`` reports per network address and round) or "codes" (``codes`` one-time
         join codes, each admitting one report per round). ``memoize``: the first round's phones
-        keep their report for later rounds of the same mechanism and ε (:mod:`.repeated`)."""
+        keep their report for later rounds of the same kind (:mod:`.repeated`). ``mechanism``
+        "coins" or "number" (with ``prompt``, and ``bound`` for a number) makes the first round a
+        coins or number round, as :meth:`new_round` does."""
         now = time.time() if now is None else now
         if admission not in ADMISSIONS:
             raise ClassroomError(f"Unknown admission mode {admission!r}; choose one of "
@@ -215,16 +220,14 @@ class RoomStore:
             if admission == "codes":
                 db.executemany("INSERT INTO join_codes(room, code) VALUES (?,?)",
                                [(code, c) for c in new_join_codes(int(codes), CODE_ALPHABET)])
-            self._open_round(db, code, question.d, mechanism, epsilon, now, memoize)
+            self._open_round(db, code, question.d, mechanism, epsilon, now, memoize, prompt,
+                             bound)
         return code, key
 
     @staticmethod
     def _open_round(db, code, d, mechanism, epsilon, now, memoize=False, prompt=None,
                     bound=None) -> int:
         if mechanism in (COINS, NUMBER):
-            if memoize:
-                raise ClassroomError("Coins and number rounds are not memoized: each student "
-                                     "answers afresh.")
             prompt = coins.check_prompt(prompt)
             if mechanism == COINS:
                 epsilon = coins.EPSILON
@@ -277,7 +280,7 @@ class RoomStore:
                   now: float | None = None, memoize: bool = False,
                   prompt: str | None = None, bound: float | None = None) -> int:
         """Close the open round and open the next with this mechanism and ε (``memoize``: phones
-        reuse their report of an earlier memoized round of the same mechanism and ε; mechanism
+        reuse their report of an earlier memoized round of the same kind, ``Round.kind``; mechanism
         "coins": a yes/no ``prompt`` answered with two real coins, ε = ln 3; "number": a number
         ``prompt`` answered in [0, ``bound``] with one bit, :mod:`.numbers`); its number."""
         now = time.time() if now is None else now
@@ -511,6 +514,21 @@ class RoomStore:
             return [tuple(r) for r in db.execute("SELECT code, used_round FROM join_codes WHERE "
                                                  "room=? ORDER BY code", (room.code,))]
 
+    def linked_reports(self, code: str, key: str,
+                       numbers: list[int]) -> dict[str, dict[int, dict]]:
+        """The reports of rounds ``numbers`` by the join code that sent them ({join code: {round:
+        report}}), for the teacher (``key``) only: what an attacker who links rounds by join code
+        holds (:func:`.repeated.linked_attack`). Empty for a room without join codes."""
+        with self.db.read() as db:
+            room = self._check_teacher(db, code, key)
+            linked: dict[str, dict[int, dict]] = {}
+            for number in numbers:
+                for joined, report in db.execute(
+                        "SELECT joined, report FROM reports WHERE room=? AND round=? AND joined "
+                        "IS NOT NULL ORDER BY id", (room.code, int(number))):
+                    linked.setdefault(joined, {})[int(number)] = json.loads(report)
+        return linked
+
     def submit(self, ticket: Ticket, payload, now: float | None = None) -> int:
         """Store the private report of ``ticket``'s session for ``ticket``'s round; how many reports
         the round now holds.
@@ -530,9 +548,10 @@ class RoomStore:
                 self._count_rejection(db, room.code, session, rejected, ticket.address)
                 refused = rejected          # raised once the tally is committed
             else:
-                db.execute("INSERT INTO reports(room, round, received, report, nonce, session) "
-                           "VALUES (?,?,?,?,?,?)",
-                           (room.code, ticket.round, now, text, ticket.nonce, session))
+                db.execute("INSERT INTO reports(room, round, received, report, nonce, session, "
+                           "joined) VALUES (?,?,?,?,?,?,?)",
+                           (room.code, ticket.round, now, text, ticket.nonce, session,
+                            ticket.join_code if room.admission == "codes" else None))
                 db.execute("INSERT INTO sessions(room, session, address) VALUES (?,?,?) "
                            "ON CONFLICT(room, session) DO NOTHING",
                            (room.code, session, ticket.address))

@@ -36,12 +36,12 @@ function dpRemember(data) {
 }
 
 // Memoization (classroom/repeated.py): in a memoized round the phone keeps the first report it
-// draws for this room, mechanism and ε (the room fixes the question) and sends that same report
-// in every later memoized round of them, so linking the rounds reveals nothing more. Only the
-// report is kept, never the commute.
+// sends for this room and kind of round (spec.memo, the server's key of the question asked and
+// how: mechanism, ε, a coins or number round's prompt and bound) and sends that same report in
+// every later memoized round of that kind, so linking the rounds reveals nothing more. Only the
+// report is kept, never the answer.
 function dpMemoKey(data) {
-  const spec = data.spec;
-  return `dp-classroom-memo:${data.room}:${spec.mechanism}:${spec.epsilon}:${spec.d}`;
+  return `dp-classroom-memo:${data.room}:${data.spec.memo}`;
 }
 
 function dpRecalled(data) {
@@ -87,8 +87,30 @@ function dpSentUpdate(status) {
   };
 }
 
+// A memoized round whose report this phone kept: show it and offer to send it again, nothing
+// else (no new tap or answer is asked). True when it took over the round.
+function dpResend(root, data, setTriggerValue, status) {
+  const kept = data.spec.memoize ? dpRecalled(data) : null;
+  if (!kept) return false;
+  const note = dpElement("p", "dp-memo",
+    "Memoized round: your phone sends the SAME report it sent in an earlier round of this " +
+    "question (kept in this browser), not a new one — repeating it tells nothing new about you.");
+  note.dataset.memoized = "reused";
+  const sent = dpElement("pre", "dp-sent", JSON.stringify(kept));
+  const send = dpElement("button", "dp-primary", "Send the same report again");
+  root.append(note, sent, send, status);
+  send.addEventListener("click", () => {
+    setTriggerValue("report", { report: kept, nonce: data.nonce });
+    send.disabled = true;
+    status.textContent = "Sending…";
+  });
+  root.dpUpdate = dpSentUpdate(status);
+  return true;
+}
+
 // Coins mode (classroom/coins.py): the student flips two real coins and taps what they say; the
-// phone draws nothing and sends only that yes (1) or no (0).
+// phone draws nothing and sends only that yes (1) or no (0). Memoized: the first tap is kept
+// and sent again in later memoized rounds of the same question.
 function dpBuildCoins(root, data, setTriggerValue) {
   const yes = dpElement("button", "dp-primary", "The coins say YES");
   const no = dpElement("button", "dp-primary", "The coins say NO");
@@ -102,8 +124,14 @@ function dpBuildCoins(root, data, setTriggerValue) {
     finished("This browser has already sent a report in this round. Wait for the next round.");
     return;
   }
+  if (dpResend(root, data, setTriggerValue, status)) {
+    yes.remove();
+    no.remove();
+    return;
+  }
   [[yes, 1], [no, 0]].forEach(([button, answer]) => {
     button.addEventListener("click", () => {
+      if (data.spec.memoize) dpKeep(data, { y: answer });
       setTriggerValue("report", { report: { y: answer }, nonce: data.nonce });
       finished("Sending…");
     });
@@ -111,9 +139,12 @@ function dpBuildCoins(root, data, setTriggerValue) {
   root.dpUpdate = dpSentUpdate(status);
 }
 
-// A number question: the value stays on the phone; one randomised bit is sent.
+// A number question: the value stays on the phone; one randomised bit is sent. Memoized: the
+// first bit is kept and sent again in later memoized rounds of the same question and range.
 function dpBuildNumber(root, data, setTriggerValue) {
   const spec = data.spec;
+  if (!(data.alreadySent || dpRemembered(data))
+      && dpResend(root, data, setTriggerValue, dpElement("p", "dp-status"))) return;
   const field = dpElement("label", "dp-field", `Your answer (0 to ${spec.bound})`);
   const input = dpElement("input");
   input.type = "number";
@@ -152,6 +183,7 @@ function dpBuildNumber(root, data, setTriggerValue) {
     sent.hidden = send.hidden = false;
   });
   send.addEventListener("click", () => {
+    if (spec.memoize) dpKeep(data, report);
     setTriggerValue("report", { report, nonce: data.nonce });
     finished("Sending…");
   });

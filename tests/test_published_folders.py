@@ -1,0 +1,210 @@
+"""Analyses of WLS and TopDown published folders (``analyse --release DIR``): the answers are the
+folder's own sums at the level asked, the intervals come from the manifest alone, and they cover.
+
+The folders are written by the real ``publish`` command; the coverage tests draw the publish's
+noise law seeded (OpenDP's own draws cannot be seeded) through the publish's own fit."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.analyses import answers, selection as sel
+from dpcore.evaluation import margins
+from dpcore.interfaces import publish, published_analyses as published
+from dpcore.mechanisms import topdown
+from tests.test_analyses import RELEASES, _check_coverage, _opendp_like, _queries
+from tests.test_cli_analyse import run
+
+AREAS = ("--area", "Leitrim", "--area", "Sligo")
+
+
+@pytest.fixture(scope="module")
+def two_counties(ed):
+    return ed.subset_by_parent(["Leitrim", "Sligo"])
+
+
+def _publish(capsys, tmp_path, name, *options):
+    folder = tmp_path / name
+    code, _, err = run(capsys, "publish", "--dataset", "ireland_ed", *AREAS, "--epsilon", "1",
+                       "--domain-dataset", "ireland_ed", *options, "--out", folder)
+    assert code == 0, err
+    return folder
+
+
+def _analyse(capsys, tmp_path, folder, name, *options) -> tuple[pd.DataFrame, str]:
+    out = tmp_path / f"{name}.csv"
+    code, said, err = run(capsys, "analyse", "--release", folder, *options, "--out", out)
+    assert code == 0, err
+    assert not out.read_bytes().startswith(b"#")   # public: no not-for-publication line
+    return pd.read_csv(out), said
+
+
+def _rows(folder, level: str) -> pd.DataFrame:
+    rows = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+    rows = rows[rows.level == level]
+    return rows.assign(count=rows["count"].astype(float))
+
+
+def _flows_of(rows: pd.DataFrame, zone: str) -> dict:
+    home, work = rows.origin == zone, rows.destination == zone
+    return {"inflow": rows["count"][~home & work].sum(),
+            "outflow": rows["count"][home & ~work].sum(),
+            "live_and_work": rows["count"][home & work].sum()}
+
+
+@pytest.mark.parametrize("method", ["wls", "topdown"])
+def test_a_hierarchical_folder_answers_at_both_levels(capsys, tmp_path, method):
+    """The fine level's and the parent level's answers are the sums of release.csv's rows of
+    that level; every answer has an interval around it, from the manifest alone; the parent
+    level's flows are its fine zones' (the folder's levels are consistent)."""
+    options = ("--mechanism", "discrete_laplace", "--postprocess", "base") \
+        if method == "wls" else ()
+    folder = _publish(capsys, tmp_path, method, "--method", method, *options)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    fine, said = _analyse(capsys, tmp_path, folder, "fine", "--analysis", "flows",
+                          "--zone", "Leitrim 001")
+    assert "fine level" in said and fine["true"].isna().all()
+    expected = _flows_of(_rows(folder, "fine level"), "Leitrim 001")
+    for name, value in expected.items():
+        assert fine.set_index("analysis").released[name] == value
+    parent, _ = _analyse(capsys, tmp_path, folder, "parent", "--release-level", "parent level")
+    rows = _rows(folder, "parent level")
+    assert set(parent.part) == {"Leitrim", "Sligo"} and len(parent) == 6
+    for zone in ("Leitrim", "Sligo"):
+        got = parent[parent.part == zone].set_index("analysis").released
+        assert got.to_dict() == pytest.approx(_flows_of(rows, zone))
+    fine_rows = _rows(folder, "fine level")
+    in_leitrim = fine_rows.origin.str.startswith("Leitrim") & \
+        fine_rows.destination.str.startswith("Leitrim")
+    assert fine_rows["count"][in_leitrim].sum() == _flows_of(rows, "Leitrim")["live_and_work"]
+    for frame in (fine, parent):
+        assert (frame.low <= frame.released).all() and (frame.released <= frame.high).all()
+        assert (frame.low >= 0).all()
+    if method == "topdown":
+        assert fine.method.str.startswith("bound: TopDown").all()
+        margin = manifest["levels"][-1][margins.COLUMN]
+        live = fine.set_index("analysis").loc["live_and_work"]
+        assert live.high - live.released == margin * live.cells
+    else:
+        assert fine.method.str.startswith("bound: WLS").all()
+        assert parent.method.str.contains("½ per cell").all()
+
+
+def test_wls_with_base_pos_answers_without_interval(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "wls_pos", "--method", "wls", "--postprocess",
+                      "base_pos")
+    frame, _ = _analyse(capsys, tmp_path, folder, "pos")
+    assert frame.low.isna().all() and frame.high.isna().all()
+    assert frame.method.str.startswith("no interval: WLS with base_pos").all()
+    assert frame.released.notna().all()
+
+
+def test_what_a_folder_cannot_answer_is_said(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
+    out = tmp_path / "x.csv"
+    code, _, err = run(capsys, "analyse", "--release", folder, "--release-level", "county",
+                       "--out", out)
+    assert code == 2 and "no level 'county'" in err and "'parent level'" in err
+    code, _, err = run(capsys, "analyse", "--release", folder, "--analysis", "comparison",
+                       "--compare", "parents", "--out", out)
+    assert code == 2 and "compare the zones of its parent level" in err
+    code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--release-level",
+                       "parent level", "--out", out)
+    assert code == 2 and "with --release DIR" in err
+    code, _, err = run(capsys, "analyse", "--release", folder, "--analysis", "distance",
+                       "--zone", "Leitrim 001", "--out", out)
+    assert code == 2 and "positions" in err
+
+
+# ----------------------------------------------------------------------------------- coverage
+def _manifest(mechanism: str, post: str, levels: list[dict]) -> dict:
+    return {"mechanism": mechanism, "post_processing": publish.POSTPROCESS.get(post, post),
+            "levels": levels, "input": {"domain": {}}}
+
+
+def _table(od, values, level: str) -> pd.DataFrame:
+    o, d = np.divmod(np.arange(od.domain_size), od.n_destinations)
+    return pd.DataFrame({"level": level, "origin": od.origins.ids[o],
+                         "destination": od.destinations.ids[d],
+                         "count": values.astype(int).astype(str)})
+
+
+def _parent_queries(parent):
+    return answers.flows(parent, sel.zones(parent, ["Leitrim"])) + answers.comparison(parent)
+
+
+def _cover(od, parent, draw, rule_of):
+    """Coverage at both levels over seeded releases ``draw(rng)`` → (fine, parent) vectors."""
+    for level, table, queries in (("fine level", od, _queries(od, "Sligo 001", "Leitrim 001")),
+                                  ("parent level", parent, _parent_queries(parent))):
+        truth = table.to_dense().astype(float)
+        true = np.concatenate([q.compute(truth)[0] for q in queries])
+        cells = np.concatenate([q.compute(truth)[1] for q in queries])
+        rule = rule_of(level)
+        lows, highs = [], []
+        for seed in range(RELEASES):
+            released = draw(np.random.default_rng(seed))[0 if level == "fine level" else 1]
+            low, high = rule.bounds(np.concatenate([q.compute(released.astype(float))[0]
+                                                    for q in queries]), cells)
+            lows.append(low), highs.append(high)
+        _check_coverage(true, cells, np.array(lows), np.array(highs))
+
+
+def test_coverage_of_a_wls_folders_bound(two_counties):
+    """The WLS bound (manifest alone) covers at ≥ 95 % at both levels on releases drawn with the
+    publish's own fit (least squares, rounding within parents) and its noise law, seeded."""
+    od = two_counties
+    groups, parent = publish._parent_cells(od)
+    fine_scale, coarse_scale = 4.0, 4.0   # ε = ½ per level, substitution (Δ₁ = 2)
+    variance = 2 * math.exp(-1 / fine_scale) / (1 - math.exp(-1 / fine_scale)) ** 2
+
+    def draw(rng):
+        fine = od.to_dense() + _opendp_like("discrete_laplace", fine_scale, od.domain_size, rng)
+        coarse = parent.to_dense() + _opendp_like("discrete_laplace", coarse_scale,
+                                                  parent.domain_size, rng)
+        fitted, top = publish.least_squares(fine, coarse, groups, variance, variance)
+        fitted = publish.integer_consistent(fitted, top, groups)
+        return fitted, np.bincount(groups, weights=fitted, minlength=parent.domain_size)
+    levels = [{"name": "fine level", "cells": od.domain_size, "scale": fine_scale,
+               "noise_variance": variance},
+              {"name": "parent level", "cells": parent.domain_size, "scale": coarse_scale,
+               "noise_variance": variance}]
+    manifest = _manifest(publish.MECHANISMS[publish.DISCRETE_LAPLACE], "base", levels)
+    first = draw(np.random.default_rng(0))
+    table = pd.concat([_table(od, first[0], "fine level"),
+                       _table(parent, first[1], "parent level")])
+
+    def rule_of(level):
+        rule = published.read(manifest, table, level).interval
+        assert rule.method.startswith("bound: WLS")
+        return rule
+    _cover(od, parent, draw, rule_of)
+
+
+def test_coverage_of_a_topdown_folders_bound(two_counties):
+    """The TopDown bound covers at ≥ 95 % at both levels on TopDown fits of seeded discrete
+    Gaussian noise with the publish's margins (add/remove: the top level noisy)."""
+    od = two_counties
+    levels = topdown.hierarchy(od)
+    parent = levels[0].od
+    scale = 9.0
+    bounds = margins.topdown_margins([scale, scale], [parent.domain_size, od.domain_size])
+
+    def draw(rng):
+        noise = lambda number, counts: np.asarray(counts) + margins.discrete_gaussian(
+            rng, scale, len(counts))
+        top, fine = topdown.topdown(levels, None, noise)
+        return fine, top
+    entries = [{"name": name, "cells": level.od.domain_size, "scale": scale,
+                "noise_variance": scale ** 2, margins.COLUMN: bound}
+               for name, level, bound in zip(("parent level", "fine level"), levels, bounds)]
+    manifest = _manifest(publish.METHODS[publish.TOPDOWN], "TopDown", entries)
+    first = draw(np.random.default_rng(0))
+    table = pd.concat([_table(od, first[0], "fine level"),
+                       _table(parent, first[1], "parent level")])
+    _cover(od, parent, draw, lambda level: published.read(manifest, table, level).interval)
