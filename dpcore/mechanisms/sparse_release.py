@@ -422,6 +422,8 @@ class SparseRelease:
     seconds: float
     keep: int = KEEP
     mechanism_approximation: str | None = None
+    #: :attr:`dpcore.mechanisms.sparse_vector.SparseVector.by_column` (OnTheMap), else None.
+    by_column: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def approximation(self) -> str | None:
@@ -496,12 +498,13 @@ def occupancy_profile(balls: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndar
 def _onthemap(mechanism, od: ODMatrix, rng):
     """OnTheMap's synthesizer (:meth:`~dpcore.mechanisms.onthemap.OnTheMapSynthesizer.
     sparse_release`): its empty cells' histogram is exact (whole numbers), and their places are
-    per destination (:class:`PerDestination`)."""
+    per destination (:class:`PerDestination`), as are their sums (``by_column``)."""
     nonzero, groups, empty = mechanism.sparse_release(od, rng)
-    count, number = int(empty.sum()), groups[2]
-    zeros = ZeroCells(count, np.append(groups[1], 0).astype(float),
+    (dest, value, number), count = groups, int(empty.sum())
+    zeros = ZeroCells(count, np.append(value, 0).astype(float),
                       np.append(number, count - int(number.sum())))
-    return nonzero, zeros, PerDestination(od, groups)
+    mass = np.bincount(dest, weights=value * number, minlength=od.n_destinations)
+    return nonzero, zeros, PerDestination(od, groups), (empty, mass)
 
 
 def _central(mechanism, od: ODMatrix, rng, keep, explicit_limit):
@@ -536,9 +539,9 @@ def draw(od: ODMatrix, mechanism, rng: np.random.Generator, keep: int = KEEP,
         raise ValueError(f"{od.name} has no commuters to release.")
     local._check_domain(od.domain_size, mechanism.name)
     started = time.perf_counter()
-    places = None
+    places = by_column = None
     if mechanism.key == "onthemap":
-        nonzero, zeros, places = _onthemap(mechanism, od, rng)
+        nonzero, zeros, places, by_column = _onthemap(mechanism, od, rng)
     elif mechanism.model == CENTRAL:
         nonzero, zeros = _central(mechanism, od, rng, keep, explicit_limit)
     elif mechanism.key == "grr":
@@ -547,7 +550,7 @@ def draw(od: ODMatrix, mechanism, rng: np.random.Generator, keep: int = KEEP,
         nonzero, zeros = _pure_protocol(mechanism, od, rng)
     top_flat, top_values = released_top(od.flat_index, nonzero, zeros, keep, rng, places)
     return SparseRelease(od, mechanism.key, nonzero, zeros, top_flat, top_values,
-                         time.perf_counter() - started, keep, mechanism.approximation)
+                         time.perf_counter() - started, keep, mechanism.approximation, by_column)
 
 
 def run(od: ODMatrix, spec, keep: int = KEEP) -> SparseRelease:

@@ -15,6 +15,8 @@ from scipy import stats
 from scipy.special import gammaln
 
 from dpcore import release
+from dpcore.analyses import sums
+from dpcore.analyses.sums import group_sums
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.mechanisms import build
 from dpcore.mechanisms import onthemap as otm
@@ -172,6 +174,16 @@ def test_the_pipeline_releases_it_sparsely_with_totals_and_places_per_destinatio
     empty_named = np.setdiff1d(drawn.top_flat, od.flat_index)
     assert empty_named.size == drawn.zeros.count_at_least(0.5) > 0
     assert np.all(table.ravel()[empty_named] == 0)
+    # the planner's sums fill each workplace's unnamed empty cells with its own mean, so each
+    # workplace's inflow is its (exact) total, and a single unnamed cell its workplace's mean
+    inflow, cells = group_sums(raw, od, np.arange(30), np.arange(12), "col")
+    np.testing.assert_allclose(inflow, table.sum(axis=0))
+    assert np.all(cells == 30)
+    rows, cols = np.arange(30), np.arange(30) % 12
+    pairs, _ = group_sums(raw, od, rows, cols, "pairs")
+    unnamed = np.isnan(raw.at(rows * 12 + cols))
+    assert unnamed.any()
+    np.testing.assert_allclose(pairs[unnamed], sums.empty_mean(raw, od)[cols][unnamed])
 
 
 def test_an_empty_hit_lands_on_a_uniform_empty_origin(rng):
