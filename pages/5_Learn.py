@@ -8,8 +8,7 @@ URL (``?lesson=…``) so a teacher can link straight to it; the lessons live in
 import streamlit as st
 
 from ui.components import access, controls, data, navigation, safe, widgets
-from ui.learn import tools
-from ui.components.viewstate import kept
+from ui.learn import menu, tools
 
 st.set_page_config(page_title="Learn · Commuting Privacy Lab", page_icon="🎓",
                    layout="wide")
@@ -18,9 +17,7 @@ access.styles()
 current = data.current()
 st.title("Learn: what differential privacy does to commuting data")
 
-lesson = kept(st.segmented_control, "Lesson", "learn_lesson", "why", url="lesson",
-              options=list(tools.ALL_LESSONS), format_func=tools.ALL_LESSONS.__getitem__,
-              required=True)
+lesson = menu.lesson_picker()
 epsilon = controls.epsilon_inputs("Privacy budget ε")   # the ε every page shares
 st.caption(f"On **{safe.markdown(current.title)}** ({current.matrix.n:,} commuters, "
            f"{current.matrix.domain_size:,} possible commutes). Choose another dataset on the "

@@ -16,7 +16,7 @@ from tests.app_pages import epsilon_slider, run_page, shown_table, text
 from tests.plotly_spec import figure, traces, values
 from ui.components import state
 from ui.components.controls import KEYS
-from ui.learn import lessons
+from ui.learn import lessons, menu
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learn.py")
 
@@ -31,7 +31,7 @@ def test_every_lesson_draws_on_small_data(lesson, dataset):
     at = learn_page(lesson, dataset)
     assert not at.warning and not at.error
     assert at.query_params["lesson"] == lesson
-    assert at.get("button_group")[0].value == lesson
+    assert [b.value for b in at.get("button_group")][:2] == [menu.part_of(lesson), lesson]
 
 
 def test_epsilon_slider_redraws_the_bayesian_bound():
@@ -247,3 +247,26 @@ def test_the_probabilistic_dp_lesson_states_onthemaps_numbers_for_a_county():
         np.testing.assert_allclose(values(bars["y"]), want)
     (test_bars,) = [t for t in fig["data"] if t["name"].startswith(page_lesson.SERIES["test"])]
     assert f"α = {ex.test_alpha:.3g}" in test_bars["name"]
+
+
+def test_lessons_are_grouped_in_parts_and_a_part_opens_its_first_lesson():
+    """Sixteen lessons in one row wrapped to three at 1,280 px: now a row of four parts above
+    the part's lessons. A link to a lesson opens its part; choosing a part opens its first
+    lesson, and the URL follows."""
+    at = learn_page("memo")
+    assert [b.value for b in at.get("button_group")][:2] == ["Budgets", "memo"]
+    assert at.get("button_group")[1].proto.options[0].content == "Groups and budgets"
+    part = at.get("button_group")[0]
+    part.set_value("Other guarantees").run()
+    assert not at.exception
+    assert [b.value for b in at.get("button_group")][:2] == ["Other guarantees", "kanon"]
+    assert at.query_params["lesson"] == "kanon"
+    at.get("button_group")[1].set_value("pdp").run()
+    assert [b.value for b in at.get("button_group")][:2] == ["Other guarantees", "pdp"]
+    assert at.query_params["lesson"] == "pdp"
+
+
+def test_a_link_to_an_unknown_lesson_says_so_and_opens_the_first():
+    at = learn_page("nonsense")
+    assert any("lesson=nonsense is not valid" in w.value for w in at.warning)
+    assert [b.value for b in at.get("button_group")][:2] == ["The idea", "why"]

@@ -170,6 +170,8 @@ def test_flow_map_and_learn_url_parameters_round_trip(page: Page, app_url, netwo
     expect(page.get_by_role("radio", name="Groups and budgets", exact=True)).to_be_checked()
     expect(page.get_by_role("slider", name="Privacy budget ε")).to_have_attribute(
         "aria-valuetext", "0.5")
+    page.get_by_role("radio", name="Mechanisms", exact=True).click()   # the lesson's part
+    url_has(page, lesson="coins", eps="0.5")                              # opens its first
     page.get_by_role("radio", name="Central, local, shuffled", exact=True).click()
     url_has(page, lesson="models", eps="0.5")
 

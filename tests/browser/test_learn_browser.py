@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from ui.learn import lessons
+from ui.learn import lessons, menu, tools
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +45,12 @@ def test_moving_epsilon_redraws_the_lesson(page: Page, app_url, screenshot):
     screenshot("learn-epsilon-2")
 
 
+def open_lesson(page: Page, lesson: str) -> None:
+    """Click the lesson's part, then the lesson, as a teacher does."""
+    page.get_by_role("radio", name=menu.part_of(lesson), exact=True).click()
+    page.get_by_role("radio", name=tools.ALL_LESSONS[lesson], exact=True).click()
+
+
 def settled(page: Page) -> None:
     """Wait until Streamlit has finished the rerun (its "running" indicator is gone)."""
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
@@ -60,7 +66,7 @@ def settled(page: Page) -> None:
 ])
 def test_every_lesson_draws(page: Page, app_url, screenshot, lesson, shown):
     page.goto(f"{app_url}/Learn")
-    page.get_by_role("radio", name=lessons.LESSONS[lesson], exact=True).click()
+    open_lesson(page, lesson)
     expect(page.get_by_text(shown).first).to_be_visible()
     expect(page).to_have_url(re.compile(f"lesson={lesson}"))
     settled(page)

@@ -209,15 +209,7 @@ def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwa
     shared link reproduces the view.
     """
     value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
-    if url is not None and value_key not in st.session_state and read(url):
-        linked = _from_text(read(url), default, kwargs)
-        if linked is not None:
-            st.session_state[value_key] = linked
-        else:
-            shown = _to_text(default)
-            ignored(url, ", ".join(read(url)), _valid(default, kwargs),
-                    ", ".join(shown) if isinstance(shown, list) else shown)
-    st.session_state.setdefault(value_key, default)
+    kept_value(key, default, url=url, **kwargs)
     options = kwargs.get("options")
     if options is not None:  # options can change with the data: keep only what still exists
         value = st.session_state[value_key]
@@ -233,3 +225,19 @@ def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwa
     if url is not None:
         write(url, _to_text(result))
     return result
+
+
+def kept_value(key: str, default, *, url: str | None = None, **kwargs):
+    """The value a :func:`kept` widget of ``key`` holds, before it is drawn: the session's, else
+    the link's (when valid for ``kwargs``; a bad one is reported), else ``default``. A control
+    drawn above it can then follow it (the Learn page's part follows its lesson)."""
+    value_key = f"kept_{key}"
+    if url is not None and value_key not in st.session_state and read(url):
+        linked = _from_text(read(url), default, kwargs)
+        if linked is not None:
+            st.session_state[value_key] = linked
+        else:
+            shown = _to_text(default)
+            ignored(url, ", ".join(read(url)), _valid(default, kwargs),
+                    ", ".join(shown) if isinstance(shown, list) else shown)
+    return st.session_state.setdefault(value_key, default)
