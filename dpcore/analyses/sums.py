@@ -9,7 +9,10 @@ A :class:`~dpcore.mechanisms.sparse_vector.SparseVector` is summed without densi
 cells (the data's non-zero cells and the kept top) exactly, and each of the other empty cells in
 a group at the mean released value of those cells. Their values exist only as a distribution
 whose assignment to cells is exchangeable, so this mean is the expected sum given what the
-release holds (true counts: those cells are exactly 0).
+release holds (true counts: those cells are exactly 0). Where they are exchangeable only within
+a destination (OnTheMap's synthesizer: :attr:`SparseVector.by_column`), each destination's
+unnamed empty cells are at that destination's mean, so a workplace's inflow is its released
+total.
 """
 
 from __future__ import annotations
@@ -36,6 +39,19 @@ def _groups(by, rows: np.ndarray, cols: np.ndarray, groups: int | None
     return size, np.bincount(labels[labels >= 0], minlength=size).astype(np.int64)
 
 
+def _block_means(by, rows: int, column_mean: np.ndarray, size: int) -> np.ndarray:
+    """Per group, the sum of its block cells' column means (``column_mean`` over the block's
+    columns; ``rows`` rows)."""
+    if isinstance(by, str):
+        return {"all": lambda: np.array([rows * column_mean.sum()]),
+                "row": lambda: np.full(size, column_mean.sum()),
+                "col": lambda: rows * column_mean}[by]()
+    labels = np.asarray(by)
+    inside = labels >= 0
+    return np.bincount(labels[inside], weights=np.broadcast_to(column_mean, labels.shape)[inside],
+                       minlength=size)
+
+
 def _label(by, r: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Group of the block cells at block positions (r, c)."""
     if isinstance(by, str):
@@ -43,10 +59,19 @@ def _label(by, r: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.asarray(by)[r, c]
 
 
-def empty_mean(values: SparseVector) -> float:
-    """Mean released value of the empty cells that are not named (0 for true counts)."""
+def empty_mean(values: SparseVector, od: ODMatrix | None = None) -> float | np.ndarray:
+    """Mean released value of the empty cells that are not named (0 for true counts); per
+    destination (an array) when the vector holds their sums per destination (``by_column``)."""
     zeros = values.zeros
     flat, known = values.known()
+    if values.by_column is not None:
+        count, mass = values.by_column
+        named = np.ones(flat.size, dtype=bool)
+        named[np.searchsorted(flat, values.flat)] = False           # the named empty cells
+        column = flat[named] % od.n_destinations
+        rest = count - np.bincount(column, minlength=count.size)
+        left = mass - np.bincount(column, weights=known[named], minlength=count.size)
+        return np.divide(left, rest, out=np.zeros(count.size), where=rest > 0)
     named_empty = known.size - values.flat.size
     if named_empty == 0:
         return zeros.total() / zeros.count if zeros.count else 0.0
@@ -66,7 +91,7 @@ def _named(values: SparseVector, od: ODMatrix) -> dict:
     if values not in _NAMED:
         flat, known = values.known()
         o, d = np.divmod(flat, od.n_destinations)
-        _NAMED[values] = {"o": o, "d": d, "known": known, "mean": empty_mean(values),
+        _NAMED[values] = {"o": o, "d": d, "known": known, "mean": empty_mean(values, od),
                           "row_start": np.searchsorted(o, np.arange(od.n_origins + 1))}
     return _NAMED[values]
 
@@ -98,7 +123,8 @@ def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
     flat = rows * od.n_destinations + cols
     if isinstance(values, SparseVector):
         out = values.at(flat)
-        return np.where(np.isnan(out), _named(values, od)["mean"], out)
+        mean = _named(values, od)["mean"]
+        return np.where(np.isnan(out), mean if np.isscalar(mean) else mean[cols], out)
     return np.asarray(values)[flat].astype(float)
 
 
@@ -125,8 +151,13 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
         keep = label >= 0
         label = label[keep]
         sums = np.bincount(label, weights=named["known"][where][inside][keep], minlength=size)
-        counted = np.bincount(label, minlength=size)
-        return sums + (cells - counted) * named["mean"], cells
+        mean = named["mean"]
+        if np.isscalar(mean):
+            return sums + (cells - np.bincount(label, minlength=size)) * mean, cells
+        # per destination: every block cell's mean, less the named cells'
+        named_mean = np.bincount(label, weights=mean[named["d"][where][inside][keep]],
+                                 minlength=size)
+        return sums + _block_means(by, rows.size, mean[cols], size) - named_mean, cells
     grid = np.asarray(values).reshape(od.n_origins, od.n_destinations)   # no float copy
     every_row, every_col = rows.size == od.n_origins, cols.size == od.n_destinations
     if every_row and every_col and np.array_equal(rows, np.arange(rows.size)) \
