@@ -404,7 +404,8 @@ def _run_sparse(od: ODMatrix, spec: ReleaseSpec, *, k: int, top_n: int, score: b
     full = drawn.top_flat.size >= drawn.keep
     known_from = float(np.nextafter(drawn.top_values[-1], np.inf)) if full else PRESENT_AT
     raw = SparseVector(od.domain_size, od.flat_index, drawn.nonzero, drawn.zeros, drawn.top_flat,
-                       drawn.top_values, known_from, sparse_release.noise_law(mechanism))
+                       drawn.top_values, known_from, sparse_release.noise_law(mechanism),
+                       drawn.by_column)
     outputs = {}
     for method in spec.postprocess:
         started = time.perf_counter()

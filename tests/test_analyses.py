@@ -99,30 +99,34 @@ def test_sparse_sums_equal_dense(ed):
     assert dense.true.sum() > 0
 
 
-def _as_dense(vector: SparseVector) -> np.ndarray:
-    """Every cell: the named ones' values, the others at the empty-cell mean."""
+def _as_dense(vector: SparseVector, od: ODMatrix) -> np.ndarray:
+    """Every cell: the named ones' values, the others at the empty-cell mean (its
+    destination's, where the release keeps one per destination)."""
     flat, values = vector.known()
-    dense = np.full(vector.size, sums.empty_mean(vector))
+    mean = sums.empty_mean(vector, od)   # per destination for OnTheMap's release
+    dense = np.full(vector.size, mean) if np.isscalar(mean) else np.tile(mean, od.n_origins)
     dense[flat] = values
     return dense
 
 
 def test_sparse_release_answers_on_every_path_equal_the_cell_by_cell_sums(ed):
-    """A sparse OUE release of the EDs (named empty cells in its kept top): every analysis —
-    blocks found by rows, by columns and whole, per-area comparisons of zones and of parents —
-    equals the sums of its cells written out one by one; so does the truth of a table with other
-    non-zero cells than the one analysed (its cells divided out, not the table's index)."""
-    vector = release.run(ed, release.ReleaseSpec("oue", EPSILON, seed=5), score=False,
-                         sparse=True).outputs["base"].released
-    assert vector.top_outside_flat()[0].size > 0
+    """Sparse OUE and OnTheMap releases of the EDs (named empty cells in their kept top; the
+    OnTheMap one with an empty-cell mean per workplace): every analysis — blocks found by rows,
+    by columns and whole, per-area comparisons of zones and of parents — equals the sums of its
+    cells written out one by one; so does the truth of a table with other non-zero cells than
+    the one analysed (its cells divided out, not the table's index)."""
+    vector, per_workplace = (release.run(ed, release.ReleaseSpec(key, epsilon, seed=5),
+                                         score=False, sparse=True).outputs["base"].released
+                             for key, epsilon in (("oue", EPSILON), ("onthemap", 3.0)))
+    assert vector.top_outside_flat()[0].size > 0 and per_workplace.by_column is not None
     queries = (_queries(ed, "Dublin City 001", "Leitrim 001")
                + answers.flows(ed, sel.parent(ed, "Cork County"))
                + answers.destinations(ed, sel.parent(ed, "Dublin City"), "work")
                + answers.comparison(ed, "parents"))
-    for values in (vector, SparseVector.counts(ODMatrix.from_pairs(
+    for values in (vector, per_workplace, SparseVector.counts(ODMatrix.from_pairs(
             "half", ed.origins, ed.destinations, ed.rows[::2], ed.cols[::2], ed.counts[::2]))):
         found = answers.evaluate(queries, None, values)
-        expected = answers.evaluate(queries, None, _as_dense(values))
+        expected = answers.evaluate(queries, None, _as_dense(values, ed))
         np.testing.assert_allclose(found.released, expected.released, rtol=1e-9, atol=1e-6)
         np.testing.assert_array_equal(found.cells, expected.cells)
 

@@ -181,3 +181,21 @@ def test_explore_s_summary_line_states_the_erased_share_beside_the_rmse():
     assert f"({summaries._percent(erased)} of the real ones) as empty" in line
     assert "RMSE over the real commutes" in line and "over all cells" in line
     assert f"It erased most real commutes ({summaries._percent(erased)})" in line
+
+
+def test_explore_releases_the_onthemap_synthesizer_sparsely_with_its_caveat():
+    """Issue 37: OnTheMap's synthesizer on a huge domain is released by its sparse path (no
+    refusal), its caveat (probabilistic DP is not DP; totals exact) beside it, and its bars are
+    the pipeline's release."""
+    at = page("2_Explore.py", mech=["onthemap"], seed="5", tab="True top 10")
+    assert not at.exception, at.exception
+    text = messages(at)
+    assert not at.error and "no sparse release" not in text
+    assert mechanisms.get("onthemap").caveat in text and "not DP" in text
+    od = huge_matrix()
+    truth = release.true_values(od)
+    result = release.run(od, release.ReleaseSpec("onthemap", 1.0, {}, ("base_pos",), 5))
+    assert result.sparse and result.approximation is None
+    cells = ranks.top_cells(truth, 30)
+    trace = released_bars(figure(at, "busiest commutes"))[mechanisms.get("onthemap").name]
+    assert np.allclose(values(trace["customdata"])[:, 1], result.released.at(cells))

@@ -9,7 +9,10 @@ A :class:`~dpcore.mechanisms.sparse_vector.SparseVector` is summed without densi
 cells (the data's non-zero cells and the kept top) exactly, and each of the other empty cells in
 a group at the mean released value of those cells. Their values exist only as a distribution
 whose assignment to cells is exchangeable, so this mean is the expected sum given what the
-release holds (true counts: those cells are exactly 0).
+release holds (true counts: those cells are exactly 0). Where they are exchangeable only within
+a destination (OnTheMap's synthesizer: :attr:`SparseVector.by_column`), each destination's
+unnamed empty cells are at that destination's mean, so a workplace's inflow is its released
+total.
 
 Speed on national data (85,000 tracts, 8.1 M non-empty cells): a sparse vector's non-empty cells
 are the table's own, so their origins and destinations are the table's ``rows``/``cols``; the
@@ -45,6 +48,19 @@ def _groups(by, rows: np.ndarray, cols: np.ndarray, groups: int | None
     return size, np.bincount(labels[labels >= 0], minlength=size).astype(np.int64)
 
 
+def _block_means(by, rows: int, column_mean: np.ndarray, size: int) -> np.ndarray:
+    """Per group, the sum of its block cells' column means (``column_mean`` over the block's
+    columns; ``rows`` rows)."""
+    if isinstance(by, str):
+        return {"all": lambda: np.array([rows * column_mean.sum()]),
+                "row": lambda: np.full(size, column_mean.sum()),
+                "col": lambda: rows * column_mean}[by]()
+    labels = np.asarray(by)
+    inside = labels >= 0
+    return np.bincount(labels[inside], weights=np.broadcast_to(column_mean, labels.shape)[inside],
+                       minlength=size)
+
+
 def _label(by, r: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Group of the block cells at block positions (r, c)."""
     if isinstance(by, str):
@@ -52,10 +68,17 @@ def _label(by, r: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.asarray(by)[r, c]
 
 
-def empty_mean(values: SparseVector) -> float:
-    """Mean released value of the empty cells that are not named (0 for true counts)."""
+def empty_mean(values: SparseVector, od: ODMatrix | None = None) -> float | np.ndarray:
+    """Mean released value of the empty cells that are not named (0 for true counts); per
+    destination (an array) when the vector holds their sums per destination (``by_column``)."""
     zeros = values.zeros
-    _, named_empty = values.top_outside_flat()   # the kept top's empty cells
+    cells, named_empty = values.top_outside_flat()   # the kept top's empty cells
+    if values.by_column is not None:
+        count, mass = values.by_column
+        column = cells % od.n_destinations
+        rest = count - np.bincount(column, minlength=count.size)
+        left = mass - np.bincount(column, weights=named_empty, minlength=count.size)
+        return np.divide(left, rest, out=np.zeros(count.size), where=rest > 0)
     if named_empty.size == 0:
         return zeros.total() / zeros.count if zeros.count else 0.0
     rest = zeros.count - named_empty.size
@@ -114,7 +137,7 @@ def _named(values: SparseVector, od: ODMatrix) -> dict:
                     {"row_start": np.searchsorted(o, np.arange(od.n_origins + 1))})
         cells, top = values.top_outside_flat()
         o, d = np.divmod(cells, od.n_destinations)
-        _NAMED[values] = {"parts": (main, (o, d, top, {})), "mean": empty_mean(values)}
+        _NAMED[values] = {"parts": (main, (o, d, top, {})), "mean": empty_mean(values, od)}
     return _NAMED[values]
 
 
@@ -161,22 +184,27 @@ def _sparse_sums(values: SparseVector, od: ODMatrix, rows, cols, by, size: int, 
     the empty-cell mean."""
     named = _named(values, od)
     row_at, col_at = _positions(rows, od.n_origins), _positions(cols, od.n_destinations)
-    sums, counted = np.zeros(size), np.zeros(size, dtype=np.int64)
+    mean = named["mean"]
+    sums, counted = np.zeros(size), np.zeros(size)   # counted: the named cells' means
     for o, d, known, index in named["parts"]:
         where = _candidates(d, index, od, rows, cols)
         r = o[where] if row_at is None else row_at[o[where]]
         c = d[where] if col_at is None else col_at[d[where]]
-        weights = known[where]
+        weights, column = known[where], d[where]
         if row_at is not None or col_at is not None:
             inside = (r >= 0) & (c >= 0)
-            r, c, weights = r[inside], c[inside], weights[inside]
+            r, c, weights, column = r[inside], c[inside], weights[inside], column[inside]
         label = _label(by, r, c)
         if not isinstance(by, str):   # a label matrix: −1 = left out
             keep = label >= 0
-            label, weights = label[keep], weights[keep]
+            label, weights, column = label[keep], weights[keep], column[keep]
         sums += np.bincount(label, weights=weights, minlength=size)
-        counted += np.bincount(label, minlength=size)
-    return sums + (cells - counted) * named["mean"]
+        counted += (np.bincount(label, minlength=size) if np.isscalar(mean)
+                    else np.bincount(label, weights=mean[column], minlength=size))
+    if np.isscalar(mean):
+        return sums + (cells - counted) * mean
+    # per destination: every block cell's mean, less the named cells'
+    return sums + _block_means(by, rows.size, mean[cols], size) - counted
 
 
 def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -184,7 +212,8 @@ def _pairs(values, od: ODMatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
     flat = rows * od.n_destinations + cols
     if isinstance(values, SparseVector):
         out = values.at(flat)
-        return np.where(np.isnan(out), _named(values, od)["mean"], out)
+        mean = _named(values, od)["mean"]
+        return np.where(np.isnan(out), mean if np.isscalar(mean) else mean[cols], out)
     return np.asarray(values)[flat].astype(float)
 
 
@@ -250,18 +279,24 @@ def within_parent_sums(values, od: ODMatrix) -> tuple[np.ndarray, np.ndarray]:
                                                                  minlength=groups)
     if isinstance(values, SparseVector):
         named = _named(values, od)
-        sums, counted = np.zeros(groups), np.zeros(groups, dtype=np.int64)
+        mean = named["mean"]
+        sums, counted = np.zeros(groups), np.zeros(groups)   # counted: the named cells' means
         for o, d, known, index in named["parts"]:
             if index is _index(od):   # the table's own cells: those within a parent are known
                 same, label = _within_parent_cells(od)
-                weights = known[same]
             else:
                 label = o_label[o]
-                same = label == d_label[d]
-                label, weights = label[same], known[same]
-            sums += np.bincount(label, weights=weights, minlength=groups)
-            counted += np.bincount(label, minlength=groups)
-        return sums + (cells - counted) * named["mean"], cells
+                same = np.flatnonzero(label == d_label[d])
+                label = label[same]
+            sums += np.bincount(label, weights=known[same], minlength=groups)
+            counted += (np.bincount(label, minlength=groups) if np.isscalar(mean)
+                        else np.bincount(label, weights=mean[d[same]], minlength=groups))
+        if np.isscalar(mean):
+            return sums + (cells - counted) * mean, cells
+        inside = d_label >= 0   # every within-parent cell's mean, less the named cells'
+        block = np.bincount(o_label, minlength=groups) * np.bincount(
+            d_label[inside], weights=mean[inside], minlength=groups)
+        return sums + block - counted, cells
     grid = np.asarray(values).reshape(od.n_origins, od.n_destinations)
     by_o, by_d = np.argsort(o_label, kind="stable"), np.argsort(d_label, kind="stable")
     o_start = np.searchsorted(o_label[by_o], np.arange(groups + 1))

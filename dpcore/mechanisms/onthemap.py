@@ -46,15 +46,19 @@ so the smallest-α prior is offered for destinations of at most :data:`TEST_MAX_
 Beta-binomials over halves of the origins (aggregation and neutrality of the Dirichlet), so each
 destination's m workers are split recursively, level by level over all destinations at once; a
 range holding no synthetic worker stops. Work is O(non-empty output cells × log k), not O(cells).
+A table too large for a dense vector (the national one) is released without a vector over its
+domain by :meth:`OnTheMapSynthesizer.sparse_release` (its docstring and
+:func:`symmetric_profile` say why it is exact), with the same α and m.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from dpcore.mechanisms import register
 from dpcore.mechanisms.base import (
@@ -186,25 +190,232 @@ def dirichlet_multinomial(counts: np.ndarray, alpha: np.ndarray, m: np.ndarray,
     """One Dirichlet–multinomial draw per row: row r gets m[r] workers over its k cells with
     probabilities ~ Dirichlet(counts[r] + alpha[r]). ``counts`` is (rows, k) integers."""
     rows, k = counts.shape
-    out = np.zeros((rows, k), dtype=np.int64)
-    prefix = np.zeros((rows, k + 1), dtype=np.int64)
-    np.cumsum(counts, axis=1, out=prefix[:, 1:])
-    row = np.flatnonzero(m > 0)
-    lo, hi, size = np.zeros(row.size, np.int64), np.full(row.size, k, np.int64), m[row]
+    return ragged_dirichlet_multinomial(counts.ravel(), np.arange(rows, dtype=np.int64) * k,
+                                        np.full(rows, k, dtype=np.int64), alpha, m,
+                                        rng).reshape(rows, k)
+
+
+def ragged_dirichlet_multinomial(counts: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                                 alpha: np.ndarray, m: np.ndarray,
+                                 rng: np.random.Generator) -> np.ndarray:
+    """:func:`dirichlet_multinomial` over rows of different lengths: row r is the cells
+    ``counts[starts[r]:starts[r] + lengths[r]]``. The range sums are exact (an integer prefix
+    sum plus α × the range's length), so no rounding builds up over millions of cells."""
+    out = np.zeros(counts.size, dtype=np.int64)
+    prefix = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=prefix[1:])
+    row = np.flatnonzero((m > 0) & (lengths > 0))
+    _, cell, size = _halving(row, starts[row], starts[row] + lengths[row], m[row], alpha,
+                             prefix, rng)
+    out[cell] = size
+    return out
+
+
+def _halving(row, lo, hi, size, alpha, prefix, rng):
+    """The Dirichlet–multinomial draws of ``size`` workers over cells [lo, hi) of each row
+    (prior α[row] per cell, true counts from ``prefix``, or none if it is None), split over
+    halves of the range (a Beta-binomial) until one cell or no worker is left: the leaves
+    (row, cell, workers). O(occupied cells × log cells), no per-cell array."""
+    leaves = []
     while row.size:
         leaf = hi - lo == 1
-        out[row[leaf], lo[leaf]] = size[leaf]
+        leaves.append((row[leaf], lo[leaf], size[leaf]))
         row, lo, hi, size = row[~leaf], lo[~leaf], hi[~leaf], size[~leaf]
         middle = (lo + hi) // 2
-        left_shape = prefix[row, middle] - prefix[row, lo] + alpha[row] * (middle - lo)
-        right_shape = prefix[row, hi] - prefix[row, middle] + alpha[row] * (hi - middle)
+        left_shape = alpha[row] * (middle - lo)
+        right_shape = alpha[row] * (hi - middle)
+        if prefix is not None:
+            left_shape = left_shape + (prefix[middle] - prefix[lo])
+            right_shape = right_shape + (prefix[hi] - prefix[middle])
         share = rng.beta(np.maximum(left_shape, 1e-300), np.maximum(right_shape, 1e-300))
         left = rng.binomial(size, share)
         row, lo, hi, size = (np.concatenate(part) for part in (
             (row, row), (lo, middle), (middle, hi), (left, size - left)))
         busy = size > 0
         row, lo, hi, size = row[busy], lo[busy], hi[busy], size[busy]
-    return out
+    if not leaves:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    return tuple(np.concatenate(part) for part in zip(*leaves))
+
+
+#: Window of the empty cells' law drawn as a histogram: the mean ± this many standard
+#: deviations (plus 5); the rare values outside it are drawn from their exact conditional tails.
+WINDOW_SDS = 8.0
+#: Rows × window values per histogram chunk (bounds memory: 32 MB of float64).
+PROFILE_CHUNK = 1 << 22
+#: z of the Poissonised total above the workers to place: the draw is redone when it falls short.
+SURPLUS_SDS = 4.0
+
+
+def symmetric_profile(m: np.ndarray, alpha: np.ndarray, cells: np.ndarray,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The histogram of a symmetric Dirichlet–multinomial draw per row: m[r] workers over
+    cells[r] exchangeable cells, each with prior α[r]. Returns (row, value, cells holding it)
+    for every value ≥ 1 that occurs; the row's other cells hold 0. No per-cell work: the cost
+    grows with the values that occur, not with the cells (the empty origins of the national
+    table's workplaces, ≈ 85,000 each).
+
+    A row whose prior weight is at most its workers (cells·α ≤ m: few cells take most of them)
+    is split over halves (:func:`_halving`, exact; O(occupied cells × log cells)). The others
+    (the prior outweighs the workers: mostly cells of one worker, as on the national table)
+    are drawn by Poissonisation, then uniform thinning, exact because:
+
+    1. With G_i ~ Gamma(α) i.i.d. and S = Σ G_i, p = G/S ~ Dirichlet(α, …, α) and p is
+       independent of S (Lukacs). Given G, let X_i ~ Poisson(λ G_i) independently: given G and
+       N = Σ X_i, X ~ Multinomial(N, p).
+    2. Marginally the X_i are i.i.d. negative binomial (shape α, mean λα), so the row's
+       histogram is Multinomial(cells; that law's pmf) over a window of values, plus two tail
+       categories whose members are drawn by inverse CDF conditioned on the tail.
+    3. If N < m the draw is redone. The event depends on G only through S (given G, N is
+       Poisson(λS)), and p is independent of S, so given acceptance p is still Dirichlet.
+    4. Keeping a uniformly random m of the N balls turns Multinomial(N, p) into
+       Multinomial(m, p) given p (each kept ball is still a draw from p). So the result is
+       Dirichlet–multinomial(m; α·1). The kept balls per value group are a multivariate
+       hypergeometric (sequential hypergeometrics over the groups); within a group of c cells
+       holding v ≥ 2 each, the dropped balls are split over halves of the group the same way.
+
+    λ makes the expected N exceed m by :data:`SURPLUS_SDS` standard deviations (few redraws,
+    O(√m) balls to drop)."""
+    m, alpha = np.asarray(m, dtype=np.int64), np.asarray(alpha, dtype=float)
+    cells = np.asarray(cells, dtype=np.int64)
+    todo = np.flatnonzero(m > 0)
+    if np.any(cells[todo] == 0):
+        raise ValueError("workers to place on a row without cells")
+    halved = todo[cells[todo] * alpha[todo] <= m[todo]]
+    rows, _, values = _halving(halved, np.zeros(halved.size, np.int64), cells[halved],
+                               m[halved], alpha, None, rng)
+    found = [(rows, values, np.ones(rows.size, dtype=np.int64))]
+    todo = todo[cells[todo] * alpha[todo] > m[todo]]
+    while todo.size:
+        rows, values, numbers, balls = _negbin_histogram(m[todo], alpha[todo], cells[todo], rng)
+        enough = balls >= m[todo]
+        kept = enough[rows]
+        found.append(_keep_uniform(todo[rows[kept]], values[kept], numbers[kept],
+                                   todo[enough], balls[enough], m[todo[enough]], rng))
+        todo = todo[~enough]
+    rows, values, numbers = (np.concatenate(part) for part in zip(*found))
+    top = int(values.max()) + 1 if values.size else 1
+    key, where = np.unique(rows * top + values, return_inverse=True)
+    return key // top, key % top, np.bincount(where, weights=numbers).astype(np.int64)
+
+
+def _negbin_histogram(m, alpha, cells, rng):
+    """Step 2 of :func:`symmetric_profile` for each row (index into the arguments): (row, value,
+    cells) with value ≥ 1, and each row's total N."""
+    lam = m / (cells * alpha)
+    for _ in range(2):      # E[N] = m + SURPLUS_SDS·sd(N), sd² = cells·αλ(1 + λ)
+        lam = (m + SURPLUS_SDS * np.sqrt(m * (1 + lam)) + 1) / (cells * alpha)
+    success = 1 / (1 + lam)
+    mean, sd = alpha * lam, np.sqrt(alpha * lam * (1 + lam))
+    half = (np.sqrt(2 * np.log(np.maximum(cells, 2))) + WINDOW_SDS) * sd + 5
+    lo = np.maximum(0, np.floor(mean - half)).astype(np.int64)
+    hi = np.maximum(np.ceil(mean + half).astype(np.int64), lo)
+    below = np.where(lo > 0, special.betainc(alpha, np.maximum(lo, 1), success), 0.0)
+    above = special.betainc(hi + 1, alpha, 1 - success)       # P[X > hi]
+    rows, values, numbers = [], [], []
+    width = hi - lo + 1
+    step = max(1, PROFILE_CHUNK // int(width.max()))
+    for start in range(0, m.size, step):
+        part = slice(start, start + step)
+        x = lo[part, None] + np.arange(int(width[part].max()))[None, :]
+        a, p = alpha[part, None], success[part, None]
+        pmf = np.exp(special.gammaln(x + a) - special.gammaln(a) - special.gammaln(x + 1)
+                     + a * np.log(p) + x * np.log1p(-p))
+        pmf[x > hi[part, None]] = 0.0
+        probs = np.column_stack([below[part], pmf, above[part]])
+        drawn = rng.multinomial(cells[part], probs / probs.sum(axis=1, keepdims=True))
+        r, c = np.nonzero(drawn[:, 1:-1])
+        rows.append(r + start)
+        values.append(x[r, c])
+        numbers.append(drawn[r, c + 1])
+        for column, upper in ((0, False), (-1, True)):
+            row = np.repeat(np.arange(drawn.shape[0]), drawn[:, column]) + start
+            if row.size:
+                rows.append(row)
+                values.append(_tail(row, upper, alpha, success, lo, hi, below, above, rng))
+                numbers.append(np.ones(row.size, dtype=np.int64))
+    rows, values, numbers = (np.concatenate(part) for part in (rows, values, numbers))
+    real = values > 0
+    rows, values, numbers = rows[real], values[real].astype(np.int64), numbers[real]
+    balls = np.bincount(rows, weights=values * numbers, minlength=m.size).astype(np.int64)
+    order = np.argsort(rows, kind="stable")
+    return rows[order], values[order], numbers[order], balls
+
+
+def _tail(row, upper: bool, alpha, success, lo, hi, below, above, rng):
+    """Values beyond the window, by the inverse of the law conditioned on that tail:
+    X | X > hi (inverse survival function) or X | X < lo (inverse CDF)."""
+    u = rng.random(row.size)
+    if upper:
+        drawn = stats.nbinom.isf(u * above[row], alpha[row], success[row])
+        return np.maximum(drawn, hi[row] + 1).astype(np.int64)
+    drawn = stats.nbinom.ppf(u * below[row], alpha[row], success[row])
+    return np.minimum(drawn, lo[row] - 1).astype(np.int64)
+
+
+def _keep_uniform(rows, values, numbers, which, balls, keep, rng):
+    """Step 4 of :func:`symmetric_profile`: rows ``which`` hold ``balls`` balls in groups
+    (row, value, cells holding it), sorted by row; keep ``keep`` of them uniformly at random.
+    Returns the kept histogram as (row, value ≥ 1, cells)."""
+    left_balls = np.zeros(rows.max() + 1 if rows.size else 0, dtype=np.int64)
+    left_keep = np.zeros_like(left_balls)
+    left_balls[which], left_keep[which] = balls, keep
+    starts = np.searchsorted(rows, rows, side="left")
+    rank = np.arange(rows.size) - starts
+    kept = np.zeros(rows.size, dtype=np.int64)
+    by_rank = np.argsort(rank, kind="stable")
+    for g in np.split(by_rank, np.flatnonzero(np.diff(rank[by_rank])) + 1):
+        row, good = rows[g], values[g] * numbers[g]
+        kept[g] = rng.hypergeometric(good, left_balls[row] - good, left_keep[row])
+        left_balls[row] -= good
+        left_keep[row] -= kept[g]
+    dropped = values * numbers - kept
+    whole = (dropped == 0) | (values == 1)
+    out_rows = [rows[whole]]
+    out_values = [values[whole]]
+    out_numbers = [np.where(values[whole] == 1, kept[whole], numbers[whole])]
+    # the other groups' c cells of v balls lose ``dropped`` balls: split over halves of the
+    # group (hypergeometric); a range losing none keeps v in every cell. O(dropped · log c).
+    group = np.flatnonzero(~whole)
+    lo, hi, size = np.zeros(group.size, np.int64), numbers[group], dropped[group]
+    while group.size:
+        v = values[group]
+        done = (size == 0) | (hi - lo == 1)
+        out_rows.append(rows[group[done]])
+        out_values.append((v - size)[done])
+        out_numbers.append((hi - lo)[done])
+        group, lo, hi, size, v = group[~done], lo[~done], hi[~done], size[~done], v[~done]
+        middle = (lo + hi) // 2
+        left = rng.hypergeometric(v * (middle - lo), v * (hi - middle), size)
+        group, lo, hi, size = (np.concatenate(part) for part in (
+            (group, group), (lo, middle), (middle, hi), (left, size - left)))
+    rows, values, numbers = (np.concatenate(part) for part in (out_rows, out_values,
+                                                               out_numbers))
+    real = (values > 0) & (numbers > 0)
+    return rows[real], values[real], numbers[real]
+
+
+#: The table :func:`by_destination` grouped last (a weak reference) and its answer: a sweep
+#: releases one table many times, and grouping the national table's 8 M cells is a 1 s sort.
+_GROUPED: tuple = (lambda: None, None)
+
+
+def by_destination(od) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The order that groups ``od``'s non-empty cells by destination (origins ascending within
+    one), each destination's number of them and where its group starts."""
+    global _GROUPED
+    source, answer = _GROUPED
+    if source() is od:
+        return answer
+    cols = od.cols.astype(np.int32) if od.n_destinations < 2 ** 31 else od.cols
+    order = np.argsort(cols, kind="stable")       # cells come sorted by origin
+    filled = np.bincount(od.cols, minlength=od.n_destinations)
+    answer = (order, filled, np.concatenate([[0], np.cumsum(filled)[:-1]]).astype(np.int64))
+    for array in answer:
+        array.flags.writeable = False
+    _GROUPED = (weakref.ref(od), answer)
+    return answer
 
 
 @register
@@ -294,22 +505,61 @@ class OnTheMapSynthesizer(CentralMechanism):
                              f"destinations.")
         return whole.astype(np.int64).reshape(-1, self.destinations).T
 
+    def sizes(self, totals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """m per destination: the true totals, or (``total='noisy'``) discrete-Laplace counts,
+        clipped at 0."""
+        if self.total == EXACT:
+            return totals
+        # one total moves by 1 (add/remove) or two do (substitution)
+        rate = self.epsilon * self.total_share / l1_sensitivity(self.neighbours)
+        noise = (np.floor(rng.standard_exponential(totals.size) / rate)
+                 - np.floor(rng.standard_exponential(totals.size) / rate))
+        return np.maximum(totals + noise, 0).astype(np.int64)
+
     def release(self, counts, rng):
         table = self._table(counts)
-        totals = table.sum(axis=1)
-        if self.total == NOISY:
-            # one total moves by 1 (add/remove) or two do (substitution)
-            rate = self.epsilon * self.total_share / l1_sensitivity(self.neighbours)
-            noise = (np.floor(rng.standard_exponential(totals.size) / rate)
-                     - np.floor(rng.standard_exponential(totals.size) / rate))
-            m = np.maximum(totals + noise, 0).astype(np.int64)
-        else:
-            m = totals
+        m = self.sizes(table.sum(axis=1), rng)
         if self.candidates == PARENT:
             return self._shrunk(table, rng).T.ravel().astype(np.float64)
         alpha = self.prior_for(m, table.shape[1])
         drawn = dirichlet_multinomial(table, alpha, m, rng)
         return drawn.T.ravel().astype(np.float64)
+
+    def sparse_release(self, od, rng: np.random.Generator):
+        """The release of an OD matrix without building a vector over its domain (the national
+        table: 85,000 origins per workplace, a few dozen of them non-empty). Returns the
+        synthetic counts of the table's non-empty cells (``od.flat_index`` order), the
+        histogram of the empty cells as (destination, value ≥ 1, cells holding it), and each
+        destination's number of empty cells.
+
+        Exact in distribution, with the dense release's α and m: relabelling the origins does
+        not change a Dirichlet–multinomial (its parameters move with them), and by the
+        Dirichlet's aggregation and neutrality the workers going to a destination's empty
+        origins number Beta-binomial(m; n + sα, eα) (s non-empty, e empty origins), and given
+        that number the two blocks are independent Dirichlet–multinomials: the non-empty one
+        drawn by :func:`ragged_dirichlet_multinomial`, the empty one — all its cells alike,
+        prior α each — as a histogram by :func:`symmetric_profile`. So the same privacy
+        analysis holds: same neighbours, same α (:meth:`prior_for`, whose refusals apply).
+        """
+        if self.candidates == PARENT:
+            raise ValueError("The 'candidates' parameter of OnTheMapSynthesizer is 'parent', "
+                             "which has no sparse release (each workplace's candidate origins "
+                             "are then an area, not the whole table); choose candidates 'all'.")
+        k = od.n_origins
+        order, filled, starts = by_destination(od)
+        counts = od.counts[order]
+        totals = np.bincount(od.cols, weights=od.counts, minlength=filled.size).astype(np.int64)
+        m = self.sizes(totals, rng)
+        alpha = self.prior_for(m, k)
+        empty = k - filled
+        inside, outside = totals + filled * alpha, empty * alpha
+        share = rng.beta(np.maximum(inside, 1e-300), np.maximum(outside, 1e-300))
+        share = np.where(empty == 0, 1.0, np.where(filled == 0, 0.0, share))
+        to_filled = rng.binomial(m, share)
+        drawn = ragged_dirichlet_multinomial(counts, starts, filled, alpha, to_filled, rng)
+        nonzero = np.empty(od.nonzero, dtype=np.float64)
+        nonzero[order] = drawn
+        return nonzero, symmetric_profile(m - to_filled, alpha, empty, rng), empty
 
     def _shrunk(self, table: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Domain shrinking by the parent area: per group of workplaces in one area, the workers

@@ -39,6 +39,12 @@ random arrangement, drawn for the few cells that matter.
   65,536 cells (Berry–Esseen), on a sum whose own spread is O(1/√m) relative. Smaller bands, and
   the whole domain when M ≤ :data:`EXPLICIT_LIMIT`, are drawn value by value (exact).
 * **Stability histogram**: empty cells are never published (exact: all zero).
+* **OnTheMap's synthesizer**: not noise but a Dirichlet–multinomial per destination, whose
+  empty cells are exchangeable within a destination only. Its
+  :meth:`~dpcore.mechanisms.onthemap.OnTheMapSynthesizer.sparse_release` draws the non-empty
+  cells and each destination's histogram of empty-cell values (exact, whole numbers); the
+  released top places a destination's named empty cells among its own empty origins
+  (:class:`PerDestination`).
 
 Not handled (an error says so; use the dense release up to 50 M cells): mechanisms that couple
 the empty cells beyond exchangeability or need a transform over the whole domain — Hadamard
@@ -66,10 +72,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from dpcore.data.od import ODMatrix
-from dpcore.mechanisms import CENTRAL, local
+from dpcore.mechanisms import CENTRAL, local, onthemap
 from dpcore.mechanisms.sparse_vector import PRESENT_AT, Band, ZeroCells
 
 #: Cells drawn one by one when the empty cells (or one band of them) are at most this many.
@@ -89,13 +95,15 @@ THROW_RANGE = 1 << 16
 METHODS = ("base", "base_pos", "post_pos")
 #: Mechanisms the sparse path releases, and those it refuses with the reason.
 SUPPORTED = ("laplace", "discrete_laplace", "gaussian", "stability_histogram", "grr", "sue", "oue",
-             "blh", "olh", "ss", "cms", "hcms")
+             "blh", "olh", "ss", "cms", "hcms", "onthemap")
 #: Mechanisms whose sparse release has the dense release's distribution with no approximation of
 #: its own at any size: all but the continuous noises, whose empty cells' sums are drawn by the
 #: central limit theorem once a band holds more than :data:`EXPLICIT_LIMIT` cells. (Subset
 #: selection and the sketches draw the same per-cell law as their dense fast release, so their
 #: stated approximation is the dense one too.)
-EXACT = tuple(key for key in SUPPORTED if key not in ("laplace", "gaussian"))
+#: (OnTheMap's sparse release is exact too but not listed, so a table that fits is released
+#: densely: its dense release is fast, and LODES records and per-workplace views need every cell.)
+EXACT = tuple(key for key in SUPPORTED if key not in ("laplace", "gaussian", "onthemap"))
 UNSUPPORTED = {
     "hr": "Hadamard response estimates every cell through a transform of the whole domain",
     "hm": "the Hadamard mechanism estimates every cell through a transform of the whole domain",
@@ -237,30 +245,134 @@ def _smallest_of_subset(universe: int, size: int, j: int, rng) -> np.ndarray:
         return np.sort(_distinct(universe, size, rng))[:j]
     out, low, left = [], 0, size
     for _ in range(min(j, size)):
-        span = universe - low
-        base = math.lgamma(span + 1) - math.lgamma(span - left + 1)
-        target = math.log(1.0 - rng.random())   # P[min ≥ low + x] = C(span−x, left)/C(span, left)
-        lo_x, hi_x = 0, span - left              # largest x with log P[min ≥ low + x] ≥ target
-        while lo_x < hi_x:
-            mid = (lo_x + hi_x + 1) // 2
-            log_s = math.lgamma(span - mid + 1) - math.lgamma(span - mid - left + 1) - base
-            lo_x, hi_x = (mid, hi_x) if log_s >= target else (lo_x, mid - 1)
-        out.append(low + lo_x)
-        low, left = low + lo_x + 1, left - 1
+        low += int(subset_minimum(np.array([universe - low]), np.array([left]), rng)[0])
+        out.append(low)
+        low, left = low + 1, left - 1
     return np.array(out, dtype=np.int64)
 
 
-def released_top(nonzero_flat, nonzero_values, zeros: ZeroCells, keep: int, rng
+def subset_minimum(universe: np.ndarray, size: np.ndarray, rng) -> np.ndarray:
+    """The smallest element of a uniform random size[i]-subset of [0, universe[i]), for each i
+    (size ≥ 1): inverse CDF, P[min ≥ x] = C(universe − x, size)/C(universe, size), by
+    bisection on x."""
+    universe, size = np.asarray(universe, np.int64), np.asarray(size, np.int64)
+    base = special.gammaln(universe + 1) - special.gammaln(universe - size + 1)
+    target = np.log(1.0 - rng.random(universe.size))
+    lo, hi = np.zeros(universe.size, np.int64), universe - size   # largest x: log P ≥ target
+    while np.any(lo < hi):
+        mid = (lo + hi + 1) // 2
+        log_s = (special.gammaln(universe - mid + 1) - special.gammaln(universe - mid - size + 1)
+                 - base)
+        lo, hi = np.where(log_s >= target, mid, lo), np.where(log_s >= target, hi, mid - 1)
+    return lo
+
+
+class _Exchangeable:
+    """Where a release's empty cells holding given values are: a uniformly random arrangement
+    over all the empty cells (every mechanism but OnTheMap's: their empty cells are
+    exchangeable), so only the identities that matter are drawn."""
+
+    def __init__(self, nonzero_flat, zeros: ZeroCells):
+        self.nonzero_flat, self.count = nonzero_flat, zeros.count
+        self.gaps = nonzero_flat - np.arange(nonzero_flat.size)
+        self.taken = np.empty(0, dtype=np.int64)
+
+    def flat(self, ranks):   # the empty cells in flat order: rank i ↦ its flat index
+        return _skip(self.nonzero_flat, ranks, self.gaps)
+
+    def above(self, levels, numbers, rng) -> np.ndarray:
+        """Flat indices of ``numbers[i]`` empty cells at each of ``levels`` (in that order)."""
+        self.taken = _distinct(self.count, int(numbers.sum()), rng)
+        return self.flat(self.taken)
+
+    def smallest(self, level, number: int, slots: int, rng) -> np.ndarray:
+        """The ``slots`` smallest flat indices of the ``number`` other empty cells at ``level``."""
+        ranks = _smallest_of_subset(self.count - self.taken.size, number, slots, rng)
+        return self.flat(_skip(np.sort(self.taken), ranks))
+
+
+class PerDestination:
+    """Where the OnTheMap synthesizer's empty cells holding given values are: each
+    destination's are a uniformly random set of its own empty origins (its empty cells are
+    exchangeable, those of different destinations are not). ``groups`` is the release's
+    (destination, value, cells) histogram of its empty cells."""
+
+    def __init__(self, od: ODMatrix, groups):
+        self.od, (self.dest, self.value, self.number) = od, groups
+        self.order, self.filled, self.starts = onthemap.by_destination(od)
+        self.taken: dict[int, np.ndarray] = {}
+        self._key = None
+
+    def empty(self, w: int) -> int:
+        return self.od.n_origins - int(self.filled[w])
+
+    def flat(self, w: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        """Flat index of the empty cell of rank ``ranks`` among destination ``w``'s."""
+        k = self.od.n_origins + 1
+        if self._key is None:      # per destination, origin − its position: ascending
+            origins = self.od.rows[self.order]
+            dest = np.repeat(np.arange(self.filled.size), self.filled)
+            self._key = dest * k + origins - (np.arange(origins.size) - self.starts[dest])
+        origin = ranks + np.searchsorted(self._key, w * k + ranks, side="right") - self.starts[w]
+        return origin * self.od.n_destinations + w
+
+    def above(self, levels, numbers, rng) -> np.ndarray:
+        levels = levels[numbers > 0]
+        needed = {}
+        for level in levels:
+            for w, c in zip(self.dest[self.value == level], self.number[self.value == level]):
+                needed[int(w)] = needed.get(int(w), 0) + int(c)
+        pools = {w: _distinct(self.empty(w), c, rng) for w, c in needed.items()}
+        self.taken = {w: np.sort(pool) for w, pool in pools.items()}
+        used = dict.fromkeys(pools, 0)
+        flats = []
+        for level in levels:
+            for w, c in zip(self.dest[self.value == level], self.number[self.value == level]):
+                w, c = int(w), int(c)
+                ranks = pools[w][used[w]:used[w] + c]
+                used[w] += c
+                flats.append(self.flat(np.full(c, w), ranks))
+        return np.concatenate(flats) if flats else np.empty(0, dtype=np.int64)
+
+    def smallest(self, level, number: int, slots: int, rng) -> np.ndarray:
+        at = self.value == level
+        dest, size = self.dest[at].astype(np.int64), self.number[at].astype(np.int64)
+        if number == 0:
+            return np.empty(0, dtype=np.int64)
+        free = np.array([self.empty(int(w)) - len(self.taken.get(int(w), ())) for w in dest],
+                        dtype=np.int64)
+        first = subset_minimum(free, size, rng)
+        flats = self._flat_free(dest, first)
+        out = []
+        while len(out) < slots and dest.size:   # the next smallest of a set is drawn when taken
+            i = int(np.argmin(flats))
+            out.append(int(flats[i]))
+            if size[i] == 1:
+                keep = np.arange(dest.size) != i
+                dest, size, free, first, flats = (a[keep] for a in (dest, size, free, first,
+                                                                     flats))
+                continue
+            after = int(first[i]) + 1     # the rest: a uniform (size − 1)-subset above it
+            first[i] = after + int(subset_minimum(np.array([free[i] - after]),
+                                                  np.array([size[i] - 1]), rng)[0])
+            size[i] -= 1
+            flats[i] = self._flat_free(dest[i:i + 1], first[i:i + 1])[0]
+        return np.array(out, dtype=np.int64)
+
+    def _flat_free(self, dest, ranks):
+        """Flat indices of ranks among each destination's empty cells not taken ``above``."""
+        ranks = np.array([_skip(self.taken[int(w)], r) if int(w) in self.taken else r
+                          for w, r in zip(dest, ranks)], dtype=np.int64) if self.taken else ranks
+        return self.flat(dest, ranks)
+
+
+def released_top(nonzero_flat, nonzero_values, zeros: ZeroCells, keep: int, rng, places=None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices and values of the ``keep`` largest present cells (value ≥ 0.5), largest
-    first, ties by flat index. The empty cells holding given values are a uniformly random
-    arrangement (exchangeability), so only the identities that matter are drawn: those above the
-    boundary value, and the lowest-indexed of those tied at it."""
-    gaps = nonzero_flat - np.arange(nonzero_flat.size)
-
-    def zero_flat(ranks):   # the empty cells in flat order: rank i ↦ its flat index
-        return _skip(nonzero_flat, ranks, gaps)
-
+    first, ties by flat index. Only the empty cells' identities that matter are drawn (by
+    ``places``, default :class:`_Exchangeable`): those above the boundary value, and the
+    lowest-indexed of those tied at it."""
+    places = _Exchangeable(nonzero_flat, zeros) if places is None else places
     # Only the top ``keep`` of each kind (with their ties) can be in the top ``keep`` of all.
     present = np.flatnonzero(nonzero_values >= PRESENT_AT)
     if present.size > keep:
@@ -279,15 +391,14 @@ def released_top(nonzero_flat, nonzero_values, zeros: ZeroCells, keep: int, rng
     z_at[np.searchsorted(-levels, -z_values)] = z_mult
     cumulative = np.cumsum(nz_at + z_at)
     boundary = min(int(np.searchsorted(cumulative, keep)), levels.size - 1)
-    above = int(z_at[:boundary].sum())
-    above_ranks = _distinct(zeros.count, above, rng)
-    flats = [nz_flat[nz_values > levels[boundary]], zero_flat(above_ranks)]
+    flats = [nz_flat[nz_values > levels[boundary]],
+             places.above(levels[:boundary], z_at[:boundary], rng)]
     values = [nz_values[nz_values > levels[boundary]],
               np.repeat(levels[:boundary], z_at[:boundary])]
     slots = keep - (int(cumulative[boundary - 1]) if boundary else 0)
     tied_nz = nz_flat[nz_values == levels[boundary]]
-    tied_ranks = _smallest_of_subset(zeros.count - above, int(z_at[boundary]), slots, rng)
-    tied = np.sort(np.concatenate([tied_nz, zero_flat(_skip(np.sort(above_ranks), tied_ranks))]))
+    tied_zero = places.smallest(levels[boundary], int(z_at[boundary]), slots, rng)
+    tied = np.sort(np.concatenate([tied_nz, tied_zero]))
     tied = tied[:slots]
     flats.append(tied)
     values.append(np.full(tied.size, levels[boundary]))
@@ -311,6 +422,8 @@ class SparseRelease:
     seconds: float
     keep: int = KEEP
     mechanism_approximation: str | None = None
+    #: :attr:`dpcore.mechanisms.sparse_vector.SparseVector.by_column` (OnTheMap), else None.
+    by_column: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def approximation(self) -> str | None:
@@ -382,6 +495,18 @@ def occupancy_profile(balls: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndar
     return np.unique(occupancy, return_counts=True)
 
 
+def _onthemap(mechanism, od: ODMatrix, rng):
+    """OnTheMap's synthesizer (:meth:`~dpcore.mechanisms.onthemap.OnTheMapSynthesizer.
+    sparse_release`): its empty cells' histogram is exact (whole numbers), and their places are
+    per destination (:class:`PerDestination`), as are their sums (``by_column``)."""
+    nonzero, groups, empty = mechanism.sparse_release(od, rng)
+    (dest, value, number), count = groups, int(empty.sum())
+    zeros = ZeroCells(count, np.append(value, 0).astype(float),
+                      np.append(number, count - int(number.sum())))
+    mass = np.bincount(dest, weights=value * number, minlength=od.n_destinations)
+    return nonzero, zeros, PerDestination(od, groups), (empty, mass)
+
+
 def _central(mechanism, od: ODMatrix, rng, keep, explicit_limit):
     m = od.domain_size - od.nonzero
     nonzero = mechanism.release(od.counts, rng).astype(float)
@@ -414,15 +539,18 @@ def draw(od: ODMatrix, mechanism, rng: np.random.Generator, keep: int = KEEP,
         raise ValueError(f"{od.name} has no commuters to release.")
     local._check_domain(od.domain_size, mechanism.name)
     started = time.perf_counter()
-    if mechanism.model == CENTRAL:
+    places = by_column = None
+    if mechanism.key == "onthemap":
+        nonzero, zeros, places, by_column = _onthemap(mechanism, od, rng)
+    elif mechanism.model == CENTRAL:
         nonzero, zeros = _central(mechanism, od, rng, keep, explicit_limit)
     elif mechanism.key == "grr":
         nonzero, zeros = _grr(mechanism, od, rng)
     else:
         nonzero, zeros = _pure_protocol(mechanism, od, rng)
-    top_flat, top_values = released_top(od.flat_index, nonzero, zeros, keep, rng)
+    top_flat, top_values = released_top(od.flat_index, nonzero, zeros, keep, rng, places)
     return SparseRelease(od, mechanism.key, nonzero, zeros, top_flat, top_values,
-                         time.perf_counter() - started, keep, mechanism.approximation)
+                         time.perf_counter() - started, keep, mechanism.approximation, by_column)
 
 
 def run(od: ODMatrix, spec, keep: int = KEEP) -> SparseRelease:

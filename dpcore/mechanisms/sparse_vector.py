@@ -151,6 +151,10 @@ class SparseVector:
     top_values: np.ndarray | None = None
     known_from: float = np.inf
     law: object = None
+    #: The empty cells' number and value sum per destination (column) when they are
+    #: exchangeable only within a column (OnTheMap's synthesizer: each workplace's own law);
+    #: None when they are exchangeable over the whole domain.
+    by_column: tuple[np.ndarray, np.ndarray] | None = None
 
     def __post_init__(self):
         values = np.asarray(self.values, dtype=float)
