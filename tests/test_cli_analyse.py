@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from dpcore.data import datasets
 from dpcore import confidential
+from dpcore.analyses import shares
 from dpcore.interfaces import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -148,3 +150,44 @@ def test_radius_and_point_selections(capsys, tmp_path):
     code, _, err = run(capsys, "analyse", "--dataset", "toy_town", "--analysis", "flows",
                        "--radius", "5", "--point", "north", "--out", tmp_path / "x.csv")
     assert code == 2 and "--point must be LAT,LON" in err
+
+
+def test_shares_within_a_distance_and_live_and_work(capsys, tmp_path):
+    out = tmp_path / "s.csv"
+    code, _, _ = run(capsys, "analyse", "--dataset", "ireland_county", "--mechanism", "laplace",
+                     "--analysis", "share-within", "--analysis", "flows",
+                     "--analysis", "share-live-and-work", "--km", "10", "--zone",
+                     "Dublin City", "--out", out)
+    assert code == 0
+    frame = read(out).set_index("analysis")
+    share = frame.loc["share_live_and_work_work"]
+    assert share.true == pytest.approx(frame.loc["live_and_work"].true / frame.loc["jobs"].true)
+    assert share.low <= share.released <= share.high and share.method.startswith("delta method")
+    assert frame.loc["share_within_work"].part == "under 10 km"
+    code, _, err = run(capsys, "analyse", "--dataset", "ireland_county", "--mechanism", "oue",
+                     "--analysis", "share-within", "--analysis",
+                       "share-live-and-work", "--side", "home", "--zone", "Dublin City",
+                     "--out", tmp_path / "local.csv")
+    local = read(tmp_path / "local.csv")
+    assert code == 0, err
+    assert list(local.analysis) == ["share_within_home",
+                                                  "share_live_and_work_home"]
+    assert local.low.isna().all() and local.method.str.contains("fell short of 95 %").all()
+    code, _, err = run(capsys, "analyse", "--dataset", "ireland_county", "--analysis",
+                       "share-within", "--km", "0", "--zone", "Dublin City", "--out", tmp_path / "bad.csv")
+    assert code == 2 and "positive number of km" in err
+
+
+def test_shares_from_a_published_folder(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "gauss", "--mechanism", "gaussian", "--postprocess",
+                      "base")
+    out = tmp_path / "s.csv"
+    code, _, _ = run(capsys, "analyse", "--release", folder, "--analysis", "share-live-and-work",
+                     "--zone", "Harbour", "--out", out)
+    frame = pd.read_csv(out)
+    assert code == 0 and frame["true"].isna().all() and len(frame) == 1
+    # Harbour's ~25 jobs against a sum sd of ~17 (Gaussian ε = 1): never clearly above 0
+    assert frame.method[0] == shares.NO_SHARE and frame.released.isna().all()
+    code, _, err = run(capsys, "analyse", "--release", folder, "--analysis", "share-within",
+                       "--zone", "Harbour", "--out", tmp_path / "w.csv")
+    assert code == 2 and "needs the zones' positions" in err

@@ -12,21 +12,25 @@ from __future__ import annotations
 
 import argparse
 
+import pandas as pd
+
 from dpcore import release
-from dpcore.analyses import answers, intervals, selection as sel, simulated
+from dpcore.analyses import answers, intervals, selection as sel, shares, simulated
 from dpcore import confidential, export
 from dpcore.interfaces import arguments, published_analyses as published
 from dpcore.limits import EPSILON, SEED
 from dpcore.mechanisms import postprocess
 
-ANALYSES = ("flows", "destination", "distance", "direction", "paired", "comparison")
+ANALYSES = ("flows", "destination", "distance", "direction", "paired", "comparison", "share-within",
+            "share-live-and-work")
 
 
 def add(commands: argparse._SubParsersAction, add_input, load) -> None:
     """The ``analyse`` subcommand: ``add_input`` adds --dataset/--file…, ``load`` reads them."""
     parser = commands.add_parser(
         "analyse", help="OnTheMap's analyses (inflow/outflow, destinations, distance, direction, "
-                        "paired areas, area comparison), true vs a release, with 95 %% intervals")
+                        "paired areas, area comparison, shares), true vs a release, with 95 %% "
+                        "intervals")
     add_input(parser, required=False)
     parser.add_argument("--release", metavar="DIR",
                         help="a published folder (release.csv + manifest.json) instead of "
@@ -58,6 +62,8 @@ def add(commands: argparse._SubParsersAction, add_input, load) -> None:
                         help="paired: the work area B (the selection is the home area A)")
     parser.add_argument("--compare", choices=("zones", "parents"), default="zones",
                         help="comparison: every zone or every parent area (default zones)")
+    parser.add_argument("--km", type=float, default=10.0,
+                        help="share-within: the share of the commutes shorter than KM (default 10)")
     parser.add_argument("--top", type=int, default=20, help="destination: zones kept (default 20)")
     parser.add_argument("--out", required=True, metavar="OUT.csv")
     parser.set_defaults(handler=lambda args: run(args, load))
@@ -81,12 +87,40 @@ def _selection(args, od) -> sel.Selection:
     return sel.radius(od, args.radius, zone=args.around)
 
 
+def share_queries(args, od) -> list[shares.Share]:
+    """share-within: the share of the selection's commutes shorter than --km; share-live-and-work:
+    the share of its jobs (work side) or employed residents (home side) held by its residents."""
+    found = []
+    for name in dict.fromkeys(args.analysis):
+        if name == "share-within":
+            found.append(shares.within(od, _selection(args, od), args.side, args.km))
+        elif name == "share-live-and-work":
+            found.append(shares.live_and_work(od, _selection(args, od), args.side))
+    return found
+
+
+def _asked(args, od) -> tuple[list, list]:
+    """The sum queries and the shares asked for (built before a release: bad input fails first)."""
+    return queries(args, od), share_queries(args, od)
+
+
+def _answer(args, asked, truth, released, rule):
+    """Every answer asked for: the sums, then the shares (one frame, the same columns)."""
+    frame = answers.evaluate(asked[0], truth, released, rule, limit=args.top)
+    if not asked[1]:
+        return frame
+    found = shares.evaluate(asked[1], truth, released, rule)
+    return found if frame.empty else pd.concat([frame, found], ignore_index=True)
+
+
 def queries(args, od) -> list[answers.Query]:
-    """The analyses asked for, on the selection given."""
+    """The sum analyses asked for, on the selection given (shares: :func:`share_queries`)."""
     if not args.analysis:
         return answers.comparison(od, "zones")
     out = []
     for name in dict.fromkeys(args.analysis):
+        if name.startswith("share-"):
+            continue
         if name == "comparison":
             out += answers.comparison(od, args.compare)
             continue
@@ -116,8 +150,7 @@ def _run_folder(args) -> int:
                          "compare the zones of its parent level instead (--compare zones "
                          "--release-level \"parent level\", for a WLS or TopDown folder)")
     folder = published.load(args.release, args.release_level)
-    frame = answers.evaluate(queries(args, folder.od), None, folder.values, folder.interval,
-                             limit=args.top)
+    frame = _answer(args, _asked(args, folder.od), None, folder.values, folder.interval)
     export.write_safe_csv(frame, args.out)
     print(f"{len(frame)} answers from the published folder {args.release} "
           f"({published.KINDS[folder.kind]}, {folder.level}) → {args.out} (public: the "
@@ -145,7 +178,7 @@ def run(args, load) -> int:
                                    args.seed)
         spec.build()   # a bad mechanism fails before the data is loaded
     od = load(args)
-    asked = queries(args, od)
+    asked = _asked(args, od)
     truth = release.true_values(od)
     if spec is None:
         released, rule = None, intervals.Interval(None)
@@ -154,7 +187,7 @@ def run(args, load) -> int:
                              else None, score=False)
         released = result.outputs[args.postprocess].released
         rule = simulated.rule(od, spec, released, sparse=result.sparse, live=False)
-    frame = answers.evaluate(asked, truth, released, rule, limit=args.top)
+    frame = _answer(args, asked, truth, released, rule)
     confidential.write_csv(frame, args.out)
     what = (f"{args.mechanism} ε={args.epsilon:g} (seed {args.seed}, {args.postprocess})"
             if spec else "the true table")
