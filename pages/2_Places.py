@@ -54,6 +54,14 @@ st.caption("Whiskers: each release's 95 % interval, computed from the mechanism'
                                     if figures.axis_edge(shown) is not None else ""))
 for line in view.verdicts(shown, choice, settings.postprocess):
     st.markdown("- " + line)
+if choice.shares:
+    st.markdown("**Shares** (per cent), each with its 95 % interval where one is offered: "
+                "the delta method for the central noises; see the method column.")
+    st.dataframe(safe.verbatim(view.share_table(od, choice, runs.true_counts(settings), results,
+                                                settings), "selection"),
+                 hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                for c in ("true (%)", "released (%)", "low (%)", "high (%)")})
 with st.expander("Every answer (ranks and all parts)"):
     if len(found) > view.TABLE_ROWS:
         st.caption(f"The first {view.TABLE_ROWS:,} of {len(found):,} answers; the download "

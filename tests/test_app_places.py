@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 
 from dpcore import mechanisms, release
-from dpcore.analyses import answers, intervals, selection as sel, simulated
+from dpcore.analyses import answers, intervals, selection as sel, shares, simulated
 from dpcore.data import datasets, importers
 from tests.app_pages import run_page
 from tests.downloads import Downloads, private_csv
 from tests.plotly_spec import figures, values
 from tests.test_app_explore import hostile_upload
 from tests.test_app_flowmap import released_like_the_page
-from ui.components import state
+from ui.components import charts, state
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Places.py")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -191,3 +191,47 @@ def test_paired_areas_answer_the_commute_from_a_to_b():
         od.origins.index_of(["Meath"])[0], od.destinations.index_of(["Dublin City"])[0]]
     assert table["true"].tolist() == [cell] and cell > 0
     assert list(bar_chart(at)["data"][0]["x"]) == ["Meath → Dublin City"]
+
+
+def shares_table(at) -> pd.DataFrame:
+    """The shares' table (the dataframe before the table of every answer)."""
+    return at.dataframe[-2].value
+
+
+def test_shares_beside_flows_and_distance_bands_in_per_cent():
+    """Flows: the live-and-work shares of Dublin City; distance: the share under 10 km. The
+    page's per cents are dpcore.analyses.shares' on the seed's release ×100; Laplace's carry a
+    delta-method interval around the released share, GRR's none (measured short)."""
+    od = datasets.load("ireland_county")
+    chosen = sel.zones(od, ["Dublin City"])
+    for query, asked in (({}, [shares.live_and_work(od, chosen, "work"),
+                               shares.live_and_work(od, chosen, "home")]),
+                         ({"analysis": "distance"}, [shares.within(od, chosen, "work", 10.0)])):
+        at = places({"mech": ["laplace", "grr"], "pp": "base",
+                     "places_sel_zones": ["Dublin City"], **query})
+        table = shares_table(at)
+        assert "**Shares** (per cent)" in "\n".join(m.value for m in at.markdown)
+        for key in ("laplace", "grr"):
+            truth, released = released_like_the_page(od, key, post="base")
+            rule = intervals.Interval(key, mechanisms.build(key, epsilon=1.0), "base", n=od.n,
+                                      d=od.domain_size)
+            expected = shares.evaluate(asked, truth, released, rule)
+            shown = table[table["mechanism"] == charts.name(key)]
+            assert len(shown) == len(asked)
+            for column in ("true", "released", "low", "high"):
+                assert np.allclose(shown[f"{column} (%)"], 100 * expected[column],
+                                   equal_nan=True), (key, column)
+        laplace = table[table["mechanism"] == charts.name("laplace")]
+        assert ((laplace["low (%)"] <= laplace["released (%)"])
+                & (laplace["released (%)"] <= laplace["high (%)"])).all()
+        assert laplace["method"].str.startswith("delta method").all()
+        grr = table[table["mechanism"] == charts.name("grr")]
+        assert grr["low (%)"].isna().all() and grr["method"].str.contains("fell short").all()
+    assert table["share"].iloc[0] == "Share of its workers' commutes under 10 km"
+
+
+def test_no_shares_table_for_other_analyses():
+    at = places({"analysis": "destination", "mech": ["laplace"],
+                 "places_sel_zones": ["Dublin City"]})
+    assert len(at.dataframe) == 1
+    assert "**Shares**" not in "\n".join(m.value for m in at.markdown)

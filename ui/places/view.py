@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dpcore.analyses import answers, intervals, selection as sel, simulated
+from dpcore.analyses import answers, intervals, selection as sel, shares, simulated
 from dpcore.data.od import ODMatrix
 from dpcore.release import ReleaseResult, RunSettings
 from ui.components import charts, safe
@@ -40,6 +40,16 @@ MEASURES = {"inflow": "Inflow (live outside, work in it)",
 SHOWN = ["mechanism", "key", "analysis", "selection", "part", "rank", "true", "released", "low",
          "high", "relative error (%)", "within tolerance", "interval holds the truth", "method"]
 
+#: The distance of the distance analysis's share: the first band's upper edge.
+SHARE_KM = answers.BANDS_KM[1]
+#: What each share is, as the page names it.
+SHARE_NAMES = {"share_live_and_work_work": "Share of its jobs held by its residents",
+               "share_live_and_work_home": "Share of its employed residents working in it",
+               "share_within_work": f"Share of its workers' commutes under {SHARE_KM:g} km",
+               "share_within_home": f"Share of its residents' commutes under {SHARE_KM:g} km"}
+SHARE_COLUMNS = ["mechanism", "share", "selection", "true (%)", "released (%)", "low (%)",
+                 "high (%)", "method"]
+
 #: Rows of the table of every answer drawn on the page (a comparison of every national tract has
 #: hundreds of thousands); the download holds them all.
 TABLE_ROWS = 5_000
@@ -52,6 +62,7 @@ class Choice:
     tolerance: float   # per cent
     top: int
     measure: str       # comparison: which of the three flows is drawn
+    shares: tuple = ()   # flows: the live-and-work shares; distance: the share within 10 km
 
 
 def stop(message: str) -> None:
@@ -102,7 +113,7 @@ def inputs(od: ODMatrix, zones: str = "places") -> Choice:
     top = kept(right.number_input, "Zones drawn", "places_top", 15, url="top", min_value=3,
                max_value=50, help="Ranked and compared analyses: the zones with the most true "
                                   "commuters are drawn; the table keeps every rank.")
-    measure = "inflow"
+    measure, asked = "inflow", ()
     try:
         if analysis == "comparison":
             level = "zones"
@@ -131,9 +142,13 @@ def inputs(od: ODMatrix, zones: str = "places") -> Choice:
                     "distance": lambda: answers.distance(od, chosen, side),
                     "direction": lambda: answers.direction(od, chosen, side)}[analysis]
             found = make()
+            share = {"flows": lambda: (shares.live_and_work(od, chosen, "work"),
+                                       shares.live_and_work(od, chosen, "home")),
+                     "distance": lambda: (shares.within(od, chosen, side, SHARE_KM),)}
+            asked = share[analysis]() if analysis in share else ()
     except ValueError as error:
         stop(str(error))
-    return Choice(analysis, tuple(found), float(tolerance), int(top), measure)
+    return Choice(analysis, tuple(found), float(tolerance), int(top), measure, asked)
 
 
 def interval_rule(settings: RunSettings, key: str, od: ODMatrix, result: ReleaseResult):
@@ -166,6 +181,21 @@ def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult]
         ~covered, "no interval",
         np.where((found["low"] <= found["true"]) & (found["true"] <= found["high"]), "yes", "no"))
     return found[SHOWN]
+
+
+def share_table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult],
+                settings: RunSettings) -> pd.DataFrame:
+    """Every mechanism's shares (:data:`SHARE_COLUMNS`) in per cent, with their delta-method
+    intervals where offered (:mod:`dpcore.analyses.shares`)."""
+    frames = [shares.evaluate(list(choice.shares), truth, result.released,
+                              interval_rule(settings, key, od, result)
+                              ).assign(mechanism=charts.name(key))
+              for key, result in results.items()]
+    found = pd.concat(frames, ignore_index=True)
+    found["share"] = found["analysis"].map(SHARE_NAMES)
+    for column in ("true", "released", "low", "high"):
+        found[f"{column} (%)"] = 100 * found[column]
+    return found[SHARE_COLUMNS]
 
 
 def drawn(found: pd.DataFrame, choice: Choice) -> pd.DataFrame:
