@@ -59,11 +59,12 @@ def test_choices_and_theory_where_it_exists(county, toy):
     cells = int(np.asarray(query.compute(truth)[1])[part])
     b = table[table.mechanism == "laplace"]["sd"].iloc[0] / math.sqrt(2 * cells)
     assert b == pytest.approx(2.0)
-    # data without positions: the flows only, no distance bands
+    # data without positions: the flows and the live-and-work share, no distance bands
     od = ODMatrix.from_dense("no positions", ZoneSet.from_ids(toy.origins.ids),
                              ZoneSet.from_ids(toy.destinations.ids), toy.to_dense())
     labels = list(tradeoffs.choices(od, sel.zones(od, [od.destinations.ids[0]])))
-    assert len(labels) == 5 and not any("km" in label for label in labels)
+    assert len(labels) == 6 and not any("km" in label for label in labels)
+    assert labels[-1].startswith("share of jobs held by residents (%)")
 
 
 def test_rmse_interval_is_chi_square():
@@ -85,3 +86,24 @@ def test_sparse_releases_get_an_upper_bound(ed):
     assert theory.set_index("mechanism")["exact"].to_dict() == {"grr": False, "laplace": True}
     found = tradeoffs.rmse(tradeoffs.experiment(ed, truth, query, part, ["grr"], [1.0], 20))
     assert found["high"].iloc[0] < theory["sd"].iloc[0]
+
+
+@pytest.mark.parametrize("label", ["share within 10 km (%) — workers in Dublin City",
+                                   "share of jobs held by residents (%) — Dublin City"])
+def test_share_rmse_matches_the_delta_method(county, dublin, label):
+    """A share, in percentage points: Laplace's RMSE over 300 releases against the delta
+    method's sd (χ² bounds as above); GRR's share has no theory (not offered)."""
+    query, part = dublin[label]
+    assert tradeoffs.unit(query) == "percentage points"
+    truth = release.true_values(county)
+    theory = tradeoffs.theory(county, truth, query, part, ["laplace", "grr"], EPSILONS)
+    assert set(theory["mechanism"]) == {"laplace"}
+    assert 0 < theory["true"].iloc[0] < 100
+    found = tradeoffs.rmse(tradeoffs.experiment(county, truth, query, part, ["laplace"],
+                                                EPSILONS, TRIALS, seed=5))
+    merged = theory.merge(found, on=["mechanism", "epsilon", "true"])
+    assert len(merged) == len(EPSILONS)
+    tail = 0.001 / len(EPSILONS) / 2
+    low, high = stats.chi2.ppf(tail, TRIALS) / TRIALS, stats.chi2.ppf(1 - tail, TRIALS) / TRIALS
+    ratio = (merged["rmse"] / merged["sd"]) ** 2
+    assert ((low <= ratio) & (ratio <= high)).all(), (ratio.tolist(), low, high)

@@ -53,3 +53,35 @@ def test_answer_error_against_epsilon():
     labels = [b.label for b in at.get("download_button")]
     assert any(label.startswith("Every release's answer") and "not for publication" in label
                for label in labels)
+
+
+def test_share_within_10_km_against_epsilon_in_percentage_points():
+    """The share within 10 km of Dublin City's workers: the releases' RMSE in percentage points,
+    the delta method's sd dotted for Laplace only (GRR's share has no interval: no theory)."""
+    label = "share within 10 km (%) — workers in Dublin City"
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["laplace", "grr"]
+    at.query_params["seed"] = "101"
+    at.run()
+    at.text_input(key="kept_widget_tradeoffs_grid").set_value("1, 5")
+    at.number_input(key="kept_widget_tradeoffs_trials").set_value(4)
+    at.run()
+    at.selectbox(key="kept_widget_tradeoffs_answer").set_value(label).run()
+    at.button(key="tradeoffs_answer_run").click().run()
+    assert not at.exception, at.exception
+    fig = figure(at, "Error of")
+    assert fig["layout"]["yaxis"]["title"]["text"] == "RMSE of the answer (percentage points)"
+    od = datasets.load("ireland_county")
+    truth = release.true_values(od)
+    query, part = tradeoffs.choices(od, sel.zones(od, ["Dublin City"]))[label]
+    found = tradeoffs.rmse(tradeoffs.experiment(od, truth, query, part, ["laplace", "grr"],
+                                                (1.0, 5.0), 4, 101))
+    theory = tradeoffs.theory(od, truth, query, part, ["laplace", "grr"], (1.0, 5.0))
+    for key in ("laplace", "grr"):
+        (line,) = [t for t in traces(fig, mechanisms.get(key).name)
+                   if t.get("mode") == "lines+markers"]
+        assert np.allclose(values(line["y"]).astype(float),
+                           found[found.mechanism == key]["rmse"])
+    (dotted,) = traces(fig, f"{mechanisms.get('laplace').name} · theory (closed-form sd)")
+    assert np.allclose(values(dotted["y"]).astype(float), theory["sd"])
+    assert not traces(fig, f"{mechanisms.get('grr').name} · theory (closed-form sd)")

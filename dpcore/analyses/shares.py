@@ -101,7 +101,8 @@ def live_and_work(od, chosen: sel.Selection, side: str = "work") -> Share:
     return Share(f"share_live_and_work_{side}", chosen.name, part, compute)
 
 
-def _ratio(a: float, c: float) -> float:
+def share_of(a: float, c: float) -> float:
+    """A/(A + C) cut to [0, 1]; NaN when A + C ≤ 0."""
     return float(np.clip(a / (a + c), 0.0, 1.0)) if a + c > 0 else np.nan
 
 
@@ -168,17 +169,17 @@ def evaluate(shares: list[Share], truth, released=None, rule=None) -> pd.DataFra
         true = np.nan
         if truth is not None:
             (ta, tc), cells = share.compute(truth)
-            true = _ratio(ta, tc)
+            true = share_of(ta, tc)
         values = released if released is not None else truth
         (a, c), (ma, mc) = share.compute(values)
         if released is None:
-            low = high = answer = _ratio(a, c)
+            low = high = answer = share_of(a, c)
             sentence = method(rule)
         elif _offered(rule):
             answer, low, high = (float(x[0]) for x in bounds(rule, [a], [ma], [c], [mc]))
             sentence = method(rule) if np.isfinite(answer) else NO_SHARE
         else:
-            answer, low, high, sentence = _ratio(a, c), np.nan, np.nan, method(rule)
+            answer, low, high, sentence = share_of(a, c), np.nan, np.nan, method(rule)
         rows.append((share.analysis, share.selection, share.part, np.nan, true, answer, low,
                      high, ma + mc, sentence))
     return pd.DataFrame(rows, columns=COLUMNS)

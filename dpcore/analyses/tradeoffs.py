@@ -12,6 +12,11 @@
   against the true answer with a 95 % chi-square interval: if the errors are normal with sd σ,
   T·MSE/σ² follows χ²_T, so [√(T·MSE/χ²_{T,0.975}), √(T·MSE/χ²_{T,0.025})] covers σ (answers are
   sums of many cells' noise, close to normal).
+
+A **share** (:mod:`dpcore.analyses.shares`: the share under 10 km, the live-and-work share) is
+followed in percentage points: its theory is the delta method's sd at the true A and C, for the
+laws whose share interval is offered (:data:`dpcore.analyses.shares.OFFERED`) only; a release
+whose total is not positive has no share, and its ε then has no RMSE.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from dpcore import mechanisms, release
-from dpcore.analyses import answers, selection as sel
+from dpcore.analyses import answers, selection as sel, shares
 from dpcore.analyses.intervals import COVERED, PUBLISHED_ONLY, Interval
 from dpcore.data.od import ODMatrix
 
@@ -32,6 +37,27 @@ FLOWS = {"inflow": "inflow", "outflow": "outflow", "live_and_work": "live and wo
          "jobs": "jobs", "employed_residents": "employed residents"}
 THEORY_COLUMNS = ["mechanism", "epsilon", "true", "sd", "exact"]
 RMSE_COLUMNS = ["mechanism", "epsilon", "true", "rmse", "low", "high", "trials"]
+#: The share followed against ε beside the distance bands: the first band's upper edge (km).
+SHARE_KM = answers.BANDS_KM[1]
+
+
+class ShareAnswer:
+    """A share followed like a sum's part: ``compute(values)`` → ([share in per cent], [cells of
+    its total]); ``share`` keeps its two sums for the theory."""
+
+    unit = "percentage points"
+
+    def __init__(self, share: shares.Share):
+        self.share = share
+
+    def compute(self, values):
+        (a, c), cells = self.share.compute(values)
+        return np.array([100 * shares.share_of(a, c)]), np.array([cells.sum()])
+
+
+def unit(query) -> str:
+    """What the answer's error is counted in."""
+    return getattr(query, "unit", "commuters")
 
 
 def choices(od: ODMatrix, chosen: sel.Selection, side: str = "work"
@@ -39,13 +65,18 @@ def choices(od: ODMatrix, chosen: sel.Selection, side: str = "work"
     """The answers one can follow against ε for a selection: label → (query, part index). The
     flows always; the distance bands when the zones have positions."""
     found = {f"{FLOWS[q.analysis]} — {q.selection}": (q, 0) for q in answers.flows(od, chosen)}
+    held = "jobs held by residents" if side == "work" else "residents working there"
+    found[f"share of {held} (%) — {chosen.name}"] = (
+        ShareAnswer(shares.live_and_work(od, chosen, side)), 0)
     try:
         (query,) = answers.distance(od, chosen, side)
     except ValueError:   # no positions, or too large a block: flows only
         return found
+    who = "workers in" if side == "work" else "residents of"
     for i, part in enumerate(query.parts[:-1]):   # the last part: commutes without a position
-        who = "workers in" if side == "work" else "residents of"
         found[f"commutes of {part} — {who} {query.selection}"] = (query, i)
+    found[f"share within {SHARE_KM:g} km (%) — {who} {chosen.name}"] = (
+        ShareAnswer(shares.within(od, chosen, side, SHARE_KM)), 0)
     return found
 
 
@@ -53,8 +84,11 @@ def _specs(specs) -> list[tuple[str, dict]]:
     return [(s, {}) if isinstance(s, str) else (s[0], dict(s[1])) for s in specs]
 
 
-def has_theory(key: str) -> bool:
-    """Whether a raw release of ``key`` has a closed-form sd of a sum."""
+def has_theory(key: str, query=None) -> bool:
+    """Whether a raw release of ``key`` has a closed-form sd of a sum (a share: an offered
+    delta-method sd)."""
+    if isinstance(query, ShareAnswer):
+        return key in shares.OFFERED and key not in PUBLISHED_ONLY
     return key in COVERED and key not in PUBLISHED_ONLY
 
 
@@ -65,16 +99,20 @@ def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
     total, cells = (np.asarray(x)[part] for x in query.compute(truth))
     rows = []
     for key, params in _specs(specs):
-        if not has_theory(key):
+        if not has_theory(key, query):
             continue
         for epsilon in epsilons:
             rule = Interval(key, mechanisms.build(key, epsilon=epsilon, **params), n=od.n,
                             d=od.domain_size)
             sparse = release.sparse_route(od, release.ReleaseSpec(key, epsilon,
                                                                   tuple(params.items())))
+            if isinstance(query, ShareAnswer):
+                (a, c), (m_a, m_c) = query.share.compute(truth)
+                sd = 100 * float(shares.sd(rule, a, m_a, c, m_c))
+            else:
+                sd = math.sqrt(max(float(rule.variance([cells], [total])[0]), 0.0))
             rows.append({"mechanism": key, "epsilon": float(epsilon), "true": float(total),
-                         "sd": math.sqrt(max(float(rule.variance([cells], [total])[0]), 0.0)),
-                         "exact": not sparse})
+                         "sd": sd, "exact": not sparse})
     return pd.DataFrame(rows, columns=THEORY_COLUMNS)
 
 

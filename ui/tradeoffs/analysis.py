@@ -40,10 +40,10 @@ def _chosen(od: ODMatrix) -> tuple[sel.Selection, str]:
     return sel.zones(od, picked), side
 
 
-def _figure(theory: pd.DataFrame, found: pd.DataFrame, label: str):
+def _figure(theory: pd.DataFrame, found: pd.DataFrame, label: str, unit: str):
     summary = found.rename(columns={"rmse": "mean"})
     fig = charts.curves(summary, "epsilon", charts.escape(f"Error of “{label}” against ε"),
-                        "ε (privacy budget, log scale)", "RMSE of the answer (commuters)",
+                        "ε (privacy budget, log scale)", f"RMSE of the answer ({unit})",
                         theory=theory.rename(columns={"epsilon": "x", "sd": "value"}),
                         theory_label="theory (closed-form sd)", log_x=True, log_y=True)
     frame = summary.rename(columns={"mean": "rmse"}).merge(
@@ -94,7 +94,7 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
         stored[key] = (tradeoffs.theory(od, truth, query, part, specs, epsilons), table)
         place.empty()
     theory, table = stored[key]
-    fig, frame = _figure(theory, tradeoffs.rmse(table), label)
+    fig, frame = _figure(theory, tradeoffs.rmse(table), label, tradeoffs.unit(query))
     charts.show(fig, frame, "answer_error_against_epsilon", "tradeoffs_answer", private=True)
     charts.table_download(table, "answer_every_release", "tradeoffs_answer_releases",
                           "Every release's answer (CSV)", private=True)
@@ -104,7 +104,9 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
                "chi-square interval of the error's sd. Dotted: the sd of the released answer "
                "from the mechanism's closed-form variance of a sum at the true answer "
                "(covariances included, as the Analyses intervals use; equal to the expected "
-               "RMSE for these unbiased releases)."
+               "RMSE for these unbiased releases; a share's: the delta method's sd, in percentage "
+               "points, for the central noises only, whose share intervals were measured to "
+               "cover)."
                + (" No closed form for: " + safe.markdown(
                    ", ".join(charts.short_name(k) for k in without)) + "." if without else "")
                + (" Released sparsely here (unnamed empty cells summed at their mean, which can "
