@@ -95,3 +95,7 @@ def test_cli_plan_answers_topdown(tmp_path, capsys):
                      "--answers-level", "parent", "--out", str(tmp_path / "x.csv")]) \
         == cli.EXIT_USAGE
     assert "no 'parent level'" in capsys.readouterr().err
+    assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace",
+                     "--answers", "pairs", "--within", "50", "--answers-level", "parent",
+                     "--out", str(tmp_path / "y.csv")]) == cli.EXIT_USAGE
+    assert "add --method topdown" in capsys.readouterr().err

@@ -121,15 +121,15 @@ def plan(od: ODMatrix, target: planning.Target, *, level: str = "fine level",
         name = f"publish: TopDown, shares {', '.join(f'{s:g}' for s in shares)}"
         text = METHOD.format(level=level, shares=", ".join(f"{s:g}" for s in shares), how=how)
         epsilon = _epsilon_of(rho, delta, neighbours) if math.isfinite(rho) else math.inf
-        if epsilon > EPSILON_RANGE[1]:
-            return planning.Plan(name, target, math.inf, planning.UNREACHABLE)
         epsilon = max(epsilon, EPSILON_RANGE[0])
-        while True:   # as the publish spends it: OpenDP's calibrated ρ, scales raised to fit
+        while epsilon <= EPSILON_RANGE[1]:   # as the publish spends it: OpenDP's ρ, scales raised
             _, budget = publish.topdown_budget(epsilon, delta, shares, names, neighbours)
             margin = margins.topdown_margins([b.scale for b in budget], cells)[asked]
             if worst(margin) <= 1:
                 break
             epsilon *= 1 + PRECISION
+        else:
+            return planning.Plan(name, target, math.inf, planning.UNREACHABLE)
         answer, width = planning.decisive(target, found, topdown_rule(margin))
         return planning.Plan(name, target, epsilon, text, answer, width, int(found.totals.size))
 

@@ -7,6 +7,7 @@ publication.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 from dpcore import confidential, mechanisms, release
@@ -72,7 +73,8 @@ def _plan_answers(args, specs) -> int:
         plans += proposal.plans()
         top = role_names(len(proposal.shares), top_first=True)[0]
         print(f"TopDown: proposed shares {', '.join(f'{s:g}' for s in proposal.shares)} "
-              f"({top} first) of ρ")
+              f"({top} first) of ρ" if math.isfinite(proposal.best.epsilon) else
+              f"TopDown: no split of ρ meets the target at ε ≤ {planning.EPSILON_RANGE[1]:g}")
     else:
         plans.append(publish_targets.plan(od, truth, publish.DISCRETE_LAPLACE, target))
     confidential.write_csv(planning.table(plans), args.out)   # ε chosen on the true table
