@@ -6,6 +6,7 @@ from pathlib import Path
 from dpcore import mechanisms, release
 from dpcore.analyses import planning
 from dpcore.data import datasets
+from dpcore.interfaces import topdown_targets
 from tests.app_pages import open_page, shown_table
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "6_Plan_and_publish.py")
@@ -42,3 +43,23 @@ def test_answer_targets_per_mechanism_and_publish():
     labels = [b.label for b in at.get("download_button")]
     assert any(label.startswith("Answers (CSV)") and "not for publication" in label
                for label in labels)
+
+
+def test_answer_targets_topdown_proposes_shares_at_the_parent_level():
+    """Two counties' EDs: the TopDown button, asked at the parent level, shows the proposed
+    shares' ε and the even split's, as dpcore plans them."""
+    at = open_page(PAGE, mech=["laplace"], pp="base", dataset="ireland_ed",
+                   areas=["Leitrim", "Sligo"])
+    at.selectbox(key="kept_widget_plan_answers_family").set_value("pairs")
+    at.radio(key="kept_widget_plan_answers_unit").set_value("absolute").run()
+    at.number_input(key="kept_widget_plan_answers_within_absolute").set_value(50.0).run()
+    at.radio(key="kept_widget_plan_answers_topdown_level").set_value("parent level").run()
+    at.button(key="plan_answers_topdown").click().run()
+    assert not at.exception, at.exception
+    table = answers_table(at)
+    od = datasets.load("ireland_ed").subset_by_parent(["Leitrim", "Sligo"])
+    proposal = topdown_targets.plan(od, planning.Target("pairs", 50.0), level="parent level")
+    assert proposal.shares == (0.9, 0.1)
+    for plan in proposal.plans():
+        assert table.loc[plan.mechanism, "ε needed"] == f"{plan.epsilon:.3g}"
+    assert not [b for b in at.button if b.key == "plan_answers_topdown"]   # answered: gone

@@ -224,6 +224,12 @@ def _counts(table: pd.DataFrame, several: bool) -> pd.DataFrame:
     return table.assign(count=counts.to_numpy(dtype=float))
 
 
+def topdown_rule(margin: int) -> FittedBound:
+    """A TopDown level's rule from its published margin M: a sum of k cells within ±k·M (the
+    module docstring; also what :mod:`.topdown_targets` plans with)."""
+    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin))
+
+
 def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix, total: float):
     """The interval rule of the level answered (module docstring)."""
     laplace = manifest["mechanism"] == publish.MECHANISMS[publish.DISCRETE_LAPLACE]
@@ -232,7 +238,7 @@ def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix
         if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
             return FittedBound(f"no interval: manifest.json's level {level!r} states no whole "
                                f"'{publish.margins.COLUMN}'", covered=False)
-        return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin))
+        return topdown_rule(margin)
     if kind == WLS:
         if post != "base":
             return FittedBound(METHOD_WLS_CLIPPED, covered=False)

@@ -1,7 +1,8 @@
 """The Plan & publish page's "Targets on the answers" section: a margin on a family of analysis
 answers ("inflow of every zone within ±2 % at 95 %") and the smallest ε per mechanism
 (:mod:`dpcore.analyses.planning`, instant) and, on request, for a flat OpenDP publish
-(:mod:`dpcore.interfaces.publish_targets`, a few seconds: OpenDP calibrates each ε tried).
+(:mod:`dpcore.interfaces.publish_targets`, a few seconds: OpenDP calibrates each ε tried) and
+for TopDown with the level shares that need the least ε (:mod:`dpcore.interfaces.topdown_targets`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import streamlit as st
 
 from dpcore import mechanisms, release
 from dpcore.analyses import planning
-from dpcore.interfaces import publish, publish_targets
+from dpcore.interfaces import publish, publish_targets, topdown_targets
 from dpcore.release import RunSettings
 from ui.components import charts, runs
 from ui.components.viewstate import kept
 
 PLANNED = "plan_answer_targets"   # session keys: {settings: plans}
 PUBLISHED = "plan_answer_targets_published"
+TOPDOWN = "plan_answer_targets_topdown"
 UNITS = {"relative": "% of each true answer", "absolute": "commuters"}
 
 
@@ -51,6 +53,32 @@ def shown(plans: list[planning.Plan]) -> pd.DataFrame:
         "ε needed": _epsilon(p), "Deciding answer": p.worst_answer,
         "Its 95 % half-width (commuters)": p.worst_half_width, "How": p.method}
         for p in plans])
+
+
+def _topdown(settings: RunSettings, od, target: planning.Target) -> list[planning.Plan]:
+    """A TopDown publish's proposed level shares and ε (and the even split's), on request; at
+    the zones or, when they have parents, at the parent level."""
+    level = "fine level"
+    if od.has_parent_level:
+        level = kept(st.radio, "TopDown: answers asked at", "plan_answers_topdown_level",
+                     "fine level", options=["fine level", "parent level"], horizontal=True)
+    key = (settings.dataset, settings.view, settings.delta, settings.neighbours, target, level)
+    stored = st.session_state.setdefault(TOPDOWN, {})
+    place = st.empty()
+    if key not in stored and place.button(
+            "Also for TopDown (proposes the level shares)", key="plan_answers_topdown",
+            icon=":material/account_tree:",
+            help="Tries each level's share of ρ in steps of 0.1 and keeps the one that needs "
+                 "the least ε: a few seconds."):
+        place.empty()
+        with st.spinner("Trying the level shares…"):
+            try:
+                stored[key] = topdown_targets.plan(od, target, level=level, delta=settings.delta,
+                                                   neighbours=settings.neighbours).plans()
+            except ValueError as error:
+                st.caption(f"TopDown: {error}")
+                return []
+    return stored.get(key, [])
 
 
 def section(settings: RunSettings) -> None:
@@ -85,7 +113,7 @@ def section(settings: RunSettings) -> None:
                 except ValueError as error:   # e.g. the Gaussian without δ
                     st.caption(f"{publish.MECHANISMS[mechanism]}: {error}")
         stored[key] = found
-    plans = plans + stored.get(key, [])
+    plans = plans + stored.get(key, []) + _topdown(settings, od, target)
     st.markdown(f"**Target: {target.describe()}.**")
     charts.wrapped_table(shown(plans))
     charts.table_download(planning.table(plans), "plan_answer_targets", "plan_answer_targets",
@@ -95,4 +123,7 @@ def section(settings: RunSettings) -> None:
     st.caption("Each answer's 95 % interval is the one the Analyses give it (closed form of the "
                "sum's variance, covariances included) at its true value; the deciding answer is "
                "the one furthest from its margin, and bisection on ε finds where it meets it. "
-               "A relative margin leaves out answers whose true value is 0." + note)
+               "A relative margin leaves out answers whose true value is 0. TopDown's rows use "
+               "the bound its published folders give (a sum of k cells within ±k times the "
+               "level's margin, which holds for every cell at once: conservative), for the "
+               "shares of ρ named (top level first)." + note)

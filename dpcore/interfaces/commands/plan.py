@@ -7,13 +7,15 @@ publication.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 from dpcore import confidential, mechanisms, release
 from dpcore.data import views
 from dpcore.analyses import planning
 from dpcore.evaluation import planner
-from dpcore.interfaces import arguments, publish, publish_targets
+from dpcore.interfaces import arguments, publish, publish_targets, topdown_targets
+from dpcore.interfaces.ledger import role_names
 from dpcore.limits import DELTA, PASS_PROBABILITY, SEED, TRIALS
 from dpcore.mechanisms import postprocess
 from dpcore.scoring import metrics
@@ -52,16 +54,29 @@ def _cmd_plan(args) -> int:
 
 
 def _plan_answers(args, specs) -> int:
-    """``plan --answers``: the smallest ε per mechanism (raw releases) and for a flat OpenDP
-    publish with discrete Laplace noise at which every answer meets the margin."""
+    """``plan --answers``: the smallest ε per mechanism (raw releases) and for a publish at which
+    every answer meets the margin: flat (OpenDP's discrete Laplace), or TopDown with the level
+    shares of ρ that need the least ε (and the even split's ε beside them)."""
     if args.within is None:
         raise ValueError("--answers needs --within: commuters (50) or a percentage (2%)")
+    if args.answers_level != "fine" and args.method != publish.TOPDOWN:
+        raise ValueError("--answers-level parent plans a TopDown publish: add --method topdown")
     target = planning.parse_target(args.answers, args.within)
     od = views.select(_load(args), _view(args))
     started = time.perf_counter()
     truth = release.true_values(od)
     plans = planning.plan(od, truth, specs, target)
-    plans.append(publish_targets.plan(od, truth, publish.DISCRETE_LAPLACE, target))
+    if args.method == publish.TOPDOWN:
+        proposal = topdown_targets.plan(od, target, level=f"{args.answers_level} level",
+                                        delta=publish.DEFAULT_DELTA if args.delta is None
+                                        else args.delta)
+        plans += proposal.plans()
+        top = role_names(len(proposal.shares), top_first=True)[0]
+        print(f"TopDown: proposed shares {', '.join(f'{s:g}' for s in proposal.shares)} "
+              f"({top} first) of ρ" if math.isfinite(proposal.best.epsilon) else
+              f"TopDown: no split of ρ meets the target at ε ≤ {planning.EPSILON_RANGE[1]:g}")
+    else:
+        plans.append(publish_targets.plan(od, truth, publish.DISCRETE_LAPLACE, target))
     confidential.write_csv(planning.table(plans), args.out)   # ε chosen on the true table
     for plan in plans:
         print(f"{plan.mechanism}: ε = {plan.epsilon:.4g} ({plan.method})")
@@ -85,6 +100,13 @@ def add(commands: argparse._SubParsersAction) -> None:
                            "intervals must be within --within")
     plan.add_argument("--within", metavar="MARGIN",
                       help="with --answers: commuters (50) or a percentage of each answer (2%%)")
+    plan.add_argument("--method", choices=[publish.FLAT, publish.TOPDOWN], default=publish.FLAT,
+                      help="with --answers: the publish planned beside the mechanisms — flat "
+                           "(OpenDP discrete Laplace, default) or topdown (proposes each level's "
+                           "share of ρ)")
+    plan.add_argument("--answers-level", choices=["fine", "parent"], default="fine",
+                      help="with --method topdown: the level the answers are asked at (the "
+                           "zones, or their parents; default fine)")
     plan.add_argument("--target", type=arguments.real("--target"),
                       help="the metric's threshold (not used with 'checks')")
     plan.add_argument("--probability", type=arguments.number(PASS_PROBABILITY, "--probability"),
