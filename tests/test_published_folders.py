@@ -83,8 +83,10 @@ def test_a_hierarchical_folder_answers_at_both_levels(capsys, tmp_path, method):
         fine_rows.destination.str.startswith("Leitrim")
     assert fine_rows["count"][in_leitrim].sum() == _flows_of(rows, "Leitrim")["live_and_work"]
     for frame in (fine, parent):
-        assert (frame.low <= frame.released).all() and (frame.released <= frame.high).all()
-        assert (frame.low >= 0).all()
+        # a count is ≥ 0: the low end is cut at 0, above a negative released sum (OpenDP's
+        # noise is not seeded, so some runs release one)
+        assert (frame.low <= frame.released.clip(lower=0)).all()
+        assert (frame.released <= frame.high).all() and (frame.low >= 0).all()
     if method == "topdown":
         assert fine.method.str.startswith("bound: TopDown").all()
         margin = manifest["levels"][-1][margins.COLUMN]
