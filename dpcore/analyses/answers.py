@@ -82,7 +82,7 @@ def destinations(od: ODMatrix, chosen: sel.Selection, side: str = "work") -> lis
 GEOMETRY_CELL_LIMIT = 50_000_000
 
 
-def _block(od: ODMatrix, chosen: sel.Selection, side: str):
+def commute_block(od: ODMatrix, chosen: sel.Selection, side: str):
     """The selection's commutes: all homes × its workplaces, or its homes × all workplaces."""
     _check_side(side)
     sel.require_positions(od)
@@ -97,7 +97,7 @@ def _block(od: ODMatrix, chosen: sel.Selection, side: str):
     return rows, cols
 
 
-def _ends(od: ODMatrix, rows, cols) -> tuple:
+def block_ends(od: ODMatrix, rows, cols) -> tuple:
     """Home and work positions of the block's cells, broadcast as (rows, 1) and (1, cols)."""
     o, d = od.origins, od.destinations
     return o.lat[rows][:, None], o.lon[rows][:, None], d.lat[cols][None, :], d.lon[cols][None, :]
@@ -107,11 +107,11 @@ def distance(od: ODMatrix, chosen: sel.Selection, side: str = "work",
              bands=BANDS_KM) -> list[Query]:
     """Commutes of the selection by distance band (km, home to work); commutes with a zone
     without position in their own part."""
-    rows, cols = _block(od, chosen, side)
+    rows, cols = commute_block(od, chosen, side)
     edges = np.asarray(bands, dtype=float)
     if edges.size == 0 or edges[0] != 0 or np.any(np.diff(edges) <= 0):
         raise ValueError("distance bands must start at 0 km and increase")
-    km = sel.distance_km(*_ends(od, rows, cols))
+    km = sel.distance_km(*block_ends(od, rows, cols))
     labels = np.where(np.isnan(km), edges.size, np.searchsorted(edges, km, side="right") - 1)
     parts = tuple(f"{a:g}–{b:g} km" for a, b in zip(edges[:-1], edges[1:])) \
         + (f"{edges[-1]:g}+ km", NO_POSITION)
@@ -122,8 +122,8 @@ def distance(od: ODMatrix, chosen: sel.Selection, side: str = "work",
 def direction(od: ODMatrix, chosen: sel.Selection, side: str = "work") -> list[Query]:
     """Commutes of the selection by 8 compass sectors: the direction of the other end as seen
     from the selection (work side: where the workers come from; home side: where residents go)."""
-    rows, cols = _block(od, chosen, side)
-    ends = _ends(od, rows, cols)
+    rows, cols = commute_block(od, chosen, side)
+    ends = block_ends(od, rows, cols)
     bearing = sel.bearing_degrees(*ends)
     same = (ends[0] == ends[2]) & (ends[1] == ends[3])
     if side == "work":   # bearing from the workplace towards the home

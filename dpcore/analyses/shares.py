@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.analyses import selection as sel
-from dpcore.analyses.answers import COLUMNS, _block, _ends, _where
+from dpcore.analyses.answers import COLUMNS, block_ends, commute_block
 from dpcore.analyses.intervals import CORRELATED, METHOD_TRUE, Interval
 from dpcore.analyses.sums import group_sums
 
@@ -76,8 +76,8 @@ def within(od, chosen: sel.Selection, side: str = "work", km: float = 10.0) -> S
     """The share of the selection's commutes (with known distance) shorter than ``km``."""
     if not np.isfinite(km) or km <= 0:
         raise ValueError(f"the distance of a share must be a positive number of km; got {km!r}")
-    rows, cols = _block(od, chosen, side)
-    distance = sel.distance_km(*_ends(od, rows, cols))
+    rows, cols = commute_block(od, chosen, side)
+    distance = sel.distance_km(*block_ends(od, rows, cols))
     labels = np.where(np.isnan(distance), -1, (distance >= km).astype(np.int64))
     return Share(f"share_within_{side}", chosen.name, f"under {km:g} km",
                  lambda values: group_sums(values, od, rows, cols, labels, 2))
@@ -86,11 +86,11 @@ def within(od, chosen: sel.Selection, side: str = "work", km: float = 10.0) -> S
 def live_and_work(od, chosen: sel.Selection, side: str = "work") -> Share:
     """Work side: the share of the selection's jobs held by its residents (C: the inflow); home
     side: the share of its employed residents working in it (C: the outflow)."""
-    inside_o, inside_d = _where(chosen.origins), _where(chosen.destinations)
+    inside_o, inside_d = np.flatnonzero(chosen.origins), np.flatnonzero(chosen.destinations)
     if side == "work":
-        rest, part = (_where(~chosen.origins), inside_d), "of jobs"
+        rest, part = (np.flatnonzero(~chosen.origins), inside_d), "of jobs"
     elif side == "home":
-        rest, part = (inside_o, _where(~chosen.destinations)), "of employed residents"
+        rest, part = (inside_o, np.flatnonzero(~chosen.destinations)), "of employed residents"
     else:
         raise ValueError(f"the side must be work or home; got {side!r}")
 
