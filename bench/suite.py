@@ -92,6 +92,8 @@ BENCHMARKS = (
     Benchmark("soak", "bench_soak", "one server's memory over 200 sessions"),
     Benchmark("memory", "bench_memory", "Explore's memory on the ED data, one and ten sessions"),
     Benchmark("classroom", "bench_classroom", "60 phones in a minute against the teacher's screen"),
+    Benchmark("lecture-hall", "bench_lecture_hall",
+              "1,000 protocol-level phones in two minutes on two replicas, teacher's screen"),
 )
 BY_NAME = {b.name: b for b in BENCHMARKS}
 
