@@ -270,3 +270,9 @@ def test_a_link_to_an_unknown_lesson_says_so_and_opens_the_first():
     at = learn_page("nonsense")
     assert any("lesson=nonsense is not valid" in w.value for w in at.warning)
     assert [b.value for b in at.get("button_group")][:2] == ["The idea", "why"]
+
+
+def test_every_lesson_is_in_exactly_one_part():
+    from ui.learn import tools
+    listed = [key for keys in menu.PARTS.values() for key in keys]
+    assert sorted(listed) == sorted(tools.ALL_LESSONS)
