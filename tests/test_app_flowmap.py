@@ -101,7 +101,7 @@ def test_default_map_is_offline_with_one_layer_per_width_class(county):
 def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
     od, true, released = county
     at = open_page()
-    at.radio(key="flowmap_view").set_value(flows.DIFFERENCE).run()
+    at.radio(key="kept_widget_flowmap_view").set_value(flows.DIFFERENCE).run()
     assert not at.exception
     [args] = maps_of(at)
     selection = flows.select(od, true, released, view=flows.DIFFERENCE, top_k=250,
@@ -126,7 +126,7 @@ def test_difference_view_groups_by_status_and_uses_the_shared_release(county):
 
 def test_side_by_side_draws_two_maps_with_shared_widths():
     at = open_page()
-    at.radio(key="flowmap_view").set_value("side_by_side").run()
+    at.radio(key="kept_widget_flowmap_view").set_value("side_by_side").run()
     assert not at.exception
     true_map, released_map = maps_of(at)
     assert true_map["key"] != released_map["key"]
@@ -148,7 +148,7 @@ def test_basemap_is_opt_in_and_the_only_remote_host():
 def test_zone_from_the_list_filters_flows_and_shows_its_totals(county):
     od, true, released = county
     at = open_page()
-    at.selectbox(key="flowmap_zone").set_value("Cavan").run()
+    at.selectbox(key="kept_widget_flowmap_zone").set_value("Cavan").run()
     assert not at.exception
     assert any("Commuters of Cavan" in m.value for m in at.markdown)
     totals = at.dataframe[0].value
@@ -159,13 +159,13 @@ def test_zone_from_the_list_filters_flows_and_shows_its_totals(county):
                                                     expected.within_released])
     table = shown_table(at)
     assert ((table["origin"] == "Cavan") | (table["destination"] == "Cavan")).all()
-    at.radio(key="flowmap_direction").set_value(flows.TO).run()
+    at.radio(key="kept_widget_flowmap_direction").set_value(flows.TO).run()
     assert (shown_table(at)["destination"] == "Cavan").all()
     [args] = maps_of(at)
     assert "#e6550d" in args["script"]  # the chosen zone is ringed
     # one zone's flows are all drawn, short ones too (Galway City and County share a position)
-    at.selectbox(key="flowmap_zone").set_value("Galway City").run()
-    at.radio(key="flowmap_direction").set_value(flows.EITHER).run()
+    at.selectbox(key="kept_widget_flowmap_zone").set_value("Galway City").run()
+    at.radio(key="kept_widget_flowmap_direction").set_value(flows.EITHER).run()
     lines = shown_table(at).query("shown_as == 'line'")
     assert "Galway County" in set(lines["destination"]) | set(lines["origin"])
     assert len(lines) == len(flows.select(od, true, released, top_k=250, zone="Galway City").lines)
@@ -175,8 +175,8 @@ def test_zone_from_the_list_filters_flows_and_shows_its_totals(county):
 def test_minimum_count_rule(county):
     true = county[1]
     at = open_page()
-    at.radio(key="flowmap_rule").set_value("min").run()
-    at.number_input(key="flowmap_min_count").set_value(5000).run()
+    at.radio(key="kept_widget_flowmap_rule").set_value("min").run()
+    at.number_input(key="kept_widget_flowmap_min_count").set_value(5000).run()
     table = shown_table(at)
     assert (table["true"] >= 5000).all()
     short = flows.select(county[0], true, min_count=5000, min_km=5).too_short
@@ -187,14 +187,14 @@ def test_minimum_count_rule(county):
 def test_ed_subset_roll_up_and_the_line_cap():
     at = open_page(**{state.CURRENT_DATASET: "ireland_ed",
                       controls.KEYS["areas"].value: ("Dublin City",)})
-    at.radio(key="flowmap_rule").set_value("min").run()
-    at.number_input(key="flowmap_min_count").set_value(1).run()
+    at.radio(key="kept_widget_flowmap_rule").set_value("min").run()
+    at.number_input(key="kept_widget_flowmap_min_count").set_value(1).run()
     assert not at.exception
     [args] = maps_of(at)
     assert any("only the largest 1,000 are drawn" in w.value for w in at.warning)
     assert any("1,000 lines drawn" in c.value for c in at.caption)
     assert 1 <= flow_layers(args) <= 6
-    at.toggle(key="flowmap_roll_up").set_value(True).run()
+    at.toggle(key="kept_widget_flowmap_roll_up").set_value(True).run()
     assert not at.exception
     table = shown_table(at)
     assert set(table["origin"]) == {"Dublin City"}   # one county left: no lines, one ring
@@ -204,13 +204,13 @@ def test_ed_subset_roll_up_and_the_line_cap():
 
 def test_a_failed_release_leaves_the_true_map():
     at = open_page()
-    at.radio(key="flowmap_view").set_value(flows.DIFFERENCE).run()
+    at.radio(key="kept_widget_flowmap_view").set_value(flows.DIFFERENCE).run()
     at.session_state[controls.KEYS["mechanisms"].value] = ("topk",)
     at.session_state[controls.KEYS["postprocess"].value] = "significance_cut"
     at.run()
     assert not at.exception
     assert any("could not run with these settings" in w.value for w in at.warning)
-    assert at.radio(key="flowmap_view").options == ["True"]
+    assert at.radio(key="kept_widget_flowmap_view").options == ["True"]
     [args] = maps_of(at)
     assert flow_layers(args) >= 1 and "#555555" in args["script"]
 
@@ -297,7 +297,7 @@ def test_the_map_draws_lines_between_zones_and_the_rings_on_request(county):
         :flowmap.LISTED].tolist()
     assert within["true"].tolist() == [f"{v:,.0f}" for v in selection.within["true"][:15]]
     assert any(f"The largest 15 of {len(selection.unplaced)}" in c.value for c in at.caption)
-    at.toggle(key="flowmap_rings").set_value(True).run()
+    at.toggle(key="kept_widget_flowmap_rings").set_value(True).run()
     [args] = maps_of(at)
     assert args["script"].count('"tip": "Within ') == 31
     assert (shown_table(at)["shown_as"] == "ring").sum() == 31
@@ -311,7 +311,7 @@ def test_lines_drawn_by_default_are_long_enough_to_see_and_the_caption_says_so()
     points. By default only lines of at least 3 % of the map's width are ranked and drawn."""
     at = open_page(**{state.CURRENT_DATASET: "ireland_ed"})
     od = datasets.load("ireland_ed")
-    assert at.number_input(key="flowmap_min_km").value == flows.default_min_km(od) == 10
+    assert at.number_input(key="kept_widget_flowmap_min_km").value == flows.default_min_km(od) == 10
     lines = shown_table(at).query("shown_as == 'line'")
     drawn = flows.select(od, od.to_dense(), top_k=250, min_km=10).lines
     assert len(lines) == 250 and lines["origin"].tolist() == drawn["origin_label"].tolist()
@@ -322,7 +322,117 @@ def test_lines_drawn_by_default_are_long_enough_to_see_and_the_caption_says_so()
     too_short = flows.select(od, od.to_dense(), min_km=10).too_short
     assert ("Only flows at least 10 km long are ranked and drawn as lines" in caption
             and f"({too_short:,} flows between zones are shorter" in caption)
-    at.number_input(key="flowmap_min_km").set_value(0.0).run()   # 0: every flow ranked
+    at.number_input(key="kept_widget_flowmap_min_km").set_value(0.0).run()   # 0: every flow ranked
     assert not any("Only flows at least" in c.value for c in at.caption)
     lines = shown_table(at).query("shown_as == 'line'")
     assert (lines["true"].to_numpy() == everything.lines["true"].to_numpy()).all()
+
+
+def widget(name: str) -> str:
+    """The key a Flow map control kept in the URL is drawn under (:func:`ui.components.viewstate.kept`)."""
+    return "kept_widget_" + name
+
+
+def flowmap_link(**query) -> AppTest:
+    """The page opened by a link carrying ``query``."""
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def link_notices(at: AppTest) -> list[str]:
+    """The notices of values a link gave that were not used, as read (markdown escapes undone)."""
+    return [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning
+            if w.value.startswith("The link's value")]
+
+
+def test_a_link_gives_the_maps_own_controls_and_they_draw_what_it_says(county):
+    """Issue 42 follow-up: the Flow map's own controls were not in its URL, so a reload or a
+    shared link lost them. Every one a link carries is shown and used, and a change is written."""
+    od, true, released = county
+    at = flowmap_link(dataset="ireland_county", mech="laplace", eps="1", seed="0",
+                      view=flows.DIFFERENCE, rule="min", min_count="400", zone="Cavan",
+                      direction=flows.TO, size_by="jobs", rings="true", min_km="20")
+    assert link_notices(at) == []
+    shown = {name: w.value for name, w in (
+        (flowmap.VIEW, at.radio(key=widget(flowmap.VIEW))),
+        (flowmap.RULE, at.radio(key=widget(flowmap.RULE))),
+        (flowmap.MIN_COUNT, at.number_input(key=widget(flowmap.MIN_COUNT))),
+        (flowmap.ZONE, at.selectbox(key=widget(flowmap.ZONE))),
+        (flowmap.DIRECTION, at.radio(key=widget(flowmap.DIRECTION))),
+        (flowmap.SIZE_BY, at.radio(key=widget(flowmap.SIZE_BY))),
+        (flowmap.RINGS, at.toggle(key=widget(flowmap.RINGS))),
+        (flowmap.MIN_KM, at.number_input(key=widget(flowmap.MIN_KM))))}
+    assert shown == {flowmap.VIEW: flows.DIFFERENCE, flowmap.RULE: "min",
+                     flowmap.MIN_COUNT: 400, flowmap.ZONE: "Cavan", flowmap.DIRECTION: flows.TO,
+                     flowmap.SIZE_BY: "jobs", flowmap.RINGS: True, flowmap.MIN_KM: 20.0}
+    expected = flows.select(od, true, released, view=flows.DIFFERENCE, min_count=400,
+                            zone="Cavan", direction=flows.TO)
+    table = shown_table(at)
+    assert len(table) == len(expected.table(True)) > 0
+    assert set(table["destination"]) == {"Cavan"}   # only the flows to Cavan
+    assert any("Commuters of Cavan" in m.value for m in at.markdown)
+
+    at.selectbox(key=widget(flowmap.ZONE)).set_value(flowmap.ALL_ZONES).run()
+    at.radio(key=widget(flowmap.RULE)).set_value("top").run()
+    at.number_input(key=widget(flowmap.TOP_K)).set_value(40).run()
+    at.toggle(key=widget(flowmap.RINGS)).set_value(False).run()
+    assert {name: at.query_params[name] for name in ("zone", "rule", "top_k", "rings",
+                                                     "min_km", "view")} == {
+        "zone": "", "rule": "top", "top_k": "40", "rings": "false", "min_km": "20",
+        "view": flows.DIFFERENCE}
+    lines = shown_table(at).query("shown_as == 'line'")
+    assert len(lines) == 40 and any("Only flows at least 20 km long" in c.value
+                                    for c in at.caption)
+
+
+def test_a_link_to_a_parent_zone_rolls_up_first():
+    """A county is a zone of the rolled-up ED map only: the link's roll_up comes before its zone."""
+    at = flowmap_link(dataset="ireland_ed", areas=["Cavan", "Leitrim"], roll_up="true",
+                      zone="Leitrim")
+    assert link_notices(at) == []
+    assert at.toggle(key=widget(flowmap.ROLL_UP)).value is True
+    assert at.selectbox(key=widget(flowmap.ZONE)).value == "Leitrim"
+
+
+def test_a_links_bad_values_are_named_and_the_defaults_used(county):
+    """A zone not in the data, a k out of range, a length below 0, a word for a toggle: each is
+    one line naming the value and what is valid, never a traceback."""
+    at = flowmap_link(dataset="ireland_county", zone="Atlantis<b>", top_k="0", min_km="-3",
+                      rings="maybe", rule="most", view="sideways")
+    notices = link_notices(at)
+    assert len(notices) == 6, notices
+    text = " ".join(notices)
+    offered = len(flows.zones(county[0], county[1], keep_empty=False))
+    assert ("zone=Atlantis<b> is not valid (valid: empty (all zones) or the id of one of "
+            f"the {offered} zones offered, e.g. Carlow)") in text and "using empty (All zones) instead" in text
+    assert "top_k=0 is not valid (valid: a whole number from 1 to 100000); using 250" in text
+    assert "min_km=-3 is not valid (valid: a number from 0 to 100000); using 5" in text
+    assert "rings=maybe is not valid (valid: true or false); using false" in text
+    assert "rule=most is not valid (valid: one of top, min); using top" in text
+    assert "view=sideways is not valid" in text
+    assert at.selectbox(key=widget(flowmap.ZONE)).value == flowmap.ALL_ZONES
+    assert at.number_input(key=widget(flowmap.TOP_K)).value == 250
+    assert at.number_input(key=widget(flowmap.MIN_KM)).value == 5.0
+    assert at.toggle(key=widget(flowmap.RINGS)).value is False
+    assert at.query_params["top_k"] == "250" and at.query_params["zone"] == ""
+    at.run()   # said once: the session now holds the defaults
+    assert link_notices(at) == []
+
+
+def test_the_shortest_line_follows_the_data_unless_the_user_set_it():
+    """Its default is 3 % of the map's width (5 km on the counties, 10 km on the EDs): kept in
+    the session, a default must not carry over to another dataset; a length the user set does."""
+    at = flowmap_link(dataset="ireland_county")
+    assert at.number_input(key=widget(flowmap.MIN_KM)).value == 5.0
+    at.session_state[state.CURRENT_DATASET] = "ireland_ed"
+    at.run()
+    assert at.number_input(key=widget(flowmap.MIN_KM)).value == 10.0
+    at.number_input(key=widget(flowmap.MIN_KM)).set_value(2.0).run()
+    at.session_state[state.CURRENT_DATASET] = "ireland_county"
+    at.run()
+    assert at.number_input(key=widget(flowmap.MIN_KM)).value == 2.0
+    assert at.query_params["min_km"] == "2"

@@ -119,7 +119,7 @@ def test_flow_map_draws_the_top_flows_and_turns_the_zone_colours_off():
     text = messages(at)
     assert "Colouring zone areas" in text and "No roll-up" in text
     assert "lines drawn" in text
-    assert at.selectbox(key="flowmap_zone").options.__len__() <= 1 + 1_000
+    assert at.selectbox(key="kept_widget_flowmap_zone").options.__len__() <= 1 + 1_000
 
 
 def test_the_national_dataset_is_made_on_demand(monkeypatch, tmp_path):

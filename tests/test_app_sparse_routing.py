@@ -33,6 +33,6 @@ def test_flow_map_of_a_sparse_release_at_ed_level():
     at = open_page(FLOW_MAP, mech=["oue"], **ED)
     assert not at.warning
     # no roll-up of a sparse release
-    assert not [t for t in at.toggle if t.key == "flowmap_roll_up"]
-    at.radio(key="flowmap_view").set_value("released").run()
+    assert not [t for t in at.toggle if t.key == "kept_widget_flowmap_roll_up"]
+    at.radio(key="kept_widget_flowmap_view").set_value("released").run()
     assert not at.exception and any("lines drawn" in c.value for c in at.caption)

@@ -223,3 +223,44 @@ def test_the_flows_table_fits_its_frame_on_the_ed_map_at_1280(page: Page, app_ur
     page.goto(f"{app_url}/Flow_map?dataset=ireland_ed")      # the page's defaults, as walked
     check_drawn(page, flows.TRUE)
     table_fits(page)
+
+
+def url_has(page: Page, **params) -> None:
+    for name, value in params.items():
+        expect(page).to_have_url(re.compile(rf"[?&]{name}={re.escape(value)}(&|$)"))
+
+
+def test_the_maps_own_controls_survive_a_reload(page: Page, app_url, network):
+    """Issue 42 follow-up: rule, count, zone, rings and shortest line were lost on a reload (not in
+    the URL). Set by clicking and typing, they are in the URL and the reloaded page shows them."""
+    page.goto(f"{app_url}/Flow_map?dataset=ireland_county&mech=laplace&eps=1&seed=0")
+    check_drawn(page, flows.TRUE)
+    page.get_by_role("radiogroup", name="Which flows").get_by_text("At least", exact=True).click()
+    count = page.get_by_role("spinbutton", name="Commuters")
+    count.fill("400")
+    count.press("Enter")
+    url_has(page, rule="min", min_count="400")
+    zone = page.get_by_role("combobox", name="Zone (or click one on the map)")
+    zone.click()
+    zone.press_sequentially("Cava")   # the list is long: the user types to find it
+    page.get_by_role("option", name="Cavan", exact=True).click()
+    expect(page.get_by_text("Commuters of Cavan")).to_be_visible()
+    page.get_by_text("Rings: flows within one zone").click()
+    page.get_by_text("More lines, basemap").click()
+    shortest = page.get_by_role("spinbutton", name="Shortest line drawn (km)")
+    shortest.fill("20")
+    shortest.press("Enter")
+    url_has(page, zone="Cavan", rings="true", min_km="20")
+    check_drawn(page, flows.TRUE, ringed=1)
+
+    page.reload()
+    check_drawn(page, flows.TRUE, ringed=1)
+    expect(page.get_by_role("radio", name="At least")).to_be_checked()
+    expect(page.get_by_role("spinbutton", name="Commuters")).to_have_value("400")
+    expect(page.get_by_role("combobox", name="Zone (or click one on the map)")).to_have_value(
+        "Cavan")
+    expect(page.get_by_role("switch", name="Rings: flows within one zone")).to_be_checked()
+    page.get_by_text("More lines, basemap").click()
+    expect(page.get_by_role("spinbutton", name="Shortest line drawn (km)")).to_have_value("20.00")
+    expect(page.get_by_text("Commuters of Cavan")).to_be_visible()
+    no_traceback(page)

@@ -199,17 +199,19 @@ def synced(widget_key: str, value) -> str:
     return key
 
 
-def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwargs):
+def kept(widget, label: str, key: str, default, *, url: str | None = None,
+         valid: str | None = None, **kwargs):
     """Draw ``widget`` (e.g. ``st.slider``) so that its value survives page changes.
 
     The value lives under ``kept_<key>`` in the session; the widget itself under
     ``kept_widget_<key>``. Pass every argument except ``value``/``index``/``key``/``on_change``.
     With ``url``, the value is also mirrored in the page URL under that name, and a session that
     opens such a link starts from it (an invalid value is reported and the default used), so a
-    shared link reproduces the view.
+    shared link reproduces the view. ``valid`` words what is valid in that report when the
+    options themselves would not say it (ids, thousands of them).
     """
     value_key, widget_key = f"kept_{key}", f"kept_widget_{key}"
-    kept_value(key, default, url=url, **kwargs)
+    kept_value(key, default, url=url, valid=valid, **kwargs)
     options = kwargs.get("options")
     if options is not None:  # options can change with the data: keep only what still exists
         value = st.session_state[value_key]
@@ -227,7 +229,8 @@ def kept(widget, label: str, key: str, default, *, url: str | None = None, **kwa
     return result
 
 
-def kept_value(key: str, default, *, url: str | None = None, **kwargs):
+def kept_value(key: str, default, *, url: str | None = None, valid: str | None = None,
+               **kwargs):
     """The value a :func:`kept` widget of ``key`` holds, before it is drawn: the session's, else
     the link's (when valid for ``kwargs``; a bad one is reported), else ``default``. A control
     drawn above it can then follow it (the Learn page's part follows its lesson)."""
@@ -238,6 +241,8 @@ def kept_value(key: str, default, *, url: str | None = None, **kwargs):
             st.session_state[value_key] = linked
         else:
             shown = _to_text(default)
-            ignored(url, ", ".join(read(url)), _valid(default, kwargs),
-                    ", ".join(shown) if isinstance(shown, list) else shown)
+            used = ", ".join(shown) if isinstance(shown, list) else shown
+            if not used and "format_func" in kwargs:   # "" means something: say what
+                used = f"empty ({kwargs['format_func'](default)})"
+            ignored(url, ", ".join(read(url)), valid or _valid(default, kwargs), used)
     return st.session_state.setdefault(value_key, default)

@@ -20,6 +20,7 @@ from streamlit_folium import st_folium
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation import flows
 from ui.components import charts, data, huge, safe
+from ui.components.viewstate import kept
 from ui.maps import layers
 
 VIEW, SIDE_BY_SIDE = "flowmap_view", "side_by_side"
@@ -29,6 +30,11 @@ ROLL_UP, MORE_LINES, CAP, BASEMAP = ("flowmap_roll_up", "flowmap_more_lines", "f
                                      "flowmap_basemap")
 RINGS, MIN_KM = "flowmap_rings", "flowmap_min_km"
 MAP = "flowmap_map"
+#: Where :func:`ui.components.viewstate.kept` holds a control's value (the widget is
+#: ``kept_widget_<key>``).
+KEPT = "kept_"
+#: Session key: the default shortest line the kept value was last measured against.
+MIN_KM_DEFAULT = "flowmap_min_km_default"
 ALL_ZONES = ""
 #: Only a click on an object reruns the page: panning and zooming stay in the browser.
 RETURNED = ["last_object_clicked_tooltip"]
@@ -81,30 +87,36 @@ def _pick_zone(map_key: str, tooltip_to_zone: dict[str, str]) -> None:
     """st_folium callback: a click on a zone point makes it the zone filter."""
     zone = layers.clicked_zone(st.session_state.get(map_key), tooltip_to_zone)
     if zone is not None:
-        st.session_state[ZONE] = zone
+        st.session_state[KEPT + ZONE] = zone
 
 
 def view_options(od: ODMatrix, truth, released, schematic: bool = False) -> Options:
     """The row of controls above the map, and the expander of line length, count and basemap
-    (``schematic``: the zones are at a made-up layout, so no length in km)."""
+    (``schematic``: the zones are at a made-up layout, so no length in km).
+
+    What the view shows is kept in the session and the URL (:func:`ui.components.viewstate.kept`),
+    so that a reload or a shared link keeps it (issue 42). Not the line limit nor the basemap: a
+    link should neither slow a page down nor make its reader's browser ask a third party for tiles.
+    """
     top = st.columns([3, 2, 3, 2])
     views = list(VIEW_NAMES) if released is not None else [flows.TRUE]
-    if st.session_state.get(VIEW) not in views:
-        st.session_state[VIEW] = views[0]
-    view = top[0].radio("Show", views, format_func=VIEW_NAMES.__getitem__, key=VIEW,
-                        horizontal=True)
-    rule = top[1].radio("Which flows", ["top", "min"], key=RULE, horizontal=True,
-                        format_func={"top": "Largest k", "min": "At least"}.__getitem__,
-                        help="Applied separately to flows between zones (lines), within one zone "
-                             "(rings) and to or from places without a position (listed), by the "
-                             "count the view shows: true, released, or the larger of the two.")
+    view = kept(top[0].radio, "Show", VIEW, views[0], url="view", options=views,
+                format_func=VIEW_NAMES.__getitem__, horizontal=True)
+    rule = kept(top[1].radio, "Which flows", RULE, "top", url="rule", options=["top", "min"],
+                horizontal=True, format_func={"top": "Largest k", "min": "At least"}.__getitem__,
+                help="Applied separately to flows between zones (lines), within one zone "
+                     "(rings) and to or from places without a position (listed), by the "
+                     "count the view shows: true, released, or the larger of the two.")
     if rule == "top":
-        top_k, min_count = top[1].number_input("k", 1, 100_000, 250, key=TOP_K), None
+        top_k = kept(top[1].number_input, "k", TOP_K, 250, url="top_k", min_value=1,
+                     max_value=100_000)
+        min_count = None
     else:
-        top_k, min_count = None, top[1].number_input("Commuters", 1, 10**7, 100, key=MIN_COUNT)
+        top_k, min_count = None, kept(top[1].number_input, "Commuters", MIN_COUNT, 100,
+                                      url="min_count", min_value=1, max_value=10**7)
     rolls_up = od.has_parent_level and not huge.is_huge(od) and not huge.is_sparse(released)
-    if rolls_up and top[3].toggle(
-            "Roll up", key=ROLL_UP,
+    if rolls_up and kept(
+            top[3].toggle, "Roll up", ROLL_UP, False, url="roll_up",
             help="Roll the flows up to parent zones (e.g. ED → county): sum each pair of "
                  "parents' flows, true and released alike. The noise of many small cells adds "
                  "up in each parent flow."):
@@ -115,32 +127,25 @@ def view_options(od: ODMatrix, truth, released, schematic: bool = False) -> Opti
         top[3].caption(f"Zones offered: the {huge.PICKER_ZONES:,} with most residents. No roll-up: "
                        f"{huge.why(od)}.")
     names = {ALL_ZONES: "All zones", **dict(zip(zone_frame["id"], zone_frame["label"]))}
-    if st.session_state.get(ZONE) not in names:
-        st.session_state[ZONE] = ALL_ZONES
-    zone = top[2].selectbox("Zone (or click one on the map)", list(names), key=ZONE,
-                            format_func=names.__getitem__) or None
+    zone = kept(top[2].selectbox, "Zone (or click one on the map)", ZONE, ALL_ZONES, url="zone",
+                options=list(names), format_func=names.__getitem__,
+                valid=f"empty (all zones) or the id of one of the {len(names) - 1:,} zones "
+                      f"offered, e.g. {next(iter(zone_frame['id']), '')}") or None
     # Shown only with a zone chosen (a disabled radio's faint label fails the contrast check).
-    direction = (top[2].radio("Its flows", list(flows.DIRECTIONS), key=DIRECTION,
-                              horizontal=True, format_func=flows.DIRECTIONS.__getitem__)
+    direction = (kept(top[2].radio, "Its flows", DIRECTION, flows.EITHER, url="direction",
+                      options=list(flows.DIRECTIONS), horizontal=True,
+                      format_func=flows.DIRECTIONS.__getitem__)
                  if zone is not None else flows.EITHER)
-    size_by = top[3].radio("Size zones by", list(layers.SIZE_BY), key=SIZE_BY, horizontal=True,
-                           format_func=lambda k: k.capitalize(),
-                           help=" ".join(layers.SIZE_BY.values()))
-    rings = top[3].toggle("Rings: flows within one zone", key=RINGS,
-                          help="Commuters who live and work in the same zone, drawn as rings "
-                               "around it. Off by default: where zones are many, the largest "
-                               "flows are nearly all within one zone, and their rings would cover "
-                               "the lines between zones. Listed beside the map either way.")
+    size_by = kept(top[3].radio, "Size zones by", SIZE_BY, next(iter(layers.SIZE_BY)),
+                   url="size_by", options=list(layers.SIZE_BY), horizontal=True,
+                   format_func=lambda k: k.capitalize(), help=" ".join(layers.SIZE_BY.values()))
+    rings = kept(top[3].toggle, "Rings: flows within one zone", RINGS, False, url="rings",
+                 help="Commuters who live and work in the same zone, drawn as rings "
+                      "around it. Off by default: where zones are many, the largest "
+                      "flows are nearly all within one zone, and their rings would cover "
+                      "the lines between zones. Listed beside the map either way.")
     with st.expander("More lines, basemap"):
-        min_km = 0.0
-        if not schematic:   # a schematic layout's distances mean nothing
-            min_km = st.number_input(
-                "Shortest line drawn (km)", 0.0, 100_000.0, flows.default_min_km(od), key=MIN_KM,
-                help=f"By default {flows.SHORTEST_SHARE:.0%} of the map's width: a shorter "
-                     "line hides under the points of its two zones, so the largest flows "
-                     "between neighbouring zones would fill the map with lines no one can see. "
-                     "0 ranks every flow between zones. Not applied to one zone's flows: "
-                     "all of them are drawn.")
+        min_km = 0.0 if schematic else _shortest_line(od)   # a schematic's distances mean nothing
         cap = flows.DEFAULT_LINE_CAP
         if st.checkbox(f"Draw more than {cap:,} lines (slower)", key=MORE_LINES):
             cap = st.number_input("At most", cap, 20_000, 5_000, 1_000, key=CAP)
@@ -150,6 +155,23 @@ def view_options(od: ODMatrix, truth, released, schematic: bool = False) -> Opti
                               "requests map tiles from tile.openstreetmap.org)", key=BASEMAP)
     return Options(od, truth, released, view, top_k, min_count, zone, names, direction,
                    size_by, cap, basemap, rings, min_km if zone is None else 0.0)
+
+
+def _shortest_line(od: ODMatrix) -> float:
+    """The shortest line drawn, km. Its default depends on the map's width (the data, a roll-up):
+    a value the user left at the default follows it, one they set stays."""
+    default = float(flows.default_min_km(od))
+    measured = st.session_state.get(MIN_KM_DEFAULT)
+    if measured is not None and st.session_state.get(KEPT + MIN_KM) == measured:
+        st.session_state[KEPT + MIN_KM] = default
+    st.session_state[MIN_KM_DEFAULT] = default
+    return kept(st.number_input, "Shortest line drawn (km)", MIN_KM, default, url="min_km",
+                min_value=0.0, max_value=100_000.0,
+                help=f"By default {flows.SHORTEST_SHARE:.0%} of the map's width: a shorter "
+                     "line hides under the points of its two zones, so the largest flows "
+                     "between neighbouring zones would fill the map with lines no one can see. "
+                     "0 ranks every flow between zones. Not applied to one zone's flows: "
+                     "all of them are drawn.")
 
 
 def selections(options: Options) -> dict[str, flows.FlowSelection]:
