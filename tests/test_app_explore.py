@@ -10,11 +10,11 @@ from dpcore import mechanisms, release, seeding
 from dpcore.data import datasets
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.mechanisms import postprocess
-from dpcore.scoring import ranks
+from dpcore.scoring import metrics, ranks
 from tests.app_pages import epsilon_box, epsilon_slider, shown_table
 from tests.plotly_spec import (assert_bars_readable, figure, figures, legend_name, released_bars,
                                 traces, values)
-from ui.components import runs, state
+from ui.components import panels, runs, state
 from ui.components.controls import KEYS, NEW_DRAW, option_widget
 from ui.components.memo import BoundedMemo
 
@@ -109,6 +109,13 @@ def test_each_tab_opens_from_the_url_and_draws_its_section():
     check_tables = [d.value for d in at.dataframe if "Check" in d.value.columns]
     assert len(check_tables) == 1 and set(check_tables[0]["Result"]) <= {"pass", "fail", "n/a"}
     assert "pass" in set(check_tables[0]["Result"])
+    # sources shortened to fit the 1,280 px frame (browser: test_the_checks_tables_fit_...),
+    # each abbreviation spelt out in the Source header's help
+    sources = {source for *_, source in metrics._CHECKS}
+    assert set(check_tables[0]["Source"]) == {panels._short_source(s) for s in sources}
+    assert max(len(panels._short_source(s)) for s in sources) <= len("TAG M3.1 Table 2; TxDOT")
+    assert all(short in panels.CHECK_COLUMNS["Source"]["help"]
+               for short in panels.SHORT_SOURCES.values())
     laplace_cards = [m.value for m in at.metric]
     # Only the open tab is drawn (one rerun's CPU); choosing the other one draws its scores.
     at.session_state["explore_scores_tab"] = mechanisms.get("grr").name
@@ -126,7 +133,7 @@ def test_releases_made_in_two_threads_are_the_seeds_releases(monkeypatch):
     at = explore_page(mech=keys, seed="91", tab="Scores")
     for key in keys:
         assert np.allclose(bar_values(at, key), expected_release(key, 1.0, 91)[top_cells(30)]), key
-    assert len([d for d in at.dataframe if "Bits per commuter" in d.value.columns]) == 1
+    assert len([d for d in at.dataframe if panels.METRIC in d.value.columns]) == 1
 
 
 def test_ed_bars_show_the_truth_and_every_mechanism_with_intervals():
@@ -365,14 +372,25 @@ def test_bars_tell_mechanisms_apart_without_colour():
 
 
 def test_scores_table_has_units_short_pinned_names_and_no_none():
+    """One row per metric, one column per mechanism (one row per mechanism ran to 1,843 px at
+    1,280 px wide: tests/browser/test_explore_browser.py measures it fit)."""
     at = explore_page(mech=["laplace", "oue"], tab="Scores")
-    [scores] = [d for d in at.dataframe if "Bits per commuter" in d.value.columns]
-    table = scores.value
-    assert list(table["mechanism"]) == ["Laplace", "OUE"]  # short names: the table fits
-    assert list(table["Bits per commuter"]) == ["—", "1,085"]  # central: nothing sent
+    [scores] = [d for d in at.dataframe if panels.METRIC in d.value.columns]
+    table = scores.value.set_index(panels.METRIC)
+    assert list(table.columns) == ["Laplace", "OUE"]  # short names: the table fits
+    assert list(table.loc["Bits per commuter"]) == ["—", "1,085"]  # central: nothing sent
+    assert list(table.index) == [
+        "RMSE (commuters)", "RMSE (real commutes) (commuters)", "MAE (commuters)",
+        "Max error (L∞) (commuters)", "Top-k recall", "Kendall τ (top-N)", "GEH < 5",
+        "Invented flows (cells)", "Released commutes invented", "False zero cells",
+        "Real commutes erased", "Release time", "Bits per commuter"]
+    cards = {m.label: m.value for m in at.metric}   # the open tab's (Laplace) cards agree
+    assert table.loc["RMSE (commuters)", "Laplace"] == cards["RMSE"]
+    assert table.loc["Real commutes erased", "Laplace"] == cards["Real commutes erased"]
+    assert not table.isin(["None", "nan"]).any().any()
     config = scores.proto.columns
     assert '"pinned":true' in config.replace(" ", "")  # the names stay in view when scrolled
-    assert "RMSE (commuters)" in config
+    assert metrics.METRICS["rmse"].description in config   # the definitions in the help
 
 
 def test_a_rerun_ranks_and_scores_the_releases_it_holds_after_the_cache_evicted_them(

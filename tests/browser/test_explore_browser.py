@@ -148,3 +148,43 @@ def test_a_sweep_can_be_stopped_and_resumed(page: Page, app_url, screenshot):
     expect(chart_title(page, "RMSE against ε (Base")).to_be_visible()  # the partial curves
     no_traceback(page)
     screenshot("tradeoffs-sweep-stopped")
+
+
+def fits(grid) -> list[int]:
+    """A grid's scroll and client width, then height, scrolled into view."""
+    grid.scroll_into_view_if_needed()
+    scroller = grid.locator(".dvn-scroller")
+    expect(scroller).to_have_count(1)
+    return scroller.evaluate(
+        "e => [e.scrollWidth, e.clientWidth, e.scrollHeight, e.clientHeight]")
+
+
+def test_the_scores_tables_fit_their_frame_at_1280_px(page: Page, app_url, screenshot):
+    """Reviewer of issue 42: Scores' table of the mechanisms side by side scrolled sideways at
+    1,280 px, and the planner's checks under it cut the checks' names. Every column fits; the
+    long texts are in the headers' help. The same for the checks' pass rates over repeated
+    draws (two more columns)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{app_url}/Explore?dataset=ireland_county&mech=laplace&mech=oue&mech=grr"
+              "&tab=Scores")
+    expect(page.get_by_text("Planner's checks")).to_be_visible(timeout=120_000)
+    grids = page.get_by_test_id("stDataFrame").locator("visible=true")
+    expect(grids).to_have_count(2)
+    scores = fits(grids.first)
+    screenshot("explore-scores-1280")
+    checks = fits(grids.last)
+    screenshot("explore-checks-1280")
+    assert scores[0] <= scores[1] and checks[0] <= checks[1], (scores, checks)
+    assert scores[2] <= scores[3], scores   # and every metric in view, no scrolling down
+    page.goto(f"{app_url}/Explore?dataset=ireland_county&mech=laplace"
+              "&tab=Checks+over+repeated+draws&draws=2")
+    run = page.get_by_role("button", name="Run 2 releases")
+    done = page.get_by_text("independent releases per mechanism").first
+    expect(run.or_(done)).to_be_visible(timeout=120_000)
+    if run.count():
+        run.click()
+    expect(done).to_be_visible(timeout=120_000)
+    scroll, client, _, _ = fits(page.get_by_test_id("stDataFrame").locator("visible=true").last)
+    screenshot("explore-pass-rates-1280")
+    assert scroll <= client, (scroll, client)
+    no_traceback(page)

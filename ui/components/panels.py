@@ -34,7 +34,8 @@ def _format(key: str, value: float) -> str:
         return f"{value:,.0f}"
     if unit == "%":
         return f"{value:+.2f} %" if metrics.METRICS[key].better == "zero" else f"{value:.2f} %"
-    return f"{value:,.4g}" + (f" {unit}" if unit and unit != "commuters" else "")
+    number = f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:,.4g}"   # 23,230, not 2.323e+04
+    return number + (f" {unit}" if unit and unit != "commuters" else "")
 
 
 def _rows(frame: pd.DataFrame) -> int:
@@ -46,28 +47,48 @@ def _seconds(value: float) -> str:
     return f"{value * 1000:.2g} ms" if value < 1 else f"{value:.2f} s"
 
 
+def _bits(bits: float | None) -> str:
+    """Bits each commuter sends; :data:`ui.components.charts.NOTHING` for a central mechanism."""
+    return charts.NOTHING if bits is None or pd.isna(bits) else f"{bits:,.0f}"
+
+
+#: The scorecard's first column: each metric's name with its unit.
+METRIC = "Metric"
+
+
 def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
-    """The mechanisms side by side (one row each), numbers to 4 significant digits."""
+    """The mechanisms side by side: one row per metric, one column per mechanism (its short
+    name), each value with its unit as on the metric cards; returns the table of
+    :func:`dpcore.evaluation.summaries.scorecard` (one row per mechanism, for the CSV).
+
+    One row per mechanism needed 14 columns, 1,843 px at 1,280 px wide (818 px frame): the table
+    scrolled sideways. Turned, its width grows with the mechanisms chosen, not with the metrics;
+    past the frame it scrolls with the metrics' names pinned. Their definitions are in the first
+    column's help."""
     frame = summaries.scorecard(results)
-    # Short names, pinned, and units in the headers, so the table fits a laptop's width (and
-    # scrolls inside its frame, names still in view, when it does not).
-    shown = frame.assign(mechanism=frame["mechanism"].map(charts.short_name))
-    if "Bits per commuter" in shown:
-        shown["Bits per commuter"] = [charts.NOTHING if pd.isna(bits) else f"{bits:,.0f}"
-                                      for bits in shown["Bits per commuter"]]
-    config = {"mechanism": st.column_config.TextColumn("Mechanism", pinned=True),
-              "Bits per commuter": st.column_config.TextColumn(
-                  "Bits per commuter", help=f"{charts.NOTHING}: a central mechanism (everyone's "
-                                            "true commute is collected instead)."),
-              "Release time (s)": st.column_config.NumberColumn(format="%.3g")}
+    labels, cells = [], {charts.short_name(key): [] for key in frame["mechanism"]}
     for key in summaries.SCORECARD:
         info = metrics.METRICS[key]
-        units = f" ({info.unit})" if info.unit else ""
-        share = info.unit == "share"
-        config[info.label] = st.column_config.NumberColumn(
-            info.label + ("" if share else units), format="percent" if share else "%.4g",
-            help=info.description)
-    st.dataframe(shown, hide_index=True, width="stretch", column_config=config)
+        # a share reads as %; "False zero cells" needs no "(cells)"
+        shown = info.unit and info.unit not in ("share", "share of n", *info.label.split())
+        labels.append(info.label + (f" ({info.unit})" if shown else ""))
+        for mechanism, value in zip(cells, frame[info.label]):
+            cells[mechanism].append(_format(key, value))
+    labels += ["Release time", "Bits per commuter"]
+    for mechanism, seconds, bits in zip(cells, frame["Release time (s)"],
+                                        frame["Bits per commuter"]):
+        cells[mechanism] += [_seconds(seconds), _bits(bits)]
+    definitions = [f"{metrics.METRICS[key].label}: {metrics.METRICS[key].description}"
+                   for key in summaries.SCORECARD]
+    config = {METRIC: st.column_config.TextColumn(
+        METRIC, pinned=True, help=" ".join(definitions) + " Bits per commuter: what each "
+        f"commuter sends (local mechanisms); {charts.NOTHING}: a central mechanism, which "
+        "collects everyone's true commute instead.")}
+    config.update({mechanism: st.column_config.TextColumn(mechanism, alignment="right")
+                   for mechanism in cells})
+    table = pd.DataFrame({METRIC: labels, **cells})
+    st.dataframe(table, hide_index=True, width="stretch", height=_rows(table),
+                 column_config=config)
     return frame
 
 
@@ -80,7 +101,7 @@ def cards(result: ReleaseResult, k: int) -> None:
                   f"The mechanism's release; post-processing took "
                   f"{_seconds(result.postprocess_seconds)}."))
     bits = result.bits_per_user
-    items.append(("Bits per commuter", "—" if bits is None else f"{bits:,.0f}",
+    items.append(("Bits per commuter", _bits(bits),
                   "What each commuter sends to the server (local mechanisms). Central mechanisms "
                   "(—) collect everyone's true commute instead."))
     for start in range(0, len(items), 5):
@@ -88,14 +109,56 @@ def cards(result: ReleaseResult, k: int) -> None:
             column.metric(label, value, help=help_text)
 
 
+#: A check's source as its table shows it (the heading above names the guides in full, the
+#: Source header's help spells each out): "UK DfT " and the long "no official threshold" cell
+#: made the column 300 px wide.
+SHORT_SOURCES = {"UK DfT TAG M3.1": "TAG M3.1",
+                 "no official threshold; TAG's 5 % tolerance": "none (TAG's 5 %)",
+                 "ONS travel-to-work areas": "ONS TTWA"}
+#: The checks' columns, for Scores and for the pass rates over repeated draws: fixed widths that
+#: fit the 818 px frame at 1,280 px with the sidebar open. Sized by Streamlit, the check's name
+#: was cut ("Zones crossing the 75 % self-containn") and the source pushed past the frame.
+CHECK_COLUMNS = {
+    "Check": st.column_config.TextColumn("Check", width=300),
+    "Result": st.column_config.TextColumn(
+        "Result", width=80, help="pass; fail; uncertain (over repeated draws: passes in "
+        f"between {UNLIKELY:.0%} and {LIKELY:.0%} of them); n/a (does not apply to these data, "
+        "e.g. no parent zones or no coordinates)."),
+    "Value": st.column_config.TextColumn("Value", width=85, help="This release's value."),
+    "P(pass)": st.column_config.ProgressColumn(
+        "P(pass)", width=95, format="percent", min_value=0.0, max_value=1.0,
+        help="Share of the independent releases that pass the check."),
+    "Draws": st.column_config.NumberColumn("Draws", width=55,
+                                           help="Releases the share is over."),
+    "Rule": st.column_config.TextColumn("Rule", width=85, help="What a release must meet to pass."),
+    "Source": st.column_config.TextColumn(
+        "Source", width=170, help="Where the rule comes from. TAG M3.1: UK Department for "
+        "Transport, Transport Analysis Guidance unit M3.1 (Table 2: the GEH statistic); TxDOT: "
+        "Texas Department of Transportation; ONS TTWA: Office for National Statistics, "
+        "travel-to-work areas; none (TAG's 5 %): no official threshold, TAG's 5 % tolerance "
+        "used."),
+}
+
+
+def _short_source(source: str) -> str:
+    for long, short in SHORT_SOURCES.items():
+        source = source.replace(long, short)
+    return source
+
+
+def _checks_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Draw a checks table (``frame``: its columns named as :data:`CHECK_COLUMNS`), lit."""
+    frame = frame.assign(Source=frame["Source"].map(_short_source))
+    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame),
+                 column_config={name: CHECK_COLUMNS[name] for name in frame.columns})
+    return frame
+
+
 def checks(result: ReleaseResult) -> pd.DataFrame:
     """The planner's checks of one release: a light, the value, the rule and its source."""
-    rows = [{"Check": c.label, "Result": charts.light(c.passed),
-             "Value": _format(c.key, c.value), "Rule": c.threshold, "Source": c.source}
-            for c in result.checks]
-    frame = pd.DataFrame(rows)
-    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame))
-    return frame
+    return _checks_table(pd.DataFrame(
+        [{"Check": c.label, "Result": charts.light(c.passed), "Value": _format(c.key, c.value),
+          "Rule": c.threshold, "Source": c.source} for c in result.checks]))
 
 
 def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
@@ -104,13 +167,10 @@ def pass_probabilities(table: pd.DataFrame) -> pd.DataFrame:
         if math.isnan(rate):
             return charts.light(None)
         return charts.light(True if rate >= LIKELY else False if rate <= UNLIKELY else "amber")
-    frame = pd.DataFrame({"Check": table["label"], "Result": table["pass_rate"].map(light),
-                          "P(pass)": table["pass_rate"], "Draws": table["draws"],
-                          "Rule": table["threshold"], "Source": table["source"]})
-    st.dataframe(charts.lit(frame), hide_index=True, width="stretch", height=_rows(frame),
-                 column_config={"P(pass)": st.column_config.ProgressColumn(
-                     "P(pass)", format="percent", min_value=0.0, max_value=1.0)})
-    return frame
+    return _checks_table(pd.DataFrame(
+        {"Check": table["label"], "Result": table["pass_rate"].map(light),
+         "P(pass)": table["pass_rate"], "Draws": table["draws"], "Rule": table["threshold"],
+         "Source": table["source"]}))
 
 
 def view_or_stop(settings: RunSettings):
