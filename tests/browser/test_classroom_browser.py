@@ -14,6 +14,7 @@ from dpcore.interfaces import classroom_stats
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = pytest.mark.browser
@@ -413,4 +414,65 @@ def test_a_report_nested_100000_deep_is_refused_in_a_sentence_not_a_traceback(
     context.close()
     send_quickly(browser, url)
     expect(metric(page, "Reports in this round")).to_have_text("1", timeout=20_000)
+    no_traceback(page)
+
+
+#: The teacher chart's drawn boxes (viewport px): the clipped estimates' marks and any text in
+#: the plot, the bars and the intervals' whiskers (with their caps); null before plotly drew.
+CHART_BOXES = """(plot) => {
+    const box = e => { const r = e.getBoundingClientRect();
+                       return [r.left, r.top, r.right, r.bottom]; };
+    const traces = [...plot.querySelectorAll('.scatterlayer .trace')];
+    const clipped = traces.filter(t => t.__data__ && t.__data__[0] &&
+                                       String(t.__data__[0].trace.legendgroup).startsWith('clipped'));
+    if (!plot.querySelector('.barlayer')) return null;
+    const texts = [...plot.querySelectorAll('.barlayer text, .annotation')].filter(
+        e => e.textContent.trim()).map(box);   // any label drawn in the plot counts too
+    return {marks: clipped.flatMap(t => [...t.querySelectorAll('path.point')].map(box))
+                       .concat(texts),
+            bars: [...plot.querySelectorAll('.barlayer .bars path')].map(box)
+                      .filter(b => b[2] - b[0] > 0.5),
+            whiskers: [...plot.querySelectorAll('.barlayer path.xerror')].map(box)};
+}"""
+
+
+def overlap(a, b) -> bool:
+    """Two boxes share more than half a pixel each way."""
+    return min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5
+
+
+def test_clipped_estimates_are_marked_beside_their_intervals_not_on_them(page: Page, app_url,
+                                                                        browser, screenshot):
+    """Reviewer of issue 42: the word "clipped" at the end of a clipped bar lay on its interval's
+    whisker. With 4 reports, most of the 15 commutes drawn got none, so their raw estimates are
+    below 0 (clipped): each is marked by a triangle beyond 0, on no bar and no whisker, at a
+    laptop's 1,280 px and a phone's 390 px."""
+    page.set_viewport_size({"width": 1280, "height": 1300})
+    page.goto(f"{app_url}/Classroom")
+    class_size(page, 4)
+    code = open_room(page)
+    send_quickly(browser, f"{app_url}/Classroom?room={code}", 4)
+    expect(metric(page, "Reports in this round")).to_have_text("4", timeout=60_000)
+    chart = page.locator(".js-plotly-plot").filter(
+        has=page.locator(".gtitle", has_text="Estimated students per commute"))
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 1300})
+        boxes = None
+        for _ in range(40):   # the teacher's screen redraws every 2 s: measure a drawn chart
+            try:
+                chart.scroll_into_view_if_needed(timeout=5_000)
+                boxes = chart.evaluate(CHART_BOXES, timeout=5_000)
+            except PlaywrightError:
+                boxes = None
+            if boxes and boxes["marks"] and boxes["whiskers"]:
+                break
+            page.wait_for_timeout(250)
+        assert boxes and boxes["marks"], boxes
+        screenshot(f"classroom-teacher-clipped-{width}")
+        covered = [(mark, other) for mark in boxes["marks"]
+                   for other in boxes["bars"] + boxes["whiskers"] if overlap(mark, other)]
+        assert covered == [], (width, covered)
+        figure = chart.bounding_box()
+        assert all(figure["x"] <= m[0] and m[2] <= figure["x"] + figure["width"]
+                   for m in boxes["marks"]), (width, boxes["marks"], figure)
     no_traceback(page)

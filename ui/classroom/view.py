@@ -40,6 +40,18 @@ ROUND_CHECK_SECONDS = 5
 URL_VARIABLE = "DPCORE_CLASSROOM_URL"
 #: Commutes drawn in the live chart.
 CHART_CELLS = 15
+#: The teacher chart's bars: an estimate, and one clipped to [0, n] (its raw value impossible).
+ESTIMATE_COLOUR, CLIPPED_COLOUR = "#1f77b4", "#8c8c8c"
+CLIPPED = ("clipped: its raw estimate is impossible,<br>◀ below 0 (drawn at 0) or ▶ above the "
+           "number<br>of reports (drawn at that number)")
+#: The teacher chart's title, over its own line (with the count under it, it fits a 390 px phone).
+TITLE = "Estimated students per commute"
+#: Characters a legend entry's line holds before it wraps (a 390 px phone shows about 50).
+LEGEND_WIDTH = 44
+#: A clipped estimate's mark sits this share of n + 1 beyond 0 or n: outside every bar and
+#: interval (all within [0, n]), so it covers none (a "clipped" text at the bar's end lay on
+#: the interval's whisker).
+CLIP_MARGIN = 0.1
 
 # --- session-state keys -------------------------------------------------------------------------
 #: {room code: teacher key} of the rooms this session created or unlocked.
@@ -528,8 +540,9 @@ def _live_view(code: str) -> None:
                 "above 0 means someone probably takes that commute: one nobody takes still "
                 f"gets such an interval with probability "
                 f"{classroom_stats.percent(what.empty_chance)}. Estimates below 0 or above the "
-                "number of reports are impossible: they are shown at 0 or at that number and "
-                "marked *clipped*.")
+                "number of reports are impossible: they are *clipped* to 0 or to that number "
+                "(such a bar is grey) and marked ◀ left of 0 or ▶ right of that number (the "
+                "table's note gives the raw value).")
     st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart",
                     config=charts.CONFIG)
     st.markdown("**Top commutes (estimated)**")
@@ -601,7 +614,8 @@ def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int
     (``table`` None) the band alone, so the class sees what to beat."""
     low, high = band
     fig = go.Figure()
-    noise = {"name": f"noise only: a commute nobody takes, 95 % ({band_text(band)})",
+    noise = {"name": charts.wrap_title(f"noise only: a commute nobody takes, 95 % "
+                                       f"({band_text(band)})", LEGEND_WIDTH),
              "showlegend": True}
     if high > low:
         fig.add_vrect(x0=low, x1=high, fillcolor="grey", opacity=0.15, line_width=0, **noise)
@@ -610,34 +624,43 @@ def estimate_chart(table: pd.DataFrame | None, band: tuple[float, float], n: int
     # the band's label is a legend entry at the foot of the figure, under the axis title:
     # never over a bar
     legend = {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0}
-    margin = {"l": 10, "r": 10, "t": 40, "b": 80}
+    margin = {"l": 10, "r": 10, "t": 60, "b": 80}   # t: a title of two lines
     if table is None:
         fig.update_layout(height=260, margin=margin,
-                          title="Estimated students per commute (no reports yet)",
+                          title=f"{TITLE}<br>(no reports yet)",
                           xaxis={"title": "students (estimated)",
                                  "range": [min(low, 0) - 1, 1.5 * high + 1]},
                           yaxis={"visible": False}, legend=legend)
         return fig
     top = table.head(CHART_CELLS).iloc[::-1]
-    clipped = top["note"] != ""
-    fig.add_bar(x=top["estimate"], y=[charts.escape(charts.short(c)) for c in top["commute"]],
-                orientation="h", name="estimate with exact 95 % interval",
-                marker_color=np.where(clipped, "#b0b0b0", "#1f77b4").tolist(),
-                text=np.where(clipped, "clipped", "").tolist(), textposition="outside",
-                error_x={"type": "data", "symmetric": False,
-                         "array": (top["95% high"] - top["estimate"]).clip(lower=0),
-                         "arrayminus": (top["estimate"] - top["95% low"]).clip(lower=0)},
-                hovertemplate="%{y}: %{x:.1f} students<extra></extra>")
+    names = np.array([charts.escape(charts.short(c)) for c in top["commute"]], dtype=object)
+    clipped = (top["note"] != "").to_numpy()
+    edge = CLIP_MARGIN * (n + 1)
+    plus = (top["95% high"] - top["estimate"]).clip(lower=0).to_numpy()
+    minus = (top["estimate"] - top["95% low"]).clip(lower=0).to_numpy()
+    for rows, colour, name in ((~clipped, ESTIMATE_COLOUR, "estimate with exact 95 % interval"),
+                               (clipped, CLIPPED_COLOUR, CLIPPED)):
+        if rows.any():   # one slot per commute (overlay): a commute is in one trace only
+            fig.add_bar(x=top["estimate"][rows], y=names[rows], orientation="h", name=name,
+                        marker_color=colour, legendgroup=name, showlegend=name != CLIPPED,
+                        error_x={"type": "data", "symmetric": False, "array": plus[rows],
+                                 "arrayminus": minus[rows]},
+                        hovertemplate="%{y}: %{x:.1f} students<extra></extra>")
+    if clipped.any():   # a mark beyond 0 or n, where no bar or interval reaches (all in [0, n])
+        below = (top["estimate"] <= 0).to_numpy()[clipped]
+        fig.add_scatter(x=np.where(below, -edge, n + edge), y=names[clipped], mode="markers",
+                        marker={"symbol": np.where(below, "triangle-left", "triangle-right"),
+                                "size": 9, "color": CLIPPED_COLOUR},
+                        name=CLIPPED, legendgroup=CLIPPED,
+                        customdata=top["note"][clipped],
+                        hovertemplate="%{y}: %{customdata}<extra></extra>")
     if "revealed (not private)" in top:
-        fig.add_scatter(x=top["revealed (not private)"], y=[charts.escape(charts.short(c))
-                                                           for c in top["commute"]],
-                        mode="markers", marker_symbol="diamond", marker_size=10,
+        fig.add_scatter(x=top["revealed (not private)"], y=names, mode="markers", marker_symbol="diamond", marker_size=10,
                         name="revealed true answers (not private)")
-    fig.update_layout(height=160 + 28 * len(top), margin=margin,
-                      title=f"Estimated students per commute (top {len(top)}, {n} reports)",
-                      xaxis={"title": "students (estimated)", "range": [min(low, 0) - 0.5,
-                                                                         n + 0.5]},
-                      legend=legend)
+    fig.update_layout(height=160 + 28 * len(top), margin=margin, barmode="overlay",
+                      title=f"{TITLE}<br>(top {len(top)}, {n} reports)",
+                      xaxis={"title": "students (estimated)", "range": [-2 * edge, n + 2 * edge]},
+                      yaxis={"categoryorder": "array", "categoryarray": names}, legend=legend)
     return fig
 
 
