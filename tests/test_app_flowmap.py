@@ -21,6 +21,7 @@ from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.evaluation import flows
 from dpcore.mechanisms import postprocess
 from ui.components import controls, state
+from tests import app_pages
 from tests.app_pages import shown_table as listed_table
 from ui.maps import flowmap, layers as maps, leaflet_assets
 
@@ -335,12 +336,7 @@ def widget(name: str) -> str:
 
 def flowmap_link(**query) -> AppTest:
     """The page opened by a link carrying ``query``."""
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return app_pages.open_page(PAGE, 60, **query)
 
 
 def link_notices(at: AppTest) -> list[str]:

@@ -72,14 +72,7 @@ def test_explore_reacts_to_epsilon_and_mechanism(page: Page, app_url, screenshot
     screenshot("explore-county-eps5-oue")
 
     page.get_by_role("tab", name="Checks over repeated draws").click()
-    # 30 draws × 3 mechanisms; another test on this server may have run them already (the
-    # releases are cached per server), and then their results are shown without a Run button
-    run = page.get_by_role("button", name="Run 90 releases")
-    done = page.get_by_text("independent releases per mechanism").first
-    expect(run.or_(done)).to_be_visible(timeout=120_000)
-    if run.count():
-        run.click()
-    expect(done).to_be_visible(timeout=120_000)
+    run_draws(page, 90)   # 30 draws × 3 mechanisms
     page.get_by_role("tab", name="Scores").click()
     no_traceback(page)
     screenshot("explore-county-scores-and-checks")
@@ -150,6 +143,18 @@ def test_a_sweep_can_be_stopped_and_resumed(page: Page, app_url, screenshot):
     screenshot("tradeoffs-sweep-stopped")
 
 
+def run_draws(page: Page, releases: int) -> None:
+    """Run the repeated draws and wait for their pass rates. Another test on this server may
+    have run them already (the releases are cached per server): then their results are shown
+    without a Run button."""
+    run = page.get_by_role("button", name=f"Run {releases} releases")
+    done = page.get_by_text("independent releases per mechanism").first
+    expect(run.or_(done)).to_be_visible(timeout=120_000)
+    if run.count():
+        run.click()
+    expect(done).to_be_visible(timeout=120_000)
+
+
 def fits(grid) -> list[int]:
     """A grid's scroll and client width, then height, scrolled into view."""
     grid.scroll_into_view_if_needed()
@@ -178,12 +183,7 @@ def test_the_scores_tables_fit_their_frame_at_1280_px(page: Page, app_url, scree
     assert scores[2] <= scores[3], scores   # and every metric in view, no scrolling down
     page.goto(f"{app_url}/Explore?dataset=ireland_county&mech=laplace"
               "&tab=Checks+over+repeated+draws&draws=2")
-    run = page.get_by_role("button", name="Run 2 releases")
-    done = page.get_by_text("independent releases per mechanism").first
-    expect(run.or_(done)).to_be_visible(timeout=120_000)
-    if run.count():
-        run.click()
-    expect(done).to_be_visible(timeout=120_000)
+    run_draws(page, 2)
     scroll, client, _, _ = fits(page.get_by_test_id("stDataFrame").locator("visible=true").last)
     screenshot("explore-pass-rates-1280")
     assert scroll <= client, (scroll, client)
