@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.analyses import answers, selection as sel
+from dpcore.analyses import answers, selection as sel, shares
 from dpcore.evaluation import margins
 from dpcore.interfaces import publish, published_analyses as published
 from dpcore.mechanisms import topdown
@@ -21,6 +21,8 @@ from tests.test_analyses import RELEASES, _check_coverage, _opendp_like, _querie
 from tests.test_cli_analyse import run
 
 AREAS = ("--area", "Leitrim", "--area", "Sligo")
+#: Zones of a level whose shares the coverage tests check (each level's first).
+SHARED_ZONES = 30
 
 
 @pytest.fixture(scope="module")
@@ -140,21 +142,48 @@ def _parent_queries(parent):
     return answers.flows(parent, sel.zones(parent, ["Leitrim"])) + answers.comparison(parent)
 
 
+def _level_shares(table) -> list[shares.Share]:
+    """Both live-and-work shares of each of a level's first :data:`SHARED_ZONES` zones."""
+    return [shares.live_and_work(table, sel.zones(table, [zone]), side)
+            for zone in table.destinations.ids[:SHARED_ZONES] for side in ("work", "home")]
+
+
+def _share_sums(found, values) -> np.ndarray:
+    """(A, C, cells of A, cells of C) of each share, as four rows."""
+    return np.array([np.concatenate(share.compute(values)) for share in found]).T
+
+
 def _cover(od, parent, draw, rule_of):
-    """Coverage at both levels over seeded releases ``draw(rng)`` → (fine, parent) vectors."""
+    """Coverage at both levels over seeded releases ``draw(rng)`` → (fine, parent) vectors: of
+    the sums' bounds, and of the shares' ranges over them (:func:`shares.ranged`)."""
+    widths = {}
     for level, table, queries in (("fine level", od, _queries(od, "Sligo 001", "Leitrim 001")),
                                   ("parent level", parent, _parent_queries(parent))):
         truth = table.to_dense().astype(float)
         true = np.concatenate([q.compute(truth)[0] for q in queries])
         cells = np.concatenate([q.compute(truth)[1] for q in queries])
+        found = _level_shares(table)
+        a, c, ma, mc = _share_sums(found, truth)
+        defined = a + c > 0
         rule = rule_of(level)
-        lows, highs = [], []
+        lows, highs, share_lows, share_highs = [], [], [], []
         for seed in range(RELEASES):
             released = draw(np.random.default_rng(seed))[0 if level == "fine level" else 1]
-            low, high = rule.bounds(np.concatenate([q.compute(released.astype(float))[0]
+            released = released.astype(float)
+            low, high = rule.bounds(np.concatenate([q.compute(released)[0]
                                                     for q in queries]), cells)
             lows.append(low), highs.append(high)
+            ra, rc, _, _ = _share_sums(found, released)
+            share, low, high = shares.ranged(rule, ra, ma, rc, mc)
+            shown = np.isfinite(share)
+            assert ((0 <= low) & (low <= high) & (high <= 1)).all()
+            assert ((low[shown] <= share[shown]) & (share[shown] <= high[shown])).all()
+            share_lows.append(low), share_highs.append(high)
         _check_coverage(true, cells, np.array(lows), np.array(highs))
+        _check_coverage(a[defined] / (a + c)[defined], (ma + mc)[defined],
+                        np.array(share_lows)[:, defined], np.array(share_highs)[:, defined])
+        widths[level] = np.median((np.array(share_highs) - np.array(share_lows))[:, defined])
+    return widths
 
 
 def test_coverage_of_a_wls_folders_bound(two_counties):
@@ -185,7 +214,8 @@ def test_coverage_of_a_wls_folders_bound(two_counties):
         rule = published.read(manifest, table, level).interval
         assert rule.method.startswith("bound: WLS")
         return rule
-    _cover(od, parent, draw, rule_of)
+    widths = _cover(od, parent, draw, rule_of)
+    assert widths["parent level"] < 0.02, widths   # small EDs' ranges are wide (B of a few)
 
 
 def test_coverage_of_a_topdown_folders_bound(two_counties):
@@ -209,4 +239,6 @@ def test_coverage_of_a_topdown_folders_bound(two_counties):
     first = draw(np.random.default_rng(0))
     table = pd.concat([_table(od, first[0], "fine level"),
                        _table(parent, first[1], "parent level")])
-    _cover(od, parent, draw, lambda level: published.read(manifest, table, level).interval)
+    widths = _cover(od, parent, draw,
+                    lambda level: published.read(manifest, table, level).interval)
+    assert widths["parent level"] < 0.05, widths   # the fine level's k·M ranges are mostly [0, 1]

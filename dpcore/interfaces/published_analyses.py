@@ -66,6 +66,14 @@ METHOD_TOPDOWN = ("bound: TopDown's margin ±{margin:,} holds for every cell of 
                   "wide (the integer fit's error depends on the confidential counts, so no "
                   "tighter law is public)")
 
+#: The quantile factors of a two-sided 97.5 % bound (two sums together at ≥ 95 %, union bound):
+#: the normal's, and one Laplace's over its sd (ln 40/√2, as :data:`Z_LAPLACE` is ln 20/√2).
+Z_NORMAL_JOINT = 2.241402727604947
+Z_LAPLACE_JOINT = math.log(40) / math.sqrt(2)
+JOINT_TOPDOWN = "TopDown's margin holds for every cell at once, so A's and C's bounds ±k·M hold together"
+JOINT_WLS = ("WLS's bounds of A and of C, each at 97.5 % (±{z:.2f} sd plus the rounding), hold "
+             "together with ≥ 95 % (union bound)")
+
 
 @dataclass(frozen=True)
 class PublishedNoise:
@@ -91,20 +99,31 @@ class FittedBound:
     """The interval rule of a WLS or TopDown level (module docstring): ``bounds(answers,
     cells)`` and ``method``, as :class:`Interval`. ``per_cell`` is the rounding (WLS) or the
     simultaneous margin (TopDown) added per cell; ``variance`` the per-cell noise variance bound
-    (0 for TopDown); ``z`` the noise's quantile factor; ``covered`` False: no interval."""
+    (0 for TopDown); ``z`` the noise's quantile factor; ``covered`` False: no interval.
+
+    ``joint_bounds`` are bounds that hold for *two* sums together with ≥ 95 % (a share's A and
+    C, :func:`dpcore.analyses.shares.ranged`): ``joint_z`` is the quantile factor that gives them
+    (TopDown's margin is simultaneous already: the same bounds; WLS: each sum at 97.5 %, union
+    bound), ``joint`` says how, in words."""
 
     def __init__(self, method: str, variance: float = 0.0, z: float = 0.0,
-                 per_cell: float = 0.0, covered: bool = True):
+                 per_cell: float = 0.0, covered: bool = True, joint_z: float = 0.0,
+                 joint: str = ""):
         self.method, self.variance, self.z = method, variance, z
         self.per_cell, self.covered = per_cell, covered
+        self.joint_z, self.joint = joint_z, joint
 
-    def bounds(self, answers, cells) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(self, answers, cells, z: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         answers = np.asarray(answers, dtype=float)
         if not self.covered:
             return np.full(answers.shape, np.nan), np.full(answers.shape, np.nan)
         cells = np.asarray(cells, dtype=float)
-        half = self.z * np.sqrt(cells * self.variance) + self.per_cell * cells
+        half = (self.z if z is None else z) * np.sqrt(cells * self.variance) \
+            + self.per_cell * cells
         return np.maximum(answers - half, 0.0), answers + half
+
+    def joint_bounds(self, answers, cells) -> tuple[np.ndarray, np.ndarray]:
+        return self.bounds(answers, cells, self.joint_z)
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,7 +246,8 @@ def _counts(table: pd.DataFrame, several: bool) -> pd.DataFrame:
 def topdown_rule(margin: int) -> FittedBound:
     """A TopDown level's rule from its published margin M: a sum of k cells within ±k·M (the
     module docstring; also what :mod:`.topdown_targets` plans with)."""
-    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin))
+    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin),
+                       joint=JOINT_TOPDOWN)
 
 
 def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix, total: float):
@@ -244,9 +264,11 @@ def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix
             return FittedBound(METHOD_WLS_CLIPPED, covered=False)
         z = Z_LAPLACE if laplace else Z_NORMAL
         step, rounding = (1.0, "under 1 per cell") if level == FINE else (0.5, "at most ½ per cell")
+        joint_z = Z_LAPLACE_JOINT if laplace else Z_NORMAL_JOINT
         return FittedBound(METHOD_WLS.format(variance=entry["noise_variance"], z=z,
                                              rounding=rounding),
-                           float(entry["noise_variance"]), z, step)
+                           float(entry["noise_variance"]), z, step, joint_z=joint_z,
+                           joint=JOINT_WLS.format(z=joint_z))
     noise = PublishedNoise("discrete_laplace" if laplace else "discrete_gaussian",
                            float(entry["scale"]), float(entry["noise_variance"]))
     return Interval(noise.key, noise, post, n=total, d=od.domain_size)
