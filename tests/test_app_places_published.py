@@ -15,7 +15,8 @@ from tests.downloads import Downloads
 from tests.plotly_spec import figures
 from tests.test_app_places import answers_table, bar_chart, places
 from ui.components import charts
-from ui.places import published as mode
+from ui.places import published as mode, view
+from dpcore.data.datasets import DATA_DIR
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -148,6 +149,35 @@ def test_a_topdown_folders_shares_are_ranges_at_the_parent_level(tmp_path):
     assert ((table["low (%)"] <= table["released (%)"])
             & (table["released (%)"] <= table["high (%)"])).all()
     assert (table["high (%)"] - table["low (%)"] < 20).all()
+
+
+def test_a_zones_file_beside_the_folder_gives_distance_and_the_share_within(tmp_path):
+    """A WLS folder of ED data with the bundled ED zones file uploaded: the distance analysis
+    and its share within 10 km (a range over the joint bounds), on a parent-area selection."""
+    files = publish(tmp_path, "wls", "--dataset", "ireland_ed", "--area", "Leitrim", "--area",
+                    "Sligo", "--domain-dataset", "ireland_ed", "--method", "wls",
+                    "--mechanism", "discrete_laplace", "--postprocess", "base")
+    at = uploaded(files, {"analysis": "distance", "places_fine_level_sel_how": "parent",
+                          "places_fine_level_sel_parent": "Sligo"})
+    assert "no parent areas" in _warned(at)   # no zones file yet: no parents, no positions
+    zones = (DATA_DIR / "ireland_ed.zones.csv").read_bytes()
+    at.file_uploader(key="places_zones_csv").set_value(("ireland_ed.zones.csv", zones,
+                                                        "text/csv")).run()
+    assert not at.exception and not at.warning, (at.exception, _warned(at))
+    release, manifest = files
+    folder = published.placed(published.read(published.parse_manifest(manifest),
+                                             published.parse_release(release)), zones)
+    chosen = sel.parent(folder.od, "Sligo")
+    want = shares.evaluate([shares.within(folder.od, chosen, "work", view.SHARE_KM)], None,
+                           folder.values, folder.interval)
+    table = shares_table(at)
+    assert np.allclose(table["released (%)"], 100 * want["released"])
+    assert np.allclose(table["low (%)"], 100 * want["low"])
+    assert table["method"].str.startswith("range:").all() and table["low (%)"].notna().all()
+    bands = answers_table(at)
+    assert np.allclose(bands["released"], answers.evaluate(
+        answers.distance(folder.od, chosen, "work"), None, folder.values,
+        folder.interval)["released"])
 
 
 def _warned(at) -> str:

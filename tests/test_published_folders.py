@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from dpcore.analyses import answers, selection as sel, shares
+from dpcore.data.datasets import DATA_DIR
 from dpcore.evaluation import margins
 from dpcore.interfaces import publish, published_analyses as published
 from dpcore.mechanisms import topdown
@@ -123,6 +124,39 @@ def test_what_a_folder_cannot_answer_is_said(capsys, tmp_path):
     code, _, err = run(capsys, "analyse", "--release", folder, "--analysis", "distance",
                        "--zone", "Leitrim 001", "--out", out)
     assert code == 2 and "positions" in err
+    code, _, err = run(capsys, "analyse", "--release", folder, "--zones",
+                       DATA_DIR / "toy_town.zones.csv", "--analysis", "distance", "--zone",
+                       "Leitrim 001", "--out", out)
+    assert code == 2 and "toy_town.zones.csv" in err and "None of the 8 zones" in err
+
+
+def test_a_zones_file_gives_a_folder_shares_within_a_distance_and_parents(capsys, tmp_path):
+    """With the public ED zones file beside a TopDown folder: the share within 10 km of a
+    parent area (its EDs) and the live-and-work share, each the range over the folder's
+    bounds, and the comparison of parent areas."""
+    folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
+    zones = ("--zones", DATA_DIR / "ireland_ed.zones.csv")
+    frame, said = _analyse(capsys, tmp_path, folder, "shares", *zones, "--analysis",
+                           "share-within", "--km", "10", "--analysis", "share-live-and-work",
+                           "--parent", "Sligo", "--side", "home")
+    assert list(frame.analysis) == ["share_within_home", "share_live_and_work_home"]
+    assert frame.method.str.startswith("range:").all() and "TopDown" in frame.method[0]
+    assert ((frame.low <= frame.released) & (frame.released <= frame.high)).all()
+    found = published.load(folder)
+    rows = _rows(folder, "fine level")
+    sligo = rows.origin.str.startswith("Sligo")
+    a = rows["count"][sligo & rows.destination.str.startswith("Sligo")].sum()
+    c = rows["count"][sligo].sum() - a
+    homes = int(np.char.startswith(found.od.origins.ids.astype(str), "Sligo").sum())
+    works = int(np.char.startswith(found.od.destinations.ids.astype(str), "Sligo").sum())
+    within, outside = homes * works, homes * (found.od.n_destinations - works)
+    assert frame.cells[1] == within + outside
+    share, low, high = shares.ranged(found.interval, [a], [within], [c], [outside])
+    assert frame.released[1] == pytest.approx(a / (a + c)) == share[0]
+    assert (frame.low[1], frame.high[1]) == pytest.approx((low[0], high[0]))
+    compared, _ = _analyse(capsys, tmp_path, folder, "parents", *zones, "--analysis",
+                           "comparison", "--compare", "parents")
+    assert set(compared.selection) == {"Leitrim", "Sligo"}
 
 
 # ----------------------------------------------------------------------------------- coverage

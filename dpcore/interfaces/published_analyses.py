@@ -26,7 +26,9 @@ manifest (:func:`_sides`); a zone seen on one side only is taken to be in the ot
 domain too while that side has zones not seen; zones of the domain that appear on no row (all
 their cells published as 0) are kept as "unlisted" placeholders, so that every sum counts its
 cells right. The folder holds no positions and no zone-to-parent map: distance and direction
-need positions and say so; the parent areas are analysed as the zones of the parent level.
+need positions and say so, unless a zones file of the public geography is given beside it
+(:func:`placed`: positions, and parents for parent selections); otherwise the parent areas are
+analysed as the zones of the parent level.
 
 Bad files get one message naming the file, the field or row, and how to fix it (uploads on the
 Places page: :func:`read`).
@@ -34,6 +36,7 @@ Places page: :func:`read`).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -44,6 +47,8 @@ import numpy as np
 import pandas as pd
 
 from dpcore.analyses.intervals import Z_LAPLACE, Z_NORMAL, Interval
+from dpcore.data.importing.notices import ImportFailed, Report
+from dpcore.data.importing.zones import apply_zones
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 from dpcore.interfaces import publish
 from dpcore.text import visible
@@ -329,6 +334,23 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
     total = float(total) if isinstance(total, (int, float)) else float(values.sum())
     return Folder(od, values, _rule(kind, manifest, entry, post, chosen, od, total), kind,
                   chosen, tuple(names))
+
+
+def placed(folder: Folder, data: bytes, filename: str = "zones file") -> Folder:
+    """The folder's zones given positions (and parents) by a zones file (zone, lat, lon[,
+    parent]; e.g. ``data/ireland_ed.zones.csv``): public geography beside the release, so that
+    distance, direction, a radius, shares within a distance and parent areas can be answered.
+    The counts and intervals are the folder's, unchanged. ValueError naming the file and what to
+    fix when it cannot be read or places none of the folder's zones."""
+    try:
+        od = apply_zones(folder.od, bytes(data), filename, Report(filename))
+    except ImportFailed as error:
+        raise ValueError(str(error)) from None
+    if not (od.origins.has_coordinates.any() or od.destinations.has_coordinates.any()):
+        raise ValueError(f"{visible(filename)[:80]} places none of the folder's zones (no row "
+                         "names one of its ids with a latitude and longitude): give the zones "
+                         "file of the geography the release was published over.")
+    return dataclasses.replace(folder, od=od)
 
 
 def parse_manifest(text) -> dict:

@@ -6,7 +6,8 @@ The reading, the checks and the intervals are :mod:`dpcore.interfaces.published_
 command line's ``analyse --release DIR``); a bad file is one message naming the file, the row or
 field and how to fix it, and the page stops (never a traceback). The analyses and selections are
 the live mode's (:func:`ui.places.view.inputs`) on the release's own zones, their shares too (the
-live-and-work shares of the flows; distance needs positions, which a folder does not hold).
+live-and-work shares of the flows; distance and its share within a distance need positions,
+which a folder does not hold: an optional zones file of the public geography gives them).
 """
 
 from __future__ import annotations
@@ -36,12 +37,19 @@ SENTENCES = 12
 def folder() -> published.Folder:
     """The uploaded folder, at the level chosen (a WLS or TopDown folder publishes several); a
     message and a stop while a file is missing or wrong."""
-    left, right = st.columns(2)
+    left, right, third = st.columns(3)
     release = left.file_uploader("release.csv", type=["csv"], key="places_release_csv",
                                  help="The release.csv of a publish (Plan & publish page, or "
                                       "`python3 -m dpcore publish`), unchanged.")
     manifest = right.file_uploader("manifest.json", type=["json"], key="places_manifest_json",
                                    help="The manifest.json written beside that release.csv.")
+    zones = third.file_uploader("Zones file (optional)", type=["csv", "txt"],
+                                key="places_zones_csv",
+                                help="Public geography of the release's zones (zone, lat, lon[, "
+                                     "parent]; e.g. data/ireland_ed.zones.csv): positions for "
+                                     "distance, direction, a radius and the share within "
+                                     f"{view.SHARE_KM:g} km, parents for parent areas. The "
+                                     "counts and intervals stay the release's.")
     if release is None or manifest is None:
         missing = " and ".join(name for name, file in (("release.csv", release),
                                                         ("manifest.json", manifest))
@@ -60,6 +68,8 @@ def folder() -> published.Folder:
                                   "at the zones of one of them.")
             if level != found.level:
                 found = published.read(rules, rows, level)
+        if zones is not None:
+            found = published.placed(found, zones.getvalue(), zones.name)
     except ValueError as error:
         view.stop(str(error))
     return found
