@@ -125,6 +125,8 @@ class Interval:
     def __init__(self, key: str | None, mechanism=None, postprocess: str = "base",
                  n: float = 0.0, d: int = 0, sparse: bool = False):
         self.key, self.mechanism, self.n, self.d = key, mechanism, float(n), int(d)
+        #: Whether :meth:`variance` is the exact one (HR with ε ≤ 1: an upper bound).
+        self.exact = key != "hr" or mechanism.layout(self.d).blocked
         if key is None:
             self.method = METHOD_TRUE
         elif postprocess == "base_pos" and key in CLIPPED:
@@ -134,8 +136,7 @@ class Interval:
         elif key not in COVERED:
             self.method = NOT_COVERED.format(key=key)
         elif key == "hr":
-            self.method = METHOD_HR.format(
-                how=HR_BLOCKED if mechanism.layout(self.d).blocked else HR_BOUNDED)
+            self.method = METHOD_HR.format(how=HR_BLOCKED if self.exact else HR_BOUNDED)
         elif key in CORRELATED:
             self.method = METHOD_GRR
         else:
