@@ -84,8 +84,10 @@ INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "
 PUBLISHED_ONLY = ("discrete_gaussian",)
 #: Whole-number noises: the half-width gains 1 for their steps.
 DISCRETE = ("discrete_laplace", "discrete_gaussian")
-CORRELATED = ("grr", "hr")
-COVERED = INDEPENDENT + CORRELATED
+CORRELATED = ("grr",)
+#: Hadamard response: correlated within a block (:meth:`HadamardResponse.sum_variance`).
+HADAMARD = ("hr",)
+COVERED = INDEPENDENT + CORRELATED + HADAMARD
 #: Mechanisms whose Base-Pos sums get the bound interval (module docstring).
 CLIPPED = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 #: The attribute holding each clipped mechanism's noise scale (b, α, σ).
@@ -126,7 +128,7 @@ class Interval:
                  n: float = 0.0, d: int = 0, sparse: bool = False):
         self.key, self.mechanism, self.n, self.d = key, mechanism, float(n), int(d)
         #: Whether :meth:`variance` is the exact one (HR with ε ≤ 1: an upper bound).
-        self.exact = key != "hr" or mechanism.layout(self.d).blocked
+        self.exact = key not in HADAMARD or mechanism.layout(self.d).blocked
         if key is None:
             self.method = METHOD_TRUE
         elif postprocess == "base_pos" and key in CLIPPED:
@@ -135,7 +137,7 @@ class Interval:
             self.method = NOT_COVERED_POST.format(post=postprocess)
         elif key not in COVERED:
             self.method = NOT_COVERED.format(key=key)
-        elif key == "hr":
+        elif key in HADAMARD:
             self.method = METHOD_HR.format(how=HR_BLOCKED if self.exact else HR_BOUNDED)
         elif key in CORRELATED:
             self.method = METHOD_GRR
@@ -158,7 +160,7 @@ class Interval:
         """Var of the released sum over ``cells`` cells whose true total is ``total``."""
         cells = np.asarray(cells, dtype=float)
         total = np.clip(np.asarray(total, dtype=float), 0.0, self.n)
-        if self.key == "hr":
+        if self.key in HADAMARD:
             return self.mechanism.sum_variance(cells, total, self.n, self.d)
         if self.key in CORRELATED:
             _, p, q = self.mechanism._probabilities(self.d)
