@@ -192,10 +192,11 @@ def test_coverage_small_table(toy, key):
     _check_coverage(true, cells, low, high)
 
 
-@pytest.mark.parametrize("table", ["county", "toy", "leitrim"])
+@pytest.mark.parametrize("table", ["toy", "leitrim"])
 def test_coverage_hadamard_response_blocked(request, table):
     """HR's blocked form (ε > 1, a public permutation per release that the interval does not
-    see): covered at its exact variance."""
+    see): covered at its exact variance (on the county, 18 s: its variance is checked by
+    test_variance_of_sums_is_exact, its coverage measured once, docs/ANALYSES.md)."""
     od = request.getfixturevalue(table)
     home, work = od.origins.ids[0], od.destinations.ids[1]
     true, cells, _, low, high, rule = _draws(od, "hr", _queries(od, home, work), epsilon=3.0)
