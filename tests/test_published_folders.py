@@ -109,6 +109,14 @@ def test_wls_with_base_pos_answers_without_interval(capsys, tmp_path):
     assert frame.released.notna().all()
 
 
+def test_a_base_pos_folders_share_comes_without_interval_and_says_why(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "flat_pos", "--postprocess", "base_pos")
+    frame, _ = _analyse(capsys, tmp_path, folder, "pos_shares", "--analysis",
+                        "share-live-and-work", "--zone", "Sligo 001")
+    assert frame.released.between(0, 1).all() and frame.low.isna().all()
+    assert (frame.method == shares.NO_INTERVAL.format(why=shares.CLIPPED)).all()
+
+
 def test_what_a_folder_cannot_answer_is_said(capsys, tmp_path):
     folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
     out = tmp_path / "x.csv"

@@ -144,7 +144,7 @@ def test_answers_on_the_truth_and_on_releases(county):
         assert offered or "fell short of 95 %" in frame["method"].iloc[0]
     clipped = intervals.Interval("laplace", mechanisms.build("laplace", epsilon=1.0), "base_pos",
                                  n=county.n, d=county.domain_size)
-    assert shares.method(clipped).startswith("no share interval: bound")
+    assert shares.method(clipped) == shares.NO_INTERVAL.format(why=shares.CLIPPED)
 
 
 def test_no_share_when_the_released_total_is_not_clearly_positive(county):

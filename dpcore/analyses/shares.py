@@ -68,6 +68,9 @@ SHORT = ("the delta method's measured coverage for {key} fell short of 95 %, so 
 #: The laws whose share interval was measured to cover (module docstring).
 OFFERED = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 NO_SHARE = "no share: the released total is not clearly above 0"
+CLIPPED = ("Base-Pos bounds its sums one-sidedly (clipping at 0 lifts them by an amount that "
+           "depends on the empty cells), which the delta method does not follow; a Base release "
+           "(or folder) gets share intervals")
 METHOD_RANGE = ("range: the share A/(A + C) over the bounds of A and C that hold together with "
                 "≥ 95 % ({how}): from A⁻/(A⁻ + C⁺) to A⁺/(A⁺ + C⁻); exact, conservative")
 
@@ -126,6 +129,8 @@ def method(rule) -> str:
         return METHOD_RANGE.format(how=rule.joint)
     if isinstance(rule, Interval) and rule.covered and not rule.clipped:
         return NO_INTERVAL.format(why=SHORT.format(key=rule.key))
+    if isinstance(rule, Interval) and rule.clipped:
+        return NO_INTERVAL.format(why=CLIPPED)
     why = getattr(rule, "method", "no closed form for this release")
     return NO_INTERVAL.format(why=why.removeprefix("no interval: "))
 
