@@ -44,9 +44,9 @@ ADMISSIONS = {"open": "Open: one report per browser session and round",
               "address": "Capped per network address per round",
               "codes": "One-time join codes"}
 #: Reports per network address and round unless the teacher raises it (a class behind one router
-#: needs the class size).
+#: needs the class size, up to a room's cap ``classroom.MAX_REPORTS``).
 DEFAULT_CAP = 1
-MAX_CAP = 500
+MAX_CAP = 2000
 #: Join codes a room can print, and their length (31-character alphabet: ≈ 29.7 bits each).
 MAX_CODES = 200
 JOIN_CODE_LENGTH = 6
