@@ -163,8 +163,8 @@ def interval(law: CountLaw, n: int, count: int, m: int | None,
     ``own``, which dominates ``same`` and ``other`` in the usual stochastic order), so
     P(W ≥ w | k) grows and P(W ≤ w | k) falls with k, up to rounding (~10⁻¹⁵) far from α/2.
     Hadamard response's plug-in gives each cell its own m, hence its own law: scanning every k
-    meant up to d tables of n + 1 rows per teacher refresh (3.1 s at 1,000 reports, 24 s at
-    2,000: bench/bench_classroom_intervals.py, docs/CLASSROOM.md)."""
+    meant up to d tables of n + 1 rows per teacher refresh (its cold refresh took 3.1 s at 1,000
+    reports, 24 s at 2,000: bench/bench_classroom_intervals.py, docs/CLASSROOM.md)."""
     w = int(np.clip(count - law.offset * n, 0, (len(law.own) - 1) * n))
     low = min(_first(lambda k: _row(law, n, m, k)[1][w] > alpha / 2, 0, n), n)
     high = _first(lambda k: not _row(law, n, m, k)[0][w] > alpha / 2, 0, n) - 1
