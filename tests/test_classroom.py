@@ -396,6 +396,16 @@ def test_a_lecture_hall_fits_one_room():
     assert admission.MAX_CAP == classroom.MAX_REPORTS
 
 
+def test_a_lecture_hall_gets_a_join_code_per_seat(store):
+    """Issue 38: a 1,000-seat hall with one-time join codes: 1,000 distinct codes issued."""
+    code, key = store.create_room(QUESTION, "oue", 1.0, admission="codes", codes=1000,
+                                  students=1000)
+    issued = store.join_codes(code, key)
+    assert len(issued) == len({c for c, _ in issued}) == 1000
+    with pytest.raises(ClassroomError, match="between 1 and 2,000 codes"):
+        store.create_room(QUESTION, "oue", 1.0, admission="codes", codes=admission.MAX_CODES + 1)
+
+
 def test_the_store_size_is_capped_with_a_plain_message(tmp_path):
     store = RoomStore(tmp_path, max_bytes=96 * 1024)
     code, _ = store.create_room(QUESTION, "oue", 1.0, max_reports=500)

@@ -191,7 +191,7 @@ class RoomStore:
             raise ClassroomError(f"The cap per network address must be between 1 and {MAX_CAP:,} "
                                  "reports per round.")
         if admission == "codes" and not 1 <= int(codes) <= MAX_CODES:
-            raise ClassroomError(f"A room with join codes prints between 1 and {MAX_CODES} "
+            raise ClassroomError(f"A room with join codes prints between 1 and {MAX_CODES:,} "
                                  "codes, one per student.")
         if not 1 <= float(hours) <= 72:
             raise ClassroomError("A room lives between 1 and 72 hours.")
