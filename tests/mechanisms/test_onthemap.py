@@ -137,9 +137,9 @@ def test_destination_variance_matches_many_draws(seed):
     assert_variance_any_law(samples, otm.destination_variance(counts, alpha, 40))
 
 
-def test_test_prior_is_refused_for_large_workplaces_and_with_noisy_totals(rng):
-    with pytest.raises(ValueError, match="'prior'.*1,001"):
-        build("onthemap", prior="test").release(np.array([1001, 0, 0]), rng)
+def test_test_prior_runs_for_large_workplaces_and_is_refused_with_noisy_totals(rng):
+    released = build("onthemap", prior="test").release(np.array([250_000, 0, 7]), rng)
+    assert released.sum() == 250_007
     with pytest.raises(ValueError, match="'prior'.*noisy"):
         build("onthemap", prior="test", total="noisy")
 
