@@ -244,7 +244,7 @@ def tail_bound(m, a, b, t, goal=None) -> np.ndarray:
     sum, or, with a ``goal`` (same shape), if the bound is at most the goal or the sum already
     exceeds it (then only "above the goal" is meant). The others are covered up to m by blocks
     starting at offsets 0, 1, …, 32 and then 1/32 longer each time (:func:`_block_offsets`:
-    ≈ 330 blocks at m = 432,557), each bounded from its first term: O(log m) terms, not O(m).
+    ≈ 360 blocks at m = 432,557), each bounded from its first term: O(log m) terms, not O(m).
     Loose (up to 3×, capped at 1) only for tails above 0.9, where t is below the mode and the
     blocks are long beside the spread; those make δ = 1 whenever k ≥ 2."""
     m, a, b, t = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (m, a, b, t)))
