@@ -142,6 +142,11 @@ def test_answers_on_the_truth_and_on_releases(county):
         assert frame["low"].notna().all() == offered, key
         assert frame["method"].iloc[0].startswith("delta method") == offered
         assert offered or "fell short of 95 %" in frame["method"].iloc[0]
+    for key in ("hr", "ss"):      # closed-form sums, shares' coverage not measured: said so
+        rule = intervals.Interval(key, mechanisms.build(key, epsilon=1.0), n=county.n,
+                                  d=county.domain_size)
+        assert "was not measured for" in shares.method(rule)
+        assert "fell short" not in shares.method(rule)
     clipped = intervals.Interval("laplace", mechanisms.build("laplace", epsilon=1.0), "base_pos",
                                  n=county.n, d=county.domain_size)
     assert shares.method(clipped) == shares.NO_INTERVAL.format(why=shares.CLIPPED)
