@@ -47,6 +47,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpcore import mechanisms, release as releases
+from dpcore.analyses import synthesized
 from dpcore.analyses.intervals import Interval
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.sparse_vector import SparseVector
@@ -232,10 +233,12 @@ class Simulated:
 
 
 def rule(od, spec: releases.ReleaseSpec, released, *, sparse: bool = False,
-         live: bool = True) -> Interval | Simulated:
-    """The interval rule of ``released`` (``spec``'s release of ``od``): the closed form or
-    bound of :class:`Interval` where one holds, else the simulation; ``live``: a page (the
-    smaller size limit)."""
+         live: bool = True) -> Interval | Simulated | synthesized.Synthesized:
+    """The interval rule of ``released`` (``spec``'s release of ``od``): OnTheMap's debiased
+    law (:mod:`.synthesized`), the closed form or bound of :class:`Interval` where one holds,
+    else the simulation; ``live``: a page (the smaller size limit)."""
+    if spec.mechanism == synthesized.KEY:   # its known law, debiased
+        return synthesized.rule(od, releases.check(spec, od), released, spec.postprocess[0])
     closed = Interval(spec.mechanism, spec.build(), spec.postprocess[0], n=od.n,
                       d=od.domain_size, sparse=sparse)
     return closed if closed.covered else Simulated(od, spec, released, live=live)
