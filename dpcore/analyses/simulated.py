@@ -138,6 +138,11 @@ REFUSED_POST["post_pos"] = ("no interval: Post-Pos clips each query's raw sum (t
                             + REFUSED_POST["base_pos"].removeprefix("no interval: ") + ")")
 
 
+#: Mechanisms whose intervals come from their own known law instead of a simulation
+#: (:mod:`.synthesized`: OnTheMap's, debiased), though the simulation's shortfall stays measured.
+DEBIASED = (synthesized.KEY,)
+
+
 def stand_in(released, n: int) -> np.ndarray:
     """The public stand-in: ``released`` as whole counts ≥ 0 adding up to ``n``."""
     return postprocess.apply("round", np.asarray(released, dtype=float), int(n)).astype(np.int64)
@@ -237,7 +242,7 @@ def rule(od, spec: releases.ReleaseSpec, released, *, sparse: bool = False,
     """The interval rule of ``released`` (``spec``'s release of ``od``): OnTheMap's debiased
     law (:mod:`.synthesized`), the closed form or bound of :class:`Interval` where one holds,
     else the simulation; ``live``: a page (the smaller size limit)."""
-    if spec.mechanism == synthesized.KEY:   # its known law, debiased
+    if spec.mechanism in DEBIASED:   # its known law, debiased
         return synthesized.rule(od, releases.check(spec, od), released, spec.postprocess[0])
     closed = Interval(spec.mechanism, spec.build(), spec.postprocess[0], n=od.n,
                       d=od.domain_size, sparse=sparse)
