@@ -219,3 +219,59 @@ def rule(od, mechanism, released, postprocess: str = "base") -> Synthesized:
     """The interval rule of an OnTheMap release ``released`` of ``od`` by ``mechanism`` (bound
     to the table: :func:`dpcore.release.check`)."""
     return Synthesized(od, mechanism, released, postprocess)
+
+
+# ------------------------------------------------------------------- the law at the true table
+class Theory:
+    """OnTheMap's law at the true table for a set of answers, at any ε: the 95 % half-width of
+    the debiased interval (the planner's targets) and the expected RMSE of the raw synthetic
+    answer (Tradeoffs). The unit sums are made once; each ε only recomputes α. With noisy
+    totals m is taken at its mean n (α and A at n), the noise entering through Var(Z)·Q²."""
+
+    def __init__(self, od, truth, params: dict, queries):
+        from dpcore import release   # the release pipeline's binding of the mechanism
+
+        self.od, self.params = od, dict(params)
+        self.bind = lambda epsilon: release.check(
+            release.ReleaseSpec(KEY, float(epsilon), tuple(self.params.items())), od)
+        mechanism = self.bind(1.0)
+        self.method = too_large(od, mechanism)
+        if self.method is None:
+            self.units = groups(od, mechanism)
+            self.m, self.inside, self.true = unit_sums(od, self.units, queries, truth)
+            self.answers = self.true.sum(axis=0)
+
+    def law(self, epsilon: float) -> tuple[np.ndarray, ...]:
+        """At ε, per unit × answer: m, Q, the estimate's variance, and the unit's used/small
+        masks; and Var(Z)."""
+        mechanism = self.bind(epsilon)
+        k, alpha = priors(mechanism, self.units, self.m)
+        m, k, alpha = self.m[:, None], k[:, None], alpha[:, None]
+        total = m + k * alpha
+        share = (self.true + self.inside * alpha) / total
+        safe_m = np.where(m > 0, m, 1.0)
+        var = total ** 2 * (total + m) / (safe_m * (total + 1)) * share * (1 - share)
+        return mechanism, m, k, total, share, var
+
+    def half_widths(self, epsilon: float) -> np.ndarray:
+        """The debiased interval's half-width per answer at its true value (inf: no interval)."""
+        mechanism, m, k, _, share, var = self.law(epsilon)
+        noise, small = noise_variance(mechanism), small_size(mechanism)
+        used = self.inside > 0
+        big = (m >= small) & (m > 0)
+        sd = np.sqrt(np.where(used & big, var + noise * share ** 2, 0.0).sum(axis=0))
+        wide = np.where(used & ~big & (self.inside < k), m, 0.0).sum(axis=0)
+        half = Z_NORMAL * sd + wide
+        if noise:
+            half = np.where((used & ~big).any(axis=0), np.inf, half)
+        return half
+
+    def raw_rmse(self, epsilon: float) -> np.ndarray:
+        """√(bias² + variance) of the raw synthetic answer Σ s_S per answer: E s_S = mQ,
+        Var s_S = mQ(1 − Q)(A + m)/(A + 1) per unit (with noisy totals + Var(Z)·Q²)."""
+        mechanism, m, _, total, share, _ = self.law(epsilon)
+        used = self.inside > 0
+        bias = np.where(used, m * share - self.true, 0.0).sum(axis=0)
+        var = np.where(used, m * share * (1 - share) * (total + m) / (total + 1)
+                       + noise_variance(mechanism) * share ** 2, 0.0).sum(axis=0)
+        return np.sqrt(bias ** 2 + var)
