@@ -7,12 +7,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from dpcore import release
-from dpcore.analyses import answers, planning, selection as sel, simulated, synthesized, tradeoffs
+from dpcore.analyses import (answers, planning, selection as sel, shares, simulated,
+                             synthesized, tradeoffs)
 from dpcore.data.od import ODMatrix, ZoneSet
+from dpcore.interfaces import cli
 from dpcore.mechanisms.sparse_vector import SparseVector
 
 
@@ -196,12 +199,16 @@ def test_refusals_say_why(county, toy, ed, monkeypatch):
 
 
 def test_evaluate_shows_the_estimate_beside_the_synthetic_answer(toy):
+    """The answers table keeps the synthetic answer and adds the estimate; a share has none."""
     mechanism = _mechanism(toy)
     released = mechanism.release(toy.to_dense(), np.random.default_rng(3))
-    frame = answers.evaluate(_queries(toy, *PLACES["toy_town"]), toy.to_dense(), released,
-                             synthesized.rule(toy, mechanism, released))
+    rule = synthesized.rule(toy, mechanism, released)
+    frame = answers.evaluate(_queries(toy, *PLACES["toy_town"]), toy.to_dense(), released, rule)
     assert list(frame.columns[5:8]) == ["released", "estimate", "low"]
     assert (frame["estimate"] != frame["released"]).any() and frame["low"].notna().all()
+    found = shares.evaluate([shares.live_and_work(toy, sel.zones(toy, ["Station"]), "work")],
+                            toy.to_dense(), released, rule)
+    assert found["low"].isna().all() and synthesized.NO_SHARE in found["method"].iloc[0]
 
 
 def test_planner_targets(toy, county):
@@ -231,3 +238,13 @@ def test_tradeoffs_theory_is_the_raw_answers_rmse(county):
     assert len(rows) == 2 and rows["exact"].all() and (rows["sd"].diff().dropna() < 0).all()
     theory = synthesized.Theory(county, county.to_dense(), {}, [query])
     assert rows["sd"].iloc[0] == pytest.approx(theory.raw_rmse(0.5)[part])
+
+
+def test_cli_writes_the_estimate_and_its_interval(capsys, tmp_path):
+    out = tmp_path / "otm.csv"
+    assert cli.main(["analyse", "--dataset", "toy_town", "--mechanism", "onthemap",
+                     "--epsilon", "1", "--seed", "4", "--out", str(out)]) == 0
+    assert "debiased from the synthesizer's known law" in capsys.readouterr().out
+    frame = pd.read_csv(out, comment="#")
+    assert list(frame.columns[5:9]) == ["released", "estimate", "low", "high"]
+    assert frame["low"].notna().all() and (frame["low"] <= frame["high"]).all()

@@ -43,6 +43,7 @@ import pandas as pd
 
 from dpcore.analyses import selection as sel
 from dpcore.analyses.answers import COLUMNS, block_ends, commute_block
+from dpcore.analyses import synthesized
 from dpcore.analyses.intervals import CORRELATED, METHOD_TRUE, Interval
 from dpcore.analyses.sums import group_sums
 
@@ -114,6 +115,8 @@ def method(rule) -> str:
         return METHOD.format(law=LAW_INDEPENDENT, z=rule.z)
     if isinstance(rule, Interval) and rule.covered and not rule.clipped:
         return NO_INTERVAL.format(why=SHORT.format(key=rule.key))
+    if isinstance(rule, synthesized.Synthesized):
+        return NO_INTERVAL.format(why=synthesized.NO_SHARE)
     return NO_INTERVAL.format(why=getattr(rule, "method", "no closed form for this release"))
 
 

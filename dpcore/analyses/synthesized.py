@@ -67,6 +67,8 @@ METHOD = ("debiased from the synthesizer's known law, ±1.96 sd: the synthetic a
 NOISY_NOTE = ("; noisy totals: + Var(noise)·Q² per workplace for the estimated A, and no interval "
               f"for answers on a workplace under {NOISY_SDS:g} noise sds ({{small:,.0f}} workers)")
 PARENT_NOTE = "; candidates 'parent': each workplace's two candidate groups apart"
+NO_SHARE = ("the synthetic share is a ratio of two sums biased towards uniform; only the sums get "
+            "a debiased interval here (the table above), not their ratio")
 NOT_BASE = ("no interval: the synthetic table after '{post}' no longer follows the synthesizer's "
             "law; choose the post-processing 'base'")
 SPARSE = ("no interval: not computed for a sparse release (the per-workplace variance needs one "
