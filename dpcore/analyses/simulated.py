@@ -34,7 +34,8 @@ short — the SDC baselines, top-k, the stability histogram and OnTheMap's synth
 output depends on the true table beyond added noise), and every post-processing that clips,
 cuts or projects (its bias depends on which true cells are small, which the stand-in does not
 show). Each says so with the coverage measured. Post-processings of a release whose closed form
-or bound holds keep that rule (:func:`rule`).
+or bound holds keep that rule, and OnTheMap's releases get the debiased interval of its own law
+(:mod:`.synthesized`) instead of the refused simulation (:func:`rule`).
 """
 
 from __future__ import annotations

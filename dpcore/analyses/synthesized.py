@@ -48,7 +48,7 @@ from dpcore.mechanisms.sparse_vector import SparseVector
 
 KEY = "onthemap"
 #: Units × cells up to which the per-unit evaluation runs (the county: 35 × 1,085; two ED
-#: counties with candidates 'parent': 290 × 21,025); the ED table (3,400 × 9.8 M) is far beyond.
+#: counties with candidates 'parent': 290 × 21,025); the ED table (3,130 × 9.8 M) is far beyond.
 MOST_UNIT_CELLS = 20_000_000
 #: Workplaces (units) drawn with fewer workers get the bound [0, m] instead of the normal law.
 SMALL_WORKPLACE = 20
