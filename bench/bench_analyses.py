@@ -162,9 +162,9 @@ def nationwide(mechanisms: list[str], repeat: int) -> list[dict]:
 def rows(quick: bool) -> list[dict]:
     print(f"load average {os.getloadavg()[0]:.1f}")
     if quick:
-        return ed("ireland_ed", "Dublin City", ["laplace", "oue"], 3)
-    return (ed("ireland_ed", "Dublin City", ["laplace", "oue", "grr"], 5)
-            + nationwide(["oue", "laplace"], 3))
+        return ed("ireland_ed", "Dublin City", ["laplace", "oue", "hr"], 3)
+    return (ed("ireland_ed", "Dublin City", ["laplace", "oue", "grr", "hr", "ss"], 5)
+            + nationwide(["oue", "laplace", "ss"], 3))
 
 
 def main() -> None:
@@ -172,8 +172,8 @@ def main() -> None:
     parser.add_argument("--dataset", default="ireland_ed")
     parser.add_argument("--parent", default="Dublin City")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--mechanisms", default="laplace,oue,grr")
-    parser.add_argument("--national", default="oue,laplace",
+    parser.add_argument("--mechanisms", default="laplace,oue,grr,hr,ss")
+    parser.add_argument("--national", default="oue,laplace,ss",
                         help="mechanisms on the national tracts ('' to skip them)")
     args = parser.parse_args()
     ed(args.dataset, args.parent, args.mechanisms.split(","), args.repeat)

@@ -70,8 +70,8 @@ def coverage(od, table: str, key: str, post: str, releases: int) -> tuple[float,
     return float(np.mean(shares)), rule
 
 
-COVERED = [("dbitflip", "base"), ("ss", "base"), ("cms", "base"), ("hcms", "base"),
-           ("laplace", "norm"), ("grr", "norm"), ("oue", "norm")]
+COVERED = [("dbitflip", "norm"), ("ss", "norm"), ("hcms", "norm"), ("laplace", "norm"),
+           ("grr", "norm"), ("oue", "norm")]
 
 
 @pytest.mark.parametrize("key,post", COVERED)
@@ -82,7 +82,7 @@ def test_coverage_county(quick_draws, tables, key, post):
     assert share >= floor(releases), (key, post, share)
 
 
-@pytest.mark.parametrize("key,post", [("hr", "base"), ("hm", "base")] + COVERED)
+@pytest.mark.parametrize("key,post", [("hr", "norm"), ("hm", "norm")] + COVERED)
 def test_coverage_small_table(quick_draws, tables, key, post):
     releases = 60
     share, rule = coverage(tables["toy_town"], "toy_town", key, post, releases)
@@ -90,7 +90,7 @@ def test_coverage_small_table(quick_draws, tables, key, post):
     assert share >= floor(releases), (key, post, share)
 
 
-@pytest.mark.parametrize("key,post", [("dbitflip", "base"), ("laplace", "norm")])
+@pytest.mark.parametrize("key,post", [("dbitflip", "norm"), ("laplace", "norm")])
 def test_coverage_ed_sized_sparse_table(quick_draws, ed, key, post):
     """The EDs of Leitrim (5,476 cells, most of them empty): within the live limit."""
     releases = 40
@@ -102,7 +102,7 @@ def test_coverage_ed_sized_sparse_table(quick_draws, ed, key, post):
 def test_coverage_with_the_products_draws(tables):
     """K = 199, j = 5 as shipped, on the county table."""
     releases = 15
-    share, rule = coverage(tables["ireland_county"], "ireland_county", "hcms", "base", releases)
+    share, rule = coverage(tables["ireland_county"], "ireland_county", "hcms", "norm", releases)
     assert rule.method == simulated.METHOD
     assert share >= floor(releases), share
 
@@ -133,7 +133,9 @@ def test_closed_forms_are_kept(tables):
     """Where a closed form or bound holds, it is the rule (unchanged); the simulation is for the
     rest."""
     od = tables["ireland_county"]
-    for key, post in (("laplace", "base"), ("grr", "base"), ("gaussian", "base_pos")):
+    for key, post in (("laplace", "base"), ("grr", "base"), ("gaussian", "base_pos"),
+                      ("hr", "base"), ("hm", "base"), ("ss", "base"), ("dbitflip", "base"),
+                      ("cms", "base"), ("hcms", "base")):
         rule = simulated.rule(od, release.ReleaseSpec(key, EPSILON, (), (post,)), None)
         assert isinstance(rule, intervals.Interval) and rule.covered
 
@@ -147,7 +149,7 @@ def test_stand_in_is_public_whole_and_sums_to_n(tables):
 
 def test_size_limits_say_where_to_compute(tables, monkeypatch):
     od = tables["toy_town"]
-    spec = release.ReleaseSpec("hr", EPSILON)
+    spec = release.ReleaseSpec("hr", EPSILON, (), ("norm",))
     county = tables["ireland_county"]   # HR's 2.7 M reports: the CLI only
     many = simulated.rule(county, spec, county.to_dense().astype(float), live=True)
     assert not many.covered and f"{county.n:,} reports" in many.method
@@ -170,11 +172,11 @@ def test_draws_are_seeded_from_public_values(quick_draws, tables):
     od = tables["toy_town"]
     queries = _queries(od, "toy_town")
     truth = od.to_dense()
-    spec = release.ReleaseSpec("dbitflip", EPSILON, (), ("base",), seed=3)
-    released = release.run(od, spec, true_counts=truth, score=False).outputs["base"].released
+    spec = release.ReleaseSpec("dbitflip", EPSILON, (), ("norm",), seed=3)
+    released = release.run(od, spec, true_counts=truth, score=False).outputs["norm"].released
     first = answers.evaluate(queries, truth, released, simulated.rule(od, spec, released))
     simulated._KEPT.clear()
     again = answers.evaluate(queries, truth, released, simulated.rule(
-        od, release.ReleaseSpec("dbitflip", EPSILON, (), ("base",), seed=99), released))
+        od, release.ReleaseSpec("dbitflip", EPSILON, (), ("norm",), seed=99), released))
     np.testing.assert_array_equal(first[["low", "high"]], again[["low", "high"]])
     assert (first.high >= first.low).all() and (first.low >= 0).all()

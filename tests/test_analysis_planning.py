@@ -55,8 +55,8 @@ def test_relative_targets_skip_zero_answers_and_sparse_equals_dense(county):
 
 def test_not_planned_and_unreachable_say_so(county):
     truth = county.to_dense()
-    hr, oue = planning.plan(county, truth, ["hr", "oue"], planning.Target("pairs", 5.0))
-    assert math.isnan(hr.epsilon) and "no closed form" in hr.method
+    topk, oue = planning.plan(county, truth, ["topk", "oue"], planning.Target("pairs", 5.0))
+    assert math.isnan(topk.epsilon) and "no closed form" in topk.method
     assert math.isinf(oue.epsilon) and oue.method == planning.UNREACHABLE
     with pytest.raises(ValueError, match="unknown family"):
         planning.Target("trips", 5.0)
@@ -87,12 +87,12 @@ def test_flat_publish_target(county):
 
 def test_cli_plan_answers(tmp_path, capsys):
     out = tmp_path / "plan.csv"
-    assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace,hr",
+    assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace,topk",
                      "--answers", "pairs", "--within", "50", "--out", str(out)]) == 0
     frame = read_private_csv(out).set_index("mechanism")
     assert frame.loc["laplace", "epsilon"] == pytest.approx(2 * math.log(20) / 50,
                                                             rel=2 * planning.PRECISION)
-    assert math.isnan(frame.loc["hr", "epsilon"])
+    assert math.isnan(frame.loc["topk", "epsilon"])
     (published,) = [m for m in frame.index if m.startswith("publish: Discrete Laplace")]
     # whole-number noise: its interval is 1 wider, so a little more ε than Laplace's
     assert 1 < frame.loc[published, "epsilon"] / frame.loc["laplace", "epsilon"] < 1.05

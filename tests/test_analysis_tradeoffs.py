@@ -53,11 +53,15 @@ def test_choices_and_theory_where_it_exists(county, toy):
     assert "inflow — Cork City" in found and "commutes of 50+ km — workers in Cork City" in found
     query, part = found["inflow — Cork City"]
     truth = release.true_values(county)
-    table = tradeoffs.theory(county, truth, query, part, ["laplace", "hr", "olh"], [1.0])
-    assert sorted(table["mechanism"]) == ["laplace", "olh"]    # HR: no closed form for sums
+    table = tradeoffs.theory(county, truth, query, part, ["laplace", "topk", "hr", "olh"],
+                             [1.0, 3.0])
+    assert sorted(set(table["mechanism"])) == ["hr", "laplace", "olh"]   # top-k: no closed form
+    hr = table[table.mechanism == "hr"].set_index("epsilon")["exact"]
+    assert not hr[1.0] and hr[3.0]    # ε ≤ 1: HR's sd is an upper bound
     # Laplace: independent cells, sd = √(2m)·b with b = Δ/ε (Δ = 2 under substitution)
     cells = int(np.asarray(query.compute(truth)[1])[part])
-    b = table[table.mechanism == "laplace"]["sd"].iloc[0] / math.sqrt(2 * cells)
+    b = table[(table.mechanism == "laplace") & (table.epsilon == 1.0)]["sd"].iloc[0] / math.sqrt(
+        2 * cells)
     assert b == pytest.approx(2.0)
     # data without positions: the flows and the live-and-work share, no distance bands
     od = ODMatrix.from_dense("no positions", ZoneSet.from_ids(toy.origins.ids),

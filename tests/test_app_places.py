@@ -39,14 +39,14 @@ def bar_chart(at) -> dict:
 
 def test_county_flows_are_dpcores_answers_with_their_intervals_and_verdicts():
     """Inflow/outflow/… of Dublin City at ε = 1 on the Base release: the page's released values
-    and intervals are dpcore.analyses' on the seed's release; HM says it has no interval; the
-    verdict follows the tolerance typed."""
-    at = places({"mech": ["laplace", "grr", "hm"], "pp": "base",
+    and intervals are dpcore.analyses' on the seed's release (HM's closed form too); top-k says it
+    has no interval; the verdict follows the tolerance typed."""
+    at = places({"mech": ["laplace", "grr", "hm", "topk"], "pp": "base",
                  "places_sel_zones": ["Dublin City"], "tolerance": "0.5"})
     od = datasets.load("ireland_county")
     table = answers_table(at)
     queries = answers.flows(od, sel.zones(od, ["Dublin City"]))
-    for key in ("laplace", "grr"):
+    for key in ("laplace", "grr", "hm"):
         truth, released = released_like_the_page(od, key, post="base")
         rule = intervals.Interval(key, mechanisms.build(key, epsilon=1.0), "base", n=od.n,
                                   d=od.domain_size)
@@ -59,8 +59,8 @@ def test_county_flows_are_dpcores_answers_with_their_intervals_and_verdicts():
             np.where(error <= 0.005 * shown["true"], "yes", "no")), key
         assert np.allclose(shown["relative error (%)"],
                            100 * (shown["released"] - shown["true"]) / shown["true"])
-    hm = table[table["key"] == "hm"]
-    assert hm["low"].isna().all() and set(hm["interval holds the truth"]) == {"no interval"}
+    topk = table[table["key"] == "topk"]
+    assert topk["low"].isna().all() and set(topk["interval holds the truth"]) == {"no interval"}
     text = "\n".join(m.value for m in at.markdown)
     assert "within ±0.5 %" in text and "no interval" in text
     fig = bar_chart(at)
@@ -68,18 +68,18 @@ def test_county_flows_are_dpcores_answers_with_their_intervals_and_verdicts():
     assert "closed form" in laplace["name"]
     ours = table[table["key"] == "laplace"]
     assert np.allclose(values(laplace["error_y"]["array"]), ours["high"] - ours["released"])
-    hm_trace = next(t for t in fig["data"] if "no interval" in t["name"])
-    assert np.isnan(values(hm_trace["error_y"]["array"]).astype(float)).all()
+    topk_trace = next(t for t in fig["data"] if "no interval" in t["name"])
+    assert np.isnan(values(topk_trace["error_y"]["array"]).astype(float)).all()
     assert fig["layout"]["yaxis"]["title"]["text"] == "Commuters (people)"
 
 
 def test_simulated_intervals_where_no_closed_form_holds():
-    """HCMS has no closed form: the page shows dpcore's interval simulated on a public stand-in
-    of the same release, and the legend says how it was obtained."""
-    at = places({"mech": ["hcms"], "pp": "base", "places_sel_zones": ["Dublin City"]})
+    """HCMS after Norm has no closed form: the page shows dpcore's interval simulated on a public
+    stand-in of the same release, and the legend says how it was obtained."""
+    at = places({"mech": ["hcms"], "pp": "norm", "places_sel_zones": ["Dublin City"]})
     od = datasets.load("ireland_county")
-    truth, released = released_like_the_page(od, "hcms", post="base")
-    spec = release.ReleaseSpec("hcms", 1.0, (), ("base",))
+    truth, released = released_like_the_page(od, "hcms", post="norm")
+    spec = release.ReleaseSpec("hcms", 1.0, (), ("norm",))
     expected = answers.evaluate(answers.flows(od, sel.zones(od, ["Dublin City"])), truth,
                                 released, simulated.rule(od, spec, released))
     shown = answers_table(at).reset_index(drop=True)

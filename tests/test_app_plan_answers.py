@@ -16,7 +16,7 @@ def answers_table(at):
     return table.set_index("Mechanism / publish")
 
 def test_answer_targets_per_mechanism_and_publish():
-    at = open_page(PAGE, mech=["laplace", "grr", "hr"], pp="base")
+    at = open_page(PAGE, mech=["laplace", "grr", "topk"], pp="base")
     at.selectbox(key="kept_widget_plan_answers_family").set_value("pairs")
     at.radio(key="kept_widget_plan_answers_unit").set_value("absolute").run()
     at.number_input(key="kept_widget_plan_answers_within_absolute").set_value(50.0).run()
@@ -28,7 +28,7 @@ def test_answer_targets_per_mechanism_and_publish():
     for plan in expected:
         assert table.loc[mechanisms.get(plan.mechanism).name, "ε needed"] == \
             f"{plan.epsilon:.3g}"
-    assert table.loc[mechanisms.get("hr").name, "ε needed"] == "—"
+    assert table.loc[mechanisms.get("topk").name, "ε needed"] == "—"
     assert any("every OD pair's flow within ±50 commuters" in m.value for m in at.markdown)
 
     at.button(key="plan_answers_publish").click().run()

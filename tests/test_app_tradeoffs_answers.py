@@ -17,7 +17,7 @@ LABEL = "inflow — Dublin City"
 
 def test_answer_error_against_epsilon():
     at = AppTest.from_file(PAGE, default_timeout=240)
-    at.query_params["mech"] = ["laplace", "grr", "hr"]
+    at.query_params["mech"] = ["laplace", "grr", "hr", "topk"]
     at.query_params["seed"] = "101"
     at.run()
     at.text_input(key="kept_widget_tradeoffs_grid").set_value("1, 5")
@@ -35,20 +35,24 @@ def test_answer_error_against_epsilon():
     truth = release.true_values(od)
     query, part = tradeoffs.choices(od, sel.zones(od, ["Dublin City"]))[LABEL]
     found = tradeoffs.rmse(tradeoffs.experiment(od, truth, query, part,
-                                                ["laplace", "grr", "hr"], (1.0, 5.0), 4, 101))
-    theory = tradeoffs.theory(od, truth, query, part, ["laplace", "grr", "hr"], (1.0, 5.0))
-    names = {key: mechanisms.get(key).name for key in ("laplace", "grr", "hr")}
+                                                ["laplace", "grr", "hr", "topk"], (1.0, 5.0), 4,
+                                                101))
+    theory = tradeoffs.theory(od, truth, query, part, ["laplace", "grr", "hr", "topk"],
+                              (1.0, 5.0))
+    names = {key: mechanisms.get(key).name for key in ("laplace", "grr", "hr", "topk")}
     for key, name in names.items():
         (line,) = [t for t in traces(fig, name) if t.get("mode") == "lines+markers"]
         expected = found[found.mechanism == key]
         assert np.allclose(values(line["x"]).astype(float), expected["epsilon"])
         assert np.allclose(values(line["y"]).astype(float), expected["rmse"])
-    for key in ("laplace", "grr"):
+    for key in ("laplace", "grr", "hr"):
         name = names[key]
         (dotted,) = traces(fig, f"{name} · theory (closed-form sd)")
         assert np.allclose(values(dotted["y"]).astype(float),
                            theory[theory.mechanism == key]["sd"])
-    assert not traces(fig, f"{names['hr']} · theory (closed-form sd)")   # no closed form: no curve
+    assert not traces(fig, f"{names['topk']} · theory (closed-form sd)")  # no closed form
+    caption = "\n".join(c.value for c in at.caption)
+    assert "upper bound" in caption and "HR" in caption   # HR at ε = 1: a bound
     assert fig["layout"]["yaxis"]["title"]["text"] == "RMSE of the answer (commuters)"
     labels = [b.label for b in at.get("download_button")]
     assert any(label.startswith("Every release's answer") and "not for publication" in label

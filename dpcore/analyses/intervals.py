@@ -8,6 +8,19 @@ class cites; the sections below are those of docs/ANALYSES.md's reference):
 * **Independent cells** — Laplace, discrete Laplace, Gaussian (independent noise per cell,
   §2.1–2.3); SUE and OUE (a report's bits are independent across cells, Cov = 0, §3.2–3.3 and
   §4); BLH and OLH (idealised hash: one report's support indicators are independent, §4).
+  The Hadamard mechanism (HM, [CMM21]): a person's t reports (j_k, s_k) give
+  X = Σ_k s_k g(j_k), g(j) = Σ_{v∈S} H[v, j], with j_k uniform whatever their cell, so
+  E X² = t·m + b_t·t(t−1)·1[x∈S] and E X = b_t·t·1[x∈S]: Var ĉ_S = n·m/(t b_t²) +
+  t_S((t−1)/(t b_t) − 1), the per-cell variances summed — Cov = 0 exactly. dBitFlip
+  ([DKY17]): given the d_b cells a person samples, their bits are independent with mean 0 off
+  their own cell, so Cov = 0 exactly too (in the protocol, not only in the fast release).
+  Subset selection ([WHWNXYLQ16, YB18]), CMS and HCMS ([Apple17]): the product's release draws
+  every cell's support count independently (exact per-cell laws, ``approximation`` of the
+  class), so the released sums are sums of independent cells, exactly. (The subset-selection
+  protocol itself, k distinct cells per report, makes the cells negatively correlated, with a
+  smaller sum variance: :meth:`~dpcore.mechanisms.local.SubsetSelection.protocol_sum_variance`;
+  the sketch protocol's shared columns couple cells positively by about 1/m per pair, which no
+  release here contains.)
   Every per-cell variance is affine in the cell's count, V(c) = V(0) + c·(V(1) − V(0))
   (``Mechanism.variance``), so Var = m·V(0) + t_S·(V(1) − V(0)).
 * **GRR** — one report per person, so cells are negatively correlated (§3.1: Cov(C_u, C_v) =
@@ -15,6 +28,13 @@ class cites; the sections below are those of docs/ANALYSES.md's reference):
   independent per-person indicators "my report lands in S": probability π₁ = p + (m − 1)q for
   the t_S people whose cell is in S and π₀ = m·q for the others, so Var ĉ_S =
   [t_S π₁(1 − π₁) + (n − t_S) π₀(1 − π₀)]/(p − q)² (the covariance sum of §3.1, exactly).
+* **Hadamard response** ([ASZ19]) — one report per person read by every cell of its block:
+  :meth:`~dpcore.mechanisms.hadamard.HadamardResponse.sum_variance` (per person, the second
+  moment of the block's ±1 sum over S). Blocked form (ε > 1): exact in (m, t_S, n, d),
+  averaged over the release's own public permutation, which the analysis does not see.
+  ε ≤ 1: the term that depends on which cells hold the people (pairs of S whose rows XOR to a
+  person's row) is taken at its largest: a conservative interval, at most ≈ √(2 − u) ≈ 1.21×
+  wider than the exact one at ε = 1, exact for single cells.
 
 t_S is not public, so the variance is taken at the released answer clipped to [0, n] (plug-in);
 the coverage tests measure what that costs. The interval is answer ± z·sd with z = 1.96 (Gaussian
@@ -42,8 +62,7 @@ Not covered here (no interval, and the method says why; :mod:`.simulated` simula
 public stand-in where it was measured to cover): other post-processings (clipping of local
 estimates, normalisation, WLS and TopDown fits bias the sum by amounts that depend on the
 confidential table), the baselines (not unbiased), and the mechanisms whose estimates are coupled
-beyond these laws or whose fast release has exact marginals only (HR, HM, dBitFlip, subset
-selection, CMS/HCMS, stability histogram, top-k). A published folder's WLS and TopDown levels get
+beyond these laws (stability histogram, top-k). A published folder's WLS and TopDown levels get
 bounds from their manifest instead (:mod:`dpcore.interfaces.published_analyses`).
 """
 
@@ -60,13 +79,15 @@ Z_NORMAL = 1.959963984540054
 Z_LAPLACE = math.log(20) / math.sqrt(2)
 #: "discrete_gaussian" is OpenDP's noise in a published folder (:mod:`dpcore.interfaces.published_analyses`).
 INDEPENDENT = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "sue", "oue", "blh",
-               "olh")
+               "olh", "hm", "dbitflip", "ss", "cms", "hcms")
 #: Noise laws of published folders only (not a mechanism of the registry).
 PUBLISHED_ONLY = ("discrete_gaussian",)
 #: Whole-number noises: the half-width gains 1 for their steps.
 DISCRETE = ("discrete_laplace", "discrete_gaussian")
 CORRELATED = ("grr",)
-COVERED = INDEPENDENT + CORRELATED
+#: Hadamard response: correlated within a block (:meth:`HadamardResponse.sum_variance`).
+HADAMARD = ("hr",)
+COVERED = INDEPENDENT + CORRELATED + HADAMARD
 #: Mechanisms whose Base-Pos sums get the bound interval (module docstring).
 CLIPPED = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 #: The attribute holding each clipped mechanism's noise scale (b, α, σ).
@@ -83,6 +104,12 @@ METHOD_INDEPENDENT = ("closed form: independent cells, Var = Σ per-cell varianc
 METHOD_GRR = ("closed form: GRR's one report per person makes cells negatively correlated; Var "
               "of the sum from each person's chance of reporting into the set, at the released "
               "answer (clipped to [0, n]); ±1.96 sd")
+METHOD_HR = ("closed form: Hadamard response's one report per person is read by every cell of "
+             "its block; Var of the sum from each person's second moment over the set, at the "
+             "released answer (clipped to [0, n]){how}; ±1.96 sd")
+HR_BLOCKED = ", averaged over the release's public permutation"
+HR_BOUNDED = (", the part that depends on where the people are taken at its largest "
+              "(conservative)")
 METHOD_CLIPPED = ("bound: Base-Pos moves a sum's error between ΣZ and ΣZ⁺ (noise Z, its positive "
                   "part Z⁺); high = answer + the Base half-width (±{z:.2f} sd), low = answer − "
                   "the 97.5 % quantile of ΣZ⁺ (simulated with a public seed up to "
@@ -100,6 +127,8 @@ class Interval:
     def __init__(self, key: str | None, mechanism=None, postprocess: str = "base",
                  n: float = 0.0, d: int = 0, sparse: bool = False):
         self.key, self.mechanism, self.n, self.d = key, mechanism, float(n), int(d)
+        #: Whether :meth:`variance` is the exact one (HR with ε ≤ 1: an upper bound).
+        self.exact = key not in HADAMARD or mechanism.layout(self.d).blocked
         if key is None:
             self.method = METHOD_TRUE
         elif postprocess == "base_pos" and key in CLIPPED:
@@ -108,6 +137,8 @@ class Interval:
             self.method = NOT_COVERED_POST.format(post=postprocess)
         elif key not in COVERED:
             self.method = NOT_COVERED.format(key=key)
+        elif key in HADAMARD:
+            self.method = METHOD_HR.format(how=HR_BLOCKED if self.exact else HR_BOUNDED)
         elif key in CORRELATED:
             self.method = METHOD_GRR
         else:
@@ -129,6 +160,8 @@ class Interval:
         """Var of the released sum over ``cells`` cells whose true total is ``total``."""
         cells = np.asarray(cells, dtype=float)
         total = np.clip(np.asarray(total, dtype=float), 0.0, self.n)
+        if self.key in HADAMARD:
+            return self.mechanism.sum_variance(cells, total, self.n, self.d)
         if self.key in CORRELATED:
             _, p, q = self.mechanism._probabilities(self.d)
             inside = p + (cells - 1) * q

@@ -1,9 +1,10 @@
 """The 95 % interval of an answer where no closed form holds: simulated on a public stand-in.
 
 :mod:`.intervals` gives exact laws (and the Base-Pos bound) for the mechanisms whose sums have
-one. The releases it leaves without an interval — HR, HM, dBitFlip, subset selection, CMS/HCMS,
-and any mechanism after Norm (the shift to total n) — get an interval simulated from the
-release alone:
+one — every unbiased local and central mechanism under Base, HR, HM, dBitFlip, subset selection
+and CMS/HCMS included, on every table size. The releases it leaves without an interval — any
+mechanism after Norm (the shift to total n) — get an interval simulated from the release
+alone:
 
 1. **The stand-in**: the release projected to whole counts ≥ 0 that add up to n (Norm-Sub,
    then rounded: :func:`dpcore.mechanisms.postprocess.round_total`, the product's own "round"

@@ -8,7 +8,8 @@
   answer is biased: its curve is the expected RMSE √(bias² + variance) from its law at the true
   table (:class:`dpcore.analyses.synthesized.Theory`); the others get none. A sparse release
   (:func:`dpcore.release.sparse_route`) sums its unnamed empty cells at their mean, which can only
-  lower the error variance (Rao–Blackwell): there the sd is an upper bound (``exact`` False).
+  lower the error variance (Rao–Blackwell): there the sd is an upper bound (``exact`` False), as
+  it is for Hadamard response at ε ≤ 1 (its variance is bounded, :mod:`.intervals`).
 * **Experiment** — seeded repeated releases through the one release pipeline
   (:func:`dpcore.release.run`, post-processing Base), the answer computed on each, and its RMSE
   against the true answer with a 95 % chi-square interval: if the errors are normal with sd σ,
@@ -97,7 +98,8 @@ def has_theory(key: str, query=None) -> bool:
 def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
            ) -> pd.DataFrame:
     """sd of the released answer at the true total, per mechanism with a closed form and ε, and
-    whether it is exact (a dense release) or an upper bound (a sparse one)."""
+    whether it is exact (a dense release) or an upper bound (a sparse one, or Hadamard response
+    at ε ≤ 1: :meth:`~dpcore.mechanisms.hadamard.HadamardResponse.sum_variance`)."""
     total, cells = (np.asarray(x)[part] for x in query.compute(truth))
     rows = []
     for key, params in _specs(specs):
@@ -117,7 +119,7 @@ def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
             else:
                 sd = math.sqrt(max(float(rule.variance([cells], [total])[0]), 0.0))
             rows.append({"mechanism": key, "epsilon": float(epsilon), "true": float(total),
-                         "sd": sd, "exact": not sparse})
+                         "sd": sd, "exact": rule.exact and not sparse})
     return pd.DataFrame(rows, columns=THEORY_COLUMNS)
 
 

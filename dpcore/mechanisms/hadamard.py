@@ -257,6 +257,36 @@ def _signed_sums(parts, size: int, bound: int) -> np.ndarray:
     return total
 
 
+def _xor_zero_triples(bound: int) -> int:
+    """#{(a, b, c) ∈ [0, bound]³ : a ⊕ b ⊕ c = 0}, by a digit walk from the top bit (a state
+    per "still equal to bound's prefix" flag of each of a, b, c)."""
+    states = {(True, True, True): 1}
+    for bit in reversed(range(bound.bit_length())):
+        top = (bound >> bit) & 1
+        nxt: dict = {}
+        for tight, count in states.items():
+            for digits in ((0, 0, 0), (0, 1, 1), (1, 0, 1), (1, 1, 0)):
+                if any(t and digit > top for t, digit in zip(tight, digits)):
+                    continue
+                key = tuple(t and digit == top for t, digit in zip(tight, digits))
+                nxt[key] = nxt.get(key, 0) + count
+        states = nxt
+    return sum(states.values())
+
+
+def closed_triples(layout: "HRLayout") -> int:
+    """T: ordered triples of distinct symbols in one block whose rows XOR to 0. A full block has
+    rows 1..b−1, every non-zero row: (b − 1)(b − 2); the last one rows 1..R: the triples of
+    [0, R]³ with XOR 0 less the 3R + 1 that contain a 0 (then the other two are equal; a row 0
+    is no symbol's, and triples without 0 are distinct)."""
+    full, rest = divmod(layout.d, layout.items_per_block)
+    size = layout.items_per_block
+    triples = full * size * (size - 1)
+    if rest:
+        triples += _xor_zero_triples(rest) - (3 * rest + 1)
+    return triples
+
+
 # -------------------------------------------------------------------------------- Hadamard response
 @dataclass(frozen=True)
 class HRLayout:
@@ -504,6 +534,48 @@ class HadamardResponse(LocalMechanism):
             share = lay.same_block_pairs() / (d * (d - 1)) if d > 1 else 0.0
             c_blk = counts + (n - counts) * share
         return scale * (2 * n + (e - 1) * c_blk) / (e - 1) - counts
+
+    def sum_variance(self, cells, total, n: float, d: int) -> np.ndarray:
+        """Var of ĉ_S = Σ_{s∈S} ĉ_s over a set S of ``cells`` = m cells holding ``total`` = t
+        people, with every covariance, for a run that draws its own permutation.
+
+        ĉ_S = scale·Σ_j g(Y_j) with g(y) = Σ_{s∈S} H_b[row(s), y] on s's block, so
+        Var = scale²·Σ_j Var g(Y_j) (people are independent) and, as E g(Y_j) = 1[x_j∈S]/scale,
+        Var = scale²·Σ_x c_x E[g²|x] − t. A uniform report (probability u = 2B/Z) gives
+        E g² = m/B (distinct rows are orthogonal); a report from C_x = {H_b[row(x), ·] = +1}
+        gives m_β(x) + N_x: m_β(x) = |S ∩ x's block|, and N_x = #{(s, s') ∈ S², same block as x,
+        row(s) ⊕ row(s') = row(x)} (H[a]·H[b] = H[a ⊕ b]; such s, s', x are distinct). So
+
+            Var = scale²·[n·u·m/B + (1 − u)·Σ_x c_x (m_β(x) + N_x)] − t.
+
+        Blocked form (ε > 1): the release draws a uniform public permutation, which the analysis
+        does not see; ĉ_S is unbiased given every permutation, so its variance is this averaged
+        over permutations: two distinct items share a block with probability ρ = Σ_β m_β(m_β −
+        1)/(d(d − 1)) and three form a closed triple (same block, rows XOR to 0) with
+        probability τ = T/(d(d − 1)(d − 2)) (:func:`closed_triples`), so Σ_x c_x m_β(x) → t(1 +
+        (m−1)ρ) + (n−t)mρ and Σ_x c_x N_x → τ[t(m−1)(m−2) + (n−t)m(m−1)] — exact, in m and t
+        alone. m = 1 gives :meth:`variance` without a permutation.
+
+        ε ≤ 1 (one block, item x on row x + 1, no permutation): m_β = m, and Σ_x c_x N_x depends on
+        which cells hold the people (a sum over pairs of S of the count at the XOR of their rows:
+        one transform of the domain per sum). It is bounded here by its largest value over
+        tables: s' is fixed by s and x, the pairs come as (s, s') and (s', s), and neither is x,
+        so N_x ≤ 2⌊(m − 1[x ∈ S])/2⌋. An upper bound of the variance, about (2 − u)× the lower
+        one (W = 0) at most (1.46× at ε = 1), exact for m = 1.
+        """
+        m = np.asarray(cells, dtype=float)
+        t = np.asarray(total, dtype=float)
+        lay, uniform, scale = self.constants(d)
+        if lay.blocked:
+            rho = lay.same_block_pairs() / (d * (d - 1)) if d > 1 else 0.0
+            tau = closed_triples(lay) / (d * (d - 1) * (d - 2)) if d > 2 else 0.0
+            blocks = t * (1 + (m - 1) * rho) + (n - t) * m * rho
+            triples = tau * (t * (m - 1) * (m - 2) + (n - t) * m * (m - 1))
+        else:
+            blocks = n * m
+            triples = t * 2 * np.floor((m - 1) / 2) + (n - t) * 2 * np.floor(m / 2)
+        return scale ** 2 * (n * uniform * m / lay.blocks
+                             + (1 - uniform) * (blocks + triples)) - t
 
     def bits_per_user(self, d):
         return float(math.log2(self.layout(d).outputs))

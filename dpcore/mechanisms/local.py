@@ -533,6 +533,35 @@ class SubsetSelection(PureProtocol):
         total = k * e + d - k
         return k * e / total, (k * (k - 1) * e + k * (d - k)) / ((d - 1) * total)
 
+    def protocol_sum_variance(self, cells, total, n, d) -> np.ndarray:
+        """Var of Σ_{v∈S} ĉ_v under the real protocol (``perturb``), over a set S of ``cells`` = m
+        cells holding ``total`` = t people: Σ over people of Var K_j/(p* − q*)², K_j the number
+        of the report's cells in S. With probability p* the report is the own cell plus k − 1
+        uniform others of the d − 1, else k of them; the others in S are hypergeometric
+        (a = m − 1 of the d − 1 in S for an owner in S, a = m otherwise). Smaller than the
+        independent-cell sum of the fast release (``release``), whose cells do not share a
+        report: the k cells of one report are negatively correlated."""
+        d, p, q = self._probabilities(d)
+        k, others = self.subset_size(d), d - 1
+        m = np.asarray(cells, dtype=float)
+        t = np.asarray(total, dtype=float)
+
+        def moments(draws, a):   # E H, E H² of a hypergeometric count
+            share = a / others
+            spread = (others - draws) / (others - 1) if others > 1 else 0.0
+            mean = draws * share
+            return mean, draws * share * (1 - share) * spread + mean ** 2
+
+        def report_variance(a, own):
+            short, short2 = moments(k - 1, a)
+            full, full2 = moments(k, a)
+            mean = p * (own + short) + (1 - p) * full
+            second = p * (own + 2 * own * short + short2) + (1 - p) * full2
+            return second - mean ** 2
+
+        inside, outside = report_variance(m - 1, 1.0), report_variance(m, 0.0)
+        return (t * inside + (n - t) * outside) / (p - q) ** 2
+
     def perturb(self, items, d, rng):
         """Each person's report: k distinct cells (``{"subset": int array (people, k)}``)."""
         d, p, _ = self._probabilities(d)

@@ -114,6 +114,7 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
                   if synthesized.KEY in set(theory["mechanism"]) else "")
                + (" No closed form for: " + safe.markdown(
                    ", ".join(charts.short_name(k) for k in without)) + "." if without else "")
-               + (" Released sparsely here (unnamed empty cells summed at their mean, which can "
-                  "only lower the error), so their dotted line is an upper bound: " + safe.markdown(
+               + (" Their dotted line is an upper bound (released sparsely here: unnamed empty "
+                  "cells summed at their mean, which can only lower the error; or Hadamard "
+                  "response at ε ≤ 1, whose variance of a sum is bounded): " + safe.markdown(
                       ", ".join(charts.short_name(k) for k in bounds)) + "." if bounds else ""))
