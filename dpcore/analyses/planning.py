@@ -14,9 +14,9 @@ below does not).
 Only the raw releases of the mechanisms with a closed form are planned here; the others have no
 interval for sums (their method says so). OnTheMap's synthesizer is planned on its debiased
 interval (:mod:`dpcore.analyses.synthesized`): its raw answers are biased, and the half-width
-planned is the one the Places page's interval has around the estimate s·A/m − |S|α. A relative target leaves out answers whose true value
-is 0 (no margin is a share of 0). The answers are summed from the true table: like the ε planner,
-the answer is computed from confidential data.
+planned is the one the Places page's interval has around the estimate s·A/m − |S|α. A relative
+target leaves out answers whose true value is 0 (no margin is a share of 0). The answers are
+summed from the true table: like the ε planner, the answer is computed from confidential data.
 """
 
 from __future__ import annotations
@@ -205,12 +205,13 @@ def plan_synthesized(od: ODMatrix, truth, params: dict, target: Target) -> Plan:
     """OnTheMap's smallest ε for the target: the half-widths of its debiased interval at the
     true table (:class:`dpcore.analyses.synthesized.Theory`), which fall as ε grows (the prior
     α = m/(e^ε − 1) shrinks)."""
-    query = family_query(od, target.family)
     try:
-        theory = synthesized.Theory(od, truth, params, [query])
-        if theory.method is not None:
+        why = synthesized.too_large(od, synthesized.bound(od, params, 1.0))
+        if why is not None:   # before naming every pair of a large table
             return Plan(synthesized.KEY, target, float("nan"),
-                        "not planned: " + theory.method.removeprefix("no interval: "))
+                        "not planned: " + why.removeprefix("no interval: "))
+        query = family_query(od, target.family)
+        theory = synthesized.Theory(od, truth, params, [query])
         totals = theory.answers
         keep = totals > 0 if target.relative else np.ones(totals.size, dtype=bool)
         if not keep.any():

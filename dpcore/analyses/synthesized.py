@@ -41,6 +41,7 @@ import math
 
 import numpy as np
 
+from dpcore import release
 from dpcore.analyses.intervals import Z_NORMAL
 from dpcore.mechanisms import onthemap as otm
 from dpcore.mechanisms.central import l1_sensitivity
@@ -125,12 +126,15 @@ def unit_sums(od, units, queries, vector) -> tuple[np.ndarray, np.ndarray, np.nd
         ones[mask, d] = 1.0
         ones = ones.ravel()
         part = vector * ones
-        inside.append(np.concatenate([np.zeros(0)] + [np.asarray(q.compute(ones)[0], float)
-                                                      for q in queries]))
-        sums.append(np.concatenate([np.zeros(0)] + [np.asarray(q.compute(part)[0], float)
-                                                    for q in queries]))
-    m = np.array([grid[mask, d].sum() for d, mask in units])
-    return m, np.array(inside), np.array(sums)
+        inside.append(np.concatenate([np.asarray(q.compute(ones)[0], float) for q in queries]))
+        sums.append(np.concatenate([np.asarray(q.compute(part)[0], float) for q in queries]))
+    return unit_totals(od, units, vector), np.array(inside), np.array(sums)
+
+
+def unit_totals(od, units, vector) -> np.ndarray:
+    """Each unit's total in ``vector`` (its m in a release)."""
+    grid = np.asarray(vector, dtype=float).reshape(od.n_origins, od.n_destinations)
+    return np.array([grid[mask, d].sum() for d, mask in units])
 
 
 def priors(mechanism, units, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,7 +192,6 @@ class Synthesized:
     def __init__(self, od, mechanism, released, postprocess: str = "base"):
         self.od, self.mechanism, self.released = od, mechanism, released
         self.units = groups(od, mechanism)
-        self.prior = None
         if postprocess != "base":
             self.method = NOT_BASE.format(post=postprocess)
         elif isinstance(released, SparseVector):
@@ -197,7 +200,7 @@ class Synthesized:
             self.method = too_large(od, mechanism)
             if self.method is None:
                 try:   # prior 'test' is computed for workplaces up to its exact size only
-                    priors(mechanism, self.units, unit_sums(od, self.units, [], released)[0])
+                    priors(mechanism, self.units, unit_totals(od, self.units, released))
                     self.method = METHOD + (
                         NOISY_NOTE.format(small=small_size(mechanism))
                         if mechanism.total == otm.NOISY else "") + (
@@ -224,6 +227,12 @@ def rule(od, mechanism, released, postprocess: str = "base") -> Synthesized:
 
 
 # ------------------------------------------------------------------- the law at the true table
+def bound(od, params: dict, epsilon: float):
+    """The mechanism with ``params`` at ε, bound to ``od`` as the release pipeline binds it."""
+    return release.check(release.ReleaseSpec(KEY, float(epsilon), tuple(dict(params).items())),
+                         od)
+
+
 class Theory:
     """OnTheMap's law at the true table for a set of answers, at any ε: the 95 % half-width of
     the debiased interval (the planner's targets) and the expected RMSE of the raw synthetic
@@ -231,11 +240,8 @@ class Theory:
     totals m is taken at its mean n (α and A at n), the noise entering through Var(Z)·Q²."""
 
     def __init__(self, od, truth, params: dict, queries):
-        from dpcore import release   # the release pipeline's binding of the mechanism
-
         self.od, self.params = od, dict(params)
-        self.bind = lambda epsilon: release.check(
-            release.ReleaseSpec(KEY, float(epsilon), tuple(self.params.items())), od)
+        self.bind = lambda epsilon: bound(od, self.params, epsilon)
         mechanism = self.bind(1.0)
         self.method = too_large(od, mechanism)
         if self.method is None:
@@ -244,8 +250,8 @@ class Theory:
             self.answers = self.true.sum(axis=0)
 
     def law(self, epsilon: float) -> tuple[np.ndarray, ...]:
-        """At ε, per unit × answer: m, Q, the estimate's variance, and the unit's used/small
-        masks; and Var(Z)."""
+        """At ε: the bound mechanism, and per unit × answer m, k, A, Q and the estimate's
+        variance (A/m)²·Var s_S at the true n_S."""
         mechanism = self.bind(epsilon)
         k, alpha = priors(mechanism, self.units, self.m)
         m, k, alpha = self.m[:, None], k[:, None], alpha[:, None]
