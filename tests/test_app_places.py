@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import mechanisms, release
-from dpcore.analyses import answers, intervals, selection as sel, shares, simulated
+from dpcore import mechanisms, release, seeding
+from dpcore.analyses import answers, intervals, selection as sel, shares, simulated, synthesized
 from dpcore.data import datasets, importers
 from tests.app_pages import run_page
 from tests.downloads import Downloads, private_csv
@@ -241,9 +241,6 @@ def test_onthemap_shows_its_synthetic_answer_and_the_debiased_estimate_with_its_
     """OnTheMap's rows keep the synthetic answer (biased, no interval) and add the debiased
     estimate its interval is around — dpcore.analyses.synthesized's on the seed's release; the
     chart draws both, the verdict says which is which; Laplace's rows have no estimate."""
-    from dpcore import seeding
-    from dpcore.analyses import synthesized
-
     at = places({"mech": ["onthemap", "laplace"], "pp": "base",
                  "places_sel_zones": ["Dublin City"]})
     od = datasets.load("ireland_county")
