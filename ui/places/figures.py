@@ -50,16 +50,15 @@ def bars(found: pd.DataFrame, analysis: str, title: str) -> go.Figure:
                                                           "<extra></extra>")
     for (mechanism, rows), key in zip(found.groupby("mechanism", sort=False),
                                       _keys(found)):
-        method = rows["method"].iloc[0]
         if "estimate" in rows and rows["estimate"].notna().any():
             # OnTheMap: its synthetic answer (biased, no interval) and, beside it, the
             # debiased estimate the interval is around
             _bar(fig, rows, "released", charts.escape(f"{mechanism} (synthetic answer, no "
                                                       "interval)"), key, interval=False)
-            _bar(fig, rows, "estimate", legend_name(f"{mechanism}, debiased", method), key,
-                 shape=".")
+            _bar(fig, rows, "estimate", charts.escape(f"{mechanism}, debiased estimate (its "
+                                                      "law, ±1.96 sd)"), key, shape=".")
         else:
-            _bar(fig, rows, "released", legend_name(mechanism, method), key)
+            _bar(fig, rows, "released", legend_name(mechanism, rows["method"].iloc[0]), key)
     fig.update_layout(barmode="group", bargap=0.05 if analysis == "distance" else 0.2)
     edge = axis_edge(found)
     if edge is not None:
