@@ -89,3 +89,25 @@ def test_share_within_10_km_against_epsilon_in_percentage_points():
     (dotted,) = traces(fig, f"{mechanisms.get('laplace').name} · theory (closed-form sd)")
     assert np.allclose(values(dotted["y"]).astype(float), theory["sd"])
     assert not traces(fig, f"{mechanisms.get('grr').name} · theory (closed-form sd)")
+
+
+def test_onthemap_dotted_line_is_its_synthetic_answers_expected_rmse():
+    """OnTheMap's dotted line is dpcore's √(bias² + variance) of its synthetic answer, and the
+    caption says so."""
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["mech"] = ["onthemap"]
+    at.run()
+    at.text_input(key="kept_widget_tradeoffs_grid").set_value("1, 5")
+    at.number_input(key="kept_widget_tradeoffs_trials").set_value(4)
+    at.run()
+    at.selectbox(key="kept_widget_tradeoffs_answer").set_value(LABEL).run()
+    at.button(key="tradeoffs_answer_run").click().run()
+    assert not at.exception, at.exception
+    od = datasets.load("ireland_county")
+    query, part = tradeoffs.choices(od, sel.zones(od, ["Dublin City"]))[LABEL]
+    theory = tradeoffs.theory(od, release.true_values(od), query, part, ["onthemap"], (1.0, 5.0))
+    (dotted,) = traces(figure(at, "Error of"),
+                       f"{mechanisms.get('onthemap').name} · theory (closed-form sd)")
+    assert np.allclose(values(dotted["y"]).astype(float), theory["sd"])
+    assert "OnTheMap's dotted line is its synthetic answer's expected RMSE" in \
+        "\n".join(c.value for c in at.caption)
