@@ -1,12 +1,14 @@
 """Time the Classroom's exact intervals (dpcore.interfaces.classroom_stats) per teacher refresh.
 
-    python3 bench/bench_classroom_intervals.py [--sizes 4 30 60 200 500]
+    python3 bench/bench_classroom_intervals.py [--sizes 4 30 60 200 500 1000 2000]
 
 A refresh after a new report meets a new n, so the law's tail tables are computed afresh (they
 are cached per (mechanism, ε, d, n, block sharing) after that). Prints, per mechanism and class
 size on the toy town's 50 cells, the seconds of one cold ``estimate_round`` (tables computed) and
 one warm one (cached), and of the resolution sentence. Reports come from the mechanism's own
-Python client.
+Python client. Then a coins and a number round's estimate with its exact (Clopper–Pearson)
+interval, which has no table: what their teacher screen computes per refresh. The sizes reach
+the room's cap, ``classroom.MAX_REPORTS``: one round may take every report.
 """
 
 import argparse
@@ -20,11 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.suite import row  # noqa: E402
 from dpcore.interfaces import classroom, classroom_stats  # noqa: E402
+from dpcore.interfaces.classroom import coins, numbers  # noqa: E402
 from dpcore.mechanisms.hadamard import uniform_permutation  # noqa: E402
 
 D = 50
 SETTINGS = [("grr", 5.0), ("oue", 2.0), ("olh", 3.0), ("hr", 0.5), ("hr", 3.0)]
-SIZES = [4, 30, 60, 200, 500]
+SIZES = [4, 30, 60, 200, 500, 1000, 2000]
 
 
 def reports(round_, n, rng):
@@ -58,7 +61,8 @@ def measure(sizes: list[int]) -> list[dict]:
         round_ = classroom.Round("BENCH", 1, mechanism, epsilon, permutation, 0.0, None)
         for n in sizes:
             batch = reports(round_, n, rng)
-            classroom_stats._tails.cache_clear()
+            classroom_stats._spectra.cache_clear()
+            classroom_stats._row.cache_clear()
             classroom_stats.resolution.cache_clear()
             classroom_stats.stand_out.cache_clear()
             start = time.perf_counter()
@@ -72,6 +76,14 @@ def measure(sizes: list[int]) -> list[dict]:
             what = f"{mechanism} ε = {epsilon:g}, {n} students: estimate_round"
             measured += [row(f"{what}, cold (tables computed)", cold, "s"),
                          row(f"{what}, warm", warm, "s")]
+    for n in sizes:
+        for kind, estimate in (("coins", lambda: coins.estimate(n // 3, n)),
+                               ("number", lambda: numbers.estimate(n // 2, n, 90.0, 1.0))):
+            start = time.perf_counter()
+            estimate()
+            took = time.perf_counter() - start
+            print(f"{kind} n={n}: estimate with its exact interval {took:.4f} s")
+            measured.append(row(f"{kind} round, {n} students: estimate and interval", took, "s"))
     return measured
 
 

@@ -8,10 +8,15 @@ table (≈ 7·10⁹ cells, 150 M workers, 85,000 workplaces; :mod:`dpcore.data.n
 the cache folder first if missing): the sparse release through the app's pipeline
 (:func:`dpcore.release.run`, release + its metrics), median wall and CPU time after a warm-up
 run (the warm-up also groups the table's cells by workplace once, a sort kept for the table's
-later releases; that first release is reported too). Then the (ε, δ)-probabilistic test
-(:func:`dpcore.mechanisms.onthemap.smallest_alpha`) for one destination size, uncached.
-Targets (issue 37, 2-core machine): county ≤ 50 ms, ED ≤ 2 s per release; national: seconds
-(≤ 10 s, the Laplace sparse release's target with its metrics is 5 s).
+later releases; that first release is reported too). Then the (ε, δ)-probabilistic test:
+the priors of prior 'test' for every workplace of the county, ED and national tables
+(:meth:`~dpcore.mechanisms.onthemap.OnTheMapSynthesizer.prior_for`, one bisection over all
+distinct sizes at once), median over repeats with the cache emptied each time; the releases with
+prior 'test' once it is cached; :func:`~dpcore.mechanisms.onthemap.smallest_alpha` for one size;
+and Dublin City's α and δ bound beside the ε-DP prior (numbers, not timings).
+Targets (issue 37, 2-core machine): county ≤ 50 ms, ED ≤ 2 s per release (prior cached); the ED
+priors uncached ≤ 2 s; national: seconds (≤ 10 s, the Laplace sparse release's target with its
+metrics is 5 s).
 
 Run from the repository root: ``python3 -m bench --only onthemap [--quick]`` (quick: no
 national table, 3 repeats) or ``python bench/bench_onthemap.py [--quick]``.
@@ -36,6 +41,8 @@ from dpcore.mechanisms import build  # noqa: E402
 from dpcore.mechanisms import onthemap  # noqa: E402
 
 SETTINGS = [dict(epsilon=1.0), dict(epsilon=8.6), dict(epsilon=1.0, total="noisy")]
+TESTED = [dict(epsilon=1.0, prior="test", delta=1e-5), dict(epsilon=8.6, prior="test", delta=1e-5)]
+DUBLIN = "Dublin City"
 NATIONAL_LIMIT = 10.0
 
 
@@ -61,39 +68,87 @@ def rows(quick: bool) -> list[dict]:
     for name, target in (("ireland_county", 0.05), ("ireland_ed", 2.0)):
         od = datasets.load(name)
         counts = od.to_dense()
-        for values in SETTINGS:
+        for values in SETTINGS + TESTED:
             mech = build("onthemap", **values).for_destinations(od.n_destinations)
+            mech.release(counts, rng)           # warm: the test's priors are cached after this
             wall, _ = timed(lambda _, m=mech: m.release(counts, rng), repeats)
-            out.append(row(f"{name} ({od.domain_size:,} cells), {label(values)}: median release",
+            out.append(row(f"{name} ({od.domain_size:,} cells), {label(values)}: median release"
+                           f"{' (prior cached)' * (values.get('prior') == 'test')}",
                            wall, "s", limit=target))
+        out += prior_rows(name, od, repeats, limit=2.0 if name == "ireland_ed" else None)
+        if name == "ireland_county":
+            out += dublin_rows(od)
     if not quick:
-        out += national_rows(repeats)
+        od = national_table()
+        out += (national_rows(od, repeats) + prior_rows("national", od, 3)
+                + national_rows(od, 1, TESTED))
     for m, k, epsilon, delta in ((1000, 3000, 2.0, 1e-5), (1000, 3000, 8.6, 1e-5),
-                                 (300, 3000, 1.0, 1e-5)):
-        onthemap.smallest_alpha.cache_clear()
+                                 (300, 3000, 1.0, 1e-5), (432_557, 31, 1.0, 1e-5)):
+        onthemap.forget_alphas()
         started = time.perf_counter()
         alpha = onthemap.smallest_alpha(m, k, epsilon, delta)
-        out.append(row(f"privacy test m={m} k={k} ε={epsilon} δ={delta:g} (α = {alpha:.4g}; "
+        out.append(row(f"privacy test m={m:,} k={k:,} ε={epsilon} δ={delta:g} (α = {alpha:.4g}; "
                        f"ε-DP needs {onthemap.pure_alpha(m, epsilon):.4g})",
                        time.perf_counter() - started, "s"))
     return out
 
 
-def national_rows(repeats: int) -> list[dict]:
-    """The sparse release of the national table through the pipeline, release and metrics."""
+def totals(od) -> np.ndarray:
+    """Each destination's number of workers."""
+    return np.bincount(od.cols, weights=od.counts, minlength=od.n_destinations).astype(np.int64)
+
+
+def prior_rows(name: str, od, repeats: int, limit: float | None = None) -> list[dict]:
+    """The priors of prior 'test' for every destination of ``od``, uncached, median wall time."""
+    sizes = totals(od)
+    out = []
+    for values in TESTED:
+        mech = build("onthemap", **values)
+
+        def compute(_, mech=mech):
+            onthemap.forget_alphas()
+            mech.prior_for(sizes, od.n_origins)
+        wall, cpu = timed(compute, repeats)
+        what = (f"{name}: prior 'test' for {od.n_destinations:,} destinations "
+                f"({np.unique(sizes).size:,} sizes, up to {sizes.max():,} workers, "
+                f"{od.n_origins:,} origins), {label(values)}: median, uncached")
+        out += [row(f"{what}, wall", wall, "s", limit=limit), row(f"{what}, CPU", cpu, "s")]
+    return out
+
+
+def dublin_rows(od) -> list[dict]:
+    """Dublin City's α at δ = 1e-5 and ε = 1, 4, 8.6, its δ bound and the ε-DP prior."""
+    m = int(totals(od)[list(od.destinations.ids).index(DUBLIN)])
+    out = []
+    for epsilon in (1.0, 4.0, 8.6):
+        alpha = onthemap.smallest_alpha(m, od.n_origins, epsilon, 1e-5)
+        bound = onthemap.pdp_delta_bound(alpha, m, od.n_origins, epsilon)
+        out.append(row(f"{DUBLIN} (m = {m:,}, k = {od.n_origins}) ε = {epsilon:g}, δ = 1e-5: "
+                       f"prior 'test' α = {alpha:.4g}, δ bound {bound:.3g}; ε-DP prior "
+                       f"m/(e^ε − 1) = {onthemap.pure_alpha(m, epsilon):.4g}; α", alpha, ""))
+    return out
+
+
+def national_table():
+    """The national synthetic tract table (made in the cache folder first if missing)."""
     path = national.cache_path()
     if not path.exists():
         national.make()
-    od = national.load(path)
+    return national.load(path)
+
+
+def national_rows(od, repeats: int, settings=SETTINGS) -> list[dict]:
+    """The sparse release of the national table through the pipeline, release and metrics
+    (after a warm-up: the cells' grouping and the test's priors are then cached)."""
     out = []
-    for number, values in enumerate(SETTINGS):
+    for number, values in enumerate(settings):
         def release(run, values=values):
             spec = releases.ReleaseSpec("onthemap", values["epsilon"],
                                         {k: v for k, v in values.items() if k != "epsilon"},
                                         ("base",), 13, run)
             result = releases.run(od, spec)
             assert result.sparse and result.raw.values.size == od.nonzero
-        if number == 0:
+        if number == 0 and settings is SETTINGS:
             first, _ = timed(release, 1)
             out.append(row(f"national ({od.domain_size:,} cells, {od.n:,} workers), "
                            f"{label(values)}: first release of the table (groups its cells "

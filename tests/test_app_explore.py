@@ -336,6 +336,21 @@ def test_onthemap_is_picked_with_its_guarantee_and_synthesized_per_workplace():
     np.testing.assert_array_equal(totals, od.destination_totals())
 
 
+def test_onthemap_with_prior_test_releases_a_county_with_workplaces_of_432557_workers():
+    """Choosing prior 'test' in the sidebar releases the county table (Dublin City: 432,557
+    workers; the test was once refused above 1,000): no warning, and the bars are the
+    pipeline's release with the test's α per workplace."""
+    at = explore_page(mech=["onthemap"], pp="base")
+    at.selectbox(key=option_widget("onthemap", "prior")).set_value("test").run()
+    assert not at.exception and not at.warning, [w.value for w in at.warning]
+    delta = float(at.session_state[KEYS["delta"].value])
+    od = datasets.load("ireland_county")
+    bound = mechanisms.build("onthemap", prior="test", delta=delta).for_destinations(
+        od.n_destinations)
+    released = bound.release(od.to_dense(), seeding.generator(0, "release", "onthemap", 1.0, 0))
+    np.testing.assert_array_equal(bar_values(at, "onthemap"), released[top_cells(30)])
+
+
 def test_view_settings_come_from_and_go_to_the_url():
     at = explore_page(mech=["laplace"], k="12", log_bars="true", scope="1000")
     assert len(values(figure(at, BARS)["data"][0]["y"])) == 12

@@ -219,7 +219,7 @@ def test_uploaded_names_stay_inert_and_results_stay_in_the_session(lesson):
 
 def test_the_probabilistic_dp_lesson_states_onthemaps_numbers_for_a_county():
     """Issue 37: the worked example's sentences and chart are dpcore's numbers for the county
-    with the fewest workers (scaled to 1,000 workers for the test, which says so)."""
+    with the fewest workers, tested on its own workers (δ bounded beyond 1,000, which it says)."""
     from dpcore.mechanisms import onthemap as otm
     from dpcore.theory import probabilistic_dp
     from ui.learn import probabilistic_dp as page_lesson
@@ -232,7 +232,8 @@ def test_the_probabilistic_dp_lesson_states_onthemaps_numbers_for_a_county():
     shown = text(at)
     assert f"m/(e^ε − 1) = **{ex.pure_alpha:,.4g}** per origin" in shown
     assert f"**{ex.prior_weight:,.3g} times** the data" in shown
-    assert f"scaled down to {otm.TEST_MAX_WORKERS:,} workers" in shown
+    assert (f"'s {ex.workers:,} workers (δ bounded from above within about 1 % (summed "
+            f"exactly up to {otm.TEST_MAX_WORKERS:,} workers)), allows" in shown)
     assert f"allows **α = {ex.test_alpha:,.4g}**" in shown
     assert otm.PLAIN_PDP in shown and otm.PLAIN_TOTALS in shown
     assert f"a privacy loss of {ex.worst_epsilon:.3g} instead of ε = 2" in shown

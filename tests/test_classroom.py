@@ -382,10 +382,28 @@ def test_titles_names_rooms_and_rounds_are_capped(store, monkeypatch):
     store.new_round(code, key, "grr", 2.0)
     with pytest.raises(ClassroomError, match="at most 2 rounds"):
         store.new_round(code, key, "grr", 3.0)
-    for bad in ({"hours": 0}, {"hours": 73}, {"max_reports": 9}, {"max_reports": 501},
-                {"students": 1}):
+    for bad in ({"hours": 0}, {"hours": 73}, {"max_reports": 9},
+                {"max_reports": classroom.MAX_REPORTS + 1}, {"students": 1},
+                {"students": classroom.MAX_REPORTS + 1}):
         with pytest.raises(ClassroomError):
             store.create_room(QUESTION, "grr", 1.0, **bad)
+
+
+def test_a_lecture_hall_fits_one_room():
+    """Issue 38: a 1,000-seat hall's two rounds (a memoized repeat) fit one room, and a class
+    behind one router can raise the cap per address to the room's whole class."""
+    assert classroom.MAX_REPORTS >= 2 * 1000
+    assert admission.MAX_CAP == classroom.MAX_REPORTS
+
+
+def test_a_lecture_hall_gets_a_join_code_per_seat(store):
+    """Issue 38: a 1,000-seat hall with one-time join codes: 1,000 distinct codes issued."""
+    code, key = store.create_room(QUESTION, "oue", 1.0, admission="codes", codes=1000,
+                                  students=1000)
+    issued = store.join_codes(code, key)
+    assert len(issued) == len({c for c, _ in issued}) == 1000
+    with pytest.raises(ClassroomError, match="between 1 and 2,000 codes"):
+        store.create_room(QUESTION, "oue", 1.0, admission="codes", codes=admission.MAX_CODES + 1)
 
 
 def test_the_store_size_is_capped_with_a_plain_message(tmp_path):

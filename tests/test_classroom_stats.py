@@ -98,8 +98,7 @@ def test_the_count_law_matches_reports_of_the_python_client():
     law = cs.count_law(round_, D)
     counts = typical_class(10)
     n = int(counts.sum())
-    below, _ = cs._tails(law, n, 0)
-    pmf = np.diff(below[counts[7]], prepend=0.0)
+    pmf = np.diff(cs._row(law, n, 0, int(counts[7]))[0], prepend=0.0)
     rng = np.random.default_rng(5)
     mech = round_.build()
     seen = np.bincount([int(mech.accumulate(mech.perturb(np.repeat(np.arange(D), counts), D, rng),
@@ -253,16 +252,43 @@ def test_the_toy_town_question_is_the_one_these_tests_use():
                                                    ("hr", 0.5, None), ("hr", 3.0, 0),
                                                    ("hr", 3.0, 4), ("hr", 3.0, 40)])
 def test_the_tail_tables_are_the_direct_convolutions(mechanism, epsilon, m):
-    """The Fourier route of ``_tails`` against repeated convolution, every k, at n = 30."""
+    """The Fourier route of ``_row`` against repeated convolution, every k, at n = 30."""
     law = cs.count_law(make_round(mechanism, epsilon), D)
     n = 30
-    below, above = cs._tails(law, n, m)
     own, same, other = (powers(kernel, n) for kernel in (law.own, law.same, law.other))
     for k in range(n + 1):
+        below, above = cs._row(law, n, m, k)
         sharing = n - k if m is None else min(m, n - k)
         pmf = np.convolve(np.convolve(own[k], same[sharing]), other[n - k - sharing])
-        assert below[k] == pytest.approx(np.cumsum(pmf), abs=1e-12)
-        assert above[k] == pytest.approx(np.cumsum(pmf[::-1])[::-1], abs=1e-12)
+        assert below == pytest.approx(np.cumsum(pmf), abs=1e-12)
+        assert above == pytest.approx(np.cumsum(pmf[::-1])[::-1], abs=1e-12)
+
+
+def scanned_interval(law, n, w, m):
+    """The Neyman inversion by scanning every k (the definition, no monotonicity used): from
+    the first k with P(W ≥ w | k) > α/2 to the last with P(W ≤ w | k) > α/2."""
+    rows = [cs._row(law, n, m, k) for k in range(n + 1)]
+    lows = [k for k in range(n + 1) if rows[k][1][w] > cs.ALPHA / 2]
+    highs = [k for k in range(n + 1) if rows[k][0][w] > cs.ALPHA / 2]
+    low, high = (lows[0] if lows else n), (highs[-1] if highs else 0)
+    return (low, high) if low <= high else (high, low)
+
+
+@pytest.mark.parametrize("mechanism, epsilon, n, m", [
+    ("grr", 5.0, 40, 0), ("grr", 0.1, 40, 0), ("oue", 1.0, 60, 0), ("olh", 3.0, 25, 0),
+    ("hr", 0.5, 40, None), ("hr", 3.0, 40, 0), ("hr", 3.0, 40, 7), ("hr", 8.0, 60, 3)])
+def test_the_bisection_gives_every_interval_the_scan_gives(mechanism, epsilon, n, m):
+    """``interval`` bisects over k, relying on the tails being monotone in k (a student on the
+    cell contributes a stochastically larger amount than one elsewhere): for every possible
+    count it equals the scan over every k, and ``_starts_above_zero``'s two-row shortcut is the
+    scan's "starts above 0"; the tails are monotone up to rounding far below α/2."""
+    law = cs.count_law(make_round(mechanism, epsilon), D)
+    size = (len(law.own) - 1) * n + 1
+    scanned = [scanned_interval(law, n, w, m) for w in range(size)]
+    assert [cs.interval(law, n, w + law.offset * n, m) for w in range(size)] == scanned
+    assert cs._starts_above_zero(law, n, m).tolist() == [low >= 1 for low, _ in scanned]
+    rows = np.array([cs._row(law, n, m, k) for k in range(n + 1)])     # (k, below/above, w)
+    assert np.diff(rows[:, 0], axis=0).max() < 1e-13 and np.diff(rows[:, 1], axis=0).min() > -1e-13
 
 
 # ------------------------------------------ what the intervals drawn say (issue 42, point 2)

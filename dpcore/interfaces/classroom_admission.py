@@ -44,11 +44,13 @@ ADMISSIONS = {"open": "Open: one report per browser session and round",
               "address": "Capped per network address per round",
               "codes": "One-time join codes"}
 #: Reports per network address and round unless the teacher raises it (a class behind one router
-#: needs the class size).
+#: needs the class size, up to a room's cap ``classroom.MAX_REPORTS``).
 DEFAULT_CAP = 1
-MAX_CAP = 500
-#: Join codes a room can print, and their length (31-character alphabet: ≈ 29.7 bits each).
-MAX_CODES = 200
+MAX_CAP = 2000
+#: Join codes a room can print (one per seat of the largest room, ``classroom.MAX_REPORTS``: a
+#: 1,000-seat hall hands out 1,000), and their length (31-character alphabet: ≈ 29.7 bits each;
+#: 2,000 codes leave one guess in about 440,000 right).
+MAX_CODES = 2000
 JOIN_CODE_LENGTH = 6
 #: Wrong join codes allowed per :data:`JOIN_WINDOW` seconds from one browser session, and from
 #: one network address (a class behind one router mistypes too); then every code typed there is

@@ -95,31 +95,30 @@ def count_law(round_: Round, d: int) -> CountLaw:
     return CountLaw((1 - p, p), (1 - q, q), (1 - q, q), 0, 1 / (p - q), q)
 
 
-@functools.lru_cache(maxsize=128)
-def _tails(law: CountLaw, n: int, m: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """(P(W ≤ w | k), P(W ≥ w | k)) as (n+1) × (width·n + 1) arrays, W the shifted count and k
-    the students on the cell; ``m`` classmates share its block (None: all the others do).
-
-    Every law at once through the discrete Fourier transform: the law of a sum of independent
-    contributions is the product of their transforms, so row k is the inverse transform of
-    own^k · same^(sharing) · other^(rest), exact up to rounding (~10⁻¹⁵, far below the α/2 the
-    tails are compared with)."""
-    width = len(law.own) - 1
-    size = width * n + 1
+@functools.lru_cache(maxsize=256)
+def _spectra(law: CountLaw, n: int) -> tuple[int, int, list[np.ndarray]]:
+    """(size, transform length, the kernels' log-transforms) for sums of n contributions."""
+    size = (len(law.own) - 1) * n + 1
     length = 1 << (size - 1).bit_length()
-    k = np.arange(n + 1)[:, None]
-    sharing = n - k if m is None else np.minimum(m, n - k)
     logs = [np.log(np.where(f == 0, 1e-300, f))           # a zero's power: 1 at 0, else ≈ 0
             for f in (np.fft.rfft(kernel, length) for kernel in (law.own, law.same, law.other))]
+    return size, length, logs
+
+
+def _pmf(law: CountLaw, n: int, m: int | None, k: int) -> np.ndarray:
+    """The law of the shifted count W for k students on the cell, ``m`` classmates sharing its
+    block (None: all the others do), through the discrete Fourier transform: the law of a sum of
+    independent contributions is the product of their transforms, so it is the inverse
+    transform of own^k · same^(sharing) · other^(rest), exact up to rounding (~10⁻¹⁵, far below
+    the α/2 the tails are compared with)."""
+    size, length, logs = _spectra(law, n)
+    sharing = n - k if m is None else min(m, n - k)
     spectrum = np.exp(k * logs[0] + sharing * logs[1] + (n - k - sharing) * logs[2])
-    pmf = np.clip(np.fft.irfft(spectrum, length, axis=1)[:, :size], 0.0, None)
-    below = np.minimum(np.cumsum(pmf, axis=1), 1.0)
-    above = np.minimum(np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1], 1.0)
-    return below, above
+    return np.clip(np.fft.irfft(spectrum, length)[:size], 0.0, None)
 
 
 def _classmates_in_block(round_: Round, d: int, n: int, c: int) -> int | None:
-    """The ``m`` of :func:`_tails` for a cell with c students when the other n − c spread evenly
+    """The ``m`` of :func:`_row` for a cell with c students when the other n − c spread evenly
     over the other cells: 0 without blocks (pure protocols), None when every classmate shares the
     one block (Hadamard response, ε ≤ 1), else the expected number in the cell's block."""
     mech = round_.build()
@@ -131,34 +130,60 @@ def _classmates_in_block(round_: Round, d: int, n: int, c: int) -> int | None:
     return int(round((n - c) * lay.same_block_pairs() / (d * (d - 1))))
 
 
+@functools.lru_cache(maxsize=2048)     # at most 2 × 4,001 floats each: ≤ 128 MB
+def _row(law: CountLaw, n: int, m: int | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P(W ≤ w | k), P(W ≥ w | k)) for every w, W the shifted count and k the students on the
+    cell: one row of the tables the intervals invert."""
+    pmf = _pmf(law, n, m, k)
+    return np.minimum(np.cumsum(pmf), 1.0), np.minimum(np.cumsum(pmf[::-1])[::-1], 1.0)
+
+
+def _first(test, low: int, high: int) -> int:
+    """The first k in [low, high] passing ``test``, which is false then true along k (bisection);
+    high + 1 if none does."""
+    while low <= high:
+        middle = (low + high) // 2
+        if test(middle):
+            high = middle - 1
+        else:
+            low = middle + 1
+    return low
+
+
 def interval(law: CountLaw, n: int, count: int, m: int | None,
              alpha: float = ALPHA) -> tuple[int, int]:
     """Equal-tailed exact confidence interval for the students on a cell whose (unshifted) count
-    is ``count``: every k ∈ {0 … n} whose law puts the count in neither α/2 tail. If no k is kept
-    (possible for a few discrete laws), the two one-sided bounds, which then bracket the truth
-    with at least the same probability."""
-    below, above = _tails(law, n, m)
-    w = int(np.clip(count - law.offset * n, 0, below.shape[1] - 1))
-    lows = np.flatnonzero(above[:, w] > alpha / 2)     # k large enough
-    highs = np.flatnonzero(below[:, w] > alpha / 2)    # k small enough
-    low = int(lows[0]) if len(lows) else n
-    high = int(highs[-1]) if len(highs) else 0
+    is ``count``: every k ∈ {0 … n} whose law puts the count in neither α/2 tail — from the first
+    k with P(W ≥ w | k) > α/2 (n if none) to the last with P(W ≤ w | k) > α/2 (0 if none). If no
+    k is kept (possible for a few discrete laws), the two one-sided bounds, which then bracket
+    the truth with at least the same probability.
+
+    Both are found by bisection over k, a few rows of the law (:func:`_row`) instead of all n + 1:
+    more students on the cell make the count stochastically larger (a student on it contributes
+    ``own``, which dominates ``same`` and ``other`` in the usual stochastic order), so
+    P(W ≥ w | k) grows and P(W ≤ w | k) falls with k, up to rounding (~10⁻¹⁵) far from α/2.
+    Hadamard response's plug-in gives each cell its own m, hence its own law: scanning every k
+    meant up to d tables of n + 1 rows per teacher refresh (its cold refresh took 3.1 s at 1,000
+    reports, 24 s at 2,000: bench/bench_classroom_intervals.py, docs/CLASSROOM.md)."""
+    w = int(np.clip(count - law.offset * n, 0, (len(law.own) - 1) * n))
+    low = min(_first(lambda k: _row(law, n, m, k)[1][w] > alpha / 2, 0, n), n)
+    high = _first(lambda k: not _row(law, n, m, k)[0][w] > alpha / 2, 0, n) - 1
+    high = max(high, 0)
     return (low, high) if low <= high else (high, low)
 
 
 def _starts_above_zero(law: CountLaw, n: int, m: int | None) -> np.ndarray:
-    """Per shifted count w, whether the interval :func:`interval` gives it starts above 0."""
-    below, _ = _tails(law, n, m)
-    return np.array([interval(law, n, w + law.offset * n, m)[0] >= 1
-                     for w in range(below.shape[1])])
+    """Per shifted count w, whether the interval :func:`interval` gives it starts above 0: by the
+    same monotonicity, its first kept k is above 0 when k = 0 leaves w in the upper tail, and its
+    last is when k = 1 does not leave it in the lower one — two rows for every w at once."""
+    return ((_row(law, n, m, 0)[1] <= ALPHA / 2) & (_row(law, n, m, 1)[0] > ALPHA / 2))
 
 
 def chance_above_zero(law: CountLaw, m: int | None, n: int, k: int) -> float:
     """The probability that a cell with k students gets an interval starting above 0: the mass
     of its count's law on the counts whose interval excludes 0 (k = 0: a false alarm, at most
     α/2; k = 1: one student told from none)."""
-    below, _ = _tails(law, n, m)
-    pmf = np.diff(below[k], prepend=0.0)
+    pmf = np.diff(_row(law, n, m, k)[0], prepend=0.0)
     return float(pmf[_starts_above_zero(law, n, m)].sum())
 
 
@@ -244,9 +269,9 @@ def empty_band(round_: Round, d: int, n: int, alpha: float = ALPHA) -> tuple[flo
     """The estimates an empty commute reads with probability ≥ 1 − α (its count's α/2 and
     1 − α/2 quantiles, mapped through the estimator), with the others on other cells."""
     law = count_law(round_, d)
-    below, above = _tails(law, n, _classmates_in_block(round_, d, n, 0))
-    low = int(np.flatnonzero(below[0] >= alpha / 2)[0])
-    high = int(np.flatnonzero(above[0] >= alpha / 2)[-1])
+    below, above = _row(law, n, _classmates_in_block(round_, d, n, 0), 0)
+    low = int(np.flatnonzero(below >= alpha / 2)[0])
+    high = int(np.flatnonzero(above >= alpha / 2)[-1])
     return (law.estimate(low + law.offset * n, n), law.estimate(high + law.offset * n, n))
 
 
@@ -301,8 +326,7 @@ def distinguishable(mechanism: str, epsilon: float, d: int, n: int, c: int,
     if not 0 < c <= n:
         return False
     law, m = _law_for(mechanism, epsilon, d, n, c)
-    below, _ = _tails(law, n, m)
-    quantile = int(np.flatnonzero(below[c] > 1 - power)[0])
+    quantile = int(np.flatnonzero(_row(law, n, m, c)[0] > 1 - power)[0])
     return interval(law, n, quantile + law.offset * n, m)[0] >= 1
 
 
@@ -320,6 +344,15 @@ def stand_out(mechanism: str, epsilon: float, d: int, n: int) -> int | None:
         else:
             low = middle + 1
     return low
+
+
+def _one_from_none(mechanism: str, epsilon: float, d: int, n: int) -> bool:
+    """``stand_out(...) == 1``, answered first by the one check it needs to be false: the
+    bisection reaches 1 only through ``distinguishable`` at c = 1, so where that fails (most ε
+    of a search) the bisection's other steps — each a new law for blocked Hadamard response —
+    are not run."""
+    return (distinguishable(mechanism, epsilon, d, n, 1)
+            and stand_out(mechanism, epsilon, d, n) == 1)
 
 
 def most_common(students: int) -> int:
@@ -395,7 +428,7 @@ def resolution(mechanism: str, epsilon: float, d: int, n: int) -> Resolution:
                     for c in (1, 0))
     if count == 1:
         return Resolution(mechanism, epsilon, d, n, 1, *chances)
-    eps = next((e for e in EPSILONS if e > epsilon and stand_out(mechanism, e, d, n) == 1), None)
+    eps = next((e for e in EPSILONS if e > epsilon and _one_from_none(mechanism, e, d, n)), None)
     students = cells = None
     if count is None or count > most_common(n):
         cells = next((k for k in range(d - 1, 1, -1)

@@ -13,11 +13,10 @@ For the Learn page's lesson on (ε, δ)-probabilistic DP (issue 37). Everything 
 * the synthetic distribution of the workplace's origins under each prior, E[s_i]/m =
   (n_i + α)/(n + kα) (:func:`~dpcore.mechanisms.onthemap.destination_mean`), beside the truth.
 
-The test is exact only up to :data:`~dpcore.mechanisms.onthemap.TEST_MAX_WORKERS` workers (it
-costs O(m²)). Its α depends only on m, k, ε and δ (the test bounds every table of m workers over
-k origins), so for a larger workplace the example runs the test, and draws the chart, on the
-workplace's histogram scaled down to that many workers (largest remainders), and says so. The
-ε-DP shares do not change with the scaling: kα/m does not depend on m.
+The test runs on the workplace's own m workers whatever its size: the δ bound is the exact sum
+up to :data:`~dpcore.mechanisms.onthemap.TEST_MAX_WORKERS` workers and, beyond, the bounded sum
+of :func:`~dpcore.mechanisms.onthemap.pdp_delta_bound` (never below the exact one, at most about
+1 % above it).
 """
 
 from __future__ import annotations
@@ -41,17 +40,11 @@ class WorkedExample:
     delta: float
     pure_alpha: float         # m/(e^ε − 1) for the real workplace
     prior_weight: float       # kα/m for the ε-DP prior: k/(e^ε − 1)
-    test_workers: int         # the size the test ran on (the workplace's, or the scaled one)
-    counts: np.ndarray        # the histogram the test and the shares use
-    test_pure_alpha: float    # the ε-DP prior at test_workers
+    counts: np.ndarray        # the workplace's histogram over the origins
     test_alpha: float         # the smallest α passing the (ε, δ)-probabilistic test
     test_delta: float         # the test's δ bound at test_alpha (≤ delta)
     worst_epsilon: float      # ln(1 + m/α) at test_alpha: the loss the δ may leave
     shares: pd.DataFrame      # per origin: truth, epsilon_dp, test (expected synthetic shares)
-
-    @property
-    def scaled(self) -> bool:
-        return self.test_workers != self.workers
 
     def distance(self, prior: str) -> float:
         """Total-variation distance between the real shares and the expected synthetic
@@ -59,21 +52,8 @@ class WorkedExample:
         return float(np.abs(self.shares[prior] - self.shares["truth"]).sum() / 2)
 
 
-def scaled_histogram(counts: np.ndarray, size: int) -> np.ndarray:
-    """``counts`` scaled to sum to ``size`` (largest remainders), or unchanged if already at
-    most ``size``."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total <= size:
-        return counts
-    exact = counts * size / total
-    out = np.floor(exact).astype(np.int64)
-    out[np.argsort(out - exact, kind="stable")[:size - int(out.sum())]] += 1
-    return out
-
-
 def smallest_workplace(od: ODMatrix) -> int:
-    """The index of the non-empty workplace with the fewest workers: the least scaling."""
+    """The index of the non-empty workplace with the fewest workers (the lesson's default)."""
     totals = od.destination_totals().astype(float)
     totals[totals == 0] = np.inf
     return int(np.argmin(totals))
@@ -89,21 +69,18 @@ def worked_example(od: ODMatrix, destination: int, epsilon: float,
     workers, k = int(real.sum()), real.size
     if workers == 0:
         raise ValueError("This workplace has no workers: choose another.")
-    counts = scaled_histogram(real, otm.TEST_MAX_WORKERS)
-    m = int(counts.sum())
-    test_alpha = otm.smallest_alpha(m, k, float(epsilon), float(delta))
-    pure_small = otm.pure_alpha(m, epsilon)
+    test_alpha = otm.smallest_alpha(workers, k, float(epsilon), float(delta))
+    pure = otm.pure_alpha(workers, epsilon)
     shares = pd.DataFrame({
         "origin": od.origins.labels,
-        "truth": counts / m,
-        "epsilon_dp": otm.destination_mean(counts, pure_small, m) / m,
-        "test": otm.destination_mean(counts, test_alpha, m) / m})
+        "truth": real / workers,
+        "epsilon_dp": otm.destination_mean(real, pure, workers) / workers,
+        "test": otm.destination_mean(real, test_alpha, workers) / workers})
     return WorkedExample(
         destination=int(destination), workers=workers, origins=k, epsilon=float(epsilon),
-        delta=float(delta), pure_alpha=otm.pure_alpha(workers, epsilon),
-        prior_weight=k / math.expm1(epsilon), test_workers=m, counts=counts,
-        test_pure_alpha=pure_small, test_alpha=test_alpha,
-        test_delta=otm.pdp_delta(test_alpha, m, k, epsilon),
-        worst_epsilon=math.log(otm.max_ratio(test_alpha, m)),
+        delta=float(delta), pure_alpha=pure, prior_weight=k / math.expm1(epsilon),
+        counts=real, test_alpha=test_alpha,
+        test_delta=otm.pdp_delta(test_alpha, workers, k, epsilon),
+        worst_epsilon=math.log(otm.max_ratio(test_alpha, workers)),
         shares=shares.sort_values("truth", ascending=False, kind="stable")
         .reset_index(drop=True))

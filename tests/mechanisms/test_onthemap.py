@@ -137,9 +137,9 @@ def test_destination_variance_matches_many_draws(seed):
     assert_variance_any_law(samples, otm.destination_variance(counts, alpha, 40))
 
 
-def test_test_prior_is_refused_for_large_workplaces_and_with_noisy_totals(rng):
-    with pytest.raises(ValueError, match="'prior'.*1,001"):
-        build("onthemap", prior="test").release(np.array([1001, 0, 0]), rng)
+def test_test_prior_runs_for_large_workplaces_and_is_refused_with_noisy_totals(rng):
+    released = build("onthemap", prior="test").release(np.array([250_000, 0, 7]), rng)
+    assert released.sum() == 250_007
     with pytest.raises(ValueError, match="'prior'.*noisy"):
         build("onthemap", prior="test", total="noisy")
 
@@ -237,6 +237,92 @@ def test_smallest_alpha_passes_and_a_smaller_one_does_not(m, k, epsilon, delta):
     assert alpha <= otm.pure_alpha(m, epsilon)
     assert otm.pdp_delta(alpha, m, k, epsilon) <= delta
     assert otm.pdp_delta(alpha / 1.01, m, k, epsilon) > delta
+
+
+# The bounded test (any m) against the exact sums (m ≤ 1,000, and single counts beyond).
+def exact_smallest_alpha(m: int, k: int, epsilon: float, delta: float) -> float:
+    """The smallest α passing the exact test (m ≤ 1,000), bisected to 1e-4 like the module's."""
+    low, high = otm.pure_alpha(m, epsilon) * 1e-9, otm.pure_alpha(m, epsilon)
+    while high / low > 1 + 1e-4:
+        middle = math.sqrt(low * high)
+        low, high = (low, middle) if otm.pdp_delta(middle, m, k, epsilon) <= delta \
+            else (middle, high)
+    return high
+
+
+@pytest.mark.parametrize("m, k", [(6, 3), (40, 12), (100, 500), (300, 31), (1000, 3000)])
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 2.5, 8.6])
+def test_bound_is_never_below_the_exact_delta_and_at_most_one_percent_above(m, k, epsilon):
+    """On a grid of α around the ε-DP prior: exact δ ≤ bound ≤ 1.01 × exact δ (+1e-300)."""
+    for alpha in otm.pure_alpha(m, epsilon) * np.logspace(-5, 0, 8):
+        exact = otm.pdp_delta(alpha, m, k, epsilon)
+        bound = otm.pdp_delta_bound(alpha, m, k, epsilon)
+        assert exact <= bound <= exact * 1.01 + 1e-300, (alpha, exact, bound)
+
+
+@pytest.mark.parametrize("alpha, epsilon", [(0.01, 1.0), (0.5, 0.7), (5.0, 0.7), (50.0, 0.3)])
+def test_each_tail_bound_is_never_below_its_exact_sum(alpha, epsilon):
+    """Every count x = 0…m of a destination of m = 1,000 over k = 31 origins, each tail apart
+    (including those near the centre, where blocks rather than single terms are summed): never
+    below, and within 1 % wherever the tail is below 0.9."""
+    m, k = 1000, 31
+    x = np.arange(m + 1)
+    threshold = np.floor(otm._threshold(x.astype(float), alpha, epsilon))
+    exact = otm.cell_tail(x, alpha, m, m, k, epsilon)
+    bound = otm.tail_bound(m, x + alpha, m - x + (k - 1) * alpha, threshold)
+    assert (bound >= np.minimum(exact, 1.0)).all() and (bound <= 1.0).all()
+    tight = (exact > 1e-12) & (exact < 0.9)       # above 0.9 a tail makes δ = 1 anyway
+    assert tight.sum() > 5 and (bound[tight] <= 1.01 * exact[tight]).all()
+
+
+@pytest.mark.parametrize("m, k, epsilon", [(100_000, 3126, 8.6), (10_000, 3126, 4.0)])
+def test_bound_is_above_the_exact_sum_for_large_workplaces(m, k, epsilon):
+    """Beyond 1,000 workers the exact sum is affordable where few counts have a non-empty tail
+    (large ε): around the chosen α (δ from 1e-8 to 1e-3 here) the bound is never below it and
+    at most 1 % above."""
+    for alpha in otm.smallest_alpha(m, k, epsilon, 1e-5) * np.array([0.8, 1.0, 1.25]):
+        x = np.arange(m + 1)
+        x = x[otm._threshold(x, alpha, epsilon) < m]
+        exact = k * otm.cell_tail(x, alpha, m, m, k, epsilon).max()
+        assert 1e-9 < exact < 1e-2
+        assert exact <= otm.pdp_delta_bound(alpha, m, k, epsilon) <= 1.01 * exact
+
+
+@pytest.mark.parametrize("m, k, epsilon, delta", [(100, 500, 1.0, 1e-5), (100, 31, 8.6, 1e-5),
+                                                  (1000, 3000, 2.0, 1e-5),
+                                                  (1000, 31, 0.5, 1e-3)])
+def test_the_bounded_alpha_passes_the_exact_test_and_is_barely_larger(m, k, epsilon, delta):
+    """The α chosen on the bound passes the exact test, and is at most 1 % above the exact
+    test's smallest α (measured: 1.0001–1.0009, the bisections' tolerance)."""
+    alpha = otm.smallest_alpha(m, k, epsilon, delta)
+    assert otm.pdp_delta(alpha, m, k, epsilon) <= otm.pdp_delta_bound(alpha, m, k, epsilon) \
+        <= delta
+    assert 1 - 2e-3 <= alpha / exact_smallest_alpha(m, k, epsilon, delta) <= 1.01
+
+
+@pytest.mark.parametrize("m, k, epsilon", [(2000, 31, 1.0), (50_000, 3126, 2.0),
+                                           (432_557, 31, 8.6), (100_000, 31, 0.7)])
+def test_bound_is_monotone_in_alpha(m, k, epsilon):
+    grid = otm.pure_alpha(m, epsilon) * np.logspace(-6, 0, 30)
+    deltas = np.array([otm.pdp_delta_bound(a, m, k, epsilon) for a in grid])
+    assert (np.diff(deltas) <= 0).all(), deltas
+    assert deltas[-1] == 0.0 and deltas[0] > deltas[-1]
+
+
+def test_the_prior_of_every_county_workplace_passes_its_bound(county):
+    """Prior 'test' on the county table (35 workplaces, 3,533 to 432,557 workers): one α per
+    size, each below the ε-DP prior and passing the reported bound; the release keeps totals."""
+    mech = build("onthemap", epsilon=1.0, delta=1e-5, prior="test").for_destinations(
+        county.n_destinations)
+    counts = county.to_dense()
+    table = mech._table(counts)
+    m = table.sum(axis=1)
+    alphas = mech.prior_for(m, table.shape[1])
+    for size, alpha in zip(m, alphas):
+        assert alpha < otm.pure_alpha(size, 1.0)
+        assert otm.pdp_delta(alpha, int(size), table.shape[1], 1.0) <= 1e-5
+    released = mech.release(counts, np.random.default_rng(3))
+    np.testing.assert_array_equal(mech._table(released).sum(axis=1), m)
 
 
 def test_labels_name_the_guarantee_and_what_it_does_not_promise():

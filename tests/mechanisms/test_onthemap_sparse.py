@@ -231,9 +231,11 @@ def test_the_sparse_release_uses_the_dense_releases_prior(rng):
 
 
 def test_the_sparse_path_keeps_the_refusals_and_the_noisy_totals(rng):
-    big = repeated(np.array([1001, 0, 0]), 2)
-    with pytest.raises(ValueError, match="at most 1,000 workers"):
-        build("onthemap", prior="test").sparse_release(big, rng)
+    big = repeated(np.array([250_000, 0, 0]), 2)
+    nonzero, (dest, value, number), _ = build("onthemap", prior="test").sparse_release(big, rng)
+    np.testing.assert_array_equal(
+        nonzero.reshape(-1, 2).sum(axis=0) + np.bincount(dest, weights=value * number,
+                                                         minlength=2), [250_000, 250_000])
     with pytest.raises(ValueError, match="'parent', which has no sparse release"):
         build("onthemap", candidates="parent").sparse_release(big, rng)
     od = repeated(PATTERN, 50)

@@ -37,7 +37,7 @@ def chart(example: probabilistic_dp.WorkedExample, workplace: str) -> tuple[go.F
         rest = shares.iloc[SHOWN_ORIGINS:]
         frame.loc[len(frame)] = [f"Other {len(rest):,} origins", *rest[list(SERIES)].sum()]
     ticks = [charts.escape(charts.short(visible(origin), 24)) for origin in frame["origin"]]
-    alphas = {"epsilon_dp": example.test_pure_alpha, "test": example.test_alpha}
+    alphas = {"epsilon_dp": example.pure_alpha, "test": example.test_alpha}
     fig = go.Figure()
     for column, colour in zip(SERIES, (charts.TRUE_COLOUR, "#4477AA", "#EE6677")):
         name = SERIES[column] + (f" (α = {alphas[column]:.3g})" if column in alphas else "")
@@ -76,19 +76,17 @@ def lesson(current: data.Current, epsilon: float) -> None:
         f"origin: the prior adds kα = {k * example.pure_alpha:,.0f} imaginary workers to the "
         f"{n:,} real ones, **{example.prior_weight:,.3g} times** the data (k/(e^ε − 1), the same "
         "for every workplace).")
-    where = (f"on {name}'s histogram scaled down to {example.test_workers:,} workers (same "
-             f"shape; the test is exact only up to {otm.TEST_MAX_WORKERS:,} workers and its α "
-             "depends only on the number of workers and origins), where the ε-DP prior is "
-             f"α = {example.test_pure_alpha:,.4g}"
-             if example.scaled else f"on {name}'s {n:,} workers")
+    how = ("summed exactly" if n <= otm.TEST_MAX_WORKERS else
+           f"bounded from above within about 1 % (summed exactly up to "
+           f"{otm.TEST_MAX_WORKERS:,} workers)")
     st.markdown(
         f"**(ε, δ)-probabilistic DP asks less.** It only requires that, for every table, the "
         f"synthetic tables whose likelihood ratio against a neighbouring table (one worker's "
         f"home moved) exceeds e^ε = {math.exp(epsilon):,.4g} have probability at most "
-        f"δ = {delta:g}. The product's test, run {where}, allows "
+        f"δ = {delta:g}. The product's test, run on {name}'s {n:,} workers (δ {how}), allows "
         f"**α = {example.test_alpha:,.4g}** (its δ bound: {example.test_delta:.2g}), "
-        f"{example.test_pure_alpha / example.test_alpha:,.3g} times smaller: the prior now adds "
-        f"{k * example.test_alpha / example.test_workers:,.3g} times the data.")
+        f"{example.pure_alpha / example.test_alpha:,.3g} times smaller: the prior now adds "
+        f"{k * example.test_alpha / n:,.3g} times the data.")
     st.markdown(
         f"**What it promises, and what it does not.** Except on synthetic tables of total "
         f"probability at most δ = {delta:g}, an observer's odds between two homes of a worker "
@@ -102,10 +100,7 @@ def lesson(current: data.Current, epsilon: float) -> None:
     fig, frame = chart(example, names[workplace])
     charts.show(fig, frame, "onthemap_priors", "learn_pdp_chart")
     st.caption(
-        "Expected shares E[s_i]/m = (n_i + α)/(n + kα) "
-        + (f"for the workplace scaled to {example.test_workers:,} workers. " if example.scaled
-           else ". ")
-        + "Distance from the real shares (total variation: half the sum of the absolute "
+        "Expected shares E[s_i]/m = (n_i + α)/(n + kα). Distance from the real shares (total variation: half the sum of the absolute "
         f"differences): ε-DP prior "
         f"{example.distance('epsilon_dp'):.1%}, probabilistic-DP prior "
         f"{example.distance('test'):.1%}.")

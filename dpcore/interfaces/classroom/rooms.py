@@ -188,17 +188,18 @@ class RoomStore:
             raise ClassroomError(f"Unknown admission mode {admission!r}; choose one of "
                                  f"{', '.join(ADMISSIONS)}.")
         if admission == "address" and not 1 <= int(cap) <= MAX_CAP:
-            raise ClassroomError(f"The cap per network address must be between 1 and {MAX_CAP} "
+            raise ClassroomError(f"The cap per network address must be between 1 and {MAX_CAP:,} "
                                  "reports per round.")
         if admission == "codes" and not 1 <= int(codes) <= MAX_CODES:
-            raise ClassroomError(f"A room with join codes prints between 1 and {MAX_CODES} "
+            raise ClassroomError(f"A room with join codes prints between 1 and {MAX_CODES:,} "
                                  "codes, one per student.")
         if not 1 <= float(hours) <= 72:
             raise ClassroomError("A room lives between 1 and 72 hours.")
         if not 10 <= int(max_reports) <= MAX_REPORTS:
-            raise ClassroomError(f"A room accepts between 10 and {MAX_REPORTS} reports.")
+            raise ClassroomError(f"A room accepts between 10 and {MAX_REPORTS:,} reports.")
         if not 2 <= int(students) <= MAX_REPORTS:
-            raise ClassroomError(f"The class size must be between 2 and {MAX_REPORTS} students.")
+            raise ClassroomError(f"The class size must be between 2 and {MAX_REPORTS:,} "
+                                 "students.")
         self.purge_expired(now)
         key = secrets.token_urlsafe(16)
         with self.db.write() as db:
