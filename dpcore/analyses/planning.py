@@ -205,29 +205,23 @@ def plan_synthesized(od: ODMatrix, truth, params: dict, target: Target) -> Plan:
     """OnTheMap's smallest ε for the target: the half-widths of its debiased interval at the
     true table (:class:`dpcore.analyses.synthesized.Theory`), which fall as ε grows (the prior
     α = m/(e^ε − 1) shrinks)."""
-    try:
-        why = synthesized.too_large(od, synthesized.bound(od, params, 1.0))
-        if why is not None:   # before naming every pair of a large table
-            return Plan(synthesized.KEY, target, float("nan"),
-                        "not planned: " + why.removeprefix("no interval: "))
-        query = family_query(od, target.family)
-        theory = synthesized.Theory(od, truth, params, [query])
-        totals = theory.answers
-        keep = totals > 0 if target.relative else np.ones(totals.size, dtype=bool)
-        if not keep.any():
-            raise ValueError(f"no answer to plan for: {FAMILIES[target.family]} has no "
-                             "non-zero true value")
-        limit = allowed(target, Answers(np.asarray(query.parts)[keep], totals[keep],
-                                        np.ones(int(keep.sum()))))
-        epsilon = smallest_epsilon(
-            lambda e: float(np.max(theory.half_widths(e)[keep] / limit)))
-        widths = theory.half_widths(epsilon if math.isfinite(epsilon) else EPSILON_RANGE[1])
-    except ValueError as error:   # e.g. prior 'test' beyond its exact size
-        return Plan(synthesized.KEY, target, float("nan"), f"not planned: {error}")
+    why = synthesized.too_large(od, synthesized.bound(od, params, 1.0))
+    if why is not None:   # before naming every pair of a large table
+        return Plan(synthesized.KEY, target, float("nan"),
+                    "not planned: " + why.removeprefix("no interval: "))
+    query = family_query(od, target.family)
+    theory = synthesized.Theory(od, truth, params, [query])
+    found = usable(target, Answers(np.asarray(query.parts), theory.answers,
+                                   np.ones(theory.answers.size)))
+    keep = theory.answers > 0 if target.relative else np.ones(theory.answers.size, dtype=bool)
+    # (the answers usable() kept)
+    limit = allowed(target, found)
+    epsilon = smallest_epsilon(lambda e: float(np.max(theory.half_widths(e)[keep] / limit)))
+    widths = theory.half_widths(epsilon if math.isfinite(epsilon) else EPSILON_RANGE[1])
     i = int(np.argmax(widths[keep] / limit))
     return Plan(synthesized.KEY, target, epsilon,
                 SYNTHESIZED if math.isfinite(epsilon) else UNREACHABLE,
-                str(np.asarray(query.parts)[keep][i]), float(widths[keep][i]), int(keep.sum()))
+                str(found.names[i]), float(widths[keep][i]), int(found.totals.size))
 
 
 def plan(od: ODMatrix, truth, mechanism_specs, target: Target) -> list[Plan]:

@@ -197,16 +197,10 @@ class Synthesized:
         elif isinstance(released, SparseVector):
             self.method = SPARSE
         else:
-            self.method = too_large(od, mechanism)
-            if self.method is None:
-                try:   # prior 'test' is computed for workplaces up to its exact size only
-                    priors(mechanism, self.units, unit_totals(od, self.units, released))
-                    self.method = METHOD + (
-                        NOISY_NOTE.format(small=small_size(mechanism))
-                        if mechanism.total == otm.NOISY else "") + (
-                        PARENT_NOTE if mechanism.candidates == otm.PARENT else "")
-                except ValueError as error:
-                    self.method = f"no interval: {error}"
+            self.method = too_large(od, mechanism) or METHOD + (
+                NOISY_NOTE.format(small=small_size(mechanism))
+                if mechanism.total == otm.NOISY else "") + (
+                PARENT_NOTE if mechanism.candidates == otm.PARENT else "")
         self.covered = self.method.startswith(METHOD)
 
     def all_bounds(self, queries, answers, cells) -> list[tuple]:

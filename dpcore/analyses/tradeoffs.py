@@ -127,19 +127,12 @@ def _synthesized_theory(od: ODMatrix, truth, query, part: int, params: dict, eps
                         total: float) -> list[dict]:
     """OnTheMap's raw synthetic answer: its expected RMSE, bias included (its answers are
     biased towards uniform), from the law at the true table; none where the law is not
-    evaluated (too large a table, prior 'test' beyond its exact size)."""
+    evaluated (too large a table)."""
     theory = synthesized.Theory(od, truth, params, [query])
     if theory.method is not None:
         return []
-    rows = []
-    for epsilon in epsilons:
-        try:
-            sd = float(theory.raw_rmse(epsilon)[part])
-        except ValueError:   # prior 'test' beyond its exact size
-            return []
-        rows.append({"mechanism": synthesized.KEY, "epsilon": float(epsilon),
-                     "true": float(total), "sd": sd, "exact": True})
-    return rows
+    return [{"mechanism": synthesized.KEY, "epsilon": float(epsilon), "true": float(total),
+             "sd": float(theory.raw_rmse(epsilon)[part]), "exact": True} for epsilon in epsilons]
 
 
 def experiment(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons,
