@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.analyses import answers, selection as sel
+from dpcore.analyses import answers, selection as sel, shares
 from dpcore.interfaces import cli, published_analyses as published
 from tests.downloads import Downloads
 from tests.plotly_spec import figures
 from tests.test_app_places import answers_table, bar_chart, places
 from ui.components import charts
-from ui.places import published as mode
+from ui.places import published as mode, view
+from dpcore.data.datasets import DATA_DIR
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -100,6 +101,83 @@ def test_wls_and_topdown_folders_at_either_level(tmp_path, method, options, how)
                     "parent level")
     assert np.allclose(table["released"], want["released"])
     assert (table["selection"] == "Leitrim").all() and table["low"].notna().all()
+
+
+def shares_table(at) -> pd.DataFrame:
+    (frame,) = [d.value for d in at.dataframe if "share" in d.value.columns]
+    return frame
+
+
+def expected_shares(files, zone, level=None) -> pd.DataFrame:
+    release, manifest = files
+    folder = published.read(published.parse_manifest(manifest),
+                            published.parse_release(release), level)
+    chosen = sel.zones(folder.od, [zone])
+    return shares.evaluate([shares.live_and_work(folder.od, chosen, side)
+                            for side in ("work", "home")], None, folder.values, folder.interval)
+
+
+def test_a_flat_folders_shares_have_delta_method_intervals_and_a_public_download(
+        monkeypatch, tmp_path):
+    downloads = Downloads(monkeypatch)
+    files = publish(tmp_path, "county", "--dataset", "ireland_county", "--domain-dataset",
+                    "ireland_county", "--postprocess", "base")
+    at = uploaded(files, {"places_fine_level_sel_zones": ["Leitrim"]})
+    table, want = shares_table(at), expected_shares(files, "Leitrim")
+    assert list(table.columns) == mode.SHARE_SHOWN
+    assert np.allclose(table["released (%)"], 100 * want["released"])
+    assert np.allclose(table["low (%)"], 100 * want["low"])
+    assert table["method"].str.startswith("delta method").all()
+    assert (table["low (%)"] < table["released (%)"]).all()
+    (button,) = [b for b in at.get("download_button") if b.proto.id.endswith(
+        "-places_published_shares_csv")]
+    content = downloads.data(button)
+    assert not content.startswith(b"#") and charts.PRIVATE_SUFFIX not in button.proto.label
+    assert list(pd.read_csv(io.BytesIO(content)).columns) == mode.SHARE_SHOWN
+
+
+def test_a_topdown_folders_shares_are_ranges_at_the_parent_level(tmp_path):
+    files = publish(tmp_path, "topdown", "--dataset", "ireland_ed", "--area", "Leitrim",
+                    "--area", "Sligo", "--domain-dataset", "ireland_ed", "--method", "topdown")
+    at = uploaded(files, {"places_fine_level_sel_zones": ["Leitrim 001"]})
+    at.radio(key="places_release_level").set_value("parent level").run()
+    at.multiselect(key="kept_widget_places_parent_level_sel_zones").set_value(["Sligo"]).run()
+    assert not at.exception, at.exception
+    table, want = shares_table(at), expected_shares(files, "Sligo", "parent level")
+    assert np.allclose(table["high (%)"], 100 * want["high"])
+    assert table["method"].str.startswith("range:").all()
+    assert ((table["low (%)"] <= table["released (%)"])
+            & (table["released (%)"] <= table["high (%)"])).all()
+    assert (table["high (%)"] - table["low (%)"] < 20).all()
+
+
+def test_a_zones_file_beside_the_folder_gives_distance_and_the_share_within(tmp_path):
+    """A WLS folder of ED data with the bundled ED zones file uploaded: the distance analysis
+    and its share within 10 km (a range over the joint bounds), on a parent-area selection."""
+    files = publish(tmp_path, "wls", "--dataset", "ireland_ed", "--area", "Leitrim", "--area",
+                    "Sligo", "--domain-dataset", "ireland_ed", "--method", "wls",
+                    "--mechanism", "discrete_laplace", "--postprocess", "base")
+    at = uploaded(files, {"analysis": "distance", "places_fine_level_sel_how": "parent",
+                          "places_fine_level_sel_parent": "Sligo"})
+    assert "no parent areas" in _warned(at)   # no zones file yet: no parents, no positions
+    zones = (DATA_DIR / "ireland_ed.zones.csv").read_bytes()
+    at.file_uploader(key="places_zones_csv").set_value(("ireland_ed.zones.csv", zones,
+                                                        "text/csv")).run()
+    assert not at.exception and not at.warning, (at.exception, _warned(at))
+    release, manifest = files
+    folder = published.placed(published.read(published.parse_manifest(manifest),
+                                             published.parse_release(release)), zones)
+    chosen = sel.parent(folder.od, "Sligo")
+    want = shares.evaluate([shares.within(folder.od, chosen, "work", view.SHARE_KM)], None,
+                           folder.values, folder.interval)
+    table = shares_table(at)
+    assert np.allclose(table["released (%)"], 100 * want["released"])
+    assert np.allclose(table["low (%)"], 100 * want["low"])
+    assert table["method"].str.startswith("range:").all() and table["low (%)"].notna().all()
+    bands = answers_table(at)
+    assert np.allclose(bands["released"], answers.evaluate(
+        answers.distance(folder.od, chosen, "work"), None, folder.values,
+        folder.interval)["released"])
 
 
 def _warned(at) -> str:

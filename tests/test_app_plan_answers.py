@@ -4,7 +4,9 @@ dpcore's; a flat OpenDP publish's behind its button."""
 from pathlib import Path
 
 from dpcore import mechanisms, release
-from dpcore.analyses import planning
+import pytest
+
+from dpcore.analyses import planning, share_targets
 from dpcore.data import datasets
 from dpcore.interfaces import topdown_targets
 from tests.app_pages import open_page, shown_table
@@ -63,6 +65,31 @@ def test_answer_targets_topdown_proposes_shares_at_the_parent_level():
     for plan in proposal.plans():
         assert table.loc[plan.mechanism, "ε needed"] == f"{plan.epsilon:.3g}"
     assert not [b for b in at.button if b.key == "plan_answers_topdown"]   # answered: gone
+
+
+def test_share_targets_per_mechanism_and_publish():
+    """"The share within 25 km of every county within ±2 percentage points": the ε per
+    mechanism equal to dpcore's, the local ones not planned, the flat publish's on its button."""
+    at = open_page(PAGE, mech=["laplace", "gaussian", "oue"], pp="base")
+    at.selectbox(key="kept_widget_plan_answers_family").set_value("share_within").run()
+    at.number_input(key="kept_widget_plan_answers_km").set_value(25.0).run()
+    at.number_input(key="kept_widget_plan_answers_within_points").set_value(2.0).run()
+    assert not at.exception, at.exception
+    table = answers_table(at)
+    od = datasets.load("ireland_county")
+    target = share_targets.ShareTarget("share_within", 0.02, 25.0)
+    for plan in share_targets.plan(od, release.true_values(od), ["laplace", "gaussian"],
+                                   target):
+        row = table.loc[mechanisms.get(plan.mechanism).name]
+        assert row["ε needed"] == f"{plan.epsilon:.3g}"
+        assert float(row["Its 95 % half-width (percentage points)"]) == \
+            pytest.approx(100 * plan.worst_half_width, rel=1e-3)
+    assert table.loc[mechanisms.get("oue").name, "ε needed"] == "—"
+    assert any("under 25 km within ±2 percentage points" in m.value for m in at.markdown)
+    at.button(key="plan_answers_publish").click().run()
+    assert not at.exception, at.exception
+    published = [name for name in answers_table(at).index if name.startswith("publish:")]
+    assert len(published) == 2
 
 
 def test_answer_targets_plan_onthemap_on_its_debiased_interval():

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.analyses import answers, selection as sel
+from dpcore.analyses import answers, selection as sel, shares
+from dpcore.data.datasets import DATA_DIR
 from dpcore.evaluation import margins
 from dpcore.interfaces import publish, published_analyses as published
 from dpcore.mechanisms import topdown
@@ -21,6 +22,8 @@ from tests.test_analyses import RELEASES, _check_coverage, _opendp_like, _querie
 from tests.test_cli_analyse import run
 
 AREAS = ("--area", "Leitrim", "--area", "Sligo")
+#: Zones of a level whose shares the coverage tests check (each level's first).
+SHARED_ZONES = 30
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +109,14 @@ def test_wls_with_base_pos_answers_without_interval(capsys, tmp_path):
     assert frame.released.notna().all()
 
 
+def test_a_base_pos_folders_share_comes_without_interval_and_says_why(capsys, tmp_path):
+    folder = _publish(capsys, tmp_path, "flat_pos", "--postprocess", "base_pos")
+    frame, _ = _analyse(capsys, tmp_path, folder, "pos_shares", "--analysis",
+                        "share-live-and-work", "--zone", "Sligo 001")
+    assert frame.released.between(0, 1).all() and frame.low.isna().all()
+    assert (frame.method == shares.NO_INTERVAL.format(why=shares.CLIPPED)).all()
+
+
 def test_what_a_folder_cannot_answer_is_said(capsys, tmp_path):
     folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
     out = tmp_path / "x.csv"
@@ -121,6 +132,42 @@ def test_what_a_folder_cannot_answer_is_said(capsys, tmp_path):
     code, _, err = run(capsys, "analyse", "--release", folder, "--analysis", "distance",
                        "--zone", "Leitrim 001", "--out", out)
     assert code == 2 and "positions" in err
+    code, _, err = run(capsys, "analyse", "--release", folder, "--zones",
+                       DATA_DIR / "toy_town.zones.csv", "--analysis", "distance", "--zone",
+                       "Leitrim 001", "--out", out)
+    assert code == 2 and "toy_town.zones.csv" in err and "None of the 8 zones" in err
+
+
+def test_a_zones_file_gives_a_folder_shares_within_a_distance_and_parents(capsys, tmp_path):
+    """With the public ED zones file beside a TopDown folder: the share within 10 km of a
+    parent area (its EDs) and the live-and-work share, each the range over the folder's
+    bounds, and the comparison of parent areas."""
+    folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
+    zones = ("--zones", DATA_DIR / "ireland_ed.zones.csv")
+    frame, said = _analyse(capsys, tmp_path, folder, "shares", *zones, "--analysis",
+                           "share-within", "--km", "10", "--analysis", "share-live-and-work",
+                           "--parent", "Sligo", "--side", "home")
+    assert list(frame.analysis) == ["share_within_home", "share_live_and_work_home"]
+    assert frame.method.str.startswith("range:").all() and "TopDown" in frame.method[0]
+    assert ((frame.low <= frame.released) & (frame.released <= frame.high)).all()
+    found = published.load(folder)
+    rows = _rows(folder, "fine level")
+    sligo = rows.origin.str.startswith("Sligo")
+    a = rows["count"][sligo & rows.destination.str.startswith("Sligo")].sum()
+    c = rows["count"][sligo].sum() - a
+    homes = int(np.char.startswith(found.od.origins.ids.astype(str), "Sligo").sum())
+    works = int(np.char.startswith(found.od.destinations.ids.astype(str), "Sligo").sum())
+    within, outside = homes * works, homes * (found.od.n_destinations - works)
+    assert frame.cells[1] == within + outside
+    share, low, high = shares.ranged(found.interval, [a], [within], [c], [outside])
+    assert frame.released[1] == pytest.approx(a / (a + c)) == share[0]
+    assert (frame.low[1], frame.high[1]) == pytest.approx((low[0], high[0]))
+    compared, _ = _analyse(capsys, tmp_path, folder, "parents", *zones, "--analysis",
+                           "comparison", "--compare", "parents")
+    # a zone all of whose cells were published as 0 is an unnamed placeholder: its own area
+    areas = set(compared.selection)
+    assert {"Leitrim", "Sligo"} <= areas
+    assert all(area.startswith("(unlisted ") for area in areas - {"Leitrim", "Sligo"})
 
 
 # ----------------------------------------------------------------------------------- coverage
@@ -140,21 +187,48 @@ def _parent_queries(parent):
     return answers.flows(parent, sel.zones(parent, ["Leitrim"])) + answers.comparison(parent)
 
 
+def _level_shares(table) -> list[shares.Share]:
+    """Both live-and-work shares of each of a level's first :data:`SHARED_ZONES` zones."""
+    return [shares.live_and_work(table, sel.zones(table, [zone]), side)
+            for zone in table.destinations.ids[:SHARED_ZONES] for side in ("work", "home")]
+
+
+def _share_sums(found, values) -> np.ndarray:
+    """(A, C, cells of A, cells of C) of each share, as four rows."""
+    return np.array([np.concatenate(share.compute(values)) for share in found]).T
+
+
 def _cover(od, parent, draw, rule_of):
-    """Coverage at both levels over seeded releases ``draw(rng)`` → (fine, parent) vectors."""
+    """Coverage at both levels over seeded releases ``draw(rng)`` → (fine, parent) vectors: of
+    the sums' bounds, and of the shares' ranges over them (:func:`shares.ranged`)."""
+    widths = {}
     for level, table, queries in (("fine level", od, _queries(od, "Sligo 001", "Leitrim 001")),
                                   ("parent level", parent, _parent_queries(parent))):
         truth = table.to_dense().astype(float)
         true = np.concatenate([q.compute(truth)[0] for q in queries])
         cells = np.concatenate([q.compute(truth)[1] for q in queries])
+        found = _level_shares(table)
+        a, c, ma, mc = _share_sums(found, truth)
+        defined = a + c > 0
         rule = rule_of(level)
-        lows, highs = [], []
+        lows, highs, share_lows, share_highs = [], [], [], []
         for seed in range(RELEASES):
             released = draw(np.random.default_rng(seed))[0 if level == "fine level" else 1]
-            low, high = rule.bounds(np.concatenate([q.compute(released.astype(float))[0]
+            released = released.astype(float)
+            low, high = rule.bounds(np.concatenate([q.compute(released)[0]
                                                     for q in queries]), cells)
             lows.append(low), highs.append(high)
+            ra, rc, _, _ = _share_sums(found, released)
+            share, low, high = shares.ranged(rule, ra, ma, rc, mc)
+            shown = np.isfinite(share)
+            assert ((0 <= low) & (low <= high) & (high <= 1)).all()
+            assert ((low[shown] <= share[shown]) & (share[shown] <= high[shown])).all()
+            share_lows.append(low), share_highs.append(high)
         _check_coverage(true, cells, np.array(lows), np.array(highs))
+        _check_coverage(a[defined] / (a + c)[defined], (ma + mc)[defined],
+                        np.array(share_lows)[:, defined], np.array(share_highs)[:, defined])
+        widths[level] = np.median((np.array(share_highs) - np.array(share_lows))[:, defined])
+    return widths
 
 
 def test_coverage_of_a_wls_folders_bound(two_counties):
@@ -185,7 +259,8 @@ def test_coverage_of_a_wls_folders_bound(two_counties):
         rule = published.read(manifest, table, level).interval
         assert rule.method.startswith("bound: WLS")
         return rule
-    _cover(od, parent, draw, rule_of)
+    widths = _cover(od, parent, draw, rule_of)
+    assert widths["parent level"] < 0.02, widths   # small EDs' ranges are wide (B of a few)
 
 
 def test_coverage_of_a_topdown_folders_bound(two_counties):
@@ -209,4 +284,6 @@ def test_coverage_of_a_topdown_folders_bound(two_counties):
     first = draw(np.random.default_rng(0))
     table = pd.concat([_table(od, first[0], "fine level"),
                        _table(parent, first[1], "parent level")])
-    _cover(od, parent, draw, lambda level: published.read(manifest, table, level).interval)
+    widths = _cover(od, parent, draw,
+                    lambda level: published.read(manifest, table, level).interval)
+    assert widths["parent level"] < 0.05, widths   # the fine level's k·M ranges are mostly [0, 1]

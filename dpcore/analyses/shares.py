@@ -27,10 +27,19 @@ OpenDP's discrete Gaussian). For the local laws (SUE, OUE, BLH, OLH, GRR) the sa
 measured on the county data and fell short of 95 % (docs/ANALYSES.md, "Shares": 92–94 % pooled
 where offered at ε = 1 and 3; their sums are noisy enough that the ratio is far from linear, and
 offering only when B̂ is clearly positive selects draws whose noise inflates B), so they get the
-released share without an interval; so do releases without a closed-form sum interval
+released share without an interval; HR, HM, dBitFlip, subset selection, CMS and HCMS (whose sums'
+closed forms came later) were not measured and get it without an interval too, saying so; so do releases without a closed-form sum interval
 (post-processed, simulated) and Base-Pos's bound interval (one-sided in a way the delta method
 does not follow). :func:`sd` keeps the covariance for every closed-form law: the tests check it
 against simulated ratios, GRR's included.
+
+**A published folder's WLS and TopDown levels: the share's range (exact, conservative).** Their
+rules bound sums rather than give a law (:mod:`dpcore.interfaces.published_analyses`), and give
+bounds [A⁻, A⁺], [C⁻, C⁺] that hold for A and C together with ≥ 95 % (``joint_bounds``). The
+share A/(A + C) rises with A and falls with C, and the true A, C are ≥ 0, so on that event it
+lies in [A⁻/(A⁻ + C⁺), A⁺/(A⁺ + C⁻)] (:func:`ranged`; every bound taken at least 0): no
+linearisation, only the sums' bounds.
+A flat folder's noise (OpenDP's discrete Laplace or Gaussian, Base) gets the delta method above.
 """
 
 from __future__ import annotations
@@ -58,9 +67,18 @@ FIELLER_G = 0.05
 NO_INTERVAL = "no share interval: {why}"
 SHORT = ("the delta method's measured coverage for {key} fell short of 95 %, so no interval is "
          "offered (docs/ANALYSES.md, Shares)")
+#: The local laws whose share interval was measured and fell short (module docstring).
+MEASURED_SHORT = ("sue", "oue", "blh", "olh", "grr")
+UNMEASURED = ("the delta method's coverage was not measured for {key} (its sums' closed form is "
+              "newer than the shares' coverage runs), so no interval is offered")
 #: The laws whose share interval was measured to cover (module docstring).
 OFFERED = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 NO_SHARE = "no share: the released total is not clearly above 0"
+CLIPPED = ("Base-Pos bounds its sums one-sidedly (clipping at 0 lifts them by an amount that "
+           "depends on the empty cells), which the delta method does not follow; a Base release "
+           "(or folder) gets share intervals")
+METHOD_RANGE = ("range: the share A/(A + C) over the bounds of A and C that hold together with "
+                "≥ 95 % ({how}): from A⁻/(A⁻ + C⁺) to A⁺/(A⁺ + C⁻); exact, conservative")
 
 
 @dataclass(frozen=True)
@@ -113,16 +131,43 @@ def method(rule) -> str:
         return METHOD_TRUE
     if _offered(rule):
         return METHOD.format(law=LAW_INDEPENDENT, z=rule.z)
+    if _ranged(rule):
+        return METHOD_RANGE.format(how=rule.joint)
     if isinstance(rule, Interval) and rule.covered and not rule.clipped:
-        return NO_INTERVAL.format(why=SHORT.format(key=rule.key))
+        why = SHORT if rule.key in MEASURED_SHORT else UNMEASURED
+        return NO_INTERVAL.format(why=why.format(key=rule.key))
+    if isinstance(rule, Interval) and rule.clipped:
+        return NO_INTERVAL.format(why=CLIPPED)
     if isinstance(rule, synthesized.Synthesized):
         return NO_INTERVAL.format(why=synthesized.NO_SHARE)
-    return NO_INTERVAL.format(why=getattr(rule, "method", "no closed form for this release"))
+    why = getattr(rule, "method", "no closed form for this release")
+    return NO_INTERVAL.format(why=why.removeprefix("no interval: "))
 
 
 def _offered(rule) -> bool:
     return isinstance(rule, Interval) and rule.key in OFFERED and rule.covered \
         and not rule.clipped
+
+
+def _ranged(rule) -> bool:
+    """A rule whose sums' bounds hold for two sums together (a published WLS or TopDown level)."""
+    return bool(getattr(rule, "joint", "")) and rule.covered
+
+
+def ranged(rule, a, a_cells, c, c_cells):
+    """(share, low, high) arrays from bounds on A and C that hold together (module docstring).
+    The share is NaN where the released total A + C is not above 0; the range holds there too
+    (it needs only the bounds), so it is given."""
+    a, c = np.asarray(a, dtype=float), np.asarray(c, dtype=float)
+    a_low, a_high = rule.joint_bounds(a, a_cells)
+    c_low, c_high = rule.joint_bounds(c, c_cells)
+    a_low, a_high, c_low, c_high = (np.maximum(x, 0.0) for x in (a_low, a_high, c_low, c_high))
+    shown = a + c > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(shown, np.clip(a / (a + c), 0.0, 1.0), np.nan)
+        low = np.where(a_low + c_high > 0, a_low / (a_low + c_high), 0.0)
+        high = np.where(a_high + c_low > 0, a_high / (a_high + c_low), 1.0)
+    return share, low, high
 
 
 def covariance(rule: Interval, a_cells, a_total, c_cells, c_total) -> np.ndarray:
@@ -181,6 +226,9 @@ def evaluate(shares: list[Share], truth, released=None, rule=None) -> pd.DataFra
         elif _offered(rule):
             answer, low, high = (float(x[0]) for x in bounds(rule, [a], [ma], [c], [mc]))
             sentence = method(rule) if np.isfinite(answer) else NO_SHARE
+        elif _ranged(rule):
+            answer, low, high = (float(x[0]) for x in ranged(rule, [a], [ma], [c], [mc]))
+            sentence = method(rule) if np.isfinite(answer) else f"{NO_SHARE}; {method(rule)}"
         else:
             answer, low, high, sentence = share_of(a, c), np.nan, np.nan, method(rule)
         rows.append((share.analysis, share.selection, share.part, np.nan, true, answer, low,

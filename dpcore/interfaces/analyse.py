@@ -11,6 +11,7 @@ release's own answers and intervals: public, formula-safe, no true column values
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 
@@ -35,6 +36,9 @@ def add(commands: argparse._SubParsersAction, add_input, load) -> None:
     parser.add_argument("--release", metavar="DIR",
                         help="a published folder (release.csv + manifest.json) instead of "
                              "--dataset/--file: its answers and intervals alone, no true values")
+    parser.epilog = ("With --release, --zones PATH (zone, lat, lon[, parent]; e.g. "
+                     "data/ireland_ed.zones.csv) gives the folder's zones their public positions "
+                     "and parents: distance, direction, --radius, share-within and --parent.")
     parser.add_argument("--release-level", metavar="NAME",
                         help="with --release of a WLS or TopDown folder: the level answered, as "
                              "release.csv's level column names it (default \"fine level\"; "
@@ -145,11 +149,18 @@ def _run_folder(args) -> int:
     if args.mechanism:
         raise ValueError("--mechanism draws a release from a table; a published folder is "
                          "already one: leave --mechanism out with --release")
-    if "comparison" in args.analysis and args.compare == "parents":
+    if "comparison" in args.analysis and args.compare == "parents" and not args.zones:
         raise ValueError("a published folder does not say which zone lies in which parent area: "
-                         "compare the zones of its parent level instead (--compare zones "
-                         "--release-level \"parent level\", for a WLS or TopDown folder)")
+                         "give a zones file with a parent column (--zones PATH), or compare the "
+                         "zones of its parent level instead (--compare zones --release-level "
+                         "\"parent level\", for a WLS or TopDown folder)")
     folder = published.load(args.release, args.release_level)
+    if args.zones:
+        try:
+            data = Path(args.zones).read_bytes()
+        except OSError as error:
+            raise ValueError(f"--zones {args.zones}: cannot be read ({error.strerror})") from None
+        folder = published.placed(folder, data, Path(args.zones).name)
     frame = _answer(args, _asked(args, folder.od), None, folder.values, folder.interval)
     export.write_safe_csv(frame, args.out)
     print(f"{len(frame)} answers from the published folder {args.release} "

@@ -8,13 +8,15 @@ only through the scale OpenDP calibrates. Calibrating takes OpenDP a binary sear
 second), so the search runs in two steps: the largest scale that meets the target, by bisection
 on the closed forms (instant); then the smallest ε whose calibrated scale is at most that,
 by bisection on ε around the guess scale ∝ 1/ε, to a relative precision of :data:`PRECISION`.
+Targets on shares (:mod:`dpcore.analyses.share_targets`) are planned the same way, with the
+delta method's half-widths of the share at the calibrated scale.
 """
 
 from __future__ import annotations
 
 import math
 
-from dpcore.analyses import planning
+from dpcore.analyses import planning, share_targets
 from dpcore.analyses.intervals import Interval
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation.planner import EPSILON_RANGE
@@ -36,27 +38,46 @@ def rule(mechanism: str, scale: float, n: float, d: int) -> Interval:
     return Interval(key, PublishedNoise(key, scale, variance), "base", n=n, d=d)
 
 
-def plan(od: ODMatrix, truth, mechanism: str, target: planning.Target, delta: float = 0.0,
+def plan(od: ODMatrix, truth, mechanism: str, target, delta: float = 0.0,
          neighbours: str = publish.SUBSTITUTION) -> planning.Plan:
-    """The smallest ε of a flat publish with ``mechanism`` meeting ``target``."""
-    found = planning.family_answers(od, truth, target.family)
+    """The smallest ε of a flat publish with ``mechanism`` meeting ``target``: a target on sums
+    (:class:`planning.Target`) or on shares (:class:`share_targets.ShareTarget`, the delta
+    method's half-widths and Fieller's g)."""
+    if isinstance(target, share_targets.ShareTarget):
+        found = share_targets.share_answers(od, truth, target)
+        plan_rule, count = share_targets.plan_rule, lambda: int(found.names.size)
+    else:
+        found = planning.family_answers(od, truth, target.family)
+        plan_rule = planning.plan_rule
+        count = lambda: int(planning.usable(target, found).totals.size)
     name = f"publish: {publish.MECHANISMS[mechanism]}"
     # largest scale meeting the target: the smallest 1/scale
-    by_precision = planning.plan_rule(name, target, found,
-                                      lambda inverse: rule(mechanism, 1 / inverse, od.n,
-                                                           od.domain_size),
-                                      1 / SCALE_RANGE[1], 1 / SCALE_RANGE[0])
+    by_precision = plan_rule(name, target, found,
+                             lambda inverse: rule(mechanism, 1 / inverse, od.n, od.domain_size),
+                             1 / SCALE_RANGE[1], 1 / SCALE_RANGE[0])
     if not math.isfinite(by_precision.epsilon):
         raise ValueError(f"no noise scale meets {target.describe()}")   # not even 0.001
+    epsilon = _epsilon_for_scale(mechanism, 1 / by_precision.epsilon, delta, neighbours)
+    if not math.isfinite(epsilon):
+        return planning.Plan(name, target, math.inf, planning.UNREACHABLE)
+    calibrated = rule(mechanism, publish.calibrate(mechanism, epsilon, delta, neighbours).scale,
+                      od.n, od.domain_size)
+    at = plan_rule(name, target, found, lambda _: calibrated, epsilon, epsilon)   # the decider
+    noise = "discrete Gaussian" if mechanism == publish.GAUSSIAN else "discrete Laplace"
+    return planning.Plan(name, target, epsilon, METHOD.format(noise=noise), at.worst_answer,
+                         at.worst_half_width, count())
 
-    largest = 1 / by_precision.epsilon
+
+def _epsilon_for_scale(mechanism: str, largest: float, delta: float, neighbours: str) -> float:
+    """The smallest ε of the range whose calibrated scale is at most ``largest`` (inf: none),
+    by bisection around the guess scale ∝ 1/ε, to :data:`PRECISION`."""
 
     def scale(epsilon: float) -> float:
         return publish.calibrate(mechanism, epsilon, delta, neighbours).scale
 
     low, high = EPSILON_RANGE
     if scale(high) > largest:
-        return planning.Plan(name, target, math.inf, planning.UNREACHABLE)
+        return math.inf
     guess = min(max(scale(1.0) / largest, low), high)
     lo, hi = max(guess / 1.25, low), min(guess * 1.25, high)
     while lo > low and scale(lo) <= largest:
@@ -71,9 +92,4 @@ def plan(od: ODMatrix, truth, mechanism: str, target: planning.Target, delta: fl
             hi = middle
         else:
             lo = middle
-    kept = planning.usable(target, found)
-    answer, width = planning.decisive(target, kept, rule(mechanism, scale(hi), od.n,
-                                                          od.domain_size))
-    noise = "discrete Gaussian" if mechanism == publish.GAUSSIAN else "discrete Laplace"
-    return planning.Plan(name, target, hi, METHOD.format(noise=noise), answer, width,
-                         int(kept.totals.size))
+    return hi

@@ -26,7 +26,9 @@ manifest (:func:`_sides`); a zone seen on one side only is taken to be in the ot
 domain too while that side has zones not seen; zones of the domain that appear on no row (all
 their cells published as 0) are kept as "unlisted" placeholders, so that every sum counts its
 cells right. The folder holds no positions and no zone-to-parent map: distance and direction
-need positions and say so; the parent areas are analysed as the zones of the parent level.
+need positions and say so, unless a zones file of the public geography is given beside it
+(:func:`placed`: positions, and parents for parent selections); otherwise the parent areas are
+analysed as the zones of the parent level.
 
 Bad files get one message naming the file, the field or row, and how to fix it (uploads on the
 Places page: :func:`read`).
@@ -34,6 +36,7 @@ Places page: :func:`read`).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -44,6 +47,8 @@ import numpy as np
 import pandas as pd
 
 from dpcore.analyses.intervals import Z_LAPLACE, Z_NORMAL, Interval
+from dpcore.data.importing.notices import ImportFailed, Report
+from dpcore.data.importing.zones import apply_zones
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 from dpcore.interfaces import publish
 from dpcore.text import visible
@@ -65,6 +70,14 @@ METHOD_TOPDOWN = ("bound: TopDown's margin ±{margin:,} holds for every cell of 
                   "with ≥ 95 % (manifest), so a sum of k cells is within k·{margin:,}; valid but "
                   "wide (the integer fit's error depends on the confidential counts, so no "
                   "tighter law is public)")
+
+#: The quantile factors of a two-sided 97.5 % bound (two sums together at ≥ 95 %, union bound):
+#: the normal's, and one Laplace's over its sd (ln 40/√2, as :data:`Z_LAPLACE` is ln 20/√2).
+Z_NORMAL_JOINT = 2.241402727604947
+Z_LAPLACE_JOINT = math.log(40) / math.sqrt(2)
+JOINT_TOPDOWN = "TopDown's margin holds for every cell at once, so A's and C's bounds ±k·M hold together"
+JOINT_WLS = ("WLS's bounds of A and of C, each at 97.5 % (±{z:.2f} sd plus the rounding), hold "
+             "together with ≥ 95 % (union bound)")
 
 
 @dataclass(frozen=True)
@@ -91,20 +104,31 @@ class FittedBound:
     """The interval rule of a WLS or TopDown level (module docstring): ``bounds(answers,
     cells)`` and ``method``, as :class:`Interval`. ``per_cell`` is the rounding (WLS) or the
     simultaneous margin (TopDown) added per cell; ``variance`` the per-cell noise variance bound
-    (0 for TopDown); ``z`` the noise's quantile factor; ``covered`` False: no interval."""
+    (0 for TopDown); ``z`` the noise's quantile factor; ``covered`` False: no interval.
+
+    ``joint_bounds`` are bounds that hold for *two* sums together with ≥ 95 % (a share's A and
+    C, :func:`dpcore.analyses.shares.ranged`): ``joint_z`` is the quantile factor that gives them
+    (TopDown's margin is simultaneous already: the same bounds; WLS: each sum at 97.5 %, union
+    bound), ``joint`` says how, in words."""
 
     def __init__(self, method: str, variance: float = 0.0, z: float = 0.0,
-                 per_cell: float = 0.0, covered: bool = True):
+                 per_cell: float = 0.0, covered: bool = True, joint_z: float = 0.0,
+                 joint: str = ""):
         self.method, self.variance, self.z = method, variance, z
         self.per_cell, self.covered = per_cell, covered
+        self.joint_z, self.joint = joint_z, joint
 
-    def bounds(self, answers, cells) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(self, answers, cells, z: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         answers = np.asarray(answers, dtype=float)
         if not self.covered:
             return np.full(answers.shape, np.nan), np.full(answers.shape, np.nan)
         cells = np.asarray(cells, dtype=float)
-        half = self.z * np.sqrt(cells * self.variance) + self.per_cell * cells
+        half = (self.z if z is None else z) * np.sqrt(cells * self.variance) \
+            + self.per_cell * cells
         return np.maximum(answers - half, 0.0), answers + half
+
+    def joint_bounds(self, answers, cells) -> tuple[np.ndarray, np.ndarray]:
+        return self.bounds(answers, cells, self.joint_z)
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,7 +251,8 @@ def _counts(table: pd.DataFrame, several: bool) -> pd.DataFrame:
 def topdown_rule(margin: int) -> FittedBound:
     """A TopDown level's rule from its published margin M: a sum of k cells within ±k·M (the
     module docstring; also what :mod:`.topdown_targets` plans with)."""
-    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin))
+    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin),
+                       joint=JOINT_TOPDOWN)
 
 
 def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix, total: float):
@@ -244,9 +269,11 @@ def _rule(kind: str, manifest: dict, entry: dict, post, level: str, od: ODMatrix
             return FittedBound(METHOD_WLS_CLIPPED, covered=False)
         z = Z_LAPLACE if laplace else Z_NORMAL
         step, rounding = (1.0, "under 1 per cell") if level == FINE else (0.5, "at most ½ per cell")
+        joint_z = Z_LAPLACE_JOINT if laplace else Z_NORMAL_JOINT
         return FittedBound(METHOD_WLS.format(variance=entry["noise_variance"], z=z,
                                              rounding=rounding),
-                           float(entry["noise_variance"]), z, step)
+                           float(entry["noise_variance"]), z, step, joint_z=joint_z,
+                           joint=JOINT_WLS.format(z=joint_z))
     noise = PublishedNoise("discrete_laplace" if laplace else "discrete_gaussian",
                            float(entry["scale"]), float(entry["noise_variance"]))
     return Interval(noise.key, noise, post, n=total, d=od.domain_size)
@@ -307,6 +334,23 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
     total = float(total) if isinstance(total, (int, float)) else float(values.sum())
     return Folder(od, values, _rule(kind, manifest, entry, post, chosen, od, total), kind,
                   chosen, tuple(names))
+
+
+def placed(folder: Folder, data: bytes, filename: str = "zones file") -> Folder:
+    """The folder's zones given positions (and parents) by a zones file (zone, lat, lon[,
+    parent]; e.g. ``data/ireland_ed.zones.csv``): public geography beside the release, so that
+    distance, direction, a radius, shares within a distance and parent areas can be answered.
+    The counts and intervals are the folder's, unchanged. ValueError naming the file and what to
+    fix when it cannot be read or places none of the folder's zones."""
+    try:
+        od = apply_zones(folder.od, bytes(data), filename, Report(filename))
+    except ImportFailed as error:
+        raise ValueError(str(error)) from None
+    if not (od.origins.has_coordinates.any() or od.destinations.has_coordinates.any()):
+        raise ValueError(f"{visible(filename)[:80]} places none of the folder's zones (no row "
+                         "names one of its ids with a latitude and longitude): give the zones "
+                         "file of the geography the release was published over.")
+    return dataclasses.replace(folder, od=od)
 
 
 def parse_manifest(text) -> dict:

@@ -195,11 +195,15 @@ def share_table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseR
                               interval_rule(settings, key, od, result)
                               ).assign(mechanism=charts.name(key))
               for key, result in results.items()]
-    found = pd.concat(frames, ignore_index=True)
-    found["share"] = found["analysis"].map(SHARE_NAMES)
+    return in_percent(pd.concat(frames, ignore_index=True))[SHARE_COLUMNS]
+
+
+def in_percent(found: pd.DataFrame) -> pd.DataFrame:
+    """Shares as the page shows them: named, and their values in per cent."""
+    found = found.assign(share=found["analysis"].map(SHARE_NAMES))
     for column in ("true", "released", "low", "high"):
         found[f"{column} (%)"] = 100 * found[column]
-    return found[SHARE_COLUMNS]
+    return found
 
 
 def drawn(found: pd.DataFrame, choice: Choice) -> pd.DataFrame:

@@ -1,5 +1,7 @@
 """The Plan & publish page's "Targets on the answers" section: a margin on a family of analysis
-answers ("inflow of every zone within ±2 % at 95 %") and the smallest ε per mechanism
+answers ("inflow of every zone within ±2 % at 95 %", or a share: "the share within 10 km of
+every zone within ±2 percentage points", :mod:`dpcore.analyses.share_targets`) and the smallest
+ε per mechanism
 (:mod:`dpcore.analyses.planning`, instant) and, on request, for a flat OpenDP publish
 (:mod:`dpcore.interfaces.publish_targets`, a few seconds: OpenDP calibrates each ε tried) and
 for TopDown with the level shares that need the least ε (:mod:`dpcore.interfaces.topdown_targets`).
@@ -13,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import mechanisms, release
-from dpcore.analyses import planning
+from dpcore.analyses import planning, share_targets
 from dpcore.interfaces import publish, publish_targets, topdown_targets
 from dpcore.release import RunSettings
 from ui.components import charts, runs
@@ -23,12 +25,23 @@ PLANNED = "plan_answer_targets"   # session keys: {settings: plans}
 PUBLISHED = "plan_answer_targets_published"
 TOPDOWN = "plan_answer_targets_topdown"
 UNITS = {"relative": "% of each true answer", "absolute": "commuters"}
+HALF_WIDTH, HALF_WIDTH_POINTS = ("Its 95 % half-width (commuters)",
+                                 "Its 95 % half-width (percentage points)")
 
 
-def target_inputs() -> planning.Target:
+#: Every family a target can name: sums (:mod:`dpcore.analyses.planning`) and shares.
+FAMILIES = {**planning.FAMILIES,
+            **{key: text.replace("{km:g} km", "a distance")
+               for key, text in share_targets.FAMILIES.items()}}
+
+
+def target_inputs():
+    """A target on sums (planning.Target) or on shares (share_targets.ShareTarget)."""
     left, middle, right = st.columns([3, 2, 2])
     family = kept(left.selectbox, "Answers", "plan_answers_family", "inflow",
-                  options=list(planning.FAMILIES), format_func=planning.FAMILIES.get)
+                  options=list(FAMILIES), format_func=FAMILIES.get)
+    if family in share_targets.FAMILIES:
+        return _share_target(family, middle, right)
     unit = kept(right.radio, "Margin in", "plan_answers_unit", "relative", options=list(UNITS),
                 format_func=UNITS.get)
     value = kept(middle.number_input, "Each within ± (95 % interval)",
@@ -36,6 +49,18 @@ def target_inputs() -> planning.Target:
                  min_value=0.001, format="%.4g")
     return planning.Target(family, value / 100 if unit == "relative" else value,
                            unit == "relative")
+
+
+def _share_target(family: str, middle, right) -> share_targets.ShareTarget:
+    """A margin in percentage points, and the distance of the share within it."""
+    points = kept(middle.number_input, "Each within ± percentage points (95 % interval)",
+                  "plan_answers_within_points", 2.0, min_value=0.01, max_value=99.0,
+                  format="%.4g")
+    km = 10.0
+    if family == "share_within":
+        km = kept(right.number_input, "Distance (km)", "plan_answers_km", 10.0, min_value=0.1,
+                  max_value=1000.0, step=5.0)
+    return share_targets.ShareTarget(family, points / 100, float(km))
 
 
 def _epsilon(plan: planning.Plan) -> str:
@@ -46,18 +71,27 @@ def _epsilon(plan: planning.Plan) -> str:
 
 
 def shown(plans: list[planning.Plan]) -> pd.DataFrame:
-    """One row per mechanism or publishing method, as shown."""
+    """One row per mechanism or publishing method, as shown (a share's half-width in points)."""
+    points = bool(plans) and _shares(plans[0].target)
     return pd.DataFrame([{
         "Mechanism / publish": (mechanisms.get(p.mechanism).name
                                 if p.mechanism in mechanisms.names() else p.mechanism),
         "ε needed": _epsilon(p), "Deciding answer": p.worst_answer,
-        "Its 95 % half-width (commuters)": p.worst_half_width, "How": p.method}
+        HALF_WIDTH_POINTS if points else HALF_WIDTH: p.worst_half_width * (100 if points else 1),
+        "How": p.method}
         for p in plans])
+
+
+def _shares(target) -> bool:
+    return isinstance(target, share_targets.ShareTarget)
 
 
 def _topdown(settings: RunSettings, od, target: planning.Target) -> list[planning.Plan]:
     """A TopDown publish's proposed level shares and ε (and the even split's), on request; at
-    the zones or, when they have parents, at the parent level."""
+    the zones or, when they have parents, at the parent level. Not for shares (a TopDown
+    folder's shares are ranges over its bounds, not the delta method's)."""
+    if _shares(target):
+        return []
     level = "fine level"
     if od.has_parent_level:
         level = kept(st.radio, "TopDown: answers asked at", "plan_answers_topdown_level",
@@ -91,7 +125,8 @@ def section(settings: RunSettings) -> None:
     mine = (settings.dataset, settings.view, runs.mechanism_specs(settings), target)
     if mine not in planned:
         try:
-            planned[mine] = planning.plan(od, truth, specs, target)
+            planned[mine] = (share_targets if _shares(target) else planning).plan(
+                od, truth, specs, target)
         except ValueError as error:
             st.warning(str(error))
             return
@@ -120,6 +155,15 @@ def section(settings: RunSettings) -> None:
                           "Answers (CSV)", private=True)
     note = (" The sidebar's post-processing is ignored here: these are raw (Base) releases, "
             "whose sums are unbiased." if settings.postprocess != "base" else "")
+    if _shares(target):
+        st.caption("Each share's 95 % interval is the one the Places page gives it: the delta "
+                   "method on the closed forms of its two sums at their true values, offered "
+                   "for the central noises only (Laplace, Gaussian, discrete Laplace, and a flat "
+                   "OpenDP publish); the share must also be given at all (its total clearly "
+                   "above 0, Fieller's g < 0.05). Zones whose true total is 0 are left out; "
+                   "TopDown is not planned on shares (its folders give ranges over their "
+                   "bounds)." + note)
+        return
     st.caption("Each answer's 95 % interval is the one the Analyses give it (closed form of the "
                "sum's variance, covariances included) at its true value; the deciding answer is "
                "the one furthest from its margin, and bisection on ε finds where it meets it. "

@@ -12,7 +12,7 @@ import time
 
 from dpcore import confidential, mechanisms, release
 from dpcore.data import views
-from dpcore.analyses import planning
+from dpcore.analyses import planning, share_targets
 from dpcore.evaluation import planner
 from dpcore.interfaces import arguments, publish, publish_targets, topdown_targets
 from dpcore.interfaces.ledger import role_names
@@ -56,16 +56,26 @@ def _cmd_plan(args) -> int:
 def _plan_answers(args, specs) -> int:
     """``plan --answers``: the smallest ε per mechanism (raw releases) and for a publish at which
     every answer meets the margin: flat (OpenDP's discrete Laplace), or TopDown with the level
-    shares of ρ that need the least ε (and the even split's ε beside them)."""
+    shares of ρ that need the least ε (and the even split's ε beside them). Targets on shares
+    (:mod:`dpcore.analyses.share_targets`): the mechanisms and the flat publish."""
     if args.within is None:
         raise ValueError("--answers needs --within: commuters (50) or a percentage (2%)")
     if args.answers_level != "fine" and args.method != publish.TOPDOWN:
         raise ValueError("--answers-level parent plans a TopDown publish: add --method topdown")
-    target = planning.parse_target(args.answers, args.within)
+    if args.answers in share_targets.FAMILIES:
+        if args.method == publish.TOPDOWN:
+            raise ValueError("targets on shares are planned for the mechanisms and a flat "
+                             "publish (the delta method's intervals); a TopDown folder's shares "
+                             "are ranges over its bounds: leave out --method topdown")
+        target = share_targets.parse_target(args.answers, args.within, args.km)
+        plan_mechanisms = share_targets.plan
+    else:
+        target = planning.parse_target(args.answers, args.within)
+        plan_mechanisms = planning.plan
     od = views.select(_load(args), _view(args))
     started = time.perf_counter()
     truth = release.true_values(od)
-    plans = planning.plan(od, truth, specs, target)
+    plans = plan_mechanisms(od, truth, specs, target)
     if args.method == publish.TOPDOWN:
         proposal = topdown_targets.plan(od, target, level=f"{args.answers_level} level",
                                         delta=publish.DEFAULT_DELTA if args.delta is None
@@ -94,12 +104,16 @@ def add(commands: argparse._SubParsersAction) -> None:
     plan.add_argument("--mechanisms", required=True, metavar="K1,K2,…")
     plan.add_argument("--metric", choices=[planner.CHECKS, *metrics.METRICS],
                       help=f"a metric, or '{planner.CHECKS}' (every planner check passes)")
-    plan.add_argument("--answers", choices=list(planning.FAMILIES),
+    plan.add_argument("--answers", choices=[*planning.FAMILIES, *share_targets.FAMILIES],
                       help="instead of --metric: a family of analysis answers (inflow, outflow, "
-                           "live_and_work of every zone, or every OD pair), each of whose 95 %% "
+                           "live_and_work of every zone, or every OD pair; or every zone's "
+                           "share_within --km or share_live_and_work), each of whose 95 %% "
                            "intervals must be within --within")
     plan.add_argument("--within", metavar="MARGIN",
-                      help="with --answers: commuters (50) or a percentage of each answer (2%%)")
+                      help="with --answers: commuters (50) or a percentage of each answer (2%%); "
+                           "for a share, percentage points (2 = ±2 points)")
+    plan.add_argument("--km", type=arguments.real("--km"), default=10.0,
+                      help="with --answers share_within: the distance (default 10)")
     plan.add_argument("--method", choices=[publish.FLAT, publish.TOPDOWN], default=publish.FLAT,
                       help="with --answers: the publish planned beside the mechanisms — flat "
                            "(OpenDP discrete Laplace, default) or topdown (proposes each level's "
