@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import mechanisms, release
-from dpcore.analyses import answers, intervals, selection as sel, shares, simulated
+from dpcore import mechanisms, release, seeding
+from dpcore.analyses import answers, intervals, selection as sel, shares, simulated, synthesized
 from dpcore.data import datasets, importers
 from tests.app_pages import run_page
 from tests.downloads import Downloads, private_csv
@@ -235,3 +235,27 @@ def test_no_shares_table_for_other_analyses():
                  "places_sel_zones": ["Dublin City"]})
     assert len(at.dataframe) == 1
     assert "**Shares**" not in "\n".join(m.value for m in at.markdown)
+
+
+def test_onthemap_shows_its_synthetic_answer_and_the_debiased_estimate_with_its_interval():
+    """OnTheMap's rows keep the synthetic answer (biased, no interval) and add the debiased
+    estimate its interval is around — dpcore.analyses.synthesized's on the seed's release; the
+    chart draws both, the verdict says which is which; Laplace's rows have no estimate."""
+    at = places({"mech": ["onthemap", "laplace"], "pp": "base",
+                 "places_sel_zones": ["Dublin City"]})
+    od = datasets.load("ireland_county")
+    mechanism = release.check(release.ReleaseSpec("onthemap", 1.0), od)
+    truth = od.to_dense()
+    released = mechanism.release(truth, seeding.generator(0, "release", "onthemap", 1.0, 0))
+    expected = answers.evaluate(answers.flows(od, sel.zones(od, ["Dublin City"])), truth,
+                                released, synthesized.rule(od, mechanism, released))
+    table = answers_table(at)
+    shown = table[table["key"] == "onthemap"]
+    for column in ("released", "estimate", "low", "high"):
+        assert np.allclose(shown[column], expected[column]), column
+    assert table.loc[table["key"] == "laplace", "estimate"].isna().all()
+    names = [trace["name"] for trace in bar_chart(at)["data"]]
+    assert any("synthetic answer, no interval" in n for n in names)
+    assert any("debiased" in n for n in names)
+    said = "\n".join(m.value for m in at.markdown)
+    assert "its synthetic answers (what OnTheMap users read) are biased" in said

@@ -90,3 +90,20 @@ def test_share_targets_per_mechanism_and_publish():
     assert not at.exception, at.exception
     published = [name for name in answers_table(at).index if name.startswith("publish:")]
     assert len(published) == 2
+
+
+def test_answer_targets_plan_onthemap_on_its_debiased_interval():
+    """OnTheMap's row: the ε its debiased interval needs (dpcore's), and the caption says what
+    is planned for it."""
+    at = open_page(PAGE, mech=["onthemap", "laplace"], pp="base", dataset="toy_town")
+    at.selectbox(key="kept_widget_plan_answers_family").set_value("pairs")
+    at.radio(key="kept_widget_plan_answers_unit").set_value("absolute").run()
+    at.number_input(key="kept_widget_plan_answers_within_absolute").set_value(50.0).run()
+    assert not at.exception, at.exception
+    od = datasets.load("toy_town")
+    (expected,) = planning.plan(od, release.true_values(od), ["onthemap"],
+                                planning.Target("pairs", 50.0))
+    assert expected.method == planning.SYNTHESIZED
+    assert answers_table(at).loc[mechanisms.get("onthemap").name, "ε needed"] == \
+        f"{expected.epsilon:.3g}"
+    assert any("debiased estimate" in c.value for c in at.caption)

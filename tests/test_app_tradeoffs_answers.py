@@ -59,12 +59,10 @@ def test_answer_error_against_epsilon():
                for label in labels)
 
 
-def test_share_within_10_km_against_epsilon_in_percentage_points():
-    """The share within 10 km of Dublin City's workers: the releases' RMSE in percentage points,
-    the delta method's sd dotted for Laplace only (GRR's share has no interval: no theory)."""
-    label = "share within 10 km (%) — workers in Dublin City"
+def _run(mechanisms_: list[str], label: str) -> AppTest:
+    """The page with these mechanisms (seed 101), ε 1 and 5, 4 trials, ``label`` run."""
     at = AppTest.from_file(PAGE, default_timeout=240)
-    at.query_params["mech"] = ["laplace", "grr"]
+    at.query_params["mech"] = mechanisms_
     at.query_params["seed"] = "101"
     at.run()
     at.text_input(key="kept_widget_tradeoffs_grid").set_value("1, 5")
@@ -73,6 +71,14 @@ def test_share_within_10_km_against_epsilon_in_percentage_points():
     at.selectbox(key="kept_widget_tradeoffs_answer").set_value(label).run()
     at.button(key="tradeoffs_answer_run").click().run()
     assert not at.exception, at.exception
+    return at
+
+
+def test_share_within_10_km_against_epsilon_in_percentage_points():
+    """The share within 10 km of Dublin City's workers: the releases' RMSE in percentage points,
+    the delta method's sd dotted for Laplace only (GRR's share has no interval: no theory)."""
+    label = "share within 10 km (%) — workers in Dublin City"
+    at = _run(["laplace", "grr"], label)
     fig = figure(at, "Error of")
     assert fig["layout"]["yaxis"]["title"]["text"] == "RMSE of the answer (percentage points)"
     od = datasets.load("ireland_county")
@@ -89,3 +95,17 @@ def test_share_within_10_km_against_epsilon_in_percentage_points():
     (dotted,) = traces(fig, f"{mechanisms.get('laplace').name} · theory (closed-form sd)")
     assert np.allclose(values(dotted["y"]).astype(float), theory["sd"])
     assert not traces(fig, f"{mechanisms.get('grr').name} · theory (closed-form sd)")
+
+
+def test_onthemap_dotted_line_is_its_synthetic_answers_expected_rmse():
+    """OnTheMap's dotted line is dpcore's √(bias² + variance) of its synthetic answer, and the
+    caption says so."""
+    at = _run(["onthemap"], LABEL)
+    od = datasets.load("ireland_county")
+    query, part = tradeoffs.choices(od, sel.zones(od, ["Dublin City"]))[LABEL]
+    theory = tradeoffs.theory(od, release.true_values(od), query, part, ["onthemap"], (1.0, 5.0))
+    (dotted,) = traces(figure(at, "Error of"),
+                       f"{mechanisms.get('onthemap').name} · theory (closed-form sd)")
+    assert np.allclose(values(dotted["y"]).astype(float), theory["sd"])
+    assert "OnTheMap's dotted line is its synthetic answer's expected RMSE" in \
+        "\n".join(c.value for c in at.caption)

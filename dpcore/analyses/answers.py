@@ -227,7 +227,9 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
     """One row per answer: the true value (NaN when ``truth`` is None: a published folder), the
     released one (the true one when no release is given), its 95 % interval and how it was
     obtained (``interval``: a rule with ``bounds(answers, cells)`` such as :class:`Interval`,
-    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`). Ranked
+    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`; a rule
+    whose interval is around a debiased estimate, :mod:`dpcore.analyses.synthesized`, adds an
+    ``estimate`` column after ``released``). Ranked
     queries are sorted by the released (else true) value, the first ``limit`` kept."""
     rule = interval or Interval(None)
     if not queries:
@@ -245,18 +247,24 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
                                 np.concatenate([c for _, _, c in answered]))
         split = np.cumsum([a.size for _, a, _ in answered])[:-1]
         bounds = list(zip(np.split(low, split), np.split(high, split)))
-    names, columns = [], {name: [] for name in COLUMNS[2:-1]}
-    for query, (true, answer, cells), (low, high) in zip(queries, answered, bounds):
+    # a rule whose interval is not around the released answer (OnTheMap's, debiased) gives
+    # (low, high, estimate): the estimate gets its own column
+    debiased = any(len(bound) == 3 for bound in bounds)
+    extra = ["estimate"] if debiased else []
+    names, columns = [], {name: [] for name in COLUMNS[2:-1] + extra}
+    for query, (true, answer, cells), bound in zip(queries, answered, bounds):
+        low, high = bound[:2]
+        estimate = bound[2] if len(bound) == 3 else np.full(len(query.parts), np.nan)
         size = len(query.parts)
         true = np.full(size, np.nan) if true is None else np.asarray(true, dtype=float)
         parts, rank = np.asarray(query.parts, dtype=object), np.full(size, np.nan)
         if query.ranked:   # largest first, ties in part order, NaN last (as a stable pandas sort)
             keep = np.argsort(-answer, kind="stable")[:limit]
-            parts, true, answer, low, high, cells = (
-                np.asarray(x)[keep] for x in (parts, true, answer, low, high, cells))
+            parts, true, answer, low, high, cells, estimate = (
+                np.asarray(x)[keep] for x in (parts, true, answer, low, high, cells, estimate))
             rank, size = np.arange(1.0, keep.size + 1), keep.size
         names.append((query.analysis, query.selection, size))
-        for name, value in zip(columns, (parts, rank, true, answer, low, high, cells)):
+        for name, value in zip(columns, (parts, rank, true, answer, low, high, cells, estimate)):
             columns[name].append(np.asarray(value))
     # one frame for every query: a frame per query costs a millisecond, seconds over the 9,300
     # queries of the national counties' comparison
@@ -265,4 +273,5 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
     for at, name in enumerate(COLUMNS[:2]):   # analysis, selection
         found[name] = np.repeat(np.array([n[at] for n in names], dtype=object), sizes)
     found["method"] = rule.method
-    return pd.DataFrame({name: found[name] for name in COLUMNS})
+    shown = COLUMNS[:6] + ["estimate"] + COLUMNS[6:] if debiased else COLUMNS
+    return pd.DataFrame({name: found[name] for name in shown})

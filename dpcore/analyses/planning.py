@@ -12,9 +12,11 @@ relative precision of :data:`PRECISION` (the ε returned meets it; one a factor 
 below does not).
 
 Only the raw releases of the mechanisms with a closed form are planned here; the others have no
-interval for sums (their method says so). A relative target leaves out answers whose true value
-is 0 (no margin is a share of 0). The answers are summed from the true table: like the ε planner,
-the answer is computed from confidential data.
+interval for sums (their method says so). OnTheMap's synthesizer is planned on its debiased
+interval (:mod:`dpcore.analyses.synthesized`): its raw answers are biased, and the half-width
+planned is the one the Places page's interval has around the estimate s·A/m − |S|α. A relative
+target leaves out answers whose true value is 0 (no margin is a share of 0). The answers are
+summed from the true table: like the ε planner, the answer is computed from confidential data.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore import mechanisms
-from dpcore.analyses import answers
+from dpcore.analyses import answers, synthesized
 from dpcore.analyses.intervals import COVERED, PUBLISHED_ONLY, Interval
 from dpcore.data.od import ODMatrix
 from dpcore.evaluation.planner import EPSILON_RANGE
@@ -40,6 +42,8 @@ PRECISION = 1e-4
 COLUMNS = ["mechanism", "family", "within", "relative", "epsilon", "method", "worst_answer",
            "worst_half_width", "answers"]
 CLOSED = "closed form: the worst 95 % interval half-width over the answers, bisection on ε"
+SYNTHESIZED = ("OnTheMap's law: the worst half-width of the debiased 95 % interval (around "
+               "s·A/m − |S|α, not the raw synthetic answer) at the true table, bisection on ε")
 UNREACHABLE = f"not met for any ε ≤ {EPSILON_RANGE[1]:g}"
 NO_THEORY = "no closed form for sums of {key} estimates: not planned here"
 
@@ -86,6 +90,17 @@ class Answers:
     cells: np.ndarray
 
 
+def family_query(od: ODMatrix, family: str) -> answers.Query:
+    """The family as one query: the area comparison's, or every OD pair as its own part."""
+    if family == "pairs":
+        names = tuple(f"{o} → {d}" for o in od.origins.ids for d in od.destinations.ids)
+        return answers.Query("pairs", "every OD pair", names,
+                             lambda values: (np.asarray(values, dtype=float),
+                                             np.ones(od.domain_size, dtype=np.int64)))
+    (query,) = [q for q in answers.comparison(od) if q.analysis == family]
+    return query
+
+
 def family_answers(od: ODMatrix, truth, family: str) -> Answers:
     """The true answers of a family. ``pairs``: one per distinct true count (every cell is a sum
     of one cell, so equal counts have equal half-widths), named by one of its cells."""
@@ -97,7 +112,7 @@ def family_answers(od: ODMatrix, truth, family: str) -> Answers:
             values = np.unique(np.asarray(truth, dtype=float))
         names = np.array([f"a pair of {v:g} commuters" for v in values])
         return Answers(names, values, np.ones(values.size, dtype=np.int64))
-    (query,) = [q for q in answers.comparison(od) if q.analysis == family]
+    query = family_query(od, family)
     totals, cells = query.compute(truth)
     live = np.asarray(cells) > 0
     return Answers(np.asarray(query.parts)[live], np.asarray(totals, float)[live],
@@ -186,12 +201,39 @@ def plan_rule(name: str, target: Target, found: Answers, rule_at: Callable[[floa
                 answer, width, int(found.totals.size))
 
 
+def plan_synthesized(od: ODMatrix, truth, params: dict, target: Target) -> Plan:
+    """OnTheMap's smallest ε for the target: the half-widths of its debiased interval at the
+    true table (:class:`dpcore.analyses.synthesized.Theory`), which fall as ε grows (the prior
+    α = m/(e^ε − 1) shrinks)."""
+    why = synthesized.too_large(od, synthesized.bound(od, params, 1.0))
+    if why is not None:   # before naming every pair of a large table
+        return Plan(synthesized.KEY, target, float("nan"),
+                    "not planned: " + why.removeprefix("no interval: "))
+    query = family_query(od, target.family)
+    theory = synthesized.Theory(od, truth, params, [query])
+    found = usable(target, Answers(np.asarray(query.parts), theory.answers,
+                                   np.ones(theory.answers.size)))
+    keep = theory.answers > 0 if target.relative else np.ones(theory.answers.size, dtype=bool)
+    # (the answers usable() kept)
+    limit = allowed(target, found)
+    epsilon = smallest_epsilon(lambda e: float(np.max(theory.half_widths(e)[keep] / limit)))
+    widths = theory.half_widths(epsilon if math.isfinite(epsilon) else EPSILON_RANGE[1])
+    i = int(np.argmax(widths[keep] / limit))
+    return Plan(synthesized.KEY, target, epsilon,
+                SYNTHESIZED if math.isfinite(epsilon) else UNREACHABLE,
+                str(found.names[i]), float(widths[keep][i]), int(found.totals.size))
+
+
 def plan(od: ODMatrix, truth, mechanism_specs, target: Target) -> list[Plan]:
-    """Each mechanism's smallest ε for the target (raw release; closed forms only)."""
+    """Each mechanism's smallest ε for the target (raw release; closed forms only, OnTheMap's
+    debiased law)."""
     found = family_answers(od, truth, target.family)
     plans = []
     for spec in mechanism_specs:
         key, params = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
+        if key == synthesized.KEY:
+            plans.append(plan_synthesized(od, truth, params, target))
+            continue
         if key not in COVERED or key in PUBLISHED_ONLY:
             plans.append(Plan(key, target, float("nan"), NO_THEORY.format(key=key)))
             continue

@@ -52,6 +52,7 @@ import pandas as pd
 
 from dpcore.analyses import selection as sel
 from dpcore.analyses.answers import COLUMNS, block_ends, commute_block
+from dpcore.analyses import synthesized
 from dpcore.analyses.intervals import CORRELATED, METHOD_TRUE, Interval
 from dpcore.analyses.sums import group_sums
 
@@ -137,6 +138,8 @@ def method(rule) -> str:
         return NO_INTERVAL.format(why=why.format(key=rule.key))
     if isinstance(rule, Interval) and rule.clipped:
         return NO_INTERVAL.format(why=CLIPPED)
+    if isinstance(rule, synthesized.Synthesized):
+        return NO_INTERVAL.format(why=synthesized.NO_SHARE)
     why = getattr(rule, "method", "no closed form for this release")
     return NO_INTERVAL.format(why=why.removeprefix("no interval: "))
 

@@ -35,7 +35,8 @@ short — the SDC baselines, top-k, the stability histogram and OnTheMap's synth
 output depends on the true table beyond added noise), and every post-processing that clips,
 cuts or projects (its bias depends on which true cells are small, which the stand-in does not
 show). Each says so with the coverage measured. Post-processings of a release whose closed form
-or bound holds keep that rule (:func:`rule`).
+or bound holds keep that rule, and OnTheMap's releases get the debiased interval of its own law
+(:mod:`.synthesized`) instead of the refused simulation (:func:`rule`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpcore import mechanisms, release as releases
+from dpcore.analyses import synthesized
 from dpcore.analyses.intervals import Interval
 from dpcore.mechanisms import postprocess
 from dpcore.mechanisms.sparse_vector import SparseVector
@@ -136,6 +138,11 @@ REFUSED_POST = {key: _why(key) for key in SHORTFALLS if key in postprocess.METHO
 REFUSED_POST["post_pos"] = ("no interval: Post-Pos clips each query's raw sum (the answers "
                             "here sum the per-cell release, which is Base-Pos: "
                             + REFUSED_POST["base_pos"].removeprefix("no interval: ") + ")")
+
+
+#: Mechanisms whose intervals come from their own known law instead of a simulation
+#: (:mod:`.synthesized`: OnTheMap's, debiased), though the simulation's shortfall stays measured.
+DEBIASED = (synthesized.KEY,)
 
 
 def stand_in(released, n: int) -> np.ndarray:
@@ -233,10 +240,12 @@ class Simulated:
 
 
 def rule(od, spec: releases.ReleaseSpec, released, *, sparse: bool = False,
-         live: bool = True) -> Interval | Simulated:
-    """The interval rule of ``released`` (``spec``'s release of ``od``): the closed form or
-    bound of :class:`Interval` where one holds, else the simulation; ``live``: a page (the
-    smaller size limit)."""
+         live: bool = True) -> Interval | Simulated | synthesized.Synthesized:
+    """The interval rule of ``released`` (``spec``'s release of ``od``): OnTheMap's debiased
+    law (:mod:`.synthesized`), the closed form or bound of :class:`Interval` where one holds,
+    else the simulation; ``live``: a page (the smaller size limit)."""
+    if spec.mechanism in DEBIASED:   # its known law, debiased
+        return synthesized.rule(od, releases.check(spec, od), released, spec.postprocess[0])
     closed = Interval(spec.mechanism, spec.build(), spec.postprocess[0], n=od.n,
                       d=od.domain_size, sparse=sparse)
     return closed if closed.covered else Simulated(od, spec, released, live=live)

@@ -4,7 +4,9 @@
 * **Theory** — the standard deviation of the released answer at the true total, from the
   closed-form variance of a sum (:class:`dpcore.analyses.intervals.Interval`, covariances
   included): for an unbiased release its expected RMSE. Only raw releases of the mechanisms
-  :data:`~dpcore.analyses.intervals.COVERED` have one; the others get none. A sparse release
+  :data:`~dpcore.analyses.intervals.COVERED` have one, and OnTheMap's synthesizer, whose raw
+  answer is biased: its curve is the expected RMSE √(bias² + variance) from its law at the true
+  table (:class:`dpcore.analyses.synthesized.Theory`); the others get none. A sparse release
   (:func:`dpcore.release.sparse_route`) sums its unnamed empty cells at their mean, which can only
   lower the error variance (Rao–Blackwell): there the sd is an upper bound (``exact`` False), as
   it is for Hadamard response at ε ≤ 1 (its variance is bounded, :mod:`.intervals`).
@@ -30,7 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from dpcore import mechanisms, release
-from dpcore.analyses import answers, selection as sel, shares
+from dpcore.analyses import answers, selection as sel, shares, synthesized
 from dpcore.analyses.intervals import COVERED, PUBLISHED_ONLY, Interval
 from dpcore.data.od import ODMatrix
 
@@ -90,7 +92,7 @@ def has_theory(key: str, query=None) -> bool:
     delta-method sd)."""
     if isinstance(query, ShareAnswer):
         return key in shares.OFFERED and key not in PUBLISHED_ONLY
-    return key in COVERED and key not in PUBLISHED_ONLY
+    return key in COVERED and key not in PUBLISHED_ONLY or key == synthesized.KEY
 
 
 def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
@@ -102,6 +104,9 @@ def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
     rows = []
     for key, params in _specs(specs):
         if not has_theory(key, query):
+            continue
+        if key == synthesized.KEY:
+            rows += _synthesized_theory(od, truth, query, part, params, epsilons, total)
             continue
         for epsilon in epsilons:
             rule = Interval(key, mechanisms.build(key, epsilon=epsilon, **params), n=od.n,
@@ -116,6 +121,18 @@ def theory(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons
             rows.append({"mechanism": key, "epsilon": float(epsilon), "true": float(total),
                          "sd": sd, "exact": rule.exact and not sparse})
     return pd.DataFrame(rows, columns=THEORY_COLUMNS)
+
+
+def _synthesized_theory(od: ODMatrix, truth, query, part: int, params: dict, epsilons,
+                        total: float) -> list[dict]:
+    """OnTheMap's raw synthetic answer: its expected RMSE, bias included (its answers are
+    biased towards uniform), from the law at the true table; none where the law is not
+    evaluated (too large a table)."""
+    theory = synthesized.Theory(od, truth, params, [query])
+    if theory.method is not None:
+        return []
+    return [{"mechanism": synthesized.KEY, "epsilon": float(epsilon), "true": float(total),
+             "sd": float(theory.raw_rmse(epsilon)[part]), "exact": True} for epsilon in epsilons]
 
 
 def experiment(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons,

@@ -50,25 +50,40 @@ def bars(found: pd.DataFrame, analysis: str, title: str) -> go.Figure:
                                                           "<extra></extra>")
     for (mechanism, rows), key in zip(found.groupby("mechanism", sort=False),
                                       _keys(found)):
-        released = rows["released"].to_numpy(float)
-        has = rows["low"].notna().to_numpy()
-        plus = np.where(has, rows["high"] - released, np.nan)
-        minus = np.where(has, released - rows["low"], np.nan)
-        text = [charts.escape(f"{s} · {p}") + (f"<br>95 % interval {lo:,.0f} … {hi:,.0f}"
-                                                 if ok else "<br>no interval")
-                for s, p, lo, hi, ok in zip(rows["selection"], rows["part"], rows["low"],
-                                            rows["high"], has)]
-        fig.add_bar(name=legend_name(mechanism, rows["method"].iloc[0]), x=_x(rows), y=released,
-                    marker_color=charts.colour(key), marker_pattern_shape=charts.pattern(key),
-                    error_y=dict(type="data", symmetric=False, array=plus, arrayminus=minus,
-                                 color="#222222", thickness=1.2, width=3),
-                    customdata=text, hovertemplate="%{customdata}<br>released %{y:,.0f}"
-                                                   "<extra></extra>")
+        if "estimate" in rows and rows["estimate"].notna().any():
+            # OnTheMap: its synthetic answer (biased, no interval) and, beside it, the
+            # debiased estimate the interval is around
+            _bar(fig, rows, "released", charts.escape(f"{mechanism} (synthetic answer, no "
+                                                      "interval)"), key, interval=False)
+            _bar(fig, rows, "estimate", charts.escape(f"{mechanism}, debiased estimate (its "
+                                                      "law, ±1.96 sd)"), key, shape=".")
+        else:
+            _bar(fig, rows, "released", legend_name(mechanism, rows["method"].iloc[0]), key)
     fig.update_layout(barmode="group", bargap=0.05 if analysis == "distance" else 0.2)
     edge = axis_edge(found)
     if edge is not None:
         fig.update_yaxes(range=[-0.25 * edge, edge])
     return charts.layout(fig, title, X_TITLES[analysis], "Commuters (people)", height=420)
+
+
+def _bar(fig: go.Figure, rows: pd.DataFrame, column: str, name: str, key: str,
+         interval: bool = True, shape: str | None = None) -> None:
+    """One release's bars (``column``: the released answer, or OnTheMap's debiased estimate)
+    with the 95 % interval as an asymmetric error bar where it has one."""
+    value = rows[column].to_numpy(float)
+    has = rows["low"].notna().to_numpy() & interval
+    plus = np.where(has, rows["high"] - value, np.nan)
+    minus = np.where(has, value - rows["low"], np.nan)
+    text = [charts.escape(f"{s} · {p}") + (f"<br>95 % interval {lo:,.0f} … {hi:,.0f}"
+                                             if ok else "<br>no interval")
+            for s, p, lo, hi, ok in zip(rows["selection"], rows["part"], rows["low"],
+                                        rows["high"], has)]
+    fig.add_bar(name=name, x=_x(rows), y=value, marker_color=charts.colour(key),
+                marker_pattern_shape=shape or charts.pattern(key),
+                error_y=dict(type="data", symmetric=False, array=plus, arrayminus=minus,
+                             color="#222222", thickness=1.2, width=3),
+                customdata=text, hovertemplate=f"%{{customdata}}<br>{column} %{{y:,.0f}}"
+                                               "<extra></extra>")
 
 
 def axis_edge(found: pd.DataFrame) -> float | None:

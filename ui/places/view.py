@@ -39,6 +39,7 @@ MEASURES = {"inflow": "Inflow (live outside, work in it)",
 #: The true and released answers' table, as shown and downloaded.
 SHOWN = ["mechanism", "key", "analysis", "selection", "part", "rank", "true", "released", "low",
          "high", "relative error (%)", "within tolerance", "interval holds the truth", "method"]
+#: OnTheMap's rows add "estimate" (debiased) after "released": its intervals are around it.
 
 #: The distance of the distance analysis's share: the first band's upper edge.
 SHARE_KM = answers.BANDS_KM[1]
@@ -180,6 +181,9 @@ def table(od: ODMatrix, choice: Choice, truth, results: dict[str, ReleaseResult]
     found["interval holds the truth"] = np.where(
         ~covered, "no interval",
         np.where((found["low"] <= found["true"]) & (found["true"] <= found["high"]), "yes", "no"))
+    if "estimate" in found:   # OnTheMap: the debiased estimate its interval is around
+        return found[SHOWN[:SHOWN.index("released") + 1] + ["estimate"]
+                     + SHOWN[SHOWN.index("released") + 1:]]
     return found[SHOWN]
 
 
@@ -230,6 +234,11 @@ def verdicts(found: pd.DataFrame, choice: Choice, postprocess: str) -> list[str]
         if has.any():
             said = (f"its 95 % intervals hold the truth in {held} of {int(has.sum())}. "
                     f"Intervals: {safe.markdown(method)}.")
+            if "estimate" in rows and rows["estimate"].notna().any():
+                said = ("its synthetic answers (what OnTheMap users read) are biased towards "
+                        "a uniform spread and have no interval; the 95 % intervals of its "
+                        "debiased estimates (column “estimate”, the dotted bars) hold the truth "
+                        f"in {held} of {int(has.sum())}. Intervals: {safe.markdown(method)}.")
         else:
             why = safe.markdown(method.removeprefix("no interval: "))
             said = f"it has **no interval** ({why})."

@@ -170,4 +170,7 @@ def section(settings: RunSettings) -> None:
                "A relative margin leaves out answers whose true value is 0. TopDown's rows use "
                "the bound its published folders give (a sum of k cells within ±k times the "
                "level's margin, which holds for every cell at once: conservative), for the "
-               "shares of ρ named (top level first)." + note)
+               "shares of ρ named (top level first). OnTheMap's rows plan the interval its "
+               "Places answers get around the debiased estimate (its raw synthetic answers are "
+               "biased and have none); its synthesis keeps a posterior draw's randomness at "
+               "every ε, so a tight margin on small areas can be out of reach." + note)

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import release
-from dpcore.analyses import selection as sel, tradeoffs
+from dpcore.analyses import selection as sel, synthesized, tradeoffs
 from dpcore.data.od import ODMatrix
 from dpcore.limits import RELEASES
 from dpcore.release import RunSettings
@@ -107,6 +107,11 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
                "RMSE for these unbiased releases; a share's: the delta method's sd, in percentage "
                "points, for the central noises only, whose share intervals were measured to "
                "cover)."
+               + (" OnTheMap's dotted line is its synthetic answer's expected RMSE from its "
+                  "law, bias included: its answers are biased towards a uniform spread of "
+                  "homes, and the bias, not the randomness, dominates at small ε (the Places "
+                  "page removes it, with an interval)."
+                  if synthesized.KEY in set(theory["mechanism"]) else "")
                + (" No closed form for: " + safe.markdown(
                    ", ".join(charts.short_name(k) for k in without)) + "." if without else "")
                + (" Their dotted line is an upper bound (released sparsely here: unnamed empty "
