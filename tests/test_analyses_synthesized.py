@@ -177,9 +177,10 @@ def test_estimate_unbiased_and_variance_the_laws(county):
     assert ((low <= ratio) & (ratio <= high)).all(), ratio
 
 
-def test_refusals_say_why(county, toy, ed, monkeypatch):
-    """No interval, and why: after another post-processing, on a sparse release, and beyond
-    the size the per-workplace pass runs on."""
+def test_refusals_say_why(county, two_counties, ed):
+    """No interval, and why: after another post-processing, on a sparse release with candidates
+    'parent' (it has none), and for the comparison of every area beyond the size the
+    workplace-by-workplace pass runs on; the ED table's selections do get one."""
     truth = county.to_dense().astype(float)
     spec = release.ReleaseSpec("onthemap", 1.0)
     rule = simulated.rule(county, spec, truth)   # the product's dispatch
@@ -187,11 +188,18 @@ def test_refusals_say_why(county, toy, ed, monkeypatch):
     assert "has no interval" in rule.method and "biased towards uniform" in rule.method
     norm = simulated.rule(county, release.ReleaseSpec("onthemap", 1.0, (), ("norm_sub",)), truth)
     assert not norm.covered and "choose the post-processing 'base'" in norm.method
-    sparse = SparseVector.counts(county)
-    assert synthesized.rule(county, _mechanism(county), sparse).method == synthesized.SPARSE
-    big = synthesized.rule(ed, _mechanism(ed), None)
-    assert not big.covered and big.method.startswith("no interval: not computed") \
-        and f"{ed.n_destinations:,} workplaces ×" in big.method
+    sparse = synthesized.rule(county, _mechanism(county), SparseVector.counts(county))
+    assert sparse.covered and synthesized.SPARSE_NOTE in sparse.method
+    parent = _mechanism(two_counties, candidates="parent")
+    assert not synthesized.rule(two_counties, parent, SparseVector.counts(two_counties)).covered
+    why = synthesized.too_large(ed, _mechanism(ed))
+    assert why.startswith("no interval: not computed") and f"{ed.n_destinations:,} workplaces ×" in why
+    truth_ed = ed.to_dense()   # the ED table: its selections' answers get an interval, the
+    big = synthesized.rule(ed, _mechanism(ed), truth_ed)   # comparison of every area none
+    assert big.covered and synthesized.COMPARISON_NOTE in big.method
+    flows, compared = big.all_bounds(answers.flows(ed, sel.zones(ed, ["Sligo 002"]))
+                                     + answers.comparison(ed, "parents")[:1], None, None)[::5]
+    assert np.isfinite(flows[0]).all() and np.isnan(compared[0]).all()
     frame = answers.evaluate(answers.flows(county, sel.zones(county, ["Cork City"])), truth,
                              truth, synthesized.rule(county, _mechanism(county), truth,
                                                      "norm_sub"))

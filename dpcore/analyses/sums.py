@@ -178,14 +178,11 @@ def _positions(chosen: np.ndarray, size: int):
     return at
 
 
-def _sparse_sums(values: SparseVector, od: ODMatrix, rows, cols, by, size: int, cells
-                 ) -> np.ndarray:
-    """Sums per group of a SparseVector: its named cells exactly, every other cell of a group at
-    the empty-cell mean."""
+def named_in_block(values: SparseVector, od: ODMatrix, rows: np.ndarray, cols: np.ndarray):
+    """The named cells of ``values`` inside the block ``rows × cols``, in parts: per part their
+    block positions (r, c), values and destinations."""
     named = _named(values, od)
     row_at, col_at = _positions(rows, od.n_origins), _positions(cols, od.n_destinations)
-    mean = named["mean"]
-    sums, counted = np.zeros(size), np.zeros(size)   # counted: the named cells' means
     for o, d, known, index in named["parts"]:
         where = _candidates(d, index, od, rows, cols)
         r = o[where] if row_at is None else row_at[o[where]]
@@ -194,6 +191,22 @@ def _sparse_sums(values: SparseVector, od: ODMatrix, rows, cols, by, size: int, 
         if row_at is not None or col_at is not None:
             inside = (r >= 0) & (c >= 0)
             r, c, weights, column = r[inside], c[inside], weights[inside], column[inside]
+        yield r, c, weights, column
+
+
+def named_mean(values: SparseVector, od: ODMatrix) -> float | np.ndarray:
+    """The released value every unnamed cell is summed at (:func:`empty_mean`), kept per
+    vector."""
+    return _named(values, od)["mean"]
+
+
+def _sparse_sums(values: SparseVector, od: ODMatrix, rows, cols, by, size: int, cells
+                 ) -> np.ndarray:
+    """Sums per group of a SparseVector: its named cells exactly, every other cell of a group at
+    the empty-cell mean."""
+    mean = _named(values, od)["mean"]
+    sums, counted = np.zeros(size), np.zeros(size)   # counted: the named cells' means
+    for r, c, weights, column in named_in_block(values, od, rows, cols):
         label = _label(by, r, c)
         if not isinstance(by, str):   # a label matrix: −1 = left out
             keep = label >= 0
@@ -225,6 +238,9 @@ def group_sums(values, od: ODMatrix, rows, cols, by="all", groups: int | None = 
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     size, cells = _groups(by, rows, cols, groups)
+    per_unit = getattr(values, "per_unit_sums", None)
+    if per_unit is not None:   # OnTheMap's debiased interval: the sums per workplace
+        return per_unit(rows, cols, by, size), cells
     if isinstance(by, str) and by == "pairs":
         return _pairs(values, od, rows, cols), cells
     if isinstance(values, SparseVector):

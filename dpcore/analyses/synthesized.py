@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from dpcore import release
+from dpcore.analyses import sums
 from dpcore.analyses.intervals import Z_NORMAL
 from dpcore.mechanisms import onthemap as otm
 from dpcore.mechanisms.central import l1_sensitivity
@@ -72,10 +73,15 @@ NO_SHARE = ("the synthetic share is a ratio of two sums biased towards uniform; 
             "a debiased interval here (the table above), not their ratio")
 NOT_BASE = ("no interval: the synthetic table after '{post}' no longer follows the synthesizer's "
             "law; choose the post-processing 'base'")
-SPARSE = ("no interval: not computed for a sparse release (the per-workplace variance needs one "
-          "pass per workplace over a dense table)")
+SPARSE_NOTE = ("; sparse release: the cells it does not name at their workplace's mean (their "
+               "expected value given the release)")
+PARENT_SPARSE = ("candidates 'parent' has no sparse release (each workplace's candidate origins "
+                 "are then an area, not the whole table)")
+COMPARISON_NOTE = ("; the comparison of every area gets no interval on a table this large (it "
+                   "is evaluated workplace by workplace)")
 TOO_LARGE = ("no interval: not computed: {units:,} workplaces × {cells:,} cells is beyond the "
-             f"{MOST_UNIT_CELLS:,} the per-workplace variance is evaluated on")
+             f"{MOST_UNIT_CELLS:,} the comparison of every area is evaluated on, workplace by "
+             "workplace")
 
 
 def noise_variance(mechanism) -> float:
@@ -94,56 +100,231 @@ def small_size(mechanism) -> float:
     return SMALL_WORKPLACE
 
 
-def groups(od, mechanism) -> list[tuple[int, np.ndarray]]:
-    """Each unit's destination and candidate origins (a mask over the origins), as released."""
-    every = np.ones(od.n_origins, dtype=bool)
-    if mechanism.candidates != otm.PARENT:
-        return [(d, every) for d in range(od.n_destinations)]
-    origin_areas, destination_areas = mechanism.areas
-    found = []
-    for d in range(od.n_destinations):
-        inside = origin_areas == destination_areas[d]
-        found += [(d, group) for group in (inside, ~inside) if group.any()]
-    return found
+class Units:
+    """The synthesizer's units of a table: one per workplace, or with candidates 'parent' one
+    per non-empty candidate group of a workplace (its own parent area's origins, the others),
+    each workplace's groups in that order. ``k``: each unit's candidate origins."""
+
+    def __init__(self, od, mechanism):
+        self.od, d = od, od.n_destinations
+        self.parent = mechanism.candidates == otm.PARENT
+        if not self.parent:
+            self.unit_in, self.unit_out = np.arange(d), None
+            self.k = np.full(d, od.n_origins, dtype=np.int64)
+            self.n = d
+            return
+        origin_areas, destination_areas = mechanism.areas
+        codes, inverse = np.unique(np.concatenate([origin_areas, destination_areas]).astype(str),
+                                   return_inverse=True)
+        self.o_code, self.d_code = inverse[:origin_areas.size], inverse[origin_areas.size:]
+        k_in = np.bincount(self.o_code, minlength=codes.size)[self.d_code]
+        k_out = od.n_origins - k_in
+        has = np.stack([k_in > 0, k_out > 0], axis=1).ravel()   # per workplace: in, out
+        number = np.cumsum(has) - 1
+        self.unit_in = np.where(k_in > 0, number[0::2], -1)
+        self.unit_out = np.where(k_out > 0, number[1::2], -1)
+        self.k = np.stack([k_in, k_out], axis=1).ravel()[has]
+        self.n = int(has.sum())
+
+    def of(self, o, d) -> np.ndarray:
+        """The unit of cells (o, d) (index arrays, broadcast)."""
+        o, d = np.broadcast_arrays(np.asarray(o), np.asarray(d))
+        if not self.parent:
+            return self.unit_in[d]
+        return np.where(self.o_code[o] == self.d_code[d], self.unit_in[d], self.unit_out[d])
+
+    def totals(self, values) -> np.ndarray:
+        """Each unit's total in ``values`` (its m in a release)."""
+        od = self.od
+        if isinstance(values, SparseVector):
+            if self.parent:
+                raise ValueError(PARENT_SPARSE)
+            found = sums.group_sums(values, od, np.arange(od.n_origins),
+                                    np.arange(od.n_destinations), "col")[0]
+        elif not self.parent:
+            found = np.asarray(values, dtype=float).reshape(od.n_origins,
+                                                            od.n_destinations).sum(axis=0)
+        else:
+            unit = self.of(np.arange(od.n_origins)[:, None],
+                           np.arange(od.n_destinations)[None, :])
+            found = np.bincount(unit.ravel(), weights=np.asarray(values, dtype=float),
+                                minlength=self.n)
+        # counts of (synthetic) workers: a sparse release's are summed from named cells and
+        # empty-cell means, so not exactly integers
+        return np.rint(found)
+
+
+class Entries:
+    """A query's sums per (part, unit): for each, the part (−1: every part of the query), the
+    unit, its cells in the part (|S_u|), the vector's sum over them (s_S(u)) and a weight (±1:
+    a sparse vector's named cells replace the shared unnamed one's term)."""
+
+    def __init__(self, part, unit, inside, s, weight=None):
+        self.part, self.unit = np.asarray(part, np.int64), np.asarray(unit, np.int64)
+        self.inside, self.s = np.asarray(inside, float), np.asarray(s, float)
+        self.weight = np.ones(self.s.size) if weight is None else np.asarray(weight, float)
+
+    @classmethod
+    def join(cls, found: list, sizes) -> Entries:
+        """The entries of several queries (``sizes``: their parts) as one answer list: parts
+        shifted, a query's shared entries (part −1) marked −1 − its number."""
+        at = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        part = [np.where(e.part >= 0, e.part + start, -1 - q)
+                for q, (e, start) in enumerate(zip(found, at))]
+        joined = cls(np.concatenate(part), *(np.concatenate([getattr(e, name) for e in found])
+                                             for name in ("unit", "inside", "s", "weight")))
+        joined.sizes = np.asarray(sizes, dtype=np.int64)
+        return joined
+
+    def total(self, x: np.ndarray) -> np.ndarray:
+        """Per answer: Σ weight·x over its entries and its query's shared ones."""
+        x = self.weight * x
+        own = self.part >= 0
+        found = np.bincount(self.part[own], weights=x[own], minlength=int(self.sizes.sum()))
+        shared = np.bincount(-1 - self.part[~own], weights=x[~own], minlength=self.sizes.size)
+        return found + np.repeat(shared, self.sizes)
+
+
+class PerUnit:
+    """A vector whose sums (:func:`dpcore.analyses.sums.group_sums`) are :class:`Entries`:
+    one pass over the cells a query selects, grouped by part and unit (no pass per unit)."""
+
+    def __init__(self, units: Units, values):
+        self.units, self.values = units, values
+        self.sparse = isinstance(values, SparseVector)
+        if self.sparse and units.parent:
+            raise ValueError(PARENT_SPARSE)
+
+    def per_unit_sums(self, rows, cols, by, size) -> Entries:
+        if isinstance(by, str) and by == "pairs":
+            values = sums.group_sums(self.values, self.units.od, rows, cols, "pairs")[0]
+            return Entries(np.arange(rows.size), self.units.of(rows, cols), np.ones(rows.size),
+                           values)
+        if self.sparse:
+            return self._sparse(rows, cols, by, size)
+        return self._dense(rows, cols, by)
+
+    def _dense(self, rows, cols, by) -> Entries:
+        od, units = self.units.od, self.units
+        grid = np.asarray(self.values).reshape(od.n_origins, od.n_destinations)
+        block = grid[np.ix_(rows, cols)]
+        shape = block.shape
+        if isinstance(by, str):
+            part = {"all": lambda: np.zeros(shape, np.int64),
+                    "row": lambda: np.broadcast_to(np.arange(rows.size)[:, None], shape),
+                    "col": lambda: np.broadcast_to(np.arange(cols.size)[None, :], shape)}[by]()
+        else:
+            part = np.asarray(by)
+        unit = units.of(rows[:, None], cols[None, :])
+        keep = part >= 0
+        keys, inverse = np.unique(part[keep] * units.n + unit[keep], return_inverse=True)
+        inside = np.bincount(inverse, minlength=keys.size)
+        total = np.bincount(inverse, weights=block[keep], minlength=keys.size)
+        part, unit = np.divmod(keys, units.n)
+        return Entries(part, unit, inside, total)
+
+    def _sparse(self, rows, cols, by, size) -> Entries:
+        """Named cells exactly, every other cell at its workplace's unnamed-cell mean
+        (:func:`dpcore.analyses.sums.empty_mean`); "row" (one cell per part and workplace)
+        as one shared entry per workplace, replaced at the named cells."""
+        od = self.units.od
+        mean = np.broadcast_to(np.asarray(sums.named_mean(self.values, od), float),
+                               (od.n_destinations,))
+        named = list(sums.named_in_block(self.values, od, rows, cols))
+        r, c, value = (np.concatenate([x[i] for x in named]) for i in range(3))
+        if isinstance(by, str) and by == "row":
+            every = cols.size
+            return Entries(np.concatenate([np.full(every, -1), r, r]),
+                           np.concatenate([cols, cols[c], cols[c]]),
+                           np.ones(every + 2 * r.size),
+                           np.concatenate([mean[cols], value, mean[cols[c]]]),
+                           np.concatenate([np.ones(every + r.size), -np.ones(r.size)]))
+        width = cols.size
+        if isinstance(by, str):   # "all" or "col": one entry per workplace
+            key_part = np.zeros(width, np.int64) if by == "all" else np.arange(width)
+            key_col, inside, key = np.arange(width), np.full(width, float(rows.size)), c
+        else:
+            labels = np.asarray(by)
+            keep = labels >= 0
+            cell_key = labels * width + np.arange(width)[None, :]
+            inside = np.bincount(cell_key[keep], minlength=size * width).astype(float)
+            key_part, key_col = np.divmod(np.arange(size * width), width)
+            label = labels[r, c]
+            r, c, value, key = (x[label >= 0] for x in (r, c, value, label * width + c))
+        count = np.bincount(key, minlength=key_col.size)
+        found = np.bincount(key, weights=value, minlength=key_col.size)
+        total = found + (inside - count) * mean[cols[key_col]]
+        used = inside > 0
+        return Entries(key_part[used], cols[key_col[used]], inside[used], total[used])
+
+
+def entries(units: Units, queries, values) -> tuple[Entries | None, list[int]]:
+    """Every query's :class:`Entries` on ``values`` (one pass each), or None and the queries
+    that are not sums of one block each (the comparison of every area): those are evaluated
+    unit by unit (:func:`unit_by_unit`)."""
+    traced, found, other = PerUnit(units, values), [], []
+    for i, query in enumerate(queries):
+        try:
+            result = query.compute(traced)[0]
+        except (TypeError, ValueError, AttributeError):
+            result = None
+        if isinstance(result, Entries):
+            found.append(result)
+        else:
+            found.append(None)
+            other.append(i)
+    return found, other
+
+
+def unit_by_unit(units: Units, queries, values) -> list[Entries]:
+    """The :class:`Entries` of queries that are not one block's sums, by evaluating them on the
+    vector restricted to one unit at a time (queries are linear): units × queries passes."""
+    od = units.od
+    vector = np.asarray(values, dtype=float)
+    unit = units.of(np.arange(od.n_origins)[:, None], np.arange(od.n_destinations)[None, :])
+    unit = unit.ravel()
+    found = [[] for _ in queries]
+    for u in range(units.n):
+        ones = (unit == u).astype(float)
+        part = vector * ones
+        for q, query in enumerate(queries):
+            inside = np.asarray(query.compute(ones)[0], float)
+            s = np.asarray(query.compute(part)[0], float)
+            used = np.flatnonzero(inside > 0)
+            found[q].append((used, np.full(used.size, u), inside[used], s[used]))
+    return [Entries(*(np.concatenate([x[i] for x in per]) for i in range(4))) for per in found]
+
+
+def answer_entries(units: Units, queries, values) -> Entries:
+    """Every answer's entries, one list (:meth:`Entries.join`)."""
+    found, other = entries(units, queries, values)
+    if other:
+        if isinstance(values, SparseVector) or _beyond(units):
+            raise ValueError(TOO_LARGE.format(units=units.n, cells=units.od.domain_size))
+        for i, e in zip(other, unit_by_unit(units, [queries[i] for i in other], values)):
+            found[i] = e
+    return Entries.join(found, [len(q.parts) for q in queries])
+
+
+def _beyond(units: Units) -> bool:
+    """Whether the unit-by-unit pass (:func:`unit_by_unit`) is beyond its size."""
+    return units.n * units.od.domain_size > MOST_UNIT_CELLS
 
 
 def too_large(od, mechanism) -> str | None:
-    """Why the per-unit evaluation is not run on ``od``, or None."""
-    units = od.n_destinations * (2 if mechanism.candidates == otm.PARENT else 1)
-    if units * od.domain_size > MOST_UNIT_CELLS:
-        return TOO_LARGE.format(units=units, cells=od.domain_size)
-    return None
+    """Why an analysis that is not one block's sums (the comparison of every area) gets no
+    interval on ``od``, or None."""
+    units = Units(od, mechanism)
+    return TOO_LARGE.format(units=units.n, cells=od.domain_size) if _beyond(units) else None
 
 
-def unit_sums(od, units, queries, vector) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per unit: its total in ``vector`` (m), and per answer (every query's parts, concatenated)
-    the cells of the set in the unit (|S_u|) and the vector's sum over them (s_S(u))."""
-    vector = np.asarray(vector, dtype=float)
-    grid = vector.reshape(od.n_origins, od.n_destinations)
-    inside, sums = [], []
-    for d, mask in units:
-        ones = np.zeros_like(grid)
-        ones[mask, d] = 1.0
-        ones = ones.ravel()
-        part = vector * ones
-        inside.append(np.concatenate([np.asarray(q.compute(ones)[0], float) for q in queries]))
-        sums.append(np.concatenate([np.asarray(q.compute(part)[0], float) for q in queries]))
-    return unit_totals(od, units, vector), np.array(inside), np.array(sums)
-
-
-def unit_totals(od, units, vector) -> np.ndarray:
-    """Each unit's total in ``vector`` (its m in a release)."""
-    grid = np.asarray(vector, dtype=float).reshape(od.n_origins, od.n_destinations)
-    return np.array([grid[mask, d].sum() for d, mask in units])
-
-
-def priors(mechanism, units, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's candidates k and prior α (the mechanism's, from its size m)."""
-    k = np.array([int(mask.sum()) for _, mask in units])
+def priors(mechanism, units: Units, m: np.ndarray) -> np.ndarray:
+    """Each unit's prior α (the mechanism's, from its size m and candidates k)."""
     alpha = np.zeros(m.size)
-    for size in np.unique(k):   # one prior per number of candidates (its own test)
-        alpha[k == size] = mechanism.prior_for(np.rint(m[k == size]).astype(np.int64), int(size))
-    return k, alpha
+    for size in np.unique(units.k):   # one prior per number of candidates (its own test)
+        at = units.k == size
+        alpha[at] = mechanism.prior_for(np.rint(m[at]).astype(np.int64), int(size))
+    return alpha
 
 
 def _variance(scale, value, inside, alpha, total, m):
@@ -152,34 +333,35 @@ def _variance(scale, value, inside, alpha, total, m):
     return scale * share * (1 - share), share
 
 
-def bounds(mechanism, m, k, alpha, inside, s) -> tuple[np.ndarray, ...]:
-    """(low, high, estimate) per answer from the unit sums of a release (module docstring)."""
+def bounds(mechanism, units: Units, m, alpha, found: Entries) -> tuple[np.ndarray, ...]:
+    """(low, high, estimate) per answer from the per-unit sums of a release (module
+    docstring)."""
     noise, small = noise_variance(mechanism), small_size(mechanism)
-    m, k, alpha = m[:, None], k[:, None], alpha[:, None]
+    at = found.unit
+    m, k, alpha, inside, s = m[at], units.k[at], alpha[at], found.inside, found.s
     total = m + k * alpha
-    used = inside > 0
     big = m >= small
-    partial = used & (inside < k)
+    partial = inside < k
     safe_m = np.where(m > 0, m, 1.0)
-    guess = np.where(used, s * total / safe_m - inside * alpha, 0.0)
+    guess = s * total / safe_m - inside * alpha
     scale = total ** 2 * (total + m) / (safe_m * (total + 1))
     plug, share = _variance(scale, guess, inside, alpha, total, m)
     spread = Z_NORMAL * np.sqrt(plug)
     var = np.maximum(plug, np.maximum(_variance(scale, guess - spread, inside, alpha, total, m)[0],
                                       _variance(scale, guess + spread, inside, alpha, total, m)[0]))
     var = var + noise * share ** 2
-    normal = used & big & (m > 0)
-    bounded = used & ~big & (m > 0)   # exact totals: a whole unit is exact, a part in [0, m]
+    normal = big & (m > 0)
+    bounded = ~big & (m > 0)   # exact totals: a whole unit is exact, a part in [0, m]
     shown = np.where(partial, np.clip(guess, 0.0, m), s)
-    estimate = (np.where(normal, guess, 0.0) + np.where(bounded, shown, 0.0)).sum(axis=0)
-    centre = (np.where(normal, guess, 0.0) + np.where(bounded & ~partial, s, 0.0)).sum(axis=0)
-    wide = np.where(bounded & partial, m, 0.0).sum(axis=0)
-    sd = np.sqrt(np.where(normal, var, 0.0).sum(axis=0))
+    estimate = found.total(np.where(normal, guess, 0.0) + np.where(bounded, shown, 0.0))
+    centre = found.total(np.where(normal, guess, 0.0) + np.where(bounded & ~partial, s, 0.0))
+    wide = found.total(np.where(bounded & partial, m, 0.0))
+    sd = np.sqrt(np.maximum(found.total(np.where(normal, var, 0.0)), 0.0))
     # + floating rounding, so that an exact answer (a workplace's jobs) covers itself
     half = Z_NORMAL * sd + ROUNDING * (np.abs(estimate) + 1.0)
     low, high = np.maximum(centre - half, 0.0), centre + half + wide
     if noise:   # small workplaces with noisy totals: beyond the first-order correction
-        refused = (used & ~big).any(axis=0)
+        refused = found.total((~big & (found.weight > 0)).astype(float)) > 0
         low, high, estimate = (np.where(refused, np.nan, x) for x in (low, high, estimate))
     return low, high, estimate
 
@@ -191,27 +373,42 @@ class Synthesized:
 
     def __init__(self, od, mechanism, released, postprocess: str = "base"):
         self.od, self.mechanism, self.released = od, mechanism, released
-        self.units = groups(od, mechanism)
+        self.units = Units(od, mechanism)
         if postprocess != "base":
             self.method = NOT_BASE.format(post=postprocess)
-        elif isinstance(released, SparseVector):
-            self.method = SPARSE
+        elif isinstance(released, SparseVector) and self.units.parent:
+            self.method = "no interval: " + PARENT_SPARSE
         else:
-            self.method = too_large(od, mechanism) or METHOD + (
+            self.method = METHOD + (
                 NOISY_NOTE.format(small=small_size(mechanism))
                 if mechanism.total == otm.NOISY else "") + (
-                PARENT_NOTE if mechanism.candidates == otm.PARENT else "")
+                PARENT_NOTE if mechanism.candidates == otm.PARENT else "") + (
+                SPARSE_NOTE if isinstance(released, SparseVector) else "") + (
+                COMPARISON_NOTE if isinstance(released, SparseVector) or _beyond(self.units)
+                else "")
         self.covered = self.method.startswith(METHOD)
 
     def all_bounds(self, queries, answers, cells) -> list[tuple]:
-        """(low, high, estimate) of every query's answers."""
+        """(low, high, estimate) of every query's answers (NaN: a comparison of every area on a
+        table beyond the unit-by-unit pass)."""
+        sizes = [len(q.parts) for q in queries]
         if not self.covered:
-            return [(np.full(np.shape(a), np.nan),) * 3 for a in answers]
-        m, inside, s = unit_sums(self.od, self.units, queries, self.released)
-        k, alpha = priors(self.mechanism, self.units, m)
-        low, high, estimate = bounds(self.mechanism, m, k, alpha, inside, s)
-        split = np.cumsum([len(q.parts) for q in queries])[:-1]
-        return list(zip(*(np.split(x, split) for x in (low, high, estimate))))
+            return [(np.full(size, np.nan),) * 3 for size in sizes]
+        found, other = entries(self.units, queries, self.released)
+        if other and (isinstance(self.released, SparseVector) or _beyond(self.units)):
+            found = [e if e is not None else Entries([], [], [], []) for e in found]
+        elif other:
+            for i, e in zip(other, unit_by_unit(self.units, [queries[i] for i in other],
+                                                self.released)):
+                found[i] = e
+        joined = Entries.join(found, sizes)
+        m = self.units.totals(self.released)
+        low, high, estimate = bounds(self.mechanism, self.units, m,
+                                     priors(self.mechanism, self.units, m), joined)
+        split = np.cumsum(sizes)[:-1]
+        result = list(zip(*(np.split(x, split) for x in (low, high, estimate))))
+        return [(np.full(size, np.nan),) * 3 if i in other and found[i].s.size == 0 else r
+                for i, (size, r) in enumerate(zip(sizes, result))]
 
 
 def rule(od, mechanism, released, postprocess: str = "base") -> Synthesized:
@@ -230,27 +427,30 @@ def bound(od, params: dict, epsilon: float):
 class Theory:
     """OnTheMap's law at the true table for a set of answers, at any ε: the 95 % half-width of
     the debiased interval (the planner's targets) and the expected RMSE of the raw synthetic
-    answer (Tradeoffs). The unit sums are made once; each ε only recomputes α. With noisy
+    answer (Tradeoffs). The per-unit sums are made once; each ε only recomputes α. With noisy
     totals m is taken at its mean n (α and A at n), the noise entering through Var(Z)·Q²."""
 
     def __init__(self, od, truth, params: dict, queries):
         self.od, self.params = od, dict(params)
         self.bind = lambda epsilon: bound(od, self.params, epsilon)
         mechanism = self.bind(1.0)
-        self.method = too_large(od, mechanism)
+        self.units = Units(od, mechanism)
+        found, other = entries(self.units, queries, truth)
+        self.method = too_large(od, mechanism) if other else None
         if self.method is None:
-            self.units = groups(od, mechanism)
-            self.m, self.inside, self.true = unit_sums(od, self.units, queries, truth)
-            self.answers = self.true.sum(axis=0)
+            self.found = answer_entries(self.units, queries, truth)
+            self.m = self.units.totals(truth)
+            self.answers = self.found.total(self.found.s)
 
-    def law(self, epsilon: float) -> tuple[np.ndarray, ...]:
-        """At ε: the bound mechanism, and per unit × answer m, k, A, Q and the estimate's
-        variance (A/m)²·Var s_S at the true n_S."""
+    def law(self, epsilon: float) -> tuple:
+        """At ε: the bound mechanism, and per entry m, k, A, Q and the estimate's variance
+        (A/m)²·Var s_S at the true n_S."""
         mechanism = self.bind(epsilon)
-        k, alpha = priors(mechanism, self.units, self.m)
-        m, k, alpha = self.m[:, None], k[:, None], alpha[:, None]
+        at = self.found.unit
+        alpha = priors(mechanism, self.units, self.m)[at]
+        m, k = self.m[at], self.units.k[at]
         total = m + k * alpha
-        share = (self.true + self.inside * alpha) / total
+        share = (self.found.s + self.found.inside * alpha) / total
         safe_m = np.where(m > 0, m, 1.0)
         var = total ** 2 * (total + m) / (safe_m * (total + 1)) * share * (1 - share)
         return mechanism, m, k, total, share, var
@@ -259,21 +459,21 @@ class Theory:
         """The debiased interval's half-width per answer at its true value (inf: no interval)."""
         mechanism, m, k, _, share, var = self.law(epsilon)
         noise, small = noise_variance(mechanism), small_size(mechanism)
-        used = self.inside > 0
+        found = self.found
         big = (m >= small) & (m > 0)
-        sd = np.sqrt(np.where(used & big, var + noise * share ** 2, 0.0).sum(axis=0))
-        wide = np.where(used & ~big & (self.inside < k), m, 0.0).sum(axis=0)
+        sd = np.sqrt(np.maximum(found.total(np.where(big, var + noise * share ** 2, 0.0)), 0.0))
+        wide = found.total(np.where(~big & (found.inside < k), m, 0.0))
         half = Z_NORMAL * sd + wide
         if noise:
-            half = np.where((used & ~big).any(axis=0), np.inf, half)
+            half = np.where(found.total((~big & (found.weight > 0)).astype(float)) > 0,
+                            np.inf, half)
         return half
 
     def raw_rmse(self, epsilon: float) -> np.ndarray:
         """√(bias² + variance) of the raw synthetic answer Σ s_S per answer: E s_S = mQ,
         Var s_S = mQ(1 − Q)(A + m)/(A + 1) per unit (with noisy totals + Var(Z)·Q²)."""
         mechanism, m, _, total, share, _ = self.law(epsilon)
-        used = self.inside > 0
-        bias = np.where(used, m * share - self.true, 0.0).sum(axis=0)
-        var = np.where(used, m * share * (1 - share) * (total + m) / (total + 1)
-                       + noise_variance(mechanism) * share ** 2, 0.0).sum(axis=0)
-        return np.sqrt(bias ** 2 + var)
+        bias = self.found.total(m * share - self.found.s)
+        var = self.found.total(m * share * (1 - share) * (total + m) / (total + 1)
+                               + noise_variance(mechanism) * share ** 2)
+        return np.sqrt(bias ** 2 + np.maximum(var, 0.0))
