@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from dpcore import release
-from dpcore.analyses import (answers, planning, selection as sel, shares, simulated,
+from dpcore.analyses import (answers, planning, selection as sel, shares, simulated, sums,
                              synthesized, tradeoffs)
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.interfaces import cli
@@ -35,14 +35,18 @@ def _mechanism(od, **params):
     return release.check(release.ReleaseSpec("onthemap", 1.0, tuple(params.items())), od)
 
 
-def _coverage(od, queries, releases: int, **params):
-    """Per answer: true value, and each release's (low, high, estimate, synthetic answer)."""
+def _coverage(od, queries, releases: int, sparse: bool = False, **params):
+    """Per answer: true value, and each release's (low, high, estimate, synthetic answer);
+    ``sparse``: the releases the national tracts get (named cells, empty cells by workplace)."""
     mechanism = _mechanism(od, **params)
     truth = od.to_dense()
     true = np.concatenate([q.compute(truth)[0] for q in queries])
     found = []
     for seed in range(releases):
-        released = mechanism.release(truth, np.random.default_rng(seed))
+        released = (release.run(od, release.ReleaseSpec("onthemap", 1.0, tuple(params.items()),
+                                                        seed=seed),
+                                score=False, sparse=True).outputs["base"].released if sparse
+                    else mechanism.release(truth, np.random.default_rng(seed)))
         bounds = synthesized.rule(od, mechanism, released).all_bounds(queries, None, None)
         raw = np.concatenate([q.compute(released)[0] for q in queries])
         found.append([np.concatenate([b[i] for b in bounds]) for i in range(3)] + [raw])
@@ -111,6 +115,44 @@ def test_coverage_parent_candidates(two_counties):
     share = _covered(true, low, high)
     assert share.min() >= _floor(releases, true.size), share.min()
     assert share.mean() >= 0.95
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_coverage_ed_selection(two_counties, sparse):
+    """A selection's analyses on the EDs of two counties (144 workplaces of 1 to 3,495
+    workers over 146 origins), one pass per query: flows, where its workers live and where its
+    residents work, distance bands, directions, A → B; dense releases and sparse ones (the
+    unnamed cells at their workplace's mean)."""
+    od, releases = two_counties, 40
+    chosen = sel.zones(od, ["Sligo 002"])
+    queries = (answers.flows(od, chosen) + answers.destinations(od, chosen, "work")
+               + answers.destinations(od, chosen, "home") + answers.distance(od, chosen, "work")
+               + answers.direction(od, chosen, "work")
+               + answers.paired(od, sel.zones(od, ["Leitrim 001", "Sligo 002"]), chosen))
+    true, low, high, _, _ = _coverage(od, queries, releases, sparse=sparse)
+    share = _covered(true, low, high)
+    assert not np.isnan(share).any()
+    assert share.min() >= _floor(releases, true.size), (share.min(), np.argmin(share))
+    assert share.mean() >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / (releases * true.size))
+
+
+def test_sparse_release_equals_its_dense_form(two_counties):
+    """A sparse release's intervals are those of the dense vector holding its named cells and,
+    elsewhere, each workplace's empty-cell mean (what its sums are: dpcore/analyses/sums.py)."""
+    od = two_counties
+    spec = release.ReleaseSpec("onthemap", 1.0, seed=3)
+    vector = release.run(od, spec, score=False, sparse=True).outputs["base"].released
+    flat, values = vector.known()
+    dense = np.tile(sums.empty_mean(vector, od), od.n_origins)
+    dense[flat] = values
+    chosen = sel.parent(od, "Sligo")
+    queries = (answers.flows(od, chosen) + answers.destinations(od, chosen, "work")
+               + answers.destinations(od, chosen, "home") + answers.distance(od, chosen, "work")
+               + answers.direction(od, chosen, "home"))
+    mechanism = release.check(spec, od)
+    for one, other in zip(synthesized.rule(od, mechanism, vector).all_bounds(queries, None, None),
+                          synthesized.rule(od, mechanism, dense).all_bounds(queries, None, None)):
+        np.testing.assert_allclose(np.array(one), np.array(other), rtol=1e-9, atol=1e-6)
 
 
 def test_shortfall_without_the_guards(monkeypatch, toy):

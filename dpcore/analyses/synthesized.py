@@ -343,13 +343,15 @@ def bounds(mechanism, units: Units, m, alpha, found: Entries) -> tuple[np.ndarra
     big = m >= small
     partial = inside < k
     safe_m = np.where(m > 0, m, 1.0)
-    guess = s * total / safe_m - inside * alpha
+    # a whole unit (Q = 1) is its total, exactly: not left to the rounding of s·A/m − kα
+    guess = np.where(partial, s * total / safe_m - inside * alpha, s)
     scale = total ** 2 * (total + m) / (safe_m * (total + 1))
     plug, share = _variance(scale, guess, inside, alpha, total, m)
     spread = Z_NORMAL * np.sqrt(plug)
     var = np.maximum(plug, np.maximum(_variance(scale, guess - spread, inside, alpha, total, m)[0],
                                       _variance(scale, guess + spread, inside, alpha, total, m)[0]))
-    var = var + noise * share ** 2
+    share = np.where(partial, share, 1.0)
+    var = np.where(partial, var, 0.0) + noise * share ** 2
     normal = big & (m > 0)
     bounded = ~big & (m > 0)   # exact totals: a whole unit is exact, a part in [0, m]
     shown = np.where(partial, np.clip(guess, 0.0, m), s)
