@@ -38,7 +38,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.suite import row  # noqa: E402
 from dpcore import release  # noqa: E402
-from dpcore.analyses import answers, intervals, selection as sel, sums  # noqa: E402
+from dpcore.analyses import (answers, intervals, selection as sel, simulated,  # noqa: E402
+                             sums, synthesized)
 from dpcore.data import datasets, national  # noqa: E402
 from dpcore.mechanisms.sparse_vector import SparseVector  # noqa: E402
 
@@ -72,10 +73,14 @@ def new_table(od) -> None:
 
 
 def release_of(od, key: str):
+    """One release and its interval rule: the closed form, or OnTheMap's debiased law (the
+    product's dispatch, :func:`simulated.rule`)."""
     spec = release.ReleaseSpec(key, 1.0, seed=1)
     result = release.run(od, spec, score=False)
-    rule = intervals.Interval(key, spec.build(), n=od.n, d=od.domain_size, sparse=result.sparse)
-    return result.outputs["base"].released, rule, result.sparse
+    released = result.outputs["base"].released
+    rule = (simulated.rule(od, spec, released) if key == synthesized.KEY else
+            intervals.Interval(key, spec.build(), n=od.n, d=od.domain_size, sparse=result.sparse))
+    return released, rule, result.sparse
 
 
 def ed(dataset: str, parent: str, mechanisms: list[str], repeat: int) -> list[dict]:
@@ -162,9 +167,9 @@ def nationwide(mechanisms: list[str], repeat: int) -> list[dict]:
 def rows(quick: bool) -> list[dict]:
     print(f"load average {os.getloadavg()[0]:.1f}")
     if quick:
-        return ed("ireland_ed", "Dublin City", ["laplace", "oue", "hr"], 3)
-    return (ed("ireland_ed", "Dublin City", ["laplace", "oue", "grr", "hr", "ss"], 5)
-            + nationwide(["oue", "laplace", "ss"], 3))
+        return ed("ireland_ed", "Dublin City", ["laplace", "oue", "hr", "onthemap"], 3)
+    return (ed("ireland_ed", "Dublin City", ["laplace", "oue", "grr", "hr", "ss", "onthemap"], 5)
+            + nationwide(["oue", "laplace", "ss", "onthemap"], 3))
 
 
 def main() -> None:
@@ -172,8 +177,8 @@ def main() -> None:
     parser.add_argument("--dataset", default="ireland_ed")
     parser.add_argument("--parent", default="Dublin City")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--mechanisms", default="laplace,oue,grr,hr,ss")
-    parser.add_argument("--national", default="oue,laplace,ss",
+    parser.add_argument("--mechanisms", default="laplace,oue,grr,hr,ss,onthemap")
+    parser.add_argument("--national", default="oue,laplace,ss,onthemap",
                         help="mechanisms on the national tracts ('' to skip them)")
     args = parser.parse_args()
     ed(args.dataset, args.parent, args.mechanisms.split(","), args.repeat)

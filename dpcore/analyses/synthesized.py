@@ -205,23 +205,38 @@ class PerUnit:
         return self._dense(rows, cols, by)
 
     def _dense(self, rows, cols, by) -> Entries:
+        """The block's cells grouped by (part, unit) with one bincount: a unit is a block
+        column (and, candidates 'parent', whether the home is in the workplace's area)."""
         od, units = self.units.od, self.units
         grid = np.asarray(self.values).reshape(od.n_origins, od.n_destinations)
         block = grid[np.ix_(rows, cols)]
-        shape = block.shape
-        if isinstance(by, str):
-            part = {"all": lambda: np.zeros(shape, np.int64),
-                    "row": lambda: np.broadcast_to(np.arange(rows.size)[:, None], shape),
-                    "col": lambda: np.broadcast_to(np.arange(cols.size)[None, :], shape)}[by]()
+        split = 2 if units.parent else 1
+        width = cols.size * split
+        local = np.arange(cols.size)[None, :] * split
+        if units.parent:
+            local = local + (units.o_code[rows][:, None] != units.d_code[cols][None, :])
+        if isinstance(by, str):   # "col" and "all": the part is the column's, or the only one
+            part = np.arange(rows.size)[:, None] if by == "row" else None
         else:
             part = np.asarray(by)
-        unit = units.of(rows[:, None], cols[None, :])
-        keep = part >= 0
-        keys, inverse = np.unique(part[keep] * units.n + unit[keep], return_inverse=True)
-        inside = np.bincount(inverse, minlength=keys.size)
-        total = np.bincount(inverse, weights=block[keep], minlength=keys.size)
-        part, unit = np.divmod(keys, units.n)
-        return Entries(part, unit, inside, total)
+        key = np.broadcast_to(local if part is None else part * width + local, block.shape)
+        values = block
+        if part is not None and not isinstance(by, str):
+            keep = part >= 0
+            key, values = key[keep], block[keep]
+        key, values = key.ravel(), np.ravel(values)
+        space = width * (1 if part is None else (rows.size if by == "row" else
+                                                 int(part.max(initial=-1)) + 1))
+        inside = np.bincount(key, minlength=space)
+        total = np.bincount(key, weights=values, minlength=space)
+        used = np.flatnonzero(inside)
+        found, at = np.divmod(used, width)
+        column = cols[at // split]
+        unit = (np.where(at % split == 0, units.unit_in[column], units.unit_out[column])
+                if units.parent else column)
+        if part is None:
+            found = at // split if by == "col" else np.zeros(used.size, np.int64)
+        return Entries(found, unit, inside[used], total[used])
 
     def _sparse(self, rows, cols, by, size) -> Entries:
         """Named cells exactly, every other cell at its workplace's unnamed-cell mean
