@@ -221,8 +221,8 @@ def test_estimate_unbiased_and_variance_the_laws(county):
 
 def test_refusals_say_why(county, two_counties, ed):
     """No interval, and why: after another post-processing, on a sparse release with candidates
-    'parent' (it has none), and for the comparison of every area beyond the size the
-    workplace-by-workplace pass runs on; the ED table's selections do get one."""
+    'parent' (it has none), for a query that is not sums of cells; the planner's guard on
+    large tables (it names every pair); the ED table's answers do get one."""
     truth = county.to_dense().astype(float)
     spec = release.ReleaseSpec("onthemap", 1.0)
     rule = simulated.rule(county, spec, truth)   # the product's dispatch
@@ -236,12 +236,16 @@ def test_refusals_say_why(county, two_counties, ed):
     assert not synthesized.rule(two_counties, parent, SparseVector.counts(two_counties)).covered
     why = synthesized.too_large(ed, _mechanism(ed))
     assert why.startswith("no interval: not computed") and f"{ed.n_destinations:,} workplaces ×" in why
-    truth_ed = ed.to_dense()   # the ED table: its selections' answers get an interval, the
-    big = synthesized.rule(ed, _mechanism(ed), truth_ed)   # comparison of every area none
-    assert big.covered and synthesized.COMPARISON_NOTE in big.method
+    big = synthesized.rule(ed, _mechanism(ed), ed.to_dense())   # the ED table: no size limit
     flows, compared = big.all_bounds(answers.flows(ed, sel.zones(ed, ["Sligo 002"]))
                                      + answers.comparison(ed, "parents")[:1], None, None)[::5]
-    assert np.isfinite(flows[0]).all() and np.isnan(compared[0]).all()
+    assert big.covered and np.isfinite(flows[0]).all() and np.isfinite(compared[0]).all()
+    other = answers.Query("made up", "a cell doubled", ("",),
+                          lambda values: (2 * np.asarray(values)[:1], np.ones(1)))
+    assert np.isnan(synthesized.rule(county, _mechanism(county), truth).all_bounds(
+        [other], None, None)[0]).all()
+    theory = synthesized.Theory(county, truth, {}, [other])
+    assert theory.method == synthesized.NOT_SUMS.format(analysis="made up")
     frame = answers.evaluate(answers.flows(county, sel.zones(county, ["Cork City"])), truth,
                              truth, synthesized.rule(county, _mechanism(county), truth,
                                                      "norm_sub"))

@@ -40,9 +40,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from dpcore import release
-from dpcore.analyses import sums
+from dpcore.analyses import answers, sums
 from dpcore.analyses.intervals import Z_NORMAL
 from dpcore.mechanisms import onthemap as otm
 from dpcore.mechanisms.central import l1_sensitivity
@@ -50,8 +51,6 @@ from dpcore.mechanisms.sparse_vector import SparseVector
 
 KEY = "onthemap"
 #: Units × cells up to which the per-unit evaluation runs (the county: 35 × 1,085; two ED
-#: counties with candidates 'parent': 290 × 21,025); the ED table (3,130 × 9.8 M) is far beyond.
-MOST_UNIT_CELLS = 20_000_000
 #: Workplaces (units) drawn with fewer workers get the bound [0, m] instead of the normal law.
 SMALL_WORKPLACE = 20
 #: With noisy totals, the noise sds below which a workplace is too small for the first-order
@@ -77,11 +76,13 @@ SPARSE_NOTE = ("; sparse release: the cells it does not name at their workplace'
                "expected value given the release)")
 PARENT_SPARSE = ("candidates 'parent' has no sparse release (each workplace's candidate origins "
                  "are then an area, not the whole table)")
-COMPARISON_NOTE = ("; the comparison of every area gets no interval on a table this large (it "
-                   "is evaluated workplace by workplace)")
+#: Units × cells up to which the planner evaluates the law (:func:`too_large`): its family
+#: "pairs" names every cell of the table.
+MOST_UNIT_CELLS = 20_000_000
 TOO_LARGE = ("no interval: not computed: {units:,} workplaces × {cells:,} cells is beyond the "
-             f"{MOST_UNIT_CELLS:,} the comparison of every area is evaluated on, workplace by "
-             "workplace")
+             f"{MOST_UNIT_CELLS:,} the planner evaluates the law on")
+NOT_SUMS = ("no interval: {analysis!r} is neither one block's sums nor the comparison of every "
+            "area, the analyses the per-workplace law is evaluated on")
 
 
 def noise_variance(mechanism) -> float:
@@ -154,10 +155,20 @@ class Units:
         return np.rint(found)
 
 
+class NotSums(TypeError):
+    """A query did arithmetic on its per-unit sums: it is not one block's sums."""
+
+
+def _not_sums(*_, **__):
+    raise NotSums("per-unit sums are not an array")
+
+
 class Entries:
     """A query's sums per (part, unit): for each, the part (−1: every part of the query), the
     unit, its cells in the part (|S_u|), the vector's sum over them (s_S(u)) and a weight (±1:
     a sparse vector's named cells replace the shared unnamed one's term)."""
+
+    __array__ = _not_sums   # arithmetic on them (the comparison's) is not taken for sums
 
     def __init__(self, part, unit, inside, s, weight=None):
         self.part, self.unit = np.asarray(part, np.int64), np.asarray(unit, np.int64)
@@ -189,6 +200,8 @@ class PerUnit:
     """A vector whose sums (:func:`dpcore.analyses.sums.group_sums`) are :class:`Entries`:
     one pass over the cells a query selects, grouped by part and unit (no pass per unit)."""
 
+    __array__ = _not_sums   # a query reading the vector itself (every OD pair)
+
     def __init__(self, units: Units, values):
         self.units, self.values = units, values
         self.sparse = isinstance(values, SparseVector)
@@ -200,9 +213,118 @@ class PerUnit:
             values = sums.group_sums(self.values, self.units.od, rows, cols, "pairs")[0]
             return Entries(np.arange(rows.size), self.units.of(rows, cols), np.ones(rows.size),
                            values)
+        if isinstance(by, str) and by == "row" and not self.units.parent:
+            return self._rows(rows, cols)
         if self.sparse:
             return self._sparse(rows, cols, by, size)
         return self._dense(rows, cols, by)
+
+    def _means(self) -> np.ndarray:
+        """Per workplace, the value its unnamed cells are summed at (0 for a dense vector)."""
+        od = self.units.od
+        if not self.sparse:
+            return np.zeros(od.n_destinations)
+        return np.broadcast_to(np.asarray(sums.named_mean(self.values, od), float),
+                               (od.n_destinations,))
+
+    def _named(self, rows, cols) -> tuple[np.ndarray, ...]:
+        """The block positions (r, c) and values of its named cells (a dense vector: its
+        non-zero cells)."""
+        if self.sparse:
+            named = list(sums.named_in_block(self.values, self.units.od, rows, cols))
+            return tuple(np.concatenate([x[i] for x in named]) for i in range(3))
+        od = self.units.od
+        grid = np.asarray(self.values).reshape(od.n_origins, od.n_destinations)
+        whole = rows.size == od.n_origins and cols.size == od.n_destinations \
+            and np.array_equal(rows, np.arange(rows.size)) \
+            and np.array_equal(cols, np.arange(cols.size))
+        block = grid if whole else grid[np.ix_(rows, cols)]
+        r, c = np.nonzero(block)
+        return r, c, block[r, c].astype(float)
+
+    def _rows(self, rows, cols) -> Entries:
+        """"row" (one cell per part and workplace): one entry per workplace shared by every
+        part, at its unnamed-cell value, replaced at the named cells (so the national tracts'
+        85,000 homes × a county's workplaces are not written out)."""
+        mean = self._means()
+        r, c, value = self._named(rows, cols)
+        every = cols.size
+        return Entries(np.concatenate([np.full(every, -1), r, r]),
+                       np.concatenate([cols, cols[c], cols[c]]),
+                       np.ones(every + 2 * r.size),
+                       np.concatenate([mean[cols], value, mean[cols[c]]]),
+                       np.concatenate([np.ones(every + r.size), -np.ones(r.size)]))
+
+    def comparison(self, query) -> Entries | None:
+        """The comparison of every zone or parent area (:func:`answers.comparison`) and the
+        planner's every OD pair, which are not one block's sums: its areas' blocks (inflow: homes outside × its workplaces;
+        outflow: its homes × workplaces outside; live-and-work: its homes × its
+        workplaces); None for another query."""
+        od = self.units.od
+        if query.analysis == "pairs" and len(query.parts) == od.domain_size:
+            # the planner's family of every OD pair (:func:`planning.family_query`)
+            return self.per_unit_sums(np.repeat(np.arange(od.n_origins), od.n_destinations),
+                                      np.tile(np.arange(od.n_destinations), od.n_origins),
+                                      "pairs", od.domain_size)
+        if query.analysis not in answers.COMPARED:
+            return None
+        ids = np.union1d(od.origins.ids, od.destinations.ids)
+        if query.selection == "every zone" and len(query.parts) == ids.size:
+            return self._zones(query.analysis, ids)
+        if od.origins.parent is None or query.parts != ("",):
+            return None
+        parents, o_label, d_label = sums.parent_labels(od)
+        if query.selection not in parents:
+            return None
+        at = parents.index(query.selection)
+        home, work = o_label == at, d_label == at
+        rows, cols = {"inflow": (~home, work), "outflow": (home, ~work),
+                      "live_and_work": (home, work)}[query.analysis]
+        return self.per_unit_sums(np.flatnonzero(rows), np.flatnonzero(cols), "all", 1)
+
+    def _zones(self, kind: str, ids: np.ndarray) -> Entries:
+        """Every zone's inflow (its workplace's units less the cell from its own home),
+        outflow (its home's row less that cell) or live-and-work (that cell)."""
+        od, units = self.units.od, self.units
+        index = pd.Index(ids)
+        origin_of, workplace_of = np.full(ids.size, -1), np.full(ids.size, -1)
+        origin_of[index.get_indexer(od.origins.ids)] = np.arange(od.n_origins)
+        workplace_of[index.get_indexer(od.destinations.ids)] = np.arange(od.n_destinations)
+        both = np.flatnonzero((origin_of >= 0) & (workplace_of >= 0))
+        o, d = origin_of[both], workplace_of[both]
+        cell = self.per_unit_sums(o, d, "pairs", both.size)   # (o_z, d_z), part = its place
+        if kind == "live_and_work":
+            return Entries(both, cell.unit, cell.inside, cell.s)
+        if kind == "outflow":
+            row = self._rows(np.arange(od.n_origins), np.arange(od.n_destinations)) \
+                if not units.parent else self._dense(np.arange(od.n_origins),
+                                                     np.arange(od.n_destinations), "row")
+            zone_of_origin = index.get_indexer(od.origins.ids)
+            shared = row.part < 0
+            no_home = np.flatnonzero(origin_of < 0)   # such a zone has no row: no shared part
+            return Entries(
+                np.concatenate([np.where(shared, -1, zone_of_origin[np.maximum(row.part, 0)]),
+                                both, np.repeat(no_home, shared.sum())]),
+                *(np.concatenate([getattr(row, name), getattr(cell, name),
+                                  np.tile(getattr(row, name)[shared], no_home.size)])
+                  for name in ("unit", "inside", "s")),
+                np.concatenate([row.weight, -np.ones(both.size),
+                                np.tile(-row.weight[shared], no_home.size)]))
+        # inflow: each unit of the zone's workplace, less the zone's own home's cell in it
+        m = units.totals(self.values)
+        zone = np.flatnonzero(workplace_of >= 0)
+        column = workplace_of[zone]
+        home_unit = np.full(ids.size, -1)
+        home_unit[both] = cell.unit
+        value = np.zeros(ids.size)
+        value[both] = cell.s
+        groups = [units.unit_in[column]] + ([units.unit_out[column]] if units.parent else [])
+        parts, unit = np.concatenate([zone] * len(groups)), np.concatenate(groups)
+        keep = unit >= 0
+        parts, unit = parts[keep], unit[keep]
+        mine = home_unit[parts] == unit
+        return Entries(parts, unit, units.k[unit] - mine, m[unit] - np.where(mine, value[parts],
+                                                                             0.0))
 
     def _dense(self, rows, cols, by) -> Entries:
         """The block's cells grouped by (part, unit) with one bincount: a unit is a block
@@ -225,7 +347,7 @@ class PerUnit:
             keep = part >= 0
             key, values = key[keep], block[keep]
         key, values = key.ravel(), np.ravel(values)
-        space = width * (1 if part is None else (rows.size if by == "row" else
+        space = width * (1 if part is None else (rows.size if isinstance(by, str) else
                                                  int(part.max(initial=-1)) + 1))
         inside = np.bincount(key, minlength=space)
         total = np.bincount(key, weights=values, minlength=space)
@@ -240,20 +362,9 @@ class PerUnit:
 
     def _sparse(self, rows, cols, by, size) -> Entries:
         """Named cells exactly, every other cell at its workplace's unnamed-cell mean
-        (:func:`dpcore.analyses.sums.empty_mean`); "row" (one cell per part and workplace)
-        as one shared entry per workplace, replaced at the named cells."""
-        od = self.units.od
-        mean = np.broadcast_to(np.asarray(sums.named_mean(self.values, od), float),
-                               (od.n_destinations,))
-        named = list(sums.named_in_block(self.values, od, rows, cols))
-        r, c, value = (np.concatenate([x[i] for x in named]) for i in range(3))
-        if isinstance(by, str) and by == "row":
-            every = cols.size
-            return Entries(np.concatenate([np.full(every, -1), r, r]),
-                           np.concatenate([cols, cols[c], cols[c]]),
-                           np.ones(every + 2 * r.size),
-                           np.concatenate([mean[cols], value, mean[cols[c]]]),
-                           np.concatenate([np.ones(every + r.size), -np.ones(r.size)]))
+        (:func:`dpcore.analyses.sums.empty_mean`)."""
+        mean = self._means()
+        r, c, value = self._named(rows, cols)
         width = cols.size
         if isinstance(by, str):   # "all" or "col": one entry per workplace
             key_part = np.zeros(width, np.int64) if by == "all" else np.arange(width)
@@ -273,64 +384,26 @@ class PerUnit:
         return Entries(key_part[used], cols[key_col[used]], inside[used], total[used])
 
 
-def entries(units: Units, queries, values) -> tuple[Entries | None, list[int]]:
-    """Every query's :class:`Entries` on ``values`` (one pass each), or None and the queries
-    that are not sums of one block each (the comparison of every area): those are evaluated
-    unit by unit (:func:`unit_by_unit`)."""
-    traced, found, other = PerUnit(units, values), [], []
-    for i, query in enumerate(queries):
+def entries(units: Units, queries, values) -> list[Entries | None]:
+    """Every query's :class:`Entries` on ``values``: a block's sums in one pass, the
+    comparison of every area by its areas' blocks; None for a query that is neither."""
+    traced, found = PerUnit(units, values), []
+    for query in queries:
         try:
             result = query.compute(traced)[0]
-        except (TypeError, ValueError, AttributeError):
+        except NotSums:
             result = None
-        if isinstance(result, Entries):
-            found.append(result)
-        else:
-            found.append(None)
-            other.append(i)
-    return found, other
-
-
-def unit_by_unit(units: Units, queries, values) -> list[Entries]:
-    """The :class:`Entries` of queries that are not one block's sums, by evaluating them on the
-    vector restricted to one unit at a time (queries are linear): units × queries passes."""
-    od = units.od
-    vector = np.asarray(values, dtype=float)
-    unit = units.of(np.arange(od.n_origins)[:, None], np.arange(od.n_destinations)[None, :])
-    unit = unit.ravel()
-    found = [[] for _ in queries]
-    for u in range(units.n):
-        ones = (unit == u).astype(float)
-        part = vector * ones
-        for q, query in enumerate(queries):
-            inside = np.asarray(query.compute(ones)[0], float)
-            s = np.asarray(query.compute(part)[0], float)
-            used = np.flatnonzero(inside > 0)
-            found[q].append((used, np.full(used.size, u), inside[used], s[used]))
-    return [Entries(*(np.concatenate([x[i] for x in per]) for i in range(4))) for per in found]
-
-
-def answer_entries(units: Units, queries, values) -> Entries:
-    """Every answer's entries, one list (:meth:`Entries.join`)."""
-    found, other = entries(units, queries, values)
-    if other:
-        if isinstance(values, SparseVector) or _beyond(units):
-            raise ValueError(TOO_LARGE.format(units=units.n, cells=units.od.domain_size))
-        for i, e in zip(other, unit_by_unit(units, [queries[i] for i in other], values)):
-            found[i] = e
-    return Entries.join(found, [len(q.parts) for q in queries])
-
-
-def _beyond(units: Units) -> bool:
-    """Whether the unit-by-unit pass (:func:`unit_by_unit`) is beyond its size."""
-    return units.n * units.od.domain_size > MOST_UNIT_CELLS
+        found.append(result if isinstance(result, Entries) else traced.comparison(query))
+    return found
 
 
 def too_large(od, mechanism) -> str | None:
-    """Why an analysis that is not one block's sums (the comparison of every area) gets no
-    interval on ``od``, or None."""
+    """Why the planner does not evaluate the law on ``od`` (its families name every pair or
+    zone of the table), or None."""
     units = Units(od, mechanism)
-    return TOO_LARGE.format(units=units.n, cells=od.domain_size) if _beyond(units) else None
+    if units.n * od.domain_size > MOST_UNIT_CELLS:
+        return TOO_LARGE.format(units=units.n, cells=od.domain_size)
+    return None
 
 
 def priors(mechanism, units: Units, m: np.ndarray) -> np.ndarray:
@@ -400,32 +473,24 @@ class Synthesized:
                 NOISY_NOTE.format(small=small_size(mechanism))
                 if mechanism.total == otm.NOISY else "") + (
                 PARENT_NOTE if mechanism.candidates == otm.PARENT else "") + (
-                SPARSE_NOTE if isinstance(released, SparseVector) else "") + (
-                COMPARISON_NOTE if isinstance(released, SparseVector) or _beyond(self.units)
-                else "")
+                SPARSE_NOTE if isinstance(released, SparseVector) else "")
         self.covered = self.method.startswith(METHOD)
 
     def all_bounds(self, queries, answers, cells) -> list[tuple]:
-        """(low, high, estimate) of every query's answers (NaN: a comparison of every area on a
-        table beyond the unit-by-unit pass)."""
+        """(low, high, estimate) of every query's answers."""
         sizes = [len(q.parts) for q in queries]
         if not self.covered:
             return [(np.full(size, np.nan),) * 3 for size in sizes]
-        found, other = entries(self.units, queries, self.released)
-        if other and (isinstance(self.released, SparseVector) or _beyond(self.units)):
-            found = [e if e is not None else Entries([], [], [], []) for e in found]
-        elif other:
-            for i, e in zip(other, unit_by_unit(self.units, [queries[i] for i in other],
-                                                self.released)):
-                found[i] = e
-        joined = Entries.join(found, sizes)
+        found = entries(self.units, queries, self.released)
+        empty = Entries([], [], [], [])
+        joined = Entries.join([e if e is not None else empty for e in found], sizes)
         m = self.units.totals(self.released)
         low, high, estimate = bounds(self.mechanism, self.units, m,
                                      priors(self.mechanism, self.units, m), joined)
         split = np.cumsum(sizes)[:-1]
-        result = list(zip(*(np.split(x, split) for x in (low, high, estimate))))
-        return [(np.full(size, np.nan),) * 3 if i in other and found[i].s.size == 0 else r
-                for i, (size, r) in enumerate(zip(sizes, result))]
+        result = zip(*(np.split(x, split) for x in (low, high, estimate)))
+        return [r if e is not None else (np.full(size, np.nan),) * 3
+                for e, size, r in zip(found, sizes, result)]
 
 
 def rule(od, mechanism, released, postprocess: str = "base") -> Synthesized:
@@ -452,10 +517,12 @@ class Theory:
         self.bind = lambda epsilon: bound(od, self.params, epsilon)
         mechanism = self.bind(1.0)
         self.units = Units(od, mechanism)
-        found, other = entries(self.units, queries, truth)
-        self.method = too_large(od, mechanism) if other else None
+        found = entries(self.units, queries, truth)
+        missing = [q.analysis for q, e in zip(queries, found) if e is None]
+        #: None, or why the law is not evaluated (a query that is not sums of cells)
+        self.method = NOT_SUMS.format(analysis=missing[0]) if missing else None
         if self.method is None:
-            self.found = answer_entries(self.units, queries, truth)
+            self.found = Entries.join(found, [len(q.parts) for q in queries])
             self.m = self.units.totals(truth)
             self.answers = self.found.total(self.found.s)
 
