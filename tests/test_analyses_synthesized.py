@@ -119,8 +119,8 @@ def test_coverage_parent_candidates(two_counties):
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_coverage_ed_selection(two_counties, sparse):
-    """A selection's analyses on the EDs of two counties (144 workplaces of 1 to 3,495
-    workers over 146 origins), one pass per query: flows, where its workers live and where its
+    """A selection's analyses on the EDs of two counties (145 workplaces of 1 to 3,495
+    workers over 145 origins), one pass per query: flows, where its workers live and where its
     residents work, distance bands, directions, A → B; dense releases and sparse ones (the
     unnamed cells at their workplace's mean)."""
     od, releases = two_counties, 40
