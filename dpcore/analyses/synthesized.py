@@ -26,10 +26,15 @@ bias can be removed:
   workplace with m below :data:`NOISY_SDS` noise sds is beyond that first order: an answer
   drawing on one gets no interval (its total may be far from n, or 0).
 
-Each answer's unit sums come from evaluating the query on the vector restricted to one unit at
-a time (queries are linear): units × queries evaluations, up to :data:`MOST_UNIT_CELLS`
-(units × cells), beyond which no interval is given and the method says why — as for a sparse
-release and for post-processing other than 'base'. Coverage: ``tests/test_analyses_synthesized.py``.
+Each answer's sums per unit come from one pass per query (:class:`PerUnit`: the query's
+block of cells grouped by part and unit with a bincount; the comparison of every area by its
+areas' blocks), and the bounds are computed for every (part, unit) at once
+(:class:`Entries`). A sparse release (the national tracts) names its non-empty cells; each
+workplace's other cells are taken at its empty-cell mean, as every sparse sum is
+(:mod:`dpcore.analyses.sums`): the estimate is then the dense one's expectation given the
+release, still unbiased, and the dense variance bounds its variance. No interval after
+post-processing other than 'base', and the method says why. Coverage and times:
+``tests/test_analyses_synthesized.py``, ``bench/bench_analyses.py``, docs/ANALYSES.md.
 
 The same law at the true table gives the planner's half-widths (:func:`plan`) and the error of
 the raw synthetic answer against ε (:func:`raw_rmse`: bias² + variance, for Tradeoffs).
