@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dpcore import mechanisms
-from tests.browser.readable import legend_text
+from tests.browser.readable import fits, legend_text
 
 pytestmark = pytest.mark.browser
 
@@ -153,15 +153,6 @@ def run_draws(page: Page, releases: int) -> None:
     if run.count():
         run.click()
     expect(done).to_be_visible(timeout=120_000)
-
-
-def fits(grid) -> list[int]:
-    """A grid's scroll and client width, then height, scrolled into view."""
-    grid.scroll_into_view_if_needed()
-    scroller = grid.locator(".dvn-scroller")
-    expect(scroller).to_have_count(1)
-    return scroller.evaluate(
-        "e => [e.scrollWidth, e.clientWidth, e.scrollHeight, e.clientHeight]")
 
 
 def test_the_scores_tables_fit_their_frame_at_1280_px(page: Page, app_url, screenshot):
