@@ -546,6 +546,7 @@ def _live_view(code: str) -> None:
     st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart",
                     config=charts.CONFIG)
     st.markdown("**Top commutes (estimated)**")
+    st.caption(COLUMNS_SAID)
     estimates(table.head(5))
     if snap.reveals is not None:
         st.markdown(f"**Revealed answers (NOT private):** {int(snap.reveals.sum()):,} students "
@@ -607,6 +608,9 @@ ESTIMATE_COLUMNS = {
         "revealed ⚠", width=56, help="Students who chose to also send their true commute: NOT "
         "private."),
 }
+#: The short headers spelt out above the table (a phone has no hover for their help).
+COLUMNS_SAID = ("est.: estimated students; low to high: its 95 % interval in whole students; "
+                "note: a clipped estimate's raw value.")
 #: With the revealed column, the commute and the note give it room.
 REVEALED_WIDTHS = {"commute": 96, "note": 70}
 ROW_HEIGHT = 66
