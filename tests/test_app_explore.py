@@ -407,6 +407,7 @@ def test_scores_table_has_units_short_pinned_names_and_no_none():
     assert '"pinned":true' in config.replace(" ", "")  # the names stay in view when scrolled
     assert metrics.METRICS["rmse"].description in config   # the definitions in the help
     assert mechanisms.get("oue").name in config                # each full name in its help
+    assert "Columns: OUE: Optimised unary encoding." in [c.value for c in at.caption]
 
 
 def test_scores_abbreviations_are_short_distinct_and_say_not_dp():

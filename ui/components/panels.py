@@ -99,6 +99,10 @@ def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
                                                       help=charts.name(key))
                    for short, key in zip(cells, frame["mechanism"])})
     table = pd.DataFrame({METRIC: labels, **cells})
+    spelt = [f"{short}: {charts.name(key)}" for short, key in zip(cells, frame["mechanism"])
+             if short != charts.name(key)]
+    if spelt:
+        st.caption("Columns: " + "; ".join(spelt) + ".")
     st.dataframe(table, hide_index=True, width="stretch", height=_rows(table),
                  column_config=config)
     return frame
