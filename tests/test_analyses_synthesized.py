@@ -136,6 +136,34 @@ def test_coverage_ed_selection(two_counties, sparse):
     assert share.mean() >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / (releases * true.size))
 
 
+@pytest.mark.parametrize("candidates", ["all", "parent"])
+def test_one_pass_equals_unit_by_unit(two_counties, candidates):
+    """The sums per (answer, unit) made in one pass per query (the comparisons by their areas'
+    blocks, a ranking's shared entries) are those of the query evaluated on the release
+    restricted to each unit: a non-linear function of them (as the bounds are) sums alike."""
+    od = two_counties
+    mechanism = _mechanism(od, candidates=candidates)
+    units = synthesized.Units(od, mechanism)
+    released = mechanism.release(od.to_dense(), np.random.default_rng(1)).astype(float)
+    chosen = sel.zones(od, ["Sligo 002"])
+    queries = (answers.comparison(od) + answers.comparison(od, "parents")[:3]
+               + answers.flows(od, chosen) + answers.destinations(od, chosen, "work")
+               + answers.destinations(od, chosen, "home") + answers.direction(od, chosen))
+    found = synthesized.Entries.join(synthesized.entries(units, queries, released),
+                                     [len(q.parts) for q in queries])
+    unit = units.of(np.arange(od.n_origins)[:, None], np.arange(od.n_destinations)[None, :])
+    inside, sums_ = np.zeros((2, units.n, found.sizes.sum()))
+    for u in range(units.n):
+        ones = (unit.ravel() == u).astype(float)
+        inside[u] = np.concatenate([q.compute(ones)[0] for q in queries])
+        sums_[u] = np.concatenate([q.compute(released * ones)[0] for q in queries])
+    def bent(s, i):
+        return s * s + 3 * i * s + i * i
+    for got, expected in ((found.s, sums_), (found.inside, inside),
+                          (bent(found.s, found.inside), bent(sums_, inside))):
+        np.testing.assert_allclose(found.total(got), expected.sum(axis=0), rtol=1e-9, atol=1e-6)
+
+
 def test_sparse_release_equals_its_dense_form(two_counties):
     """A sparse release's intervals are those of the dense vector holding its named cells and,
     elsewhere, each workplace's empty-cell mean (what its sums are: dpcore/analyses/sums.py)."""
@@ -235,7 +263,8 @@ def test_refusals_say_why(county, two_counties, ed):
     parent = _mechanism(two_counties, candidates="parent")
     assert not synthesized.rule(two_counties, parent, SparseVector.counts(two_counties)).covered
     why = synthesized.too_large(ed, _mechanism(ed))
-    assert why.startswith("no interval: not computed") and f"{ed.n_destinations:,} workplaces ×" in why
+    assert why.startswith("no interval: not computed") \
+        and f"{ed.n_destinations:,} workplaces ×" in why
     big = synthesized.rule(ed, _mechanism(ed), ed.to_dense())   # the ED table: no size limit
     flows, compared = big.all_bounds(answers.flows(ed, sel.zones(ed, ["Sligo 002"]))
                                      + answers.comparison(ed, "parents")[:1], None, None)[::5]

@@ -262,9 +262,10 @@ class PerUnit:
 
     def comparison(self, query) -> Entries | None:
         """The comparison of every zone or parent area (:func:`answers.comparison`) and the
-        planner's every OD pair, which are not one block's sums: its areas' blocks (inflow: homes outside × its workplaces;
-        outflow: its homes × workplaces outside; live-and-work: its homes × its
-        workplaces); None for another query."""
+        planner's every OD pair, which are not one block's sums: its areas' blocks (inflow:
+        homes outside × its workplaces; outflow: its homes × workplaces outside;
+        live-and-work: its homes × its workplaces), the pairs cell by cell; None for another
+        query."""
         od = self.units.od
         if query.analysis == "pairs" and len(query.parts) == od.domain_size:
             # the planner's family of every OD pair (:func:`planning.family_query`)
