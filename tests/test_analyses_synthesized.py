@@ -247,6 +247,20 @@ def test_estimate_unbiased_and_variance_the_laws(county):
     assert ((low <= ratio) & (ratio <= high)).all(), ratio
 
 
+def test_comparison_of_many_areas_refused(two_counties, monkeypatch):
+    """Beyond parent areas × workplaces the comparison of every parent area is refused (each
+    area's outflow has a term per workplace: gigabytes on the national counties), and the
+    method says so; the other answers keep theirs."""
+    od = two_counties
+    monkeypatch.setattr(synthesized, "MOST_AREA_ENTRIES", 2 * od.n_destinations - 1)
+    rule = synthesized.rule(od, _mechanism(od), od.to_dense())
+    assert "2 areas × 145 workplaces" in rule.method
+    compared, flows = rule.all_bounds(answers.comparison(od, "parents")[:1]
+                                      + answers.flows(od, sel.zones(od, ["Sligo 002"]))[:1],
+                                      None, None)
+    assert np.isnan(compared).all() and np.isfinite(flows).all()
+
+
 def test_refusals_say_why(county, two_counties, ed):
     """No interval, and why: after another post-processing, on a sparse release with candidates
     'parent' (it has none), for a query that is not sums of cells; the planner's guard on

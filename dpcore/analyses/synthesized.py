@@ -86,6 +86,13 @@ PARENT_SPARSE = ("candidates 'parent' has no sparse release (each workplace's ca
 MOST_UNIT_CELLS = 20_000_000
 TOO_LARGE = ("no interval: not computed: {units:,} workplaces × {cells:,} cells is beyond the "
              f"{MOST_UNIT_CELLS:,} the planner evaluates the law on")
+#: Parent areas × workplaces up to which the comparison of every parent area is evaluated:
+#: each area's outflow has an entry per workplace outside it (the national tracts' 3,000-odd
+#: counties × 85,000 tracts would be 2.6·10⁸ entries, gigabytes).
+MOST_AREA_ENTRIES = 20_000_000
+PARENTS_NOTE = ("; the comparison of every parent area gets no interval on this table: "
+                "{areas:,} areas × {workplaces:,} workplaces is beyond the "
+                f"{MOST_AREA_ENTRIES:,} its per-workplace terms are evaluated on")
 NOT_SUMS = ("no interval: {analysis!r} is neither one block's sums nor the comparison of every "
             "area, the analyses the per-workplace law is evaluated on")
 
@@ -201,6 +208,18 @@ class Entries:
         return found + np.repeat(shared, self.sizes)
 
 
+class Block:
+    """A query's block as :func:`dpcore.analyses.sums.group_sums` named it, not yet summed."""
+
+    __array__ = _not_sums
+
+    def __init__(self, traced: PerUnit, *block):
+        self.traced, self.block = traced, block
+
+    def entries(self) -> Entries:
+        return self.traced.sums_of(*self.block)
+
+
 class PerUnit:
     """A vector whose sums (:func:`dpcore.analyses.sums.group_sums`) are :class:`Entries`:
     one pass over the cells a query selects, grouped by part and unit (no pass per unit)."""
@@ -213,7 +232,13 @@ class PerUnit:
         if self.sparse and units.parent:
             raise ValueError(PARENT_SPARSE)
 
-    def per_unit_sums(self, rows, cols, by, size) -> Entries:
+    def per_unit_sums(self, rows, cols, by, size) -> Block:
+        """The hook :func:`dpcore.analyses.sums.group_sums` calls: the block, summed only when
+        the query returns it as it is (a query doing arithmetic on it is not one block's)."""
+        return Block(self, rows, cols, by, size)
+
+    def sums_of(self, rows, cols, by, size) -> Entries:
+        """The block's :class:`Entries`."""
         if isinstance(by, str) and by == "pairs":
             values = sums.group_sums(self.values, self.units.od, rows, cols, "pairs")[0]
             return Entries(np.arange(rows.size), self.units.of(rows, cols), np.ones(rows.size),
@@ -269,24 +294,25 @@ class PerUnit:
         od = self.units.od
         if query.analysis == "pairs" and len(query.parts) == od.domain_size:
             # the planner's family of every OD pair (:func:`planning.family_query`)
-            return self.per_unit_sums(np.repeat(np.arange(od.n_origins), od.n_destinations),
+            return self.sums_of(np.repeat(np.arange(od.n_origins), od.n_destinations),
                                       np.tile(np.arange(od.n_destinations), od.n_origins),
                                       "pairs", od.domain_size)
         if query.analysis not in answers.COMPARED:
             return None
-        ids = np.union1d(od.origins.ids, od.destinations.ids)
-        if query.selection == "every zone" and len(query.parts) == ids.size:
-            return self._zones(query.analysis, ids)
+        if query.selection == "every zone":
+            ids = np.union1d(od.origins.ids, od.destinations.ids)
+            if len(query.parts) == ids.size:
+                return self._zones(query.analysis, ids)
         if od.origins.parent is None or query.parts != ("",):
             return None
         parents, o_label, d_label = sums.parent_labels(od)
-        if query.selection not in parents:
+        if query.selection not in parents or too_many_areas(od):
             return None
         at = parents.index(query.selection)
         home, work = o_label == at, d_label == at
         rows, cols = {"inflow": (~home, work), "outflow": (home, ~work),
                       "live_and_work": (home, work)}[query.analysis]
-        return self.per_unit_sums(np.flatnonzero(rows), np.flatnonzero(cols), "all", 1)
+        return self.sums_of(np.flatnonzero(rows), np.flatnonzero(cols), "all", 1)
 
     def _zones(self, kind: str, ids: np.ndarray) -> Entries:
         """Every zone's inflow (its workplace's units less the cell from its own home),
@@ -298,7 +324,7 @@ class PerUnit:
         workplace_of[index.get_indexer(od.destinations.ids)] = np.arange(od.n_destinations)
         both = np.flatnonzero((origin_of >= 0) & (workplace_of >= 0))
         o, d = origin_of[both], workplace_of[both]
-        cell = self.per_unit_sums(o, d, "pairs", both.size)   # (o_z, d_z), part = its place
+        cell = self.sums_of(o, d, "pairs", both.size)   # (o_z, d_z), part = its place
         if kind == "live_and_work":
             return Entries(both, cell.unit, cell.inside, cell.s)
         if kind == "outflow":
@@ -399,8 +425,19 @@ def entries(units: Units, queries, values) -> list[Entries | None]:
             result = query.compute(traced)[0]
         except NotSums:
             result = None
-        found.append(result if isinstance(result, Entries) else traced.comparison(query))
+        found.append(result.entries() if isinstance(result, Block)
+                     else traced.comparison(query))
     return found
+
+
+def too_many_areas(od) -> str | None:
+    """Why the comparison of every parent area is not evaluated on ``od``, or None."""
+    if od.origins.parent is None:
+        return None
+    areas = len(sums.parent_labels(od)[0])
+    if areas * od.n_destinations <= MOST_AREA_ENTRIES:
+        return None
+    return PARENTS_NOTE.format(areas=areas, workplaces=od.n_destinations)
 
 
 def too_large(od, mechanism) -> str | None:
@@ -479,7 +516,8 @@ class Synthesized:
                 NOISY_NOTE.format(small=small_size(mechanism))
                 if mechanism.total == otm.NOISY else "") + (
                 PARENT_NOTE if mechanism.candidates == otm.PARENT else "") + (
-                SPARSE_NOTE if isinstance(released, SparseVector) else "")
+                SPARSE_NOTE if isinstance(released, SparseVector) else "") + (
+                too_many_areas(od) or "")
         self.covered = self.method.startswith(METHOD)
 
     def all_bounds(self, queries, answers, cells) -> list[tuple]:
