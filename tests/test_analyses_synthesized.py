@@ -249,13 +249,22 @@ def test_estimate_unbiased_and_variance_the_laws(county):
 
 def test_comparison_of_many_areas_refused(two_counties, monkeypatch):
     """Beyond parent areas × workplaces the comparison of every parent area is refused (each
-    area's outflow has a term per workplace: gigabytes on the national counties), and the
-    method says so; the other answers keep theirs."""
+    area's outflow has a term per workplace: gigabytes on the national counties), and beyond
+    so many non-empty cells that of every zone; the method says so; the other answers keep
+    theirs."""
     od = two_counties
     monkeypatch.setattr(synthesized, "MOST_AREA_ENTRIES", 2 * od.n_destinations - 1)
     rule = synthesized.rule(od, _mechanism(od), od.to_dense())
     assert "2 areas × 145 workplaces" in rule.method
     compared, flows = rule.all_bounds(answers.comparison(od, "parents")[:1]
+                                      + answers.flows(od, sel.zones(od, ["Sligo 002"]))[:1],
+                                      None, None)
+    assert np.isnan(compared).all() and np.isfinite(flows).all()
+    released = _mechanism(od).release(od.to_dense(), np.random.default_rng(0))
+    monkeypatch.setattr(synthesized, "MOST_ZONE_ENTRIES", np.count_nonzero(released) - 1)
+    rule = synthesized.rule(od, _mechanism(od), released)
+    assert f"its {np.count_nonzero(released):,} non-empty cells are beyond" in rule.method
+    compared, flows = rule.all_bounds(answers.comparison(od)[:1]
                                       + answers.flows(od, sel.zones(od, ["Sligo 002"]))[:1],
                                       None, None)
     assert np.isnan(compared).all() and np.isfinite(flows).all()
