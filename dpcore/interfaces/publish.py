@@ -752,6 +752,10 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
                 "rho_zcdp": b.rho, "epsilon_alone": b.epsilon, "delta_alone": b.delta,
                 "scale": b.scale, "noise_variance": b.scale ** 2, margins.COLUMN: bound}
                for role, b, level, bound in zip(roles, budget, levels, bounds)]
+    for entry, level in zip(entries[1:], levels[1:]):   # public geography: the per-parent bound
+        entry["parents"] = {side: dict(zip(zones.ids.tolist(), zones.parent.tolist()))
+                            for side, zones in (("origins", level.od.origins),
+                                                ("destinations", level.od.destinations))}
     manifest = _manifest(whole, "base_pos", source, entries,
                          guarantee_text(whole, levels=len(levels)), released[-1],
                          margins.manifest_entry(margins.TOPDOWN_HOW))
