@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from dpcore.analyses import answers, selection as sel, shares
 from dpcore.data.datasets import DATA_DIR
@@ -159,9 +160,18 @@ def test_a_zones_file_gives_a_folder_shares_within_a_distance_and_parents(capsys
     works = int(np.char.startswith(found.od.destinations.ids.astype(str), "Sligo").sum())
     within, outside = homes * works, homes * (found.od.n_destinations - works)
     assert frame.cells[1] == within + outside
-    share, low, high = shares.ranged(found.interval, [a], [within], [c], [outside])
+    # the range over the per-parent bounds of A and C (parents from the manifest's map), tighter
+    # than the one over their k·M bounds
+    rule = found.interval
+    assert isinstance(rule, published.ParentBound)
+    placed = published.placed(found, (DATA_DIR / "ireland_ed.zones.csv").read_bytes())
+    asked = shares.live_and_work(placed.od, sel.parent(placed.od, "Sligo"), "home")
+    share, low, high = shares.ranged(rule, [a], [within], [c], [outside], asked.compute)
     assert frame.released[1] == pytest.approx(a / (a + c)) == share[0]
     assert (frame.low[1], frame.high[1]) == pytest.approx((low[0], high[0]))
+    _, wide_low, wide_high = shares.ranged(rule, [a], [within], [c], [outside])
+    assert wide_low[0] <= low[0] and high[0] <= wide_high[0] and high[0] - low[0] < 0.5 * (
+        wide_high[0] - wide_low[0])
     compared, _ = _analyse(capsys, tmp_path, folder, "parents", *zones, "--analysis",
                            "comparison", "--compare", "parents")
     # a zone all of whose cells were published as 0 is an unnamed placeholder: its own area
@@ -287,3 +297,103 @@ def test_coverage_of_a_topdown_folders_bound(two_counties):
     widths = _cover(od, parent, draw,
                     lambda level: published.read(manifest, table, level).interval)
     assert widths["parent level"] < 0.05, widths   # the fine level's k·M ranges are mostly [0, 1]
+
+
+def test_a_topdown_folders_per_parent_bound_holds_and_is_tight(two_counties):
+    """With the zone-to-parent map in the manifest (as ``publish`` writes it), the fine level's
+    sums get the per-parent bound. On every seeded draw where each cell of both levels is within
+    its margin (the one event the margins hold on, ≥ 95 %), every answer's interval and every
+    share's range holds; coverage is ≥ 95 %; and a parent area's inflow at the fine level is as
+    tight as at the parent level (the Leitrim → Sligo parent cell whole: ±M_parent)."""
+    od = two_counties
+    levels = topdown.hierarchy(od)
+    parent = levels[0].od
+    scale = 9.0
+    top_margin, fine_margin = margins.topdown_margins([scale, scale],
+                                                      [parent.domain_size, od.domain_size])
+
+    def draw(rng):
+        noise = lambda number, counts: np.asarray(counts) + margins.discrete_gaussian(
+            rng, scale, len(counts))
+        return topdown.topdown(levels, None, noise)
+    entries = [{"name": name, "cells": level.od.domain_size, "scale": scale,
+                "noise_variance": scale ** 2, margins.COLUMN: bound}
+               for name, level, bound in zip(("parent level", "fine level"), levels,
+                                             (top_margin, fine_margin))]
+    entries[1]["parents"] = {side: dict(zip(zones.ids.tolist(), zones.parent.tolist()))
+                             for side, zones in (("origins", od.origins),
+                                                 ("destinations", od.destinations))}
+    manifest = _manifest(publish.METHODS[publish.TOPDOWN], "TopDown", entries)
+    top, fine = draw(np.random.default_rng(0))
+    table = pd.concat([_table(od, fine, "fine level"), _table(parent, top, "parent level")])
+    folder = published.read(manifest, table, "fine level")
+    rule = folder.interval
+    assert isinstance(rule, published.ParentBound) and "manifest's zone-to-parent" in rule.method
+    assert list(folder.od.origins.ids) == list(od.origins.ids)   # the queries' cell order
+    sligo = answers.flows(od, sel.parent(od, "Sligo"))
+    queries = _queries(od, "Sligo 001", "Leitrim 001") + sligo
+    truth, top_truth = od.to_dense().astype(float), parent.to_dense().astype(float)
+    true = np.concatenate([q.compute(truth)[0] for q in queries])
+    cells = [q.compute(truth)[1] for q in queries]
+    found = _level_shares(od)
+    a, c, ma, mc = _share_sums(found, truth)
+    defined = a + c > 0
+    lows, highs, share_lows, share_highs, held = [], [], [], [], 0
+    for seed in range(RELEASES):
+        top, fine = (x.astype(float) for x in draw(np.random.default_rng(seed)))
+        bounds = rule.all_bounds(queries, [q.compute(fine)[0] for q in queries], cells)
+        low, high = (np.concatenate(x) for x in zip(*bounds))
+        ranges = np.array([shares.ranged(rule, [ra], [m_a], [rc], [m_c], share.compute)
+                           for share, (ra, rc), m_a, m_c in zip(
+                               found, _share_sums(found, fine)[:2].T, ma, mc)])[:, :, 0]
+        lows.append(low), highs.append(high)
+        share_lows.append(ranges[:, 1]), share_highs.append(ranges[:, 2])
+        if (np.abs(fine - truth) <= fine_margin).all() and (
+                np.abs(top - top_truth) <= top_margin).all():
+            held += 1
+            assert ((low <= true) & (true <= high)).all(), seed
+            share = (a / (a + c))[defined]
+            assert ((ranges[defined, 1] <= share) & (share <= ranges[defined, 2])).all(), seed
+    assert held >= stats.binom.ppf(0.001, RELEASES, 0.95), held
+    _check_coverage(true, np.concatenate(cells), np.array(lows), np.array(highs))
+    _check_coverage(a[defined] / (a + c)[defined], (ma + mc)[defined],
+                    np.array(share_lows)[:, defined], np.array(share_highs)[:, defined])
+    inflow = rule.all_bounds(sligo[:1], [np.zeros(1)], [sligo[0].compute(truth)[1]])[0][1]
+    assert inflow[0] == top_margin < sligo[0].compute(truth)[1][0] * fine_margin
+
+
+def test_a_topdown_folder_without_the_map_gets_the_per_parent_bound_from_a_zones_file(
+        capsys, tmp_path):
+    """A folder published before the manifest held the zone-to-parent map: k·M alone; with the
+    public zones file the same per-parent bound as from the map; with a zones file whose parents
+    do not add the fine level up to the published parent level (another geography), k·M."""
+    folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "release.csv").write_bytes((folder / "release.csv").read_bytes())
+    for level in manifest["levels"]:
+        level.pop("parents", None)
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    flows = ("--analysis", "flows", "--zone", "Sligo 001")
+    alone, _ = _analyse(capsys, tmp_path, old, "alone", *flows)
+    assert alone.method.str.contains("k·").all()
+    zones = DATA_DIR / "ireland_ed.zones.csv"
+    by_parent = ("--analysis", "flows", "--parent", "Sligo", "--zones", zones)
+    mapped, _ = _analyse(capsys, tmp_path, folder, "mapped", *by_parent)
+    placed, said = _analyse(capsys, tmp_path, old, "placed", *by_parent)
+    assert mapped.method.str.contains("the manifest's zone-to-parent map").all()
+    assert placed.method.str.contains("parents from the zones file").all()
+    assert "parents from the zones file" in said
+    assert placed[["low", "high"]].equals(mapped[["low", "high"]])
+    fine_margin = manifest["levels"][-1][margins.COLUMN]
+    inflow = placed.set_index("analysis").loc["inflow"]
+    assert inflow.high - inflow.released < inflow.cells * fine_margin
+    table = pd.read_csv(zones, dtype=str, keep_default_na=False)
+    table.loc[table.id == "Sligo 001", "parent"] = "Leitrim"
+    wrong = tmp_path / "wrong.zones.csv"
+    table.to_csv(wrong, index=False)
+    other, _ = _analyse(capsys, tmp_path, old, "other", "--analysis", "flows", "--parent",
+                        "Sligo", "--zones", wrong)
+    assert other.method.str.contains("k·").all()
+    assert (other.high - other.released == other.cells * fine_margin).all()

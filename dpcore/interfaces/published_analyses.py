@@ -43,6 +43,7 @@ import dataclasses
 import io
 import json
 import math
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,9 +163,15 @@ class ParentBound(FittedBound):
         super().__init__(METHOD_PARENTS.format(fine=margin, parent=parent_margin, source=source),
                          per_cell=float(margin), joint=JOINT_TOPDOWN)
         self.parent_margin, self.cell_parent, self.capacity = parent_margin, cell_parent, capacity
+        self._halves = weakref.WeakKeyDictionary()   # per compute: its sums' cells do not change
 
     def half_widths(self, compute, cells) -> np.ndarray:
         """Per sum of ``compute`` (values → (sums, …)) over ``cells`` cells, the bound."""
+        if compute not in self._halves:
+            self._halves[compute] = self._half_widths(compute, cells)
+        return self._halves[compute]
+
+    def _half_widths(self, compute, cells) -> np.ndarray:
         fine, indicator = self.per_cell, np.zeros(self.cell_parent.size)
         cells = np.asarray(cells, dtype=float)
         half, placed = np.zeros(cells.shape), np.zeros(cells.shape)
@@ -415,8 +422,12 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
     if n_o * n_d > DENSE_CELL_LIMIT:
         raise ValueError(f"the folder's level {chosen!r} has {n_o * n_d:,} cells, more than the "
                          f"{DENSE_CELL_LIMIT:,} analysed from a folder")
-    origins = _zones(table.origin, table.destination, n_o, "origin")
-    destinations = _zones(table.destination, table.origin, n_d, "destination")
+    parents = _parent_map(entry) if kind == TOPDOWN else None
+    # the map names every zone of the level: those on no row are named, not placeholders
+    origins = _zones(table.origin, parents["origins"] if parents else table.destination, n_o,
+                     "origin")
+    destinations = _zones(table.destination, parents["destinations"] if parents
+                          else table.origin, n_d, "destination")
     if len(origins.ids) > n_o or len(destinations.ids) > n_d:
         raise ValueError(f"release.csv's rows of {chosen!r} name more zones than the manifest's "
                          f"{cells:,} cells allow: the two files come from different publishes.")
@@ -430,14 +441,24 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
     rule = _rule(kind, manifest, entry, post, chosen, od, total)
     above = _above(levels, names, chosen, whole) if kind == TOPDOWN and isinstance(
         rule, FittedBound) and rule.covered else None
-    parents = entry.get("parents")
-    if above is not None and isinstance(parents, dict) and all(
-            isinstance(parents.get(side), dict) for side in ("origins", "destinations")):
-        sides = [[str(parents[side].get(zone, "")) for zone in zones.ids]
+    if above is not None and parents:
+        sides = [[parents[side].get(zone, "") for zone in zones.ids]
                  for side, zones in (("origins", od.origins), ("destinations", od.destinations))]
         rule = parent_rule(int(rule.per_cell), above[0], od, values, *sides, above[1],
                            PARENTS_MANIFEST) or rule
     return Folder(od, values, rule, kind, chosen, tuple(names), above)
+
+
+def _parent_map(entry: dict) -> dict | None:
+    """A TopDown level's zone-to-parent map ({"origins": {zone: parent}, "destinations": …},
+    written by ``publish``), as text; None when the entry has none (an older publish) or it is
+    not that shape."""
+    parents = entry.get("parents")
+    if not isinstance(parents, dict) or not all(
+            isinstance(parents.get(side), dict) for side in ("origins", "destinations")):
+        return None
+    return {side: {str(zone): str(parent) for zone, parent in parents[side].items()}
+            for side in ("origins", "destinations")}
 
 
 def _above(levels: list[dict], names: list[str], chosen: str, table: pd.DataFrame):
