@@ -72,8 +72,13 @@ METHOD_WLS_CLIPPED = ("no interval: WLS with base_pos sets negative fitted count
                       "(confidential); a folder published with base gets intervals")
 METHOD_TOPDOWN = ("bound: TopDown's margin ±{margin:,} holds for every cell of every level at once "
                   "with ≥ 95 % (manifest), so a sum of k cells is within k·{margin:,}; valid but "
-                  "wide (the tighter per-parent bound needs the zone-to-parent map: a publish's "
-                  "manifest 'parents', or a zones file with parents)")
+                  "wide{why}")
+WHY_NO_MAP = (" (the tighter per-parent bound needs the zone-to-parent map: the manifest's "
+              "'parents' of a newer publish, or a zones file with parents)")
+WHY_TOO_LARGE = (" (no per-parent bound for a level of {pairs:,} parent cells × {cells:,} cells: "
+                 "one pass of each sum per parent cell, more than {limit:,} cells)")
+WHY_OTHER_PARENTS = (" (the parents given do not add this level's published counts up to the "
+                     "level above's, so they are not the publish's: no per-parent bound)")
 METHOD_PARENTS = ("bound: TopDown's margins (±{fine:,} per cell of this level, ±{parent:,} per cell "
                   "of the level above) hold for every cell of both levels at once with ≥ 95 % "
                   "(one union bound, manifest), and each parent cell's cells add up exactly to its "
@@ -175,7 +180,11 @@ class ParentBound(FittedBound):
         fine, indicator = self.per_cell, np.zeros(self.cell_parent.size)
         cells = np.asarray(cells, dtype=float)
         half, placed = np.zeros(cells.shape), np.zeros(cells.shape)
-        for parent in np.flatnonzero(self.capacity):
+        # p ≤ k cells of a parent cell lower a sum's bound below p·M only if 2p·M > m·M + M_P:
+        # the other parent cells' cells count M each (below), exactly as the minimum would
+        most = 2 * (cells.max() if cells.size else 0) * fine
+        can = (self.capacity > 0) & (self.capacity * fine + self.parent_margin < most)
+        for parent in np.flatnonzero(can):
             inside = self.cell_parent == parent
             indicator[inside] = 1.0
             p = np.asarray(compute(indicator)[0], dtype=float).reshape(cells.shape)
@@ -202,18 +211,24 @@ class ParentBound(FittedBound):
 def parent_rule(margin: int, parent_margin: int, od: ODMatrix, values: np.ndarray, o_parent,
                 d_parent, parent_counts: pd.Series, source: str):
     """:class:`ParentBound` of a TopDown level whose zones' parents are ``o_parent`` and
-    ``d_parent`` (ids of the level above, "" where unknown); None when the parents do not add
-    this level up to the level above's published ``parent_counts`` (indexed by origin,
-    destination: a map of another geography) or the bound would cost too many passes."""
-    o_parent, d_parent = (np.asarray(x, dtype=object) for x in (o_parent, d_parent))
-    o_ids, o_at = np.unique(o_parent.astype(str), return_inverse=True)
-    d_ids, d_at = np.unique(d_parent.astype(str), return_inverse=True)
+    ``d_parent`` (ids of the level above, "" where unknown); the k·M rule saying why when the
+    parents do not add this level up to the level above's published ``parent_counts`` (indexed
+    by origin, destination: a map of another geography) or the bound would cost too many
+    passes."""
+    # a parent that is not a zone of the level above (a zones file makes a zone it does not
+    # name its own parent) is unknown: the zone may be in any parent
+    o_parent, d_parent = (np.where(np.isin(np.asarray(x, dtype=str), parent_counts.index.levels[k]
+                                           .astype(str)), np.asarray(x, dtype=str), "")
+                          for k, x in enumerate((o_parent, d_parent)))
+    o_ids, o_at = np.unique(o_parent, return_inverse=True)
+    d_ids, d_at = np.unique(d_parent, return_inverse=True)
     o_known, d_known = o_ids != "", d_ids != ""
     o_at = np.where(o_known[o_at], o_at, -1)
     d_at = np.where(d_known[d_at], d_at, -1)
     pairs = o_ids.size * d_ids.size
     if pairs * od.domain_size > PARENT_PASS_LIMIT:
-        return None
+        return topdown_rule(margin, WHY_TOO_LARGE.format(pairs=pairs, cells=od.domain_size,
+                                                         limit=PARENT_PASS_LIMIT))
     o, d = np.divmod(np.arange(od.domain_size), od.n_destinations)
     cell_parent = np.where((o_at[o] >= 0) & (d_at[d] >= 0), o_at[o] * d_ids.size + d_at[d], -1)
     # each side's zones per parent, with every zone of unknown parent (may belong to any)
@@ -228,7 +243,7 @@ def parent_rule(margin: int, parent_margin: int, od: ODMatrix, values: np.ndarra
     published = published.to_numpy(dtype=float)
     exact = (o_at >= 0).all() and (d_at >= 0).all()
     if np.any(rolled > published) or (exact and not np.array_equal(rolled, published)):
-        return None
+        return topdown_rule(margin, WHY_OTHER_PARENTS)
     return ParentBound(margin, parent_margin, cell_parent, capacity, source)
 
 
@@ -350,10 +365,10 @@ def _counts(table: pd.DataFrame, several: bool) -> pd.DataFrame:
     return table.assign(count=counts.to_numpy(dtype=float))
 
 
-def topdown_rule(margin: int) -> FittedBound:
+def topdown_rule(margin: int, why: str = "") -> FittedBound:
     """A TopDown level's rule from its published margin M: a sum of k cells within ±k·M (the
-    module docstring; also what :mod:`.topdown_targets` plans with)."""
-    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin),
+    module docstring; also what :mod:`.topdown_targets` plans with); ``why`` no tighter one."""
+    return FittedBound(METHOD_TOPDOWN.format(margin=margin, why=why), per_cell=float(margin),
                        joint=JOINT_TOPDOWN)
 
 
@@ -445,7 +460,9 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
         sides = [[parents[side].get(zone, "") for zone in zones.ids]
                  for side, zones in (("origins", od.origins), ("destinations", od.destinations))]
         rule = parent_rule(int(rule.per_cell), above[0], od, values, *sides, above[1],
-                           PARENTS_MANIFEST) or rule
+                           PARENTS_MANIFEST)
+    elif above is not None:
+        rule = topdown_rule(int(rule.per_cell), WHY_NO_MAP)
     return Folder(od, values, rule, kind, chosen, tuple(names), above)
 
 
@@ -490,7 +507,7 @@ def placed(folder: Folder, data: bytes, filename: str = "zones file") -> Folder:
     if folder.above is not None and not isinstance(rule, ParentBound) and od.has_parent_level:
         rule = parent_rule(int(rule.per_cell), folder.above[0], od, folder.values,
                            od.origins.parent, od.destinations.parent, folder.above[1],
-                           PARENTS_ZONES) or rule
+                           PARENTS_ZONES)
     return dataclasses.replace(folder, od=od, interval=rule)
 
 
