@@ -52,7 +52,7 @@ import pandas as pd
 
 from dpcore.analyses.intervals import Z_LAPLACE, Z_NORMAL, Interval
 from dpcore.data.importing.notices import ImportFailed, Report
-from dpcore.data.importing.zones import apply_zones
+from dpcore.data.importing.zones import apply_zones, read_zone_list
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 from dpcore.interfaces import publish
 from dpcore.text import visible
@@ -209,9 +209,11 @@ class ParentBound(FittedBound):
 
 
 def parent_rule(margin: int, parent_margin: int, od: ODMatrix, values: np.ndarray, o_parent,
-                d_parent, parent_counts: pd.Series, source: str):
+                d_parent, parent_counts: pd.Series, source: str, geography=None):
     """:class:`ParentBound` of a TopDown level whose zones' parents are ``o_parent`` and
-    ``d_parent`` (ids of the level above, "" where unknown); the k·M rule saying why when the
+    ``d_parent`` (ids of the level above, "" where unknown); ``geography``: each side's zones
+    per parent id in the publish's geography (Series), which bounds how many zones of unknown
+    parent a parent can hold (the map's, or the zones file's). The k·M rule saying why when the
     parents do not add this level up to the level above's published ``parent_counts`` (indexed
     by origin, destination: a map of another geography) or the bound would cost too many
     passes."""
@@ -234,6 +236,9 @@ def parent_rule(margin: int, parent_margin: int, od: ODMatrix, values: np.ndarra
     # each side's zones per parent, with every zone of unknown parent (may belong to any)
     o_room = np.bincount(o_at[o_at >= 0], minlength=o_ids.size) + np.sum(o_at < 0)
     d_room = np.bincount(d_at[d_at >= 0], minlength=d_ids.size) + np.sum(d_at < 0)
+    if geography is not None:   # no more zones than the geography gives the parent
+        o_room = np.minimum(o_room, geography[0].reindex(o_ids).fillna(np.inf).to_numpy())
+        d_room = np.minimum(d_room, geography[1].reindex(d_ids).fillna(np.inf).to_numpy())
     capacity = np.outer(o_room * o_known, d_room * d_known).ravel()
     known = np.bincount(cell_parent[cell_parent >= 0], minlength=pairs)
     capacity = np.where(known > 0, capacity, 0)
@@ -460,7 +465,8 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
         sides = [[parents[side].get(zone, "") for zone in zones.ids]
                  for side, zones in (("origins", od.origins), ("destinations", od.destinations))]
         rule = parent_rule(int(rule.per_cell), above[0], od, values, *sides, above[1],
-                           PARENTS_MANIFEST)
+                           PARENTS_MANIFEST, [pd.Series(list(parents[side].values()))
+                                              .value_counts() for side in parents])
     elif above is not None:
         rule = topdown_rule(int(rule.per_cell), WHY_NO_MAP)
     return Folder(od, values, rule, kind, chosen, tuple(names), above)
@@ -493,10 +499,13 @@ def placed(folder: Folder, data: bytes, filename: str = "zones file") -> Folder:
     """The folder's zones given positions (and parents) by a zones file (zone, lat, lon[,
     parent]; e.g. ``data/ireland_ed.zones.csv``): public geography beside the release, so that
     distance, direction, a radius, shares within a distance and parent areas can be answered.
-    The counts and intervals are the folder's, unchanged. ValueError naming the file and what to
-    fix when it cannot be read or places none of the folder's zones."""
+    The counts are the folder's, unchanged; so are the intervals, but that a TopDown level whose
+    manifest has no zone-to-parent map gets the per-parent bound from the file's parents (checked
+    against the level above's counts: :func:`parent_rule`). ValueError naming the file and what
+    to fix when it cannot be read or places none of the folder's zones."""
     try:
         od = apply_zones(folder.od, bytes(data), filename, Report(filename))
+        listed = pd.Series(read_zone_list(bytes(data), filename)[0].parent).value_counts()
     except ImportFailed as error:
         raise ValueError(str(error)) from None
     if not (od.origins.has_coordinates.any() or od.destinations.has_coordinates.any()):
@@ -507,7 +516,7 @@ def placed(folder: Folder, data: bytes, filename: str = "zones file") -> Folder:
     if folder.above is not None and not isinstance(rule, ParentBound) and od.has_parent_level:
         rule = parent_rule(int(rule.per_cell), folder.above[0], od, folder.values,
                            od.origins.parent, od.destinations.parent, folder.above[1],
-                           PARENTS_ZONES)
+                           PARENTS_ZONES, (listed, listed))
     return dataclasses.replace(folder, od=od, interval=rule)
 
 
