@@ -17,7 +17,7 @@ from scipy import stats
 from dpcore.analyses import answers, selection as sel, shares
 from dpcore.data.datasets import DATA_DIR
 from dpcore.evaluation import margins
-from dpcore.interfaces import publish, published_analyses as published
+from dpcore.interfaces import publish, published_analyses as published, published_domain
 from dpcore.mechanisms import topdown
 from tests.test_analyses import RELEASES, _check_coverage, _opendp_like, _queries
 from tests.test_cli_analyse import run
@@ -391,6 +391,9 @@ def test_a_topdown_folder_without_the_map_gets_the_per_parent_bound_from_a_zones
     do not add the fine level up to the published parent level (another geography), k·M."""
     folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
     manifest = json.loads((folder / "manifest.json").read_text())
+    parents = manifest["levels"][-1]["parents"]   # publish writes the map of a public domain
+    assert parents["origins"]["Sligo 001"] == "Sligo" and len(parents["destinations"]) == 145
+    assert "parents" not in manifest["levels"][0]
     old = tmp_path / "old"
     old.mkdir()
     (old / "release.csv").write_bytes((folder / "release.csv").read_bytes())
@@ -424,3 +427,13 @@ def test_a_topdown_folder_without_the_map_gets_the_per_parent_bound_from_a_zones
                         "Sligo", "--zones", wrong)
     assert other.method.str.contains("k·").all()
     assert (other.high - other.released == other.cells * fine_margin).all()
+
+
+def test_a_topdown_folder_over_a_domain_read_from_the_data_has_no_map(two_counties):
+    """The map would name the data's zones on no row: left out, the folder keeps k·M."""
+    found = publish.publish_topdown(two_counties, 1.0, delta=1e-6, source={
+        "domain": {"source": published_domain.DATA}})
+    assert not any("parents" in level for level in found.manifest["levels"])
+    table = found.table.astype({"origin": str, "destination": str, "count": str})
+    rule = published.read(found.manifest, table).interval
+    assert rule.method.endswith(published.WHY_NO_MAP)
