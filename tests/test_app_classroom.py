@@ -121,6 +121,8 @@ def test_teacher_sees_count_estimate_and_intervals(store):
     expected = classroom_stats.estimate_round(snap.round, question.d, snap.reports)
     top = tables(at)[0]
     assert list(top.columns) == ["commute", "estimate", "95% low", "95% high", "note"]
+    # the phone-size headers (est., low, high) are spelt out above the table, not only on hover
+    assert classroom_view.COLUMNS_SAID in [c.value for c in at.caption]
     best = int(np.lexsort((-expected.lower, -np.round(expected.shown, 1)))[0])
     assert top["commute"][0] == question.label(best)
     assert top["estimate"][0] == pytest.approx(expected.shown[best], abs=0.05)

@@ -14,7 +14,7 @@ from dpcore.scoring import metrics, ranks
 from tests.app_pages import epsilon_box, epsilon_slider, shown_table
 from tests.plotly_spec import (assert_bars_readable, figure, figures, legend_name, released_bars,
                                 traces, values)
-from ui.components import panels, runs, state
+from ui.components import charts, panels, runs, state
 from ui.components.controls import KEYS, NEW_DRAW, option_widget
 from ui.components.memo import BoundedMemo
 
@@ -406,6 +406,20 @@ def test_scores_table_has_units_short_pinned_names_and_no_none():
     config = scores.proto.columns
     assert '"pinned":true' in config.replace(" ", "")  # the names stay in view when scrolled
     assert metrics.METRICS["rmse"].description in config   # the definitions in the help
+    assert mechanisms.get("oue").name in config                # each full name in its help
+    assert "Columns: OUE: Optimised unary encoding." in [c.value for c in at.caption]
+
+
+def test_scores_abbreviations_are_short_distinct_and_say_not_dp():
+    """Eight columns of 74 px fit the 818 px frame beside the metrics' names (browser:
+    test_the_scores_tables_fit_their_frame_at_1280_px): every mechanism's header is at most 8
+    characters, no two alike, and the ones that are not DP keep a ⚠."""
+    keys = mechanisms.names()
+    shorts = [charts.abbreviation(k) for k in keys]
+    assert max(map(len, shorts)) <= 8 and len(set(shorts)) == len(keys), shorts
+    assert {k for k in keys if "⚠" in charts.abbreviation(k)} == {
+        k for k in keys if "not DP" in mechanisms.get(k).name}
+    assert panels.METRIC_WIDTH + 8 * panels.SCORE_WIDTH[0] <= panels.FRAME
 
 
 def test_a_rerun_ranks_and_scores_the_releases_it_holds_after_the_cache_evicted_them(

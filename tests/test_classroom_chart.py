@@ -78,3 +78,15 @@ def test_without_a_clipped_estimate_there_is_no_clipped_entry():
     fig = view.estimate_chart(shown, BAND, 4)
     assert [t.name for t in fig.data] == ["estimate with exact 95 % interval"]
     assert marks(fig) == []
+
+
+def test_the_estimates_columns_fit_a_390_px_phone_with_or_without_revealed_answers():
+    """The teacher's tables at 390 px have a 356 px frame (browser: the teacher's screen set to
+    390 px in test_classroom_browser.py measures the top commutes' table); the revealed answers'
+    column, when present, takes its room from the commute and the note, so both fit."""
+    columns = view.ESTIMATE_COLUMNS
+    plain = sum(c["width"] for name, c in columns.items() if name != "revealed (not private)")
+    revealed = plain + columns["revealed (not private)"]["width"] + sum(
+        width - columns[name]["width"] for name, width in view.REVEALED_WIDTHS.items())
+    assert plain <= 356 and revealed <= 356, (plain, revealed)
+    assert all(c["help"] for name, c in columns.items() if name != "commute")

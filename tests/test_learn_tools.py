@@ -413,3 +413,12 @@ def test_messages_lesson_states_the_computed_errors():
     assert f"the error per cell is **{table.iloc[0]['rmse']:,.1f}** commuters" in shown
     assert f"it is **{table.iloc[1]['rmse']:,.1f}**, whatever d" in shown
     assert figure(at, "Error per cell at central")
+    # the abstract of arXiv 1908.11358: single-message error Ω̃(min(n^{1/4}, √B)); n = 1,000,000
+    # and d = 10,000 give min(31.6, 100) = 31.6, whichever term is the smaller
+    assert multi_message.single_message_order(10 ** 6, 10 ** 4) == pytest.approx(10 ** 1.5)
+    assert multi_message.single_message_order(10 ** 6, 400) == pytest.approx(20)
+    n, d = od.n, od.domain_size
+    order = min(n ** 0.25, math.sqrt(d))
+    assert (f"min({n ** 0.25:,.1f}, {math.sqrt(d):,.1f}) = {order:,.1f} here, up to constants "
+            "and log factors the abstract does not give") in shown
+    assert any("constants and messages per phone were not available" in c.value for c in at.caption)

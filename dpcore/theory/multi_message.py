@@ -2,11 +2,21 @@
 
 The shuffle-model cheat sheet in the seeds (001 l.69–85) defines a shuffler over *all* messages of
 all users ("three users each sending two messages, 6! permutations") and points to Ghazi,
-Golowich, Kumar, Pagh, Velingker, *On the power of multiple anonymous messages* (EUROCRYPT 2021,
-arXiv 1908.11358). That paper proves, for frequency estimation over a domain of size d with n
-users, an error lower bound of Ω̃(min(n^{1/4}, √d)) for any single-message protocol, and
-multi-message protocols with polylog(d) error — constants and log factors unspecified, so they
-are shown here as orders of magnitude only.
+Golowich, Kumar, Pagh, Velingker, *On the power of multiple anonymous messages* (arXiv
+1908.11358; EUROCRYPT 2021 as "…: Frequency Estimation and Selection in the Shuffle Model of
+Differential Privacy", doi 10.1007/978-3-030-77883-5_16).
+
+What is taken from that paper, and from where. Only its abstract could be read (the ar5iv.org
+copy of 1908.11358, and Google Research's publication page, both through the team's search
+tool; the stored copies reach no further than the abstract and the introduction's first
+paragraphs): for frequency estimation over a domain of size B (here d, the possible commutes)
+with n users, any single-message shuffled protocol errs by Ω̃(min(n^{1/4}, √B)), "nearly
+tight", so amplification by shuffling is essentially optimal among single-message protocols;
+multi-message protocols reach polylog(B) error with poly(log B, log n) bits of communication per
+user; for selection, single-message protocols need Ω(B) users. The theorem statements — their
+numbers, constants, log factors and the multi-message protocols' messages per user — were not
+available, so none is given here: the bound is shown as the order min(n^{1/4}, √d)
+(:func:`single_message_order`), not as a number of commuters any protocol must err by.
 
 The comparison computed on the current table, both at central (ε, δ) under substitution:
 
@@ -60,6 +70,13 @@ def compare(n: int, d: int, epsilon: float, delta: float) -> pd.DataFrame:
     ])
 
 
+def single_message_order(n: int, d):
+    """min(n^{1/4}, √d): the order of the abstract's single-message lower bound Ω̃(min(n^{1/4},
+    √B)) (constants and log factors unknown here, see the module docstring); ``d`` may be an
+    array."""
+    return np.minimum(n ** 0.25, np.sqrt(d))
+
+
 def across_domains(n: int, epsilon: float, delta: float, domains) -> pd.DataFrame:
     """RMSE per cell of the single-message and one-bit-per-cell protocols for each domain size,
     beside the paper's orders n^{1/4} and √d (single-message lower bound, up to constants)."""
@@ -70,4 +87,4 @@ def across_domains(n: int, epsilon: float, delta: float, domains) -> pd.DataFram
                          "single_message_rmse": [math.sqrt(grr_variance(n, single, int(k)))
                                                  for k in d],
                          "one_bit_per_cell_rmse": per_bit,
-                         "single_message_lower_order": np.minimum(n ** 0.25, np.sqrt(d))})
+                         "single_message_lower_order": single_message_order(n, d)})

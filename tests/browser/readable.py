@@ -8,7 +8,7 @@ shows; HTML tables (``charts.wrapped_table``) are held to the same, besides thei
 
 import re
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 CUT = """(selector) => [...document.querySelectorAll(selector)]
     .map(e => [e, (e.tagName === 'INPUT' ? e.value : e.textContent).trim()])
@@ -55,3 +55,12 @@ def legend_text(name: str) -> re.Pattern:
     def spaced(text: str) -> str:
         return re.escape(text).replace("\\ ", " ?")
     return re.compile(f"^{spaced(name)}( ?{spaced('(95 % interval:')}[^)]*\\))?$")
+
+
+def fits(grid) -> list[int]:
+    """An ``st.dataframe``'s scroll and client width, then height, scrolled into view."""
+    grid.scroll_into_view_if_needed()
+    scroller = grid.locator(".dvn-scroller")
+    expect(scroller).to_have_count(1)
+    return scroller.evaluate(
+        "e => [e.scrollWidth, e.clientWidth, e.scrollHeight, e.clientHeight]")

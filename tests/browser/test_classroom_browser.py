@@ -2,15 +2,18 @@
 browser context at phone width) randomise and send, and the teacher's screen — refreshing by
 itself — shows the count and an estimate; a class of 4 and a class of 30 are told what their
 reports can and cannot tell; one profile clearing its site data and reloading 12 times adds at
-most the room's cap per network address (with join codes and no code: nothing).
+most the room's cap per network address (with join codes and no code: nothing). At 390 px the
+teacher's table of top commutes fits its frame.
 
-Screenshots: tests/artifacts/screenshots/classroom-teacher.png, classroom-student.png.
+Screenshots: tests/artifacts/screenshots/classroom-teacher.png, classroom-teacher-390.png,
+classroom-student.png.
 """
 
 import re
 from urllib.parse import urlsplit
 
 from dpcore.interfaces import classroom_stats
+from tests.browser.readable import fits
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -111,6 +114,14 @@ def test_students_send_and_the_teacher_sees_count_and_estimate(page: Page, app_u
     settled(page)
     no_traceback(page)
     screenshot("classroom-teacher")
+
+    # the teacher's screen on a phone: the top commutes' table fits, "95% high" not cut
+    page.set_viewport_size(PHONE)
+    top = page.get_by_test_id("stDataFrame").locator("visible=true").first
+    expect(top).to_be_visible()
+    scroll, client, _, _ = fits(top)
+    screenshot("classroom-teacher-390")
+    assert 0 < scroll <= client <= PHONE["width"], (scroll, client)
 
 
 def test_a_new_round_reaches_an_open_phone_without_a_reload(page: Page, app_url, browser):

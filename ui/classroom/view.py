@@ -546,12 +546,13 @@ def _live_view(code: str) -> None:
     st.plotly_chart(estimate_chart(table, band, estimate.n), key="classroom_chart",
                     config=charts.CONFIG)
     st.markdown("**Top commutes (estimated)**")
-    st.dataframe(table.head(5), hide_index=True)
+    st.caption(COLUMNS_SAID)
+    estimates(table.head(5))
     if snap.reveals is not None:
         st.markdown(f"**Revealed answers (NOT private):** {int(snap.reveals.sum()):,} students "
                     "chose to also send their true commute; the column *revealed* counts them.")
     with st.expander("Every commute"):
-        st.dataframe(table, hide_index=True)
+        estimates(table)
         st.download_button("Download this table (CSV)", export.safe_csv(table),
                            file_name=f"classroom-{code}-round-{number}.csv", mime="text/csv")
 
@@ -584,6 +585,45 @@ def estimate_table(question: classroom.Question, estimate: classroom_stats.Estim
         frame["revealed (not private)"] = reveals
     return frame.sort_values(["estimate", "95% low"], ascending=False,
                              kind="stable").reset_index(drop=True)
+
+
+#: The estimates' columns as the teacher's screen draws them: widths that fit a 390 px phone
+#: (a 356 px frame; Streamlit's own sizing ran to 649 px and cut "95% high"), short headers with
+#: the long text in their help, and rows tall enough for a commute's name and a note to wrap
+#: (Streamlit wraps a cell's text only in rows taller than 64 px). A wider screen stretches them.
+ESTIMATE_COLUMNS = {
+    "commute": st.column_config.TextColumn("commute", width=110),
+    "estimate": st.column_config.NumberColumn(
+        "est.", width=48,
+        help="Estimated students on the commute, clipped to between 0 and the number of reports."),
+    "95% low": st.column_config.NumberColumn(
+        "low", width=40, help="95 % interval, low end (whole students): holds the true number "
+        "95 % of the time."),
+    "95% high": st.column_config.NumberColumn(
+        "high", width=44, help="95 % interval, high end (whole students)."),
+    "note": st.column_config.TextColumn(
+        "note", width=84, help="For a clipped estimate: the raw estimate, outside what is "
+        "possible (below 0 or above the number of reports)."),
+    "revealed (not private)": st.column_config.NumberColumn(
+        "revealed ⚠", width=56, help="Students who chose to also send their true commute: NOT "
+        "private."),
+}
+#: The short headers spelt out above the table (a phone has no hover for their help).
+COLUMNS_SAID = ("est.: estimated students; low to high: its 95 % interval in whole students; "
+                "note: a clipped estimate's raw value.")
+#: With the revealed column, the commute and the note give it room.
+REVEALED_WIDTHS = {"commute": 96, "note": 70}
+ROW_HEIGHT = 66
+
+
+def estimates(table: pd.DataFrame) -> None:
+    """Draw an :func:`estimate_table` to fit a phone (:data:`ESTIMATE_COLUMNS`)."""
+    config = {column: ESTIMATE_COLUMNS[column] for column in table.columns}
+    if "revealed (not private)" in table:
+        config.update({column: {**config[column], "width": width}
+                       for column, width in REVEALED_WIDTHS.items()})
+    st.dataframe(table, hide_index=True, width="stretch", row_height=ROW_HEIGHT,
+                 column_config=config)
 
 
 def _short(value: float) -> str:

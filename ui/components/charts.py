@@ -98,6 +98,19 @@ def short_name(key: str) -> str:
     return SHORT_NAMES.get(key, key)
 
 
+#: At most 8 characters, for tables with one narrow column per mechanism (Explore's Scores with 8
+#: mechanisms: 75 px each); the full name goes in the column's help. ⚠: not differentially private.
+ABBREVIATIONS = {"discrete_laplace": "DLap", "gaussian": "Gauss", "stability_histogram": "StabH",
+                 "ss": "SS", "cms": "CMS", "hcms": "HCMS", "suppression": "Supp ⚠",
+                 "rounding": "Round ⚠", "random_rounding": "RRound ⚠", "cell_key": "CKey ⚠",
+                 "onthemap": "OnTheMap"}
+
+
+def abbreviation(key: str) -> str:
+    """A mechanism's name in at most 8 characters (its short name where that is short enough)."""
+    return ABBREVIATIONS.get(key, short_name(key))
+
+
 def name(key: str) -> str:
     """Legend name of a mechanism."""
     try:

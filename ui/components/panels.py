@@ -52,21 +52,31 @@ def _bits(bits: float | None) -> str:
     return charts.NOTHING if bits is None or pd.isna(bits) else f"{bits:,.0f}"
 
 
-#: The scorecard's first column: each metric's name with its unit.
+#: The scorecard's first column: each metric's name with its unit ("RMSE (real commutes)
+#: (commuters)", the longest, fits its width).
 METRIC = "Metric"
+METRIC_WIDTH = 220
+#: The frame's width (px) at 1,280 px with the sidebar open, and a mechanism column's width in the
+#: scorecard: its share of what the metrics leave, between the narrowest that shows "100.0%" and
+#: a comfortable one.
+FRAME = 818
+SCORE_WIDTH = (74, 140)
 
 
 def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
-    """The mechanisms side by side: one row per metric, one column per mechanism (its short
-    name), each value with its unit as on the metric cards; returns the table of
+    """The mechanisms side by side: one row per metric, one column per mechanism (its
+    abbreviation), each value with its unit as on the metric cards; returns the table of
     :func:`dpcore.evaluation.summaries.scorecard` (one row per mechanism, for the CSV).
 
     One row per mechanism needed 14 columns, 1,843 px at 1,280 px wide (818 px frame): the table
-    scrolled sideways. Turned, its width grows with the mechanisms chosen, not with the metrics;
-    past the frame it scrolls with the metrics' names pinned. Their definitions are in the first
-    column's help."""
+    scrolled sideways. Turned, its width grew with the mechanisms chosen: past six (with long
+    names such as "Random rounding (not DP)") it scrolled again. Now each mechanism's column has
+    its share of the frame (:data:`SCORE_WIDTH`) under an abbreviation of at most 8 characters
+    (:func:`ui.components.charts.abbreviation`), its full name in the column's help; the metrics'
+    definitions are in the first column's help. Past 8 mechanisms the table scrolls with the
+    metrics' names pinned."""
     frame = summaries.scorecard(results)
-    labels, cells = [], {charts.short_name(key): [] for key in frame["mechanism"]}
+    labels, cells = [], {charts.abbreviation(key): [] for key in frame["mechanism"]}
     for key in summaries.SCORECARD:
         info = metrics.METRICS[key]
         # a share reads as %; "False zero cells" needs no "(cells)"
@@ -81,12 +91,18 @@ def scorecard(results: dict[str, ReleaseResult]) -> pd.DataFrame:
     definitions = [f"{metrics.METRICS[key].label}: {metrics.METRICS[key].description}"
                    for key in summaries.SCORECARD]
     config = {METRIC: st.column_config.TextColumn(
-        METRIC, pinned=True, help=" ".join(definitions) + " Bits per commuter: what each "
-        f"commuter sends (local mechanisms); {charts.NOTHING}: a central mechanism, which "
-        "collects everyone's true commute instead.")}
-    config.update({mechanism: st.column_config.TextColumn(mechanism, alignment="right")
-                   for mechanism in cells})
+        METRIC, pinned=True, width=METRIC_WIDTH, help=" ".join(definitions) + " Bits per "
+        f"commuter: what each commuter sends (local mechanisms); {charts.NOTHING}: a central "
+        "mechanism, which collects everyone's true commute instead.")}
+    width = max(SCORE_WIDTH[0], min(SCORE_WIDTH[1], (FRAME - METRIC_WIDTH) // len(cells)))
+    config.update({short: st.column_config.TextColumn(short, alignment="right", width=width,
+                                                      help=charts.name(key))
+                   for short, key in zip(cells, frame["mechanism"])})
     table = pd.DataFrame({METRIC: labels, **cells})
+    spelt = [f"{short}: {charts.name(key)}" for short, key in zip(cells, frame["mechanism"])
+             if short != charts.name(key)]
+    if spelt:
+        st.caption("Columns: " + "; ".join(spelt) + ".")
     st.dataframe(table, hide_index=True, width="stretch", height=_rows(table),
                  column_config=config)
     return frame

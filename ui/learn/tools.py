@@ -411,14 +411,17 @@ def many_messages(current: data.Current, epsilon: float) -> None:
         f"Ghazi, Golowich, Kumar, Pagh and Velingker (*On the power of multiple anonymous "
         f"messages*, EUROCRYPT 2021, arXiv 1908.11358 — the seeds' shuffle-model cheat sheet) "
         f"prove that **no** single-message protocol can err by less than about min(n^¼, √d) "
-        f"(= min({n ** 0.25:,.1f}, {math.sqrt(d):,.1f}) here, up to constants and log factors), "
-        f"while several messages per phone reach error polylogarithmic in d, with only "
-        f"poly(log d, log n) bits per phone — far fewer than the one-bit-per-cell protocol's "
-        f"{d:,} messages.")
+        f"(= min({n ** 0.25:,.1f}, {math.sqrt(d):,.1f}) = "
+        f"{multi_message.single_message_order(n, d):,.1f} here, up to constants and log factors "
+        f"the abstract does not give), while several messages per phone reach error "
+        f"polylogarithmic in d, with only poly(log d, log n) bits per phone — far fewer than the "
+        f"one-bit-per-cell protocol's {d:,} messages.")
     st.caption("Both shuffled protocols use the product's numerical clone bound (Feldman, "
                "McMillan, Talwar) with GRR's clone probability; one bit per cell gives each "
                "cell (ε/2, δ/2), since replacing one commute changes two cells' bits. Substitution "
-               "neighbours throughout.")
+               "neighbours throughout. The paper's bounds are quoted from its abstract (the "
+               "orders above); its theorems' constants and messages per phone were not available "
+               "to us, so no number of commuters is claimed for them.")
 
 
 SECTIONS = {"select": select, "neighbours": who, "gaussian": gaussian, "coins": two_coins,
