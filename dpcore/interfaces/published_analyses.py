@@ -156,8 +156,9 @@ class ParentBound(FittedBound):
     cell of this level errs by at most M and every cell of the level above by at most M_P (both
     manifest margins, ≥ 95 % together), the cells of a sum that are p of a parent cell's m err by
     at most min(p·M, M_P + (m − p)·M): the m cells' errors add up to the parent's. Cells whose
-    zone has no known parent count M each; a parent cell's m is counted with every zone of unknown
-    parent on each side (an upper bound, so the bound stays sound).
+    zone has no known parent count M each; a parent cell's m is counted with the zones of unknown
+    parent that the geography leaves room for on each side (an upper bound: the bound stays
+    sound).
 
     ``all_bounds`` (answers' queries) and ``joint_bounds`` with ``compute`` (a share's A and C)
     find each sum's p per parent cell by summing the parent cell's indicator the way the answer
