@@ -14,7 +14,7 @@ from dpcore.interfaces import cli, published_analyses as published
 from tests.downloads import Downloads
 from tests.plotly_spec import figures
 from tests.test_app_places import answers_table, bar_chart, places
-from ui.components import charts
+from ui.components import charts, safe
 from ui.places import published as mode, view
 from dpcore.data.datasets import DATA_DIR
 
@@ -218,3 +218,28 @@ def test_hostile_zone_names_are_escaped_and_the_download_is_formula_safe(monkeyp
     assert "\\<img src\\=x" in said and "<img" not in said.replace("\\<img", "")
     frame = pd.read_csv(io.BytesIO(downloads.by_key(at, "places_published_all_csv")))
     assert "'=HYPERLINK(1)" in set(frame["part"]) and "=HYPERLINK(1)" not in set(frame["part"])
+
+
+def test_a_topdown_folders_parent_area_at_the_fine_level_is_as_tight_as_at_the_parent_level(
+        tmp_path):
+    """A TopDown folder (its manifest maps zones to parents) with the ED zones file: Sligo's
+    inflow, outflow and live-and-work at the fine level get the per-parent bound, which for a
+    whole parent cell is the parent level's interval; the caption says how."""
+    files = publish(tmp_path, "topdown", "--dataset", "ireland_ed", "--area", "Leitrim",
+                    "--area", "Sligo", "--domain-dataset", "ireland_ed", "--method", "topdown")
+    at = uploaded(files, {"places_fine_level_sel_how": "parent",
+                          "places_fine_level_sel_parent": "Sligo"})
+    zones = (DATA_DIR / "ireland_ed.zones.csv").read_bytes()
+    at.file_uploader(key="places_zones_csv").set_value(("ireland_ed.zones.csv", zones,
+                                                        "text/csv")).run()
+    assert not at.exception, at.exception
+    table = answers_table(at).set_index("analysis")
+    whole = expected(files, lambda od: answers.flows(od, sel.zones(od, ["Sligo"])),
+                     "parent level").set_index("analysis")
+    for name in ("inflow", "outflow", "live_and_work"):
+        assert table.released[name] == whole.released[name]
+        assert (table.low[name], table.high[name]) == (whole.low[name], whole.high[name])
+        assert table.cells[name] > 1000 * whole.cells[name]
+    assert table["method"].str.contains("the manifest's zone-to-parent map").all()
+    said = "Whiskers and intervals: " + safe.markdown(table["method"].iloc[0]) + "."
+    assert said in [c.value for c in at.caption]

@@ -12,11 +12,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from dpcore.analyses import answers, selection as sel, shares
 from dpcore.data.datasets import DATA_DIR
 from dpcore.evaluation import margins
-from dpcore.interfaces import publish, published_analyses as published
+from dpcore.interfaces import publish, published_analyses as published, published_domain
 from dpcore.mechanisms import topdown
 from tests.test_analyses import RELEASES, _check_coverage, _opendp_like, _queries
 from tests.test_cli_analyse import run
@@ -159,9 +160,18 @@ def test_a_zones_file_gives_a_folder_shares_within_a_distance_and_parents(capsys
     works = int(np.char.startswith(found.od.destinations.ids.astype(str), "Sligo").sum())
     within, outside = homes * works, homes * (found.od.n_destinations - works)
     assert frame.cells[1] == within + outside
-    share, low, high = shares.ranged(found.interval, [a], [within], [c], [outside])
+    # the range over the per-parent bounds of A and C (parents from the manifest's map), tighter
+    # than the one over their k·M bounds
+    rule = found.interval
+    assert isinstance(rule, published.ParentBound)
+    placed = published.placed(found, (DATA_DIR / "ireland_ed.zones.csv").read_bytes())
+    asked = shares.live_and_work(placed.od, sel.parent(placed.od, "Sligo"), "home")
+    share, low, high = shares.ranged(rule, [a], [within], [c], [outside], asked.compute)
     assert frame.released[1] == pytest.approx(a / (a + c)) == share[0]
     assert (frame.low[1], frame.high[1]) == pytest.approx((low[0], high[0]))
+    _, wide_low, wide_high = shares.ranged(rule, [a], [within], [c], [outside])
+    assert wide_low[0] <= low[0] and high[0] <= wide_high[0] and high[0] - low[0] < 0.5 * (
+        wide_high[0] - wide_low[0])
     compared, _ = _analyse(capsys, tmp_path, folder, "parents", *zones, "--analysis",
                            "comparison", "--compare", "parents")
     # a zone all of whose cells were published as 0 is an unnamed placeholder: its own area
@@ -287,3 +297,143 @@ def test_coverage_of_a_topdown_folders_bound(two_counties):
     widths = _cover(od, parent, draw,
                     lambda level: published.read(manifest, table, level).interval)
     assert widths["parent level"] < 0.05, widths   # the fine level's k·M ranges are mostly [0, 1]
+
+
+def test_a_topdown_folders_per_parent_bound_holds_and_is_tight(two_counties):
+    """With the zone-to-parent map in the manifest (as ``publish`` writes it), the fine level's
+    sums get the per-parent bound. On every seeded draw where each cell of both levels is within
+    its margin (the one event the margins hold on, ≥ 95 %), every answer's interval and every
+    share's range holds; coverage is ≥ 95 %; and a parent area's inflow at the fine level is as
+    tight as at the parent level (the Leitrim → Sligo parent cell whole: ±M_parent). With some
+    zones' parents unknown the bound is wider and holds on the event too."""
+    od = two_counties
+    levels = topdown.hierarchy(od)
+    parent = levels[0].od
+    scale = 9.0
+    top_margin, fine_margin = margins.topdown_margins([scale, scale],
+                                                      [parent.domain_size, od.domain_size])
+
+    def draw(rng):
+        noise = lambda number, counts: np.asarray(counts) + margins.discrete_gaussian(
+            rng, scale, len(counts))
+        return topdown.topdown(levels, None, noise)
+    entries = [{"name": name, "cells": level.od.domain_size, "scale": scale,
+                "noise_variance": scale ** 2, margins.COLUMN: bound}
+               for name, level, bound in zip(("parent level", "fine level"), levels,
+                                             (top_margin, fine_margin))]
+    entries[1]["parents"] = {side: dict(zip(zones.ids.tolist(), zones.parent.tolist()))
+                             for side, zones in (("origins", od.origins),
+                                                 ("destinations", od.destinations))}
+    manifest = _manifest(publish.METHODS[publish.TOPDOWN], "TopDown", entries)
+    top, fine = draw(np.random.default_rng(0))
+    table = pd.concat([_table(od, fine, "fine level"), _table(parent, top, "parent level")])
+    folder = published.read(manifest, table, "fine level")
+    rule = folder.interval
+    assert isinstance(rule, published.ParentBound) and "manifest's zone-to-parent" in rule.method
+    assert list(folder.od.origins.ids) == list(od.origins.ids)   # the queries' cell order
+    # zones of unknown parent (a zones file that does not name them) may be in any parent
+    unknown = [np.where(np.isin(zones.ids, zones.ids[-5:]), "", zones.parent)
+               for zones in (od.origins, od.destinations)]
+    loose = published.parent_rule(fine_margin, top_margin, od, fine.astype(float), *unknown,
+                                  folder.above[1], "test")
+    # … unless the geography says how many zones each parent has (the map's, a zones file's)
+    bounded = published.parent_rule(fine_margin, top_margin, od, fine.astype(float), *unknown,
+                                    folder.above[1], "test", [
+                                        pd.Series(zones.parent).value_counts()
+                                        for zones in (od.origins, od.destinations)])
+    def rooms(found):   # parent cells' room (a parent "" of unknown zones has none)
+        return found.capacity[found.capacity > 0]
+    assert np.array_equal(rooms(bounded), rooms(rule))
+    assert (rooms(loose) >= rooms(rule)).all() and (rooms(loose) > rooms(rule)).any()
+    sligo = answers.flows(od, sel.parent(od, "Sligo"))
+    queries = _queries(od, "Sligo 001", "Leitrim 001") + sligo
+    truth, top_truth = od.to_dense().astype(float), parent.to_dense().astype(float)
+    true = np.concatenate([q.compute(truth)[0] for q in queries])
+    cells = [q.compute(truth)[1] for q in queries]
+    found = _level_shares(od)
+    a, c, ma, mc = _share_sums(found, truth)
+    defined = a + c > 0
+    lows, highs, share_lows, share_highs, held = [], [], [], [], 0
+    for seed in range(RELEASES):
+        top, fine = (x.astype(float) for x in draw(np.random.default_rng(seed)))
+        bounds = rule.all_bounds(queries, [q.compute(fine)[0] for q in queries], cells)
+        low, high = (np.concatenate(x) for x in zip(*bounds))
+        wider = [[np.concatenate(x) for x in zip(*other.all_bounds(
+            queries, [q.compute(fine)[0] for q in queries], cells))] for other in (bounded, loose)]
+        for wide_low, wide_high in wider:
+            assert (wide_low <= low).all() and (high <= wide_high).all()
+        ranges = np.array([shares.ranged(rule, [ra], [m_a], [rc], [m_c], share.compute)
+                           for share, (ra, rc), m_a, m_c in zip(
+                               found, _share_sums(found, fine)[:2].T, ma, mc)])[:, :, 0]
+        lows.append(low), highs.append(high)
+        share_lows.append(ranges[:, 1]), share_highs.append(ranges[:, 2])
+        if (np.abs(fine - truth) <= fine_margin).all() and (
+                np.abs(top - top_truth) <= top_margin).all():
+            held += 1
+            assert ((low <= true) & (true <= high)).all(), seed
+            for wide_low, wide_high in wider:
+                assert ((wide_low <= true) & (true <= wide_high)).all(), seed
+            share = (a / (a + c))[defined]
+            assert ((ranges[defined, 1] <= share) & (share <= ranges[defined, 2])).all(), seed
+    assert held >= stats.binom.ppf(0.001, RELEASES, 0.95), held
+    _check_coverage(true, np.concatenate(cells), np.array(lows), np.array(highs))
+    _check_coverage(a[defined] / (a + c)[defined], (ma + mc)[defined],
+                    np.array(share_lows)[:, defined], np.array(share_highs)[:, defined])
+    inflow = rule.all_bounds(sligo[:1], [np.zeros(1)], [sligo[0].compute(truth)[1]])[0][1]
+    assert inflow[0] == top_margin < sligo[0].compute(truth)[1][0] * fine_margin
+
+
+def test_a_topdown_folder_without_the_map_gets_the_per_parent_bound_from_a_zones_file(
+        capsys, tmp_path):
+    """A folder published before the manifest held the zone-to-parent map: k·M alone; with the
+    public zones file the per-parent bound from the map (wider only for the cells of zones on no
+    row, whose parent the folder does not tell); with a zones file whose parents
+    do not add the fine level up to the published parent level (another geography), k·M."""
+    folder = _publish(capsys, tmp_path, "td", "--method", "topdown")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    parents = manifest["levels"][-1]["parents"]   # publish writes the map of a public domain
+    assert parents["origins"]["Sligo 001"] == "Sligo" and len(parents["destinations"]) == 145
+    assert "parents" not in manifest["levels"][0]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "release.csv").write_bytes((folder / "release.csv").read_bytes())
+    for level in manifest["levels"]:
+        level.pop("parents", None)
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    flows = ("--analysis", "flows", "--zone", "Sligo 001")
+    alone, _ = _analyse(capsys, tmp_path, old, "alone", *flows)
+    assert alone.method.str.contains("k·").all()
+    zones = DATA_DIR / "ireland_ed.zones.csv"
+    by_parent = ("--analysis", "flows", "--parent", "Sligo", "--zones", zones)
+    mapped, _ = _analyse(capsys, tmp_path, folder, "mapped", *by_parent)
+    placed, said = _analyse(capsys, tmp_path, old, "placed", *by_parent)
+    assert mapped.method.str.contains("the manifest's zone-to-parent map").all()
+    assert placed.method.str.contains("parents from the zones file").all()
+    assert "parents from the zones file" in said
+    # the same bound, but wider for the cells of zones on no row (unnamed: of unknown parent)
+    assert (placed.low <= mapped.low).all() and (mapped.high <= placed.high).all()
+    zoned = published.load(old).od
+    if not any(str(zone).startswith("(unlisted") for zone in np.concatenate(
+            [zoned.origins.ids, zoned.destinations.ids])):
+        assert placed[["low", "high"]].equals(mapped[["low", "high"]])
+    fine_margin = manifest["levels"][-1][margins.COLUMN]
+    inflow = placed.set_index("analysis").loc["inflow"]
+    assert inflow.high - inflow.released < inflow.cells * fine_margin
+    table = pd.read_csv(zones, dtype=str, keep_default_na=False)
+    table.loc[table.id == "Sligo 001", "parent"] = "Leitrim"
+    wrong = tmp_path / "wrong.zones.csv"
+    table.to_csv(wrong, index=False)
+    other, _ = _analyse(capsys, tmp_path, old, "other", "--analysis", "flows", "--parent",
+                        "Sligo", "--zones", wrong)
+    assert other.method.str.contains("k·").all()
+    assert (other.high - other.released == other.cells * fine_margin).all()
+
+
+def test_a_topdown_folder_over_a_domain_read_from_the_data_has_no_map(two_counties):
+    """The map would name the data's zones on no row: left out, the folder keeps k·M."""
+    found = publish.publish_topdown(two_counties, 1.0, delta=1e-6, source={
+        "domain": {"source": published_domain.DATA}})
+    assert not any("parents" in level for level in found.manifest["levels"])
+    table = found.table.astype({"origin": str, "destination": str, "count": str})
+    rule = published.read(found.manifest, table).interval
+    assert rule.method.endswith(published.WHY_NO_MAP)

@@ -227,7 +227,9 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
     """One row per answer: the true value (NaN when ``truth`` is None: a published folder), the
     released one (the true one when no release is given), its 95 % interval and how it was
     obtained (``interval``: a rule with ``bounds(answers, cells)`` such as :class:`Interval`,
-    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`; a rule
+    or with ``all_bounds(queries, answers, cells)``: :mod:`dpcore.analyses.simulated`, or a
+    rule that needs each query's cells, not only their number:
+    :class:`dpcore.interfaces.published_analyses.ParentBound`; a rule
     whose interval is around a debiased estimate, :mod:`dpcore.analyses.synthesized`, adds an
     ``estimate`` column after ``released``). Ranked
     queries are sorted by the released (else true) value, the first ``limit`` kept."""
@@ -239,7 +241,7 @@ def evaluate(queries: list[Query], truth, released=None, interval=None,
         true, cells = query.compute(truth) if truth is not None else (None, None)
         answer, cells = query.compute(released) if released is not None else (true, cells)
         answered.append((true, np.asarray(answer, dtype=float), np.asarray(cells)))
-    if hasattr(rule, "all_bounds"):   # a simulated rule: every query on each of its draws
+    if hasattr(rule, "all_bounds"):   # simulated (every query on each draw) or per-query cells
         bounds = rule.all_bounds(queries, [a for _, a, _ in answered],
                                  [c for _, _, c in answered])
     else:   # a law, elementwise: one call for every query's answers (not a call per query)

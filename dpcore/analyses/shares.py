@@ -154,13 +154,20 @@ def _ranged(rule) -> bool:
     return bool(getattr(rule, "joint", "")) and rule.covered
 
 
-def ranged(rule, a, a_cells, c, c_cells):
+def ranged(rule, a, a_cells, c, c_cells, compute=None):
     """(share, low, high) arrays from bounds on A and C that hold together (module docstring).
     The share is NaN where the released total A + C is not above 0; the range holds there too
-    (it needs only the bounds), so it is given."""
+    (it needs only the bounds), so it is given. ``compute``: the share's (values → ((A, C), …)),
+    for a rule whose bounds need the sums' cells, not only their numbers (a TopDown level's
+    per-parent bound, :class:`dpcore.interfaces.published_analyses.ParentBound`)."""
     a, c = np.asarray(a, dtype=float), np.asarray(c, dtype=float)
-    a_low, a_high = rule.joint_bounds(a, a_cells)
-    c_low, c_high = rule.joint_bounds(c, c_cells)
+    if compute is not None and hasattr(rule, "half_widths"):
+        low, high = rule.joint_bounds(np.concatenate([a, c]),
+                                      np.concatenate([a_cells, c_cells]), compute)
+        (a_low, c_low), (a_high, c_high) = np.split(low, 2), np.split(high, 2)
+    else:
+        a_low, a_high = rule.joint_bounds(a, a_cells)
+        c_low, c_high = rule.joint_bounds(c, c_cells)
     a_low, a_high, c_low, c_high = (np.maximum(x, 0.0) for x in (a_low, a_high, c_low, c_high))
     shown = a + c > 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -227,7 +234,8 @@ def evaluate(shares: list[Share], truth, released=None, rule=None) -> pd.DataFra
             answer, low, high = (float(x[0]) for x in bounds(rule, [a], [ma], [c], [mc]))
             sentence = method(rule) if np.isfinite(answer) else NO_SHARE
         elif _ranged(rule):
-            answer, low, high = (float(x[0]) for x in ranged(rule, [a], [ma], [c], [mc]))
+            answer, low, high = (float(x[0]) for x in ranged(rule, [a], [ma], [c], [mc],
+                                                             share.compute))
             sentence = method(rule) if np.isfinite(answer) else f"{NO_SHARE}; {method(rule)}"
         else:
             answer, low, high, sentence = share_of(a, c), np.nan, np.nan, method(rule)

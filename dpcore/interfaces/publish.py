@@ -53,6 +53,9 @@ The manifest (``manifest.json``; this is its one description):
   level", … as in the ledger, :func:`~dpcore.interfaces.ledger.role_names`; ``release.csv``'s
   ``level`` column uses the same names), ``cells`` = the domain's size, ``epsilon``, ``delta``,
   ``scale``, ``noise_variance``; another release method adds its levels here in the same form;
+  TopDown's levels below the top add ``parents`` (``origins`` and ``destinations``: each zone's
+  parent zone; public geography, left out when the domain is read from the data), which the
+  analyses of a folder use for a tighter bound on sums;
 * ``total``: the total of the released table (``value``: the sum of the published finest
   cells, post-processing of the noisy release) and ``how``. Flat and WLS never publish the
   exact number of commuters; TopDown does on a whole table under substitution neighbours, where
@@ -91,6 +94,7 @@ from dpcore import export
 from dpcore.data import views
 from dpcore.data.od import DENSE_CELL_LIMIT, MEMORY_BUDGET_BYTES, ODMatrix
 from dpcore.evaluation import margins
+from dpcore.interfaces import published_domain
 from dpcore.interfaces.ledger import UNLABELLED, role_names
 from dpcore.mechanisms import topdown
 from dpcore.mechanisms.base import ADD_REMOVE, DELTA, EPSILON, SUBSTITUTION
@@ -752,6 +756,13 @@ def publish_topdown(od: ODMatrix, epsilon: float, *, delta: float, shares=None,
                 "rho_zcdp": b.rho, "epsilon_alone": b.epsilon, "delta_alone": b.delta,
                 "scale": b.scale, "noise_variance": b.scale ** 2, margins.COLUMN: bound}
                for role, b, level, bound in zip(roles, budget, levels, bounds)]
+    # the zones' parents, for the per-parent bound of the analyses (published_analyses): public
+    # geography, but for a domain read from the data, whose zones on no row it would name
+    public = source["domain"].get("source") != published_domain.DATA
+    for entry, level in zip(entries[1:] if public else [], levels[1:]):
+        entry["parents"] = {side: dict(zip(zones.ids.tolist(), zones.parent.tolist()))
+                            for side, zones in (("origins", level.od.origins),
+                                                ("destinations", level.od.destinations))}
     manifest = _manifest(whole, "base_pos", source, entries,
                          guarantee_text(whole, levels=len(levels)), released[-1],
                          margins.manifest_entry(margins.TOPDOWN_HOW))

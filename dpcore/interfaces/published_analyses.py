@@ -16,10 +16,13 @@ manifest, so every answer's interval comes from public facts, as the folder's ow
   give) — plus the rounding, under 1 per fine cell and at most ½ per parent cell. With Base-Pos
   no interval: clipping biases a sum by an amount that depends on how many of its cells are
   empty, which is confidential;
-* **TopDown** (every level, fitted parent by parent): the manifest's margin M of a level holds
-  for every cell of every level at once with probability ≥ 95 %, so a sum of k cells is within
-  k·M (valid and wide: the integer fit's error depends on the confidential counts, so no tighter
-  law is public).
+* **TopDown** (every level, fitted parent by parent): the manifest's margins come from one union
+  bound over every cell of every level at β = 5 % (:func:`dpcore.mechanisms.topdown.error_bound`),
+  so the margin M of every level holds for all cells at once with probability ≥ 95 %, and the
+  published levels add up exactly (whole counts ≥ 0, each parent cell the sum of its children).
+  A sum of k cells is within k·M; with the zone-to-parent map (the manifest's ``parents``,
+  written by publishes since this rule, or a zones file's parents: :func:`placed`) a level below
+  the top gets the tighter :class:`ParentBound` (the same event, no further split).
 
 Zones are known by the ids in ``release.csv``. A level's zone count on each side comes from the
 manifest (:func:`_sides`); a zone seen on one side only is taken to be in the other side's
@@ -27,8 +30,8 @@ domain too while that side has zones not seen; zones of the domain that appear o
 their cells published as 0) are kept as "unlisted" placeholders, so that every sum counts its
 cells right. The folder holds no positions and no zone-to-parent map: distance and direction
 need positions and say so, unless a zones file of the public geography is given beside it
-(:func:`placed`: positions, and parents for parent selections); otherwise the parent areas are
-analysed as the zones of the parent level.
+(:func:`placed`: positions, and parents for parent selections and TopDown's per-parent
+bound); otherwise the parent areas are analysed as the zones of the parent level.
 
 Bad files get one message naming the file, the field or row, and how to fix it (uploads on the
 Places page: :func:`read`).
@@ -40,6 +43,7 @@ import dataclasses
 import io
 import json
 import math
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +52,7 @@ import pandas as pd
 
 from dpcore.analyses.intervals import Z_LAPLACE, Z_NORMAL, Interval
 from dpcore.data.importing.notices import ImportFailed, Report
-from dpcore.data.importing.zones import apply_zones
+from dpcore.data.importing.zones import apply_zones, read_zone_list
 from dpcore.data.od import DENSE_CELL_LIMIT, ODMatrix, ZoneSet
 from dpcore.interfaces import publish
 from dpcore.text import visible
@@ -68,8 +72,24 @@ METHOD_WLS_CLIPPED = ("no interval: WLS with base_pos sets negative fitted count
                       "(confidential); a folder published with base gets intervals")
 METHOD_TOPDOWN = ("bound: TopDown's margin ±{margin:,} holds for every cell of every level at once "
                   "with ≥ 95 % (manifest), so a sum of k cells is within k·{margin:,}; valid but "
-                  "wide (the integer fit's error depends on the confidential counts, so no "
-                  "tighter law is public)")
+                  "wide{why}")
+WHY_NO_MAP = (" (the tighter per-parent bound needs the zone-to-parent map: the manifest's "
+              "'parents' of a newer publish, or a zones file with parents)")
+WHY_TOO_LARGE = (" (no per-parent bound for a level of {pairs:,} parent cells × {cells:,} cells: "
+                 "one pass of each sum per parent cell, more than {limit:,} cells)")
+WHY_OTHER_PARENTS = (" (the parents given do not add this level's published counts up to the "
+                     "level above's, so they are not the publish's: no per-parent bound)")
+METHOD_PARENTS = ("bound: TopDown's margins (±{fine:,} per cell of this level, ±{parent:,} per cell "
+                  "of the level above) hold for every cell of both levels at once with ≥ 95 % "
+                  "(one union bound, manifest), and each parent cell's cells add up exactly to its "
+                  "published count; so a sum's p cells out of a parent cell's m err by at most "
+                  "min(p·{fine:,}, {parent:,} + (m − p)·{fine:,}), added over the parent cells "
+                  "(parents from {source})")
+PARENTS_MANIFEST = "the manifest's zone-to-parent map"
+PARENTS_ZONES = "the zones file"
+#: Most (parent cells × cells of the level) the per-parent bound sums over per analysis (one
+#: pass of each sum per parent cell); beyond it a folder keeps the k·M bound.
+PARENT_PASS_LIMIT = 50_000_000
 
 #: The quantile factors of a two-sided 97.5 % bound (two sums together at ≥ 95 %, union bound):
 #: the normal's, and one Laplace's over its sd (ln 40/√2, as :data:`Z_LAPLACE` is ln 20/√2).
@@ -131,6 +151,108 @@ class FittedBound:
         return self.bounds(answers, cells, self.joint_z)
 
 
+class ParentBound(FittedBound):
+    """A TopDown level's bound with its parents known (module docstring): on the event where every
+    cell of this level errs by at most M and every cell of the level above by at most M_P (both
+    manifest margins, ≥ 95 % together), the cells of a sum that are p of a parent cell's m err by
+    at most min(p·M, M_P + (m − p)·M): the m cells' errors add up to the parent's. Cells whose
+    zone has no known parent count M each; a parent cell's m is counted with the zones of unknown
+    parent that the geography leaves room for on each side (an upper bound: the bound stays
+    sound).
+
+    ``all_bounds`` (answers' queries) and ``joint_bounds`` with ``compute`` (a share's A and C)
+    find each sum's p per parent cell by summing the parent cell's indicator the way the answer
+    sums the counts; without ``compute`` only the cell counts are known: k·M."""
+
+    def __init__(self, margin: int, parent_margin: int, cell_parent: np.ndarray,
+                 capacity: np.ndarray, source: str):
+        super().__init__(METHOD_PARENTS.format(fine=margin, parent=parent_margin, source=source),
+                         per_cell=float(margin), joint=JOINT_TOPDOWN)
+        self.parent_margin, self.cell_parent, self.capacity = parent_margin, cell_parent, capacity
+        self._halves = weakref.WeakKeyDictionary()   # per compute: its sums' cells do not change
+
+    def half_widths(self, compute, cells) -> np.ndarray:
+        """Per sum of ``compute`` (values → (sums, …)) over ``cells`` cells, the bound."""
+        if compute not in self._halves:
+            self._halves[compute] = self._half_widths(compute, cells)
+        return self._halves[compute]
+
+    def _half_widths(self, compute, cells) -> np.ndarray:
+        fine, indicator = self.per_cell, np.zeros(self.cell_parent.size)
+        cells = np.asarray(cells, dtype=float)
+        half, placed = np.zeros(cells.shape), np.zeros(cells.shape)
+        # p ≤ k cells of a parent cell lower a sum's bound below p·M only if 2p·M > m·M + M_P:
+        # the other parent cells' cells count M each (below), exactly as the minimum would
+        most = 2 * (cells.max() if cells.size else 0) * fine
+        can = (self.capacity > 0) & (self.capacity * fine + self.parent_margin < most)
+        for parent in np.flatnonzero(can):
+            inside = self.cell_parent == parent
+            indicator[inside] = 1.0
+            p = np.asarray(compute(indicator)[0], dtype=float).reshape(cells.shape)
+            indicator[inside] = 0.0
+            half += np.minimum(p * fine, self.parent_margin + (self.capacity[parent] - p) * fine)
+            placed += p
+        return half + (cells - placed) * fine
+
+    def all_bounds(self, queries, answers, cells) -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for query, answer, count in zip(queries, answers, cells):
+            half, answer = self.half_widths(query.compute, count), np.asarray(answer, dtype=float)
+            out.append((np.maximum(answer - half, 0.0), answer + half))
+        return out
+
+    def joint_bounds(self, answers, cells, compute=None) -> tuple[np.ndarray, np.ndarray]:
+        if compute is None:
+            return super().joint_bounds(answers, cells)
+        answers = np.asarray(answers, dtype=float)
+        half = self.half_widths(compute, cells)
+        return np.maximum(answers - half, 0.0), answers + half
+
+
+def parent_rule(margin: int, parent_margin: int, od: ODMatrix, values: np.ndarray, o_parent,
+                d_parent, parent_counts: pd.Series, source: str, geography=None):
+    """:class:`ParentBound` of a TopDown level whose zones' parents are ``o_parent`` and
+    ``d_parent`` (ids of the level above, "" where unknown); ``geography``: each side's zones
+    per parent id in the publish's geography (Series), which bounds how many zones of unknown
+    parent a parent can hold (the map's, or the zones file's). The k·M rule saying why when the
+    parents do not add this level up to the level above's published ``parent_counts`` (indexed
+    by origin, destination: a map of another geography) or the bound would cost too many
+    passes."""
+    # a parent that is not a zone of the level above (a zones file makes a zone it does not
+    # name its own parent) is unknown: the zone may be in any parent
+    o_parent, d_parent = (np.where(np.isin(np.asarray(x, dtype=str), parent_counts.index.levels[k]
+                                           .astype(str)), np.asarray(x, dtype=str), "")
+                          for k, x in enumerate((o_parent, d_parent)))
+    o_ids, o_at = np.unique(o_parent, return_inverse=True)
+    d_ids, d_at = np.unique(d_parent, return_inverse=True)
+    o_known, d_known = o_ids != "", d_ids != ""
+    o_at = np.where(o_known[o_at], o_at, -1)
+    d_at = np.where(d_known[d_at], d_at, -1)
+    pairs = o_ids.size * d_ids.size
+    if pairs * od.domain_size > PARENT_PASS_LIMIT:
+        return topdown_rule(margin, WHY_TOO_LARGE.format(pairs=pairs, cells=od.domain_size,
+                                                         limit=PARENT_PASS_LIMIT))
+    o, d = np.divmod(np.arange(od.domain_size), od.n_destinations)
+    cell_parent = np.where((o_at[o] >= 0) & (d_at[d] >= 0), o_at[o] * d_ids.size + d_at[d], -1)
+    # each side's zones per parent, with every zone of unknown parent (may belong to any)
+    o_room = np.bincount(o_at[o_at >= 0], minlength=o_ids.size) + np.sum(o_at < 0)
+    d_room = np.bincount(d_at[d_at >= 0], minlength=d_ids.size) + np.sum(d_at < 0)
+    if geography is not None:   # no more zones than the geography gives the parent
+        o_room = np.minimum(o_room, geography[0].reindex(o_ids).fillna(np.inf).to_numpy())
+        d_room = np.minimum(d_room, geography[1].reindex(d_ids).fillna(np.inf).to_numpy())
+    capacity = np.outer(o_room * o_known, d_room * d_known).ravel()
+    known = np.bincount(cell_parent[cell_parent >= 0], minlength=pairs)
+    capacity = np.where(known > 0, capacity, 0)
+    rolled = np.bincount(cell_parent[cell_parent >= 0], weights=values[cell_parent >= 0],
+                         minlength=pairs)
+    published = parent_counts.reindex(pd.MultiIndex.from_product([o_ids, d_ids])).fillna(0)
+    published = published.to_numpy(dtype=float)
+    exact = (o_at >= 0).all() and (d_at >= 0).all()
+    if np.any(rolled > published) or (exact and not np.array_equal(rolled, published)):
+        return topdown_rule(margin, WHY_OTHER_PARENTS)
+    return ParentBound(margin, parent_margin, cell_parent, capacity, source)
+
+
 @dataclass(frozen=True, eq=False)
 class Folder:
     od: ODMatrix          # the level's zones (no counts)
@@ -139,6 +261,7 @@ class Folder:
     kind: str             # FLAT, WLS or TOPDOWN
     level: str            # the level answered ("fine level", "parent level", …)
     levels: tuple         # every level the folder publishes
+    above: tuple | None = None   # TopDown below the top: (the level above's margin, its counts)
 
 
 def _zones(seen, other, total: int, side: str) -> ZoneSet:
@@ -248,10 +371,10 @@ def _counts(table: pd.DataFrame, several: bool) -> pd.DataFrame:
     return table.assign(count=counts.to_numpy(dtype=float))
 
 
-def topdown_rule(margin: int) -> FittedBound:
+def topdown_rule(margin: int, why: str = "") -> FittedBound:
     """A TopDown level's rule from its published margin M: a sum of k cells within ±k·M (the
-    module docstring; also what :mod:`.topdown_targets` plans with)."""
-    return FittedBound(METHOD_TOPDOWN.format(margin=margin), per_cell=float(margin),
+    module docstring; also what :mod:`.topdown_targets` plans with); ``why`` no tighter one."""
+    return FittedBound(METHOD_TOPDOWN.format(margin=margin, why=why), per_cell=float(margin),
                        joint=JOINT_TOPDOWN)
 
 
@@ -300,7 +423,7 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
         raise ValueError(f"manifest.json's 'post_processing' is "
                          f"{visible(str(manifest.get('post_processing')))[:80]!r}; a publish "
                          f"states one of: {'; '.join(publish.POSTPROCESS.values())}.")
-    table = _counts(table, len(levels) > 1)
+    table = whole = _counts(table, len(levels) > 1)
     if len(levels) > 1:
         unknown = np.flatnonzero(~table["level"].isin(names))
         if unknown.size:
@@ -309,7 +432,7 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
                              f"{visible(table['level'].iloc[k])[:60]!r} is not one of the "
                              f"manifest's levels ({', '.join(names)}): the two files come from "
                              "different publishes.")
-        table = table[table["level"] == chosen]
+        whole, table = table, table[table["level"] == chosen]
     domain = manifest.get("input", {}).get("domain", {}) if isinstance(
         manifest.get("input"), dict) else {}
     cells = int(entry["cells"])
@@ -320,8 +443,12 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
     if n_o * n_d > DENSE_CELL_LIMIT:
         raise ValueError(f"the folder's level {chosen!r} has {n_o * n_d:,} cells, more than the "
                          f"{DENSE_CELL_LIMIT:,} analysed from a folder")
-    origins = _zones(table.origin, table.destination, n_o, "origin")
-    destinations = _zones(table.destination, table.origin, n_d, "destination")
+    parents = _parent_map(entry) if kind == TOPDOWN else None
+    # the map names every zone of the level: those on no row are named, not placeholders
+    origins = _zones(table.origin, parents["origins"] if parents else table.destination, n_o,
+                     "origin")
+    destinations = _zones(table.destination, parents["destinations"] if parents
+                          else table.origin, n_d, "destination")
     if len(origins.ids) > n_o or len(destinations.ids) > n_d:
         raise ValueError(f"release.csv's rows of {chosen!r} name more zones than the manifest's "
                          f"{cells:,} cells allow: the two files come from different publishes.")
@@ -332,25 +459,66 @@ def read(manifest, table: pd.DataFrame, level: str | None = None) -> Folder:
     total = manifest.get("total", {}).get("value") if isinstance(manifest.get("total"),
                                                                  dict) else None
     total = float(total) if isinstance(total, (int, float)) else float(values.sum())
-    return Folder(od, values, _rule(kind, manifest, entry, post, chosen, od, total), kind,
-                  chosen, tuple(names))
+    rule = _rule(kind, manifest, entry, post, chosen, od, total)
+    above = _above(levels, names, chosen, whole) if kind == TOPDOWN and isinstance(
+        rule, FittedBound) and rule.covered else None
+    if above is not None and parents:
+        sides = [[parents[side].get(zone, "") for zone in zones.ids]
+                 for side, zones in (("origins", od.origins), ("destinations", od.destinations))]
+        rule = parent_rule(int(rule.per_cell), above[0], od, values, *sides, above[1],
+                           PARENTS_MANIFEST, [pd.Series(list(parents[side].values()))
+                                              .value_counts() for side in parents])
+    elif above is not None:
+        rule = topdown_rule(int(rule.per_cell), WHY_NO_MAP)
+    return Folder(od, values, rule, kind, chosen, tuple(names), above)
+
+
+def _parent_map(entry: dict) -> dict | None:
+    """A TopDown level's zone-to-parent map ({"origins": {zone: parent}, "destinations": …},
+    written by ``publish``), as text; None when the entry has none (an older publish) or it is
+    not that shape."""
+    parents = entry.get("parents")
+    if not isinstance(parents, dict) or not all(
+            isinstance(parents.get(side), dict) for side in ("origins", "destinations")):
+        return None
+    return {side: {str(zone): str(parent) for zone, parent in parents[side].items()}
+            for side in ("origins", "destinations")}
+
+
+def _above(levels: list[dict], names: list[str], chosen: str, table: pd.DataFrame):
+    """A TopDown level's level above: (its whole margin, its counts by origin and destination);
+    None for the top level or a level above without a whole margin."""
+    at = names.index(chosen)
+    margin = levels[at - 1].get(publish.margins.COLUMN) if at > 0 else None
+    if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
+        return None
+    rows = table[table["level"] == names[at - 1]]
+    return margin, rows.set_index(["origin", "destination"])["count"]
 
 
 def placed(folder: Folder, data: bytes, filename: str = "zones file") -> Folder:
     """The folder's zones given positions (and parents) by a zones file (zone, lat, lon[,
     parent]; e.g. ``data/ireland_ed.zones.csv``): public geography beside the release, so that
     distance, direction, a radius, shares within a distance and parent areas can be answered.
-    The counts and intervals are the folder's, unchanged. ValueError naming the file and what to
-    fix when it cannot be read or places none of the folder's zones."""
+    The counts are the folder's, unchanged; so are the intervals, but that a TopDown level whose
+    manifest has no zone-to-parent map gets the per-parent bound from the file's parents (checked
+    against the level above's counts: :func:`parent_rule`). ValueError naming the file and what
+    to fix when it cannot be read or places none of the folder's zones."""
     try:
         od = apply_zones(folder.od, bytes(data), filename, Report(filename))
+        listed = pd.Series(read_zone_list(bytes(data), filename)[0].parent).value_counts()
     except ImportFailed as error:
         raise ValueError(str(error)) from None
     if not (od.origins.has_coordinates.any() or od.destinations.has_coordinates.any()):
         raise ValueError(f"{visible(filename)[:80]} places none of the folder's zones (no row "
                          "names one of its ids with a latitude and longitude): give the zones "
                          "file of the geography the release was published over.")
-    return dataclasses.replace(folder, od=od)
+    rule = folder.interval
+    if folder.above is not None and not isinstance(rule, ParentBound) and od.has_parent_level:
+        rule = parent_rule(int(rule.per_cell), folder.above[0], od, folder.values,
+                           od.origins.parent, od.destinations.parent, folder.above[1],
+                           PARENTS_ZONES, (listed, listed))
+    return dataclasses.replace(folder, od=od, interval=rule)
 
 
 def parse_manifest(text) -> dict:

@@ -49,7 +49,9 @@ def folder() -> published.Folder:
                                      "parent]; e.g. data/ireland_ed.zones.csv): positions for "
                                      "distance, direction, a radius and the share within "
                                      f"{view.SHARE_KM:g} km, parents for parent areas. The "
-                                     "counts and intervals stay the release's.")
+                                     "counts stay the release's; a TopDown folder whose "
+                                     "manifest has no zone-to-parent map gets its tighter "
+                                     "per-parent intervals from the file's parents.")
     if release is None or manifest is None:
         missing = " and ".join(name for name, file in (("release.csv", release),
                                                         ("manifest.json", manifest))
