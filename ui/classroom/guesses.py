@@ -20,6 +20,15 @@ def _scale(round_: classroom.Round) -> float:
     return 100.0 if round_.mechanism == classroom.coins.COINS else 1.0
 
 
+SENT = "classroom_guess_sent"     # {box key: the value last sent to the store from that box}
+
+
+def box(code: str, number: int, field: str) -> str:
+    """The widget key of a round's guess or truth box: stable across runs (its identity never
+    hangs on the label or the range) and fresh in each new round."""
+    return f"classroom_{field}_{code}_{number}"
+
+
 def form(store: classroom.RoomStore, room: classroom.Room, key: str) -> None:
     """The teacher's boxes for the current coins or number round: the class's guess (until the
     first report) and the truth."""
@@ -33,17 +42,37 @@ def form(store: classroom.RoomStore, room: classroom.Room, key: str) -> None:
         st.caption("Ask the class for its guess BEFORE anyone answers and type it here (taken "
                    "only while the round has no report). Type the truth when you know it.")
         with st.form("classroom_guess"):
-            guess = st.number_input(f"The class's guess{unit}", 0.0, largest, None)
-            truth = st.number_input(f"The truth, if you know it{unit}", 0.0, largest, None)
-            if st.form_submit_button("Save"):
-                stored = dict(zip(guesses.FIELDS, store.guess(room.code, current.number)))
-                for field, value in (("guess", guess), ("truth", truth)):
-                    if value is None or stored[field] == value / scale:
-                        continue                             # nothing new typed in this box
-                    try:
-                        store.record_guess(room.code, key, field, value / scale)
-                    except classroom.ClassroomError as problem:
-                        st.error(safe.markdown(problem))
+            st.number_input(f"The class's guess{unit}", 0.0, largest, None,
+                            key=box(room.code, current.number, "guess"))
+            st.number_input(f"The truth, if you know it{unit}", 0.0, largest, None,
+                            key=box(room.code, current.number, "truth"))
+            st.form_submit_button("Save")
+        save(store, room.code, key, current)
+
+
+def save(store: classroom.RoomStore, code: str, key: str, current: classroom.Round) -> None:
+    """Store what the boxes hold whenever it is new, on any run (full or the live view's).
+
+    A form's boxes reach the server only when Save is pressed, so a new value is a Save. Reading
+    the values instead of the button's one-run trigger keeps a Save pressed while an earlier run
+    is still drawing the page (the trigger can be lost when Streamlit folds that run's rerun with
+    the live view's) from being silently dropped; a refused value is said once, not every run."""
+    if current.mechanism not in KINDS:
+        return
+    sent = st.session_state.setdefault(SENT, {})
+    stored = dict(zip(guesses.FIELDS, store.guess(code, current.number)))
+    for field in guesses.FIELDS:
+        name = box(code, current.number, field)
+        value = st.session_state.get(name)
+        if value is None or sent.get(name) == value:
+            continue                                         # nothing new typed in this box
+        sent[name] = value
+        if stored[field] == value / _scale(current):
+            continue
+        try:
+            store.record_guess(code, key, field, value / _scale(current))
+        except classroom.ClassroomError as problem:
+            st.error(safe.markdown(problem))
 
 
 def compare(store: classroom.RoomStore, snap: classroom.Snapshot, result) -> None:

@@ -479,6 +479,8 @@ def live_view(code: str, key: str | None) -> None:
     """Reports, estimate and spread of one round, re-read every :data:`REFRESH_SECONDS`; with the
     teacher ``key``, the browser sessions too (new ones appear as they send)."""
     try:
+        if key is not None:                  # a Save whose run was cut short lands here too
+            guesses.save(store(), code, key, store().current_round(code))
         _live_view(code)
         if key is not None:
             room = store().room(code)
