@@ -117,7 +117,7 @@ def test_the_class_guesses_first_then_sees_guess_estimate_and_truth(page: Page, 
     page.goto(f"{app_url}/Classroom")
     code = open_room(page)
     page.get_by_text("change mechanism or ε (opens a new round)").click()
-    page.get_by_label("Yes/no question").fill("Did you walk today?")
+    page.get_by_label("Yes/no question", exact=True).fill("Did you walk today?")
     page.get_by_role("button", name="Open a coins round").click()
     page.get_by_text("Guess first: the class's guess").click()
     page.get_by_label("The class's guess (%)").fill("40")
