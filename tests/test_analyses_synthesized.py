@@ -334,6 +334,25 @@ def test_planner_targets(toy, county):
         assert math.isinf(plan.epsilon) and plan.method == planning.UNREACHABLE
 
 
+def test_planner_on_the_ed_table_refuses_only_every_pair(ed):
+    """On the ED table (3,130 workplaces × 9.8 M cells) the zone families are planned (the ε
+    found meets ±200 on every inflow, one a hair below does not); only every OD pair's family
+    is refused, with its reason."""
+    truth = ed.to_dense()
+    (inflow,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("inflow", "200"))
+    assert inflow.method == planning.SYNTHESIZED and inflow.answers > 3_000
+    theory = synthesized.Theory(ed, truth, {}, [planning.family_query(ed, "inflow")])
+    assert theory.half_widths(inflow.epsilon).max() <= 200
+    assert theory.half_widths(inflow.epsilon * (1 - 2 * planning.PRECISION)).max() > 200
+    # an outflow sums a term per workplace (each small one adds its m): wide, yet planned
+    for family, within in (("outflow", "6000"), ("live_and_work", "200")):
+        (found,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target(family, within))
+        assert found.method == planning.SYNTHESIZED and found.worst_half_width <= float(within)
+    (pairs,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("pairs", "50"))
+    assert math.isnan(pairs.epsilon) and pairs.method.startswith("not planned: not computed") \
+        and f"{ed.n_destinations:,} workplaces ×" in pairs.method
+
+
 def test_tradeoffs_theory_is_the_raw_answers_rmse(county):
     options = tradeoffs.choices(county, sel.zones(county, ["Dublin City"]))
     query, part = options["inflow — Dublin City"]

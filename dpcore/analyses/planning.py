@@ -205,8 +205,11 @@ def plan_synthesized(od: ODMatrix, truth, params: dict, target: Target) -> Plan:
     """OnTheMap's smallest ε for the target: the half-widths of its debiased interval at the
     true table (:class:`dpcore.analyses.synthesized.Theory`), which fall as ε grows (the prior
     α = m/(e^ε − 1) shrinks)."""
-    why = synthesized.too_large(od, synthesized.bound(od, params, 1.0))
-    if why is not None:   # before naming every pair of a large table
+    # only the family naming every pair is refused on a large table (before naming them): the
+    # others are one entry per workplace in each zone's sum, the Places page's own evaluation
+    why = (synthesized.too_large(od, synthesized.bound(od, params, 1.0))
+           if target.family == "pairs" else None)
+    if why is not None:
         return Plan(synthesized.KEY, target, float("nan"),
                     "not planned: " + why.removeprefix("no interval: "))
     query = family_query(od, target.family)

@@ -81,8 +81,8 @@ SPARSE_NOTE = ("; sparse release: the cells it does not name at their workplace'
                "expected value given the release)")
 PARENT_SPARSE = ("candidates 'parent' has no sparse release (each workplace's candidate origins "
                  "are then an area, not the whole table)")
-#: Units × cells up to which the planner evaluates the law (:func:`too_large`): its family
-#: "pairs" names every cell of the table.
+#: Units × cells up to which the planner evaluates the law for its family "pairs" (every cell
+#: of the table named: :func:`too_large`); the other families are not limited.
 MOST_UNIT_CELLS = 20_000_000
 TOO_LARGE = ("no interval: not computed: {units:,} workplaces × {cells:,} cells is beyond the "
              f"{MOST_UNIT_CELLS:,} the planner evaluates the law on")
@@ -455,8 +455,8 @@ def too_many_areas(od) -> str | None:
 
 
 def too_large(od, mechanism) -> str | None:
-    """Why the planner does not evaluate the law on ``od`` (its families name every pair or
-    zone of the table), or None."""
+    """Why the planner does not evaluate the law for every OD pair of ``od`` (that family names
+    every cell per unit), or None; its other families are planned at any size."""
     units = Units(od, mechanism)
     if units.n * od.domain_size > MOST_UNIT_CELLS:
         return TOO_LARGE.format(units=units.n, cells=od.domain_size)
