@@ -36,8 +36,9 @@ release, still unbiased, and the dense variance bounds its variance. No interval
 post-processing other than 'base', and the method says why. Coverage and times:
 ``tests/test_analyses_synthesized.py``, ``bench/bench_analyses.py``, docs/ANALYSES.md.
 
-The same law at the true table gives the planner's half-widths (:func:`plan`) and the error of
-the raw synthetic answer against ε (:func:`raw_rmse`: bias² + variance, for Tradeoffs).
+The same law at the true table (:class:`Theory`) gives the planner's half-widths, and for
+Tradeoffs the error against ε of the raw synthetic answer (bias² + variance) and of the debiased
+estimate (its sd).
 """
 
 from __future__ import annotations
@@ -598,19 +599,30 @@ class Theory:
         var = total ** 2 * (total + m) / (safe_m * (total + 1)) * share * (1 - share)
         return mechanism, m, k, total, share, var
 
-    def half_widths(self, epsilon: float) -> np.ndarray:
-        """The debiased interval's half-width per answer at its true value (inf: no interval)."""
+    def _spread(self, epsilon: float) -> tuple[np.ndarray, ...]:
+        """Per answer: the sd of its normal part, the bound m its small workplaces add, and
+        whether it has no interval (noisy totals on a small workplace)."""
         mechanism, m, k, _, share, var = self.law(epsilon)
         noise, small = noise_variance(mechanism), small_size(mechanism)
         found = self.found
         big = (m >= small) & (m > 0)
         sd = np.sqrt(np.maximum(found.total(np.where(big, var + noise * share ** 2, 0.0)), 0.0))
         wide = found.total(np.where(~big & (found.inside < k), m, 0.0))
-        half = Z_NORMAL * sd + wide
-        if noise:
-            half = np.where(found.total((~big & (found.weight > 0)).astype(float)) > 0,
-                            np.inf, half)
-        return half
+        refused = (found.total((~big & (found.weight > 0)).astype(float)) > 0 if noise
+                   else np.zeros(sd.size, dtype=bool))
+        return sd, wide, refused
+
+    def half_widths(self, epsilon: float) -> np.ndarray:
+        """The debiased interval's half-width per answer at its true value (inf: no interval)."""
+        sd, wide, refused = self._spread(epsilon)
+        return np.where(refused, np.inf, Z_NORMAL * sd + wide)
+
+    def estimate_sd(self, epsilon: float) -> np.ndarray:
+        """The sd of the debiased estimate per answer (its expected RMSE: it is unbiased), i.e.
+        the half-width / 1.96; NaN where a small workplace's part is bounded instead (the
+        estimate clipped to [0, m] has no closed-form sd) or there is no interval."""
+        sd, wide, refused = self._spread(epsilon)
+        return np.where(refused | (wide > 0), np.nan, sd)
 
     def raw_rmse(self, epsilon: float) -> np.ndarray:
         """√(bias² + variance) of the raw synthetic answer Σ s_S per answer: E s_S = mQ,
