@@ -335,7 +335,7 @@ def test_planner_targets(toy, county):
         assert math.isinf(plan.epsilon) and plan.method == planning.UNREACHABLE
 
 
-def test_planner_on_the_ed_table_refuses_only_every_pair(ed):
+def test_planner_on_the_ed_table_refuses_only_every_pair(ed, monkeypatch):
     """On the ED table (3,130 workplaces × 9.8 M cells) the zone families are planned (the ε
     found meets ±200 on every inflow, one a hair below does not); only every OD pair's family
     is refused, with its reason."""
@@ -352,6 +352,11 @@ def test_planner_on_the_ed_table_refuses_only_every_pair(ed):
     (pairs,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("pairs", "50"))
     assert math.isnan(pairs.epsilon) and pairs.method.startswith("not planned: not computed") \
         and f"{ed.n_destinations:,} workplaces ×" in pairs.method
+    # a table beyond the comparison's named cells (the national tracts): refused, with why
+    monkeypatch.setattr(synthesized, "MOST_ZONE_ENTRIES", 1_000)
+    (zones,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("inflow", "200"))
+    assert math.isnan(zones.epsilon) \
+        and zones.method.startswith("not planned: the comparison of every zone gets no interval")
 
 
 @pytest.mark.parametrize("label", ["inflow — Dublin City",

@@ -205,13 +205,13 @@ def plan_synthesized(od: ODMatrix, truth, params: dict, target: Target) -> Plan:
     """OnTheMap's smallest ε for the target: the half-widths of its debiased interval at the
     true table (:class:`dpcore.analyses.synthesized.Theory`), which fall as ε grows (the prior
     α = m/(e^ε − 1) shrinks)."""
-    # only the family naming every pair is refused on a large table (before naming them): the
-    # others are one entry per workplace in each zone's sum, the Places page's own evaluation
+    # the family naming every pair is refused on a large table (before naming them); the zone
+    # families have the Places page's limit (a term per non-empty cell of a zone's row)
     why = (synthesized.too_large(od, synthesized.bound(od, params, 1.0))
-           if target.family == "pairs" else None)
+           if target.family == "pairs" else synthesized.too_many_cells(truth))
     if why is not None:
         return Plan(synthesized.KEY, target, float("nan"),
-                    "not planned: " + why.removeprefix("no interval: "))
+                    "not planned: " + why.removeprefix("; ").removeprefix("no interval: "))
     query = family_query(od, target.family)
     theory = synthesized.Theory(od, truth, params, [query])
     found = usable(target, Answers(np.asarray(query.parts), theory.answers,
