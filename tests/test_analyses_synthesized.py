@@ -14,6 +14,7 @@ from scipy import stats
 from dpcore import release
 from dpcore.analyses import (answers, planning, selection as sel, shares, simulated, sums,
                              synthesized, tradeoffs)
+from dpcore.analyses.intervals import Z_NORMAL
 from dpcore.data.od import ODMatrix, ZoneSet
 from dpcore.interfaces import cli
 from dpcore.mechanisms.sparse_vector import SparseVector
@@ -332,6 +333,58 @@ def test_planner_targets(toy, county):
                                       [("onthemap", {}), ("onthemap", {"prior": "test"})], target)
     for plan in (unreachable, test):
         assert math.isinf(plan.epsilon) and plan.method == planning.UNREACHABLE
+
+
+def test_planner_on_the_ed_table_refuses_only_every_pair(ed, monkeypatch):
+    """On the ED table (3,130 workplaces × 9.8 M cells) the zone families are planned (the ε
+    found meets ±200 on every inflow, one a hair below does not); only every OD pair's family
+    is refused, with its reason."""
+    truth = ed.to_dense()
+    (inflow,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("inflow", "200"))
+    assert inflow.method == planning.SYNTHESIZED and inflow.answers > 3_000
+    theory = synthesized.Theory(ed, truth, {}, [planning.family_query(ed, "inflow")])
+    assert theory.half_widths(inflow.epsilon).max() <= 200
+    assert theory.half_widths(inflow.epsilon * (1 - 2 * planning.PRECISION)).max() > 200
+    # an outflow sums a term per workplace (each small one adds its m): wide, yet planned
+    for family, within in (("outflow", "6000"), ("live_and_work", "200")):
+        (found,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target(family, within))
+        assert found.method == planning.SYNTHESIZED and found.worst_half_width <= float(within)
+    (pairs,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("pairs", "50"))
+    assert math.isnan(pairs.epsilon) and pairs.method.startswith("not planned: not computed") \
+        and f"{ed.n_destinations:,} workplaces ×" in pairs.method
+    # a table beyond the comparison's named cells (the national tracts): refused, with why
+    monkeypatch.setattr(synthesized, "MOST_ZONE_ENTRIES", 1_000)
+    (zones,) = planning.plan(ed, truth, ["onthemap"], planning.parse_target("inflow", "200"))
+    assert math.isnan(zones.epsilon) \
+        and zones.method.startswith("not planned: the comparison of every zone gets no interval")
+
+
+@pytest.mark.parametrize("label", ["inflow — Dublin City",
+                                   "commutes of 0–10 km — workers in Dublin City"])
+def test_tradeoffs_debiased_series_rmse_matches_its_sd(county, label):
+    """Tradeoffs' debiased series: over 40 seeded releases per ε its RMSE's 95 % chi-square
+    interval holds the closed-form sd (the half-width / 1.96), and it is the number the Places
+    page gives (the rule's estimate); the raw answer's error is far larger at ε = 1 (its bias)."""
+    truth = county.to_dense()
+    query, part = tradeoffs.choices(county, sel.zones(county, ["Dublin City"]))[label]
+    epsilons = (0.5, 1.0, 5.0)
+    table = tradeoffs.experiment(county, truth, query, part, ["onthemap"], epsilons, 40, 11)
+    found = tradeoffs.rmse(table).set_index(["mechanism", "epsilon"])
+    theory = tradeoffs.theory(county, truth, query, part, ["onthemap"], epsilons
+                              ).set_index(["mechanism", "epsilon"])
+    law = synthesized.Theory(county, truth, {}, [query])
+    for epsilon in epsilons:
+        sd = theory.loc[(tradeoffs.DEBIASED, epsilon), "sd"]
+        assert sd == pytest.approx(law.half_widths(epsilon)[part] / Z_NORMAL)
+        row = found.loc[(tradeoffs.DEBIASED, epsilon)]
+        assert row["trials"] == 40 and row["low"] <= sd <= row["high"], (epsilon, row, sd)
+    assert found.loc[("onthemap", 1.0), "rmse"] > 10 * found.loc[(tradeoffs.DEBIASED, 1.0), "rmse"]
+    first = table[(table.mechanism == tradeoffs.DEBIASED) & (table.trial == 0)].iloc[0]
+    released = release.run(county, release.ReleaseSpec("onthemap", first.epsilon, (), ("base",),
+                                                        11, 0), true_counts=truth, score=False,
+                           keep_raw=False).outputs["base"].released
+    rule = synthesized.rule(county, synthesized.bound(county, {}, first.epsilon), released)
+    assert first.released == pytest.approx(rule.all_bounds([query], None, None)[0][2][part])
 
 
 def test_tradeoffs_theory_is_the_raw_answers_rmse(county):

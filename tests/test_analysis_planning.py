@@ -106,3 +106,19 @@ def test_cli_plan_answers(tmp_path, capsys):
     assert cli.main(["plan", "--dataset", "ireland_county", "--mechanisms", "laplace",
                      "--out", str(tmp_path / "y.csv")]) == cli.EXIT_USAGE
     assert "give a target" in capsys.readouterr().err
+
+
+def test_cli_plan_answers_on_the_ed_table_reports_every_row(tmp_path, capsys):
+    """OnTheMap's inflow of every ED within ±10 %: planned (the ED table is no longer refused)
+    and out of reach (a workplace under 20 workers keeps its bound [0, m]); the flat publish
+    cannot meet it at any scale either (inflows of 1 commuter) and says so in its row
+    instead of stopping the command."""
+    out = tmp_path / "plan.csv"
+    assert cli.main(["plan", "--dataset", "ireland_ed", "--mechanisms", "onthemap",
+                     "--answers", "inflow", "--within", "10%", "--out", str(out)]) == 0
+    frame = read_private_csv(out).set_index("mechanism")
+    assert math.isinf(frame.loc["onthemap", "epsilon"])
+    assert frame.loc["onthemap", "method"] == planning.UNREACHABLE
+    (published,) = [m for m in frame.index if m.startswith("publish: Discrete Laplace")]
+    assert frame.loc[published, "method"] == publish_targets.NO_SCALE
+    assert "inflow of every zone within ±10 %" in capsys.readouterr().out

@@ -7,7 +7,8 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from dpcore import mechanisms, release
-from dpcore.analyses import selection as sel, tradeoffs
+from dpcore.analyses import selection as sel, synthesized, tradeoffs
+from dpcore.analyses.intervals import Z_NORMAL
 from dpcore.data import datasets
 from tests.plotly_spec import figure, figures, traces, values
 
@@ -97,15 +98,30 @@ def test_share_within_10_km_against_epsilon_in_percentage_points():
     assert not traces(fig, f"{mechanisms.get('grr').name} · theory (closed-form sd)")
 
 
-def test_onthemap_dotted_line_is_its_synthetic_answers_expected_rmse():
-    """OnTheMap's dotted line is dpcore's √(bias² + variance) of its synthetic answer, and the
-    caption says so."""
+def test_onthemap_raw_answer_and_debiased_estimate_each_with_its_theory():
+    """OnTheMap: two series, the raw synthetic answer (dotted: dpcore's √(bias² + variance)) and
+    the debiased estimate (dotted: dpcore's sd, the 95 % half-width / 1.96), each solid line the
+    releases' RMSE; the caption says which is which."""
     at = _run(["onthemap"], LABEL)
     od = datasets.load("ireland_county")
+    truth = release.true_values(od)
     query, part = tradeoffs.choices(od, sel.zones(od, ["Dublin City"]))[LABEL]
-    theory = tradeoffs.theory(od, release.true_values(od), query, part, ["onthemap"], (1.0, 5.0))
-    (dotted,) = traces(figure(at, "Error of"),
-                       f"{mechanisms.get('onthemap').name} · theory (closed-form sd)")
-    assert np.allclose(values(dotted["y"]).astype(float), theory["sd"])
-    assert "OnTheMap's dotted line is its synthetic answer's expected RMSE" in \
-        "\n".join(c.value for c in at.caption)
+    theory = tradeoffs.theory(od, truth, query, part, ["onthemap"], (1.0, 5.0))
+    found = tradeoffs.rmse(tradeoffs.experiment(od, truth, query, part, ["onthemap"], (1.0, 5.0),
+                                                4, 101))
+    law = synthesized.Theory(od, truth, {}, [query])
+    fig = figure(at, "Error of")
+    name = mechanisms.get("onthemap").name
+    for series, key in ((name, "onthemap"), (f"{name} · debiased estimate", tradeoffs.DEBIASED)):
+        (line,) = [t for t in traces(fig, series) if t.get("mode") == "lines+markers"]
+        assert np.allclose(values(line["y"]).astype(float),
+                           found[found.mechanism == key]["rmse"])
+        (dotted,) = traces(fig, f"{series} · theory (closed-form sd)")
+        assert np.allclose(values(dotted["y"]).astype(float),
+                           theory[theory.mechanism == key]["sd"])
+    (dotted,) = traces(fig, f"{name} · debiased estimate · theory (closed-form sd)")
+    assert np.allclose(values(dotted["y"]).astype(float),
+                       [law.half_widths(e)[part] / Z_NORMAL for e in (1.0, 5.0)])
+    caption = "\n".join(c.value for c in at.caption)
+    assert "the series under its own name is the raw synthetic answer" in caption
+    assert f"“{name} · debiased estimate” is the number the Places page gives" in caption

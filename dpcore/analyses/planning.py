@@ -205,10 +205,13 @@ def plan_synthesized(od: ODMatrix, truth, params: dict, target: Target) -> Plan:
     """OnTheMap's smallest ε for the target: the half-widths of its debiased interval at the
     true table (:class:`dpcore.analyses.synthesized.Theory`), which fall as ε grows (the prior
     α = m/(e^ε − 1) shrinks)."""
-    why = synthesized.too_large(od, synthesized.bound(od, params, 1.0))
-    if why is not None:   # before naming every pair of a large table
+    # the family naming every pair is refused on a large table (before naming them); the zone
+    # families have the Places page's limit (a term per non-empty cell of a zone's row)
+    why = (synthesized.too_large(od, synthesized.bound(od, params, 1.0))
+           if target.family == "pairs" else synthesized.too_many_cells(truth))
+    if why is not None:
         return Plan(synthesized.KEY, target, float("nan"),
-                    "not planned: " + why.removeprefix("no interval: "))
+                    "not planned: " + why.removeprefix("; ").removeprefix("no interval: "))
     query = family_query(od, target.family)
     theory = synthesized.Theory(od, truth, params, [query])
     found = usable(target, Answers(np.asarray(query.parts), theory.answers,

@@ -36,8 +36,9 @@ release, still unbiased, and the dense variance bounds its variance. No interval
 post-processing other than 'base', and the method says why. Coverage and times:
 ``tests/test_analyses_synthesized.py``, ``bench/bench_analyses.py``, docs/ANALYSES.md.
 
-The same law at the true table gives the planner's half-widths (:func:`plan`) and the error of
-the raw synthetic answer against ε (:func:`raw_rmse`: bias² + variance, for Tradeoffs).
+The same law at the true table (:class:`Theory`) gives the planner's half-widths, and for
+Tradeoffs the error against ε of the raw synthetic answer (bias² + variance) and of the debiased
+estimate (its sd).
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ SPARSE_NOTE = ("; sparse release: the cells it does not name at their workplace'
                "expected value given the release)")
 PARENT_SPARSE = ("candidates 'parent' has no sparse release (each workplace's candidate origins "
                  "are then an area, not the whole table)")
-#: Units × cells up to which the planner evaluates the law (:func:`too_large`): its family
-#: "pairs" names every cell of the table.
+#: Units × cells up to which the planner evaluates the law for its family "pairs" (every cell
+#: of the table named: :func:`too_large`); the other families are not limited.
 MOST_UNIT_CELLS = 20_000_000
 TOO_LARGE = ("no interval: not computed: {units:,} workplaces × {cells:,} cells is beyond the "
              f"{MOST_UNIT_CELLS:,} the planner evaluates the law on")
@@ -455,8 +456,8 @@ def too_many_areas(od) -> str | None:
 
 
 def too_large(od, mechanism) -> str | None:
-    """Why the planner does not evaluate the law on ``od`` (its families name every pair or
-    zone of the table), or None."""
+    """Why the planner does not evaluate the law for every OD pair of ``od`` (that family names
+    every cell per unit), or None; its other families are planned at any size."""
     units = Units(od, mechanism)
     if units.n * od.domain_size > MOST_UNIT_CELLS:
         return TOO_LARGE.format(units=units.n, cells=od.domain_size)
@@ -598,19 +599,30 @@ class Theory:
         var = total ** 2 * (total + m) / (safe_m * (total + 1)) * share * (1 - share)
         return mechanism, m, k, total, share, var
 
-    def half_widths(self, epsilon: float) -> np.ndarray:
-        """The debiased interval's half-width per answer at its true value (inf: no interval)."""
+    def _spread(self, epsilon: float) -> tuple[np.ndarray, ...]:
+        """Per answer: the sd of its normal part, the bound m its small workplaces add, and
+        whether it has no interval (noisy totals on a small workplace)."""
         mechanism, m, k, _, share, var = self.law(epsilon)
         noise, small = noise_variance(mechanism), small_size(mechanism)
         found = self.found
         big = (m >= small) & (m > 0)
         sd = np.sqrt(np.maximum(found.total(np.where(big, var + noise * share ** 2, 0.0)), 0.0))
         wide = found.total(np.where(~big & (found.inside < k), m, 0.0))
-        half = Z_NORMAL * sd + wide
-        if noise:
-            half = np.where(found.total((~big & (found.weight > 0)).astype(float)) > 0,
-                            np.inf, half)
-        return half
+        refused = (found.total((~big & (found.weight > 0)).astype(float)) > 0 if noise
+                   else np.zeros(sd.size, dtype=bool))
+        return sd, wide, refused
+
+    def half_widths(self, epsilon: float) -> np.ndarray:
+        """The debiased interval's half-width per answer at its true value (inf: no interval)."""
+        sd, wide, refused = self._spread(epsilon)
+        return np.where(refused, np.inf, Z_NORMAL * sd + wide)
+
+    def estimate_sd(self, epsilon: float) -> np.ndarray:
+        """The sd of the debiased estimate per answer (its expected RMSE: it is unbiased), i.e.
+        the half-width / 1.96; NaN where a small workplace's part is bounded instead (the
+        estimate clipped to [0, m] has no closed-form sd) or there is no interval."""
+        sd, wide, refused = self._spread(epsilon)
+        return np.where(refused | (wide > 0), np.nan, sd)
 
     def raw_rmse(self, epsilon: float) -> np.ndarray:
         """√(bias² + variance) of the raw synthetic answer Σ s_S per answer: E s_S = mQ,

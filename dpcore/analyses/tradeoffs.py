@@ -6,7 +6,10 @@
   included): for an unbiased release its expected RMSE. Only raw releases of the mechanisms
   :data:`~dpcore.analyses.intervals.COVERED` have one, and OnTheMap's synthesizer, whose raw
   answer is biased: its curve is the expected RMSE √(bias² + variance) from its law at the true
-  table (:class:`dpcore.analyses.synthesized.Theory`); the others get none. A sparse release
+  table (:class:`dpcore.analyses.synthesized.Theory`); the others get none. OnTheMap's
+  **debiased estimate** (the number its interval is around, :mod:`.synthesized`) is followed as
+  its own series :data:`DEBIASED`: unbiased, its theory is its sd (the 95 % half-width / 1.96),
+  where every workplace of the answer gets the normal law. A sparse release
   (:func:`dpcore.release.sparse_route`) sums its unnamed empty cells at their mean, which can only
   lower the error variance (Rao–Blackwell): there the sd is an upper bound (``exact`` False), as
   it is for Hadamard response at ε ≤ 1 (its variance is bounded, :mod:`.intervals`).
@@ -40,6 +43,8 @@ FLOWS = {"inflow": "inflow", "outflow": "outflow", "live_and_work": "live and wo
          "jobs": "jobs", "employed_residents": "employed residents"}
 THEORY_COLUMNS = ["mechanism", "epsilon", "true", "sd", "exact"]
 RMSE_COLUMNS = ["mechanism", "epsilon", "true", "rmse", "low", "high", "trials"]
+#: The series of OnTheMap's debiased estimate, beside its raw synthetic answer's.
+DEBIASED = "onthemap_debiased"
 #: The share followed against ε beside the distance bands: the first band's upper edge (km).
 SHARE_KM = answers.BANDS_KM[1]
 
@@ -131,19 +136,31 @@ def _synthesized_theory(od: ODMatrix, truth, query, part: int, params: dict, eps
     theory = synthesized.Theory(od, truth, params, [query])
     if theory.method is not None:
         return []
-    return [{"mechanism": synthesized.KEY, "epsilon": float(epsilon), "true": float(total),
+    rows = [{"mechanism": synthesized.KEY, "epsilon": float(epsilon), "true": float(total),
              "sd": float(theory.raw_rmse(epsilon)[part]), "exact": True} for epsilon in epsilons]
+    debiased = [(float(epsilon), float(theory.estimate_sd(epsilon)[part])) for epsilon in epsilons]
+    return rows + [{"mechanism": DEBIASED, "epsilon": epsilon, "true": float(total), "sd": sd,
+                    "exact": True} for epsilon, sd in debiased if math.isfinite(sd)]
+
+
+def _debiased(od: ODMatrix, query, part: int, params: dict, epsilon: float, vector) -> float:
+    """OnTheMap's debiased estimate of the answer on one release (NaN: none, e.g. a share)."""
+    if isinstance(query, ShareAnswer):
+        return math.nan
+    rule = synthesized.rule(od, synthesized.bound(od, params, epsilon), vector)
+    return float(rule.all_bounds([query], None, None)[0][2][part])
 
 
 def experiment(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsilons,
                trials: int, seed: int = 0,
                progress: Callable[[int, int], bool | None] | None = None) -> pd.DataFrame:
-    """One row per release: mechanism, ε, trial, the true and the released answer.
+    """One row per release: mechanism, ε, trial, the true and the released answer; an OnTheMap
+    release adds a row :data:`DEBIASED` with its debiased estimate (where it has one).
     ``progress(done, total)`` after each release; False stops (the rows so far are returned)."""
     true = float(np.asarray(query.compute(truth)[0])[part])
     dense = truth if isinstance(truth, np.ndarray) else None
     specs = _specs(specs)
-    total, rows = len(specs) * len(epsilons) * trials, []
+    total, rows, done = len(specs) * len(epsilons) * trials, [], 0
     for key, params in specs:
         for epsilon in epsilons:
             for trial in range(trials):
@@ -154,7 +171,12 @@ def experiment(od: ODMatrix, truth, query: answers.Query, part: int, specs, epsi
                 rows.append({"mechanism": key, "epsilon": float(epsilon), "trial": trial,
                              "true": true,
                              "released": float(np.asarray(query.compute(vector)[0])[part])})
-                if progress is not None and progress(len(rows), total) is False:
+                if key == synthesized.KEY:
+                    estimate = _debiased(od, query, part, params, epsilon, vector)
+                    if math.isfinite(estimate):
+                        rows.append({**rows[-1], "mechanism": DEBIASED, "released": estimate})
+                done += 1
+                if progress is not None and progress(done, total) is False:
                     return pd.DataFrame(rows)
     return pd.DataFrame(rows, columns=["mechanism", "epsilon", "trial", "true", "released"])
 

@@ -29,6 +29,8 @@ SCALE_RANGE = (1e-3, 1e6)
 METHOD = ("closed form of the published folder's intervals (OpenDP's {noise}, Base): the worst "
           "95 % half-width over the answers, bisection on the scale, then on ε")
 
+NO_SCALE = f"not met at any noise scale ≥ {SCALE_RANGE[0]:g} (the whole-number step of the noise)"
+
 
 def rule(mechanism: str, scale: float, n: float, d: int) -> Interval:
     """The 95 % interval rule of a flat publish's noise at ``scale``."""
@@ -55,8 +57,9 @@ def plan(od: ODMatrix, truth, mechanism: str, target, delta: float = 0.0,
     by_precision = plan_rule(name, target, found,
                              lambda inverse: rule(mechanism, 1 / inverse, od.n, od.domain_size),
                              1 / SCALE_RANGE[1], 1 / SCALE_RANGE[0])
-    if not math.isfinite(by_precision.epsilon):
-        raise ValueError(f"no noise scale meets {target.describe()}")   # not even 0.001
+    if not math.isfinite(by_precision.epsilon):   # not even at scale 0.001: a row, so that the
+        # mechanisms planned beside it are still reported
+        return planning.Plan(name, target, math.inf, NO_SCALE)
     epsilon = _epsilon_for_scale(mechanism, 1 / by_precision.epsilon, delta, neighbours)
     if not math.isfinite(epsilon):
         return planning.Plan(name, target, math.inf, planning.UNREACHABLE)

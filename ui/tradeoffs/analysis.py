@@ -1,6 +1,7 @@
 """The Tradeoffs page's "Error against ε on one answer" section: a planner's number (inflow to an
 area, commutes of 0–10 km) followed across ε per mechanism, the closed-form sd beside the RMSE of
-seeded releases (:mod:`dpcore.analyses.tradeoffs`). Releases run when the user presses Run, with
+seeded releases (:mod:`dpcore.analyses.tradeoffs`); for OnTheMap its debiased estimate as a series of its own.
+Releases run when the user presses Run, with
 progress and Stop; the result is kept in the session under its settings.
 """
 
@@ -40,7 +41,17 @@ def _chosen(od: ODMatrix) -> tuple[sel.Selection, str]:
     return sel.zones(od, picked), side
 
 
+#: Legend name of OnTheMap's debiased estimate (:data:`dpcore.analyses.tradeoffs.DEBIASED`).
+DEBIASED = f"{charts.name(synthesized.KEY)} · debiased estimate"
+
+
+def _named(frame: pd.DataFrame) -> pd.DataFrame:
+    """The debiased series under its legend name (its key is not a mechanism's)."""
+    return frame.assign(mechanism=frame["mechanism"].replace({tradeoffs.DEBIASED: DEBIASED}))
+
+
 def _figure(theory: pd.DataFrame, found: pd.DataFrame, label: str, unit: str):
+    theory, found = _named(theory), _named(found)
     summary = found.rename(columns={"rmse": "mean"})
     fig = charts.curves(summary, "epsilon", charts.escape(f"Error of “{label}” against ε"),
                         "ε (privacy budget, log scale)", f"RMSE of the answer ({unit})",
@@ -107,10 +118,13 @@ def section(settings: RunSettings, od: ODMatrix, epsilons: tuple, trials: int) -
                "RMSE for these unbiased releases; a share's: the delta method's sd, in percentage "
                "points, for the central noises only, whose share intervals were measured to "
                "cover)."
-               + (" OnTheMap's dotted line is its synthetic answer's expected RMSE from its "
-                  "law, bias included: its answers are biased towards a uniform spread of "
-                  "homes, and the bias, not the randomness, dominates at small ε (the Places "
-                  "page removes it, with an interval)."
+               + (" OnTheMap: the series under its own name is the raw synthetic answer, its "
+                  "dotted line that answer's expected RMSE from its law, bias included (its "
+                  "answers are biased towards a uniform spread of homes, and the bias, not the "
+                  "randomness, dominates at small ε). “" + DEBIASED + "” is the number the Places "
+                  "page gives instead, with its interval: s·A/m − |S|α on the same releases, "
+                  "unbiased; its dotted line is its closed-form sd (the 95 % half-width / 1.96; none when "
+                  "a workplace of the answer has too few workers for the normal law)."
                   if synthesized.KEY in set(theory["mechanism"]) else "")
                + (" No closed form for: " + safe.markdown(
                    ", ".join(charts.short_name(k) for k in without)) + "." if without else "")
