@@ -20,8 +20,8 @@ Loopback only; every wait bounded.
 
 import asyncio
 import os
+import queue
 import re
-import select
 import signal
 import threading
 import time
@@ -125,10 +125,18 @@ def replica_process(serve, port: int) -> psutil.Process:
 
 
 def wait_for_line(serve, text: str, seconds: float) -> str:
+    """What scripts/serve said until ``text`` (or ``seconds``). Read by a thread line by line:
+    select() on the pipe misses lines the text wrapper has already buffered (two lines written
+    together: the second was never seen, 2 of 3 runs when the replica restarted fast)."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in serve.stdout],
+                     daemon=True).start()
     said, deadline = "", time.monotonic() + seconds
     while text not in said and time.monotonic() < deadline:
-        if select.select([serve.stdout], [], [], 1)[0]:
-            said += serve.stdout.readline()
+        try:
+            said += lines.get(timeout=1)
+        except queue.Empty:
+            pass
     return said
 
 
